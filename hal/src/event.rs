@@ -1,0 +1,18 @@
+//! Waiting without burning the machine.
+
+use crate::Ticks;
+
+/// Wait-for-event / send-event, in the manner of aarch64 `wfe` / `sev`.
+///
+/// An agent with nothing to do calls [`Events::wait_for_event`]: it returns when something the
+/// agent watches may have changed (a register written towards it, an event sent by a peer) or
+/// when the deadline passes, and it may return spuriously. Callers always re-check their
+/// condition and their budget. On the simulator this parks the agent's thread, so idle agents
+/// cost nothing; on hardware it is a spin hint.
+pub trait Events {
+    /// Wait until an event may have arrived or `deadline` (device ticks) has passed.
+    /// Tier: AICPU, AICore.
+    fn wait_for_event(&self, deadline: Ticks);
+    /// Wake every AICPU thread of this device that waits for an event. Tier: AICPU.
+    fn send_event(&self);
+}

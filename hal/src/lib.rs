@@ -1,0 +1,54 @@
+//! `pto-hal`: the hardware abstraction layer of pto-rt.
+//!
+//! The runtime is written once against these traits; each platform (`sim`, `a2a3`, `a5`)
+//! implements them. The crate is `#![no_std]` and allocation-free: traits, small value types
+//! and zero-sized marker types only.
+//!
+//! Three tiers call into the HAL, and every method says which tier may call it:
+//!
+//! * **host** — the process that prepares work ([`DeviceMemory`], [`AicpuStream`],
+//!   [`AicoreStream`], [`KernelLoader`]);
+//! * **AICPU** — the device's control cores that orchestrate and schedule ([`AicpuAgent`]);
+//! * **AICore** — the compute cores that run kernels ([`AicoreAgent`]).
+//!
+//! Device code reaches shared memory (GM) only through [`GmMemory`] (cached, plain accesses)
+//! and [`GmAtomic`] (device-direct words and read-modify-write), orders its accesses with
+//! [`Barriers`], and keeps caches honest with [`CacheMaintenance`]. Whether host DMA writes are
+//! visible to AICPU loads is the type [`CacheMaintenance::Contract`], chosen by the platform:
+//! [`HostCoherent`] or [`HostNonCoherent`].
+//!
+//! Errors follow the embedded-hal pattern: each fallible trait names its error type through
+//! [`ErrorType`], and every error maps onto a platform-independent [`ErrorKind`].
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod addr;
+mod barrier;
+mod cache;
+mod clock;
+mod error;
+mod event;
+mod gm;
+mod kernel;
+mod memory;
+mod platform;
+mod regs;
+mod stream;
+
+pub use addr::{GmAddr, LINE_BYTES, line_span};
+pub use barrier::Barriers;
+pub use cache::{CacheMaintenance, Contract, HostCoherent, HostNonCoherent};
+pub use clock::{Clock, Ticks};
+pub use error::{Error, ErrorKind, ErrorType};
+pub use event::Events;
+pub use gm::{GmAtomic, GmMemory, GmMemoryExt};
+pub use kernel::{
+    CoreType, KernelContext, KernelContextExt, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg,
+};
+pub use memory::DeviceMemory;
+pub use platform::{
+    AicoreEntry, AicoreAgent, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, KernelLoader,
+    Platform, Topology,
+};
+pub use regs::{CoreRegisters, Reg, Registers};
+pub use stream::{AicoreStream, AicpuStream, Stream};

@@ -1,0 +1,47 @@
+//! Host-side streams: ordered queues of device programs.
+
+use crate::{AicoreAgent, AicoreEntry, AicpuAgent, AicpuEntry, ErrorType, GmAddr};
+
+/// An ordered queue of device programs with completion events.
+///
+/// Tier: host. Programs on one stream run in submission order; two streams are independent.
+pub trait Stream: ErrorType {
+    /// A completion event recorded on this stream.
+    type Event: Copy + core::fmt::Debug;
+    /// Record an event that completes when every program submitted before it has finished.
+    fn record_event(&mut self) -> Result<Self::Event, Self::Error>;
+    /// Non-blocking: has `event` completed?
+    fn query_event(&self, event: Self::Event) -> Result<bool, Self::Error>;
+    /// Wait for `event` for at most `timeout_us` microseconds (`ErrorKind::Timeout` after).
+    fn wait_event(&self, event: Self::Event, timeout_us: u64) -> Result<(), Self::Error>;
+    /// Wait for everything submitted, for at most `timeout_us`; this is the call that surfaces
+    /// a device program's non-zero status as an error (`ErrorKind::DeviceFault`). The error is
+    /// reported once, then cleared.
+    fn synchronize(&mut self, timeout_us: u64) -> Result<(), Self::Error>;
+}
+
+/// The stream that carries AICPU programs.
+pub trait AicpuStream: Stream {
+    /// The AICPU agent type programs run as.
+    type Agent: AicpuAgent;
+    /// Launch `entry` on `threads` AICPU threads with argument `args`.
+    fn launch_aicpu(
+        &mut self,
+        entry: AicpuEntry<Self::Agent>,
+        args: GmAddr,
+        threads: u32,
+    ) -> Result<(), Self::Error>;
+}
+
+/// The stream that carries AICore programs.
+pub trait AicoreStream: Stream {
+    /// The AICore agent type programs run as.
+    type Agent: AicoreAgent;
+    /// Launch `entry` on the cores of `clusters` clusters (`3 * clusters` workers).
+    fn launch_aicore(
+        &mut self,
+        entry: AicoreEntry<Self::Agent>,
+        args: GmAddr,
+        clusters: u32,
+    ) -> Result<(), Self::Error>;
+}

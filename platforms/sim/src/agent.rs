@@ -1,0 +1,267 @@
+//! The agents device code runs as: AICPU threads and AICores, each implementing the HAL.
+//!
+//! This is the coherent cache model: plain accesses go straight to GM, every maintenance
+//! operation is an inlined no-op. Barriers are real fences, so the Rust memory model — not
+//! just x86's — orders the runtime's publications.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{Ordering, fence};
+use std::time::Duration;
+
+use pto_hal::{
+    AicoreAgent, AicpuAgent, Barriers, CacheMaintenance, Clock, Contract, CoreRegisters, CoreType,
+    Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
+};
+
+use crate::device::{Inner, KERNEL_BASE};
+
+/// Word-level atomics shared by both agent kinds.
+#[inline]
+fn word<C: Contract>(inner: &Inner<C>, addr: GmAddr) -> &std::sync::atomic::AtomicU64 {
+    if addr.0 % 8 != 0 {
+        panic!("misaligned GM atomic at {:#x}", addr.0);
+    }
+    inner.gm.word(inner.gm.checked(addr, 8))
+}
+
+macro_rules! impl_common {
+    ($ty:ident) => {
+        impl<C: Contract> GmAtomic for $ty<C> {
+            #[inline]
+            fn query(&self, addr: GmAddr) -> u64 {
+                word(&self.inner, addr).load(Ordering::Acquire)
+            }
+            #[inline]
+            fn store_direct(&self, addr: GmAddr, value: u64) {
+                word(&self.inner, addr).store(value, Ordering::Release)
+            }
+            #[inline]
+            fn store_direct_u32(&self, addr: GmAddr, value: u32) {
+                if addr.0 % 4 != 0 {
+                    panic!("misaligned 32-bit GM store at {:#x}", addr.0);
+                }
+                let w = word(&self.inner, GmAddr(addr.0 & !7));
+                let shift = (addr.0 & 4) * 8;
+                let mask = 0xffff_ffffu64 << shift;
+                let _ = w.fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
+                    Some((old & !mask) | ((value as u64) << shift))
+                });
+            }
+            #[inline]
+            fn swap(&self, addr: GmAddr, value: u64) -> u64 {
+                word(&self.inner, addr).swap(value, Ordering::AcqRel)
+            }
+            #[inline]
+            fn fetch_add(&self, addr: GmAddr, value: u64) -> u64 {
+                word(&self.inner, addr).fetch_add(value, Ordering::AcqRel)
+            }
+            #[inline]
+            fn compare_exchange(&self, addr: GmAddr, expected: u64, desired: u64) -> u64 {
+                match word(&self.inner, addr).compare_exchange(
+                    expected,
+                    desired,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+        }
+
+        impl<C: Contract> GmMemory for $ty<C> {
+            #[inline]
+            fn read(&self, addr: GmAddr, dst: &mut [u8]) {
+                let off = self.inner.gm.checked(addr, dst.len() as u64);
+                self.inner.gm.read_bytes(off, dst)
+            }
+            #[inline]
+            fn write(&self, addr: GmAddr, src: &[u8]) {
+                let off = self.inner.gm.checked(addr, src.len() as u64);
+                self.inner.gm.write_bytes(off, src)
+            }
+        }
+
+        impl<C: Contract> CacheMaintenance for $ty<C> {
+            type Contract = C;
+            #[inline(always)]
+            fn invalidate_range(&self, _addr: GmAddr, _len: u64) {}
+            #[inline(always)]
+            fn flush_range(&self, _addr: GmAddr, _len: u64) {}
+            #[inline(always)]
+            fn writeback_line(&self, _addr: GmAddr) {}
+            #[inline(always)]
+            fn invalidate_line(&self, _addr: GmAddr) {}
+            #[inline(always)]
+            fn invalidate_all(&self) {}
+            #[inline(always)]
+            fn cache_barrier(&self) {}
+        }
+
+        impl<C: Contract> Barriers for $ty<C> {
+            #[inline(always)]
+            fn rmb(&self) {
+                fence(Ordering::Acquire)
+            }
+            #[inline(always)]
+            fn wmb(&self) {
+                fence(Ordering::Release)
+            }
+            #[inline(always)]
+            fn store_store(&self) {
+                fence(Ordering::Release)
+            }
+            #[inline(always)]
+            fn full(&self) {
+                fence(Ordering::SeqCst)
+            }
+            #[inline(always)]
+            fn store_barrier(&self) {
+                fence(Ordering::SeqCst)
+            }
+        }
+
+        impl<C: Contract> Clock for $ty<C> {
+            #[inline]
+            fn now_ticks(&self) -> Ticks {
+                self.inner.now_ticks()
+            }
+            #[inline]
+            fn freq_hz(&self) -> u64 {
+                self.inner.config.freq_hz
+            }
+        }
+    };
+}
+
+/// An AICPU thread of the simulated device.
+pub struct SimAicpu<C: Contract> {
+    inner: Arc<Inner<C>>,
+    idx: u32,
+    _c: PhantomData<fn() -> C>,
+}
+
+impl<C: Contract> SimAicpu<C> {
+    pub(crate) fn new(inner: Arc<Inner<C>>, idx: u32) -> Self {
+        SimAicpu { inner, idx, _c: PhantomData }
+    }
+}
+
+impl_common!(SimAicpu);
+
+impl<C: Contract> Registers for SimAicpu<C> {
+    #[inline]
+    fn read_reg(&self, core: u32, reg: Reg) -> u32 {
+        let r = &self.inner.regs[core as usize];
+        match reg {
+            Reg::Dmb => r.dmb.load(Ordering::Acquire),
+            Reg::Cond => r.cond.load(Ordering::Acquire),
+        }
+    }
+    #[inline]
+    fn write_reg(&self, core: u32, reg: Reg, value: u32) {
+        let r = &self.inner.regs[core as usize];
+        match reg {
+            Reg::Dmb => {
+                r.watcher.store(self.idx, Ordering::Relaxed);
+                r.dmb.store(value, Ordering::Release);
+                let w = self.inner.topo.workers() - 1 - core;
+                self.inner.core_wake[w as usize].notify();
+            }
+            Reg::Cond => r.cond.store(value, Ordering::Release),
+        }
+    }
+    fn open_window(&self, core: u32, idle: u32) {
+        self.inner.regs[core as usize].window_open.store(true, Ordering::Release);
+        self.write_reg(core, Reg::Dmb, idle);
+    }
+    fn close_window(&self, core: u32, idle: u32) {
+        self.write_reg(core, Reg::Dmb, idle);
+        let r = &self.inner.regs[core as usize];
+        r.window_open.store(false, Ordering::Release);
+        // Read-back: the posted stores of the close are complete once this returns.
+        let _ = r.window_open.load(Ordering::Acquire);
+    }
+}
+
+impl<C: Contract> Events for SimAicpu<C> {
+    #[inline]
+    fn wait_for_event(&self, deadline: Ticks) {
+        let d = self.inner.instant_of(deadline);
+        self.inner.aicpu_wake[self.idx as usize]
+            .wait(Some(d), Duration::from_micros(self.inner.config.aicpu_spin_us));
+    }
+    #[inline]
+    fn send_event(&self) {
+        self.inner.wake_all_aicpu(Some(self.idx));
+    }
+}
+
+impl<C: Contract> AicpuAgent for SimAicpu<C> {}
+
+/// An AICore of the simulated device.
+pub struct SimCore<C: Contract> {
+    inner: Arc<Inner<C>>,
+    worker: u32,
+    phys: u32,
+    core_type: CoreType,
+    _c: PhantomData<fn() -> C>,
+}
+
+impl<C: Contract> SimCore<C> {
+    pub(crate) fn new(inner: Arc<Inner<C>>, worker: u32) -> Self {
+        let phys = inner.physical_id(worker);
+        let core_type = inner.topo.core_type(worker);
+        SimCore { inner, worker, phys, core_type, _c: PhantomData }
+    }
+}
+
+impl_common!(SimCore);
+
+impl<C: Contract> CoreRegisters for SimCore<C> {
+    #[inline]
+    fn read_dmb(&self) -> u32 {
+        self.inner.regs[self.phys as usize].dmb.load(Ordering::Acquire)
+    }
+    #[inline]
+    fn write_cond(&self, value: u32) {
+        let r = &self.inner.regs[self.phys as usize];
+        r.cond.store(value, Ordering::Release);
+        let t = r.watcher.load(Ordering::Relaxed) as usize;
+        if let Some(w) = self.inner.aicpu_wake.get(t) {
+            w.notify();
+        }
+    }
+}
+
+impl<C: Contract> Events for SimCore<C> {
+    #[inline]
+    fn wait_for_event(&self, deadline: Ticks) {
+        let d = self.inner.instant_of(deadline);
+        self.inner.core_wake[self.worker as usize]
+            .wait(Some(d), Duration::from_micros(self.inner.config.aicore_spin_us));
+    }
+    #[inline]
+    fn send_event(&self) {
+        self.inner.wake_all_aicpu(None);
+    }
+}
+
+impl<C: Contract> AicoreAgent for SimCore<C> {
+    fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
+        let idx = bin.checked_sub(KERNEL_BASE)? as usize;
+        let table = self.inner.kernels.read().unwrap_or_else(|e| e.into_inner());
+        let &(f, ty) = table.get(idx)?;
+        (ty == self.core_type).then_some(f)
+    }
+
+    fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+        crate::panics::install_quiet_hook();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel(ctx)))
+            .map_err(|p| KernelFault::new(&crate::panics::take_message(&*p)))
+    }
+
+    fn as_gm(&self) -> &dyn GmMemory {
+        self
+    }
+}

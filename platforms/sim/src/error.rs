@@ -1,0 +1,55 @@
+//! The simulator's error type.
+
+use pto_hal::{ErrorKind, GmAddr};
+
+/// Errors of the simulated device's host-side operations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// No free range of GM is large enough.
+    #[error("device memory exhausted: no free range of {requested} bytes")]
+    OutOfMemory {
+        /// Bytes asked for (rounded up to whole lines).
+        requested: u64,
+    },
+    /// A host copy names bytes outside device memory.
+    #[error("device range {addr:#x}+{len} lies outside device memory")]
+    InvalidAddress {
+        /// Start of the range.
+        addr: u64,
+        /// Length of the range.
+        len: u64,
+    },
+    /// `free` of an address that is not a live allocation.
+    #[error("free of {0:?}, which is not a live device allocation")]
+    BadFree(GmAddr),
+    /// A malformed request.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(&'static str),
+    /// A bounded wait ran out.
+    #[error("stream wait timed out after {0} us")]
+    Timeout(u64),
+    /// A device program returned a non-zero status or panicked.
+    #[error("device program failed with status {status}{}", message.as_ref().map(|m| format!(": {m}")).unwrap_or_default())]
+    DeviceFault {
+        /// The first non-zero status of the program's agents.
+        status: i32,
+        /// The first panic message of an agent, if one panicked.
+        message: Option<String>,
+    },
+    /// The device was closed.
+    #[error("the simulated device is closed")]
+    Closed,
+}
+
+impl pto_hal::Error for SimError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            SimError::OutOfMemory { .. } => ErrorKind::OutOfMemory,
+            SimError::InvalidAddress { .. } | SimError::BadFree(_) => ErrorKind::InvalidAddress,
+            SimError::InvalidArgument(_) => ErrorKind::Other,
+            SimError::Timeout(_) => ErrorKind::Timeout,
+            SimError::DeviceFault { .. } => ErrorKind::DeviceFault,
+            SimError::Closed => ErrorKind::Closed,
+        }
+    }
+}

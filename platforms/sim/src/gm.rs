@@ -1,0 +1,245 @@
+//! Simulated global memory: an arena of 64-bit atomic words plus a first-fit allocator.
+//!
+//! Every access — plain loads and stores of device code, host DMA, atomics — is a relaxed (or
+//! stronger) atomic operation on the words it touches, so the simulator has no data races even
+//! when a user's graph does (it then computes garbage, as the hardware would). A store that
+//! covers part of a word merges into it with a compare-and-swap, so bytes it does not write are
+//! never clobbered.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pto_hal::GmAddr;
+
+use crate::SimError;
+
+/// Where the arena sits in the simulated device address space (never 0, so null stays invalid).
+pub const GM_BASE: u64 = 0x1_0000_0000;
+
+/// The GM arena of one simulated device.
+pub struct Gm {
+    words: Box<[AtomicU64]>,
+    alloc: Mutex<Allocator>,
+}
+
+struct Allocator {
+    /// Free ranges: start offset → length.
+    free: BTreeMap<u64, u64>,
+    /// Live allocations: start offset → length.
+    live: BTreeMap<u64, u64>,
+}
+
+impl Gm {
+    /// An arena of `bytes` bytes (rounded up to 4 KiB), zero-filled.
+    pub fn new(bytes: u64) -> Gm {
+        let bytes = bytes.div_ceil(4096) * 4096;
+        let n = (bytes / 8) as usize;
+        let words = zeroed_words(n);
+        let mut free = BTreeMap::new();
+        free.insert(0, bytes);
+        Gm { words, alloc: Mutex::new(Allocator { free, live: BTreeMap::new() }) }
+    }
+
+    /// Arena size in bytes.
+    pub fn size(&self) -> u64 {
+        self.words.len() as u64 * 8
+    }
+
+    /// Allocate `size` bytes aligned to `align`.
+    pub fn alloc(&self, size: u64, align: u64) -> Result<GmAddr, SimError> {
+        if size == 0 {
+            return Err(SimError::InvalidArgument("zero-byte device allocation"));
+        }
+        if !align.is_power_of_two() {
+            return Err(SimError::InvalidArgument("alignment is not a power of two"));
+        }
+        let align = align.max(64);
+        let size = size.div_ceil(64) * 64;
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let found = a.free.iter().find_map(|(&start, &len)| {
+            let s = start.div_ceil(align) * align;
+            (s + size <= start + len).then_some((start, len, s))
+        });
+        let Some((start, len, s)) = found else {
+            return Err(SimError::OutOfMemory { requested: size });
+        };
+        a.free.remove(&start);
+        if s > start {
+            a.free.insert(start, s - start);
+        }
+        if s + size < start + len {
+            a.free.insert(s + size, start + len - (s + size));
+        }
+        a.live.insert(s, size);
+        drop(a);
+        // Fresh allocations read as zero, like the reference's simulator (calloc).
+        self.fill(s, 0, size);
+        Ok(GmAddr(GM_BASE + s))
+    }
+
+    /// Free an allocation.
+    pub fn free(&self, addr: GmAddr) -> Result<(), SimError> {
+        let off = addr.0.checked_sub(GM_BASE).ok_or(SimError::BadFree(addr))?;
+        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let len = a.live.remove(&off).ok_or(SimError::BadFree(addr))?;
+        let (mut start, mut len) = (off, len);
+        if let Some((&ps, &pl)) = a.free.range(..start).next_back() {
+            if ps + pl == start {
+                a.free.remove(&ps);
+                start = ps;
+                len += pl;
+            }
+        }
+        if let Some(&nl) = a.free.get(&(start + len)) {
+            a.free.remove(&(start + len));
+            len += nl;
+        }
+        a.free.insert(start, len);
+        Ok(())
+    }
+
+    /// Bytes currently allocated.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).live.values().sum()
+    }
+
+    /// The arena offset of `[addr, addr+len)`, if the range lies inside the arena.
+    #[inline]
+    pub fn offset_of(&self, addr: GmAddr, len: u64) -> Option<u64> {
+        let off = addr.0.checked_sub(GM_BASE)?;
+        (off.checked_add(len)? <= self.size()).then_some(off)
+    }
+
+    /// Like [`Gm::offset_of`] for device code: an access outside the arena is a device fault,
+    /// which the simulator raises as a panic of the agent (caught and reported per agent).
+    #[inline]
+    pub fn checked(&self, addr: GmAddr, len: u64) -> u64 {
+        match self.offset_of(addr, len) {
+            Some(o) => o,
+            None => panic!("device access outside GM: {:#x}+{len}", addr.0),
+        }
+    }
+
+    /// The word holding arena offset `off` (which must be 8-aligned).
+    #[inline]
+    pub fn word(&self, off: u64) -> &AtomicU64 {
+        debug_assert!(off % 8 == 0, "unaligned word access at offset {off:#x}");
+        &self.words[(off / 8) as usize]
+    }
+
+    /// Copy bytes at arena offset `off` into `dst`.
+    pub fn read_bytes(&self, mut off: u64, dst: &mut [u8]) {
+        let mut i = 0;
+        while i < dst.len() {
+            let bo = (off % 8) as usize;
+            let n = (8 - bo).min(dst.len() - i);
+            let v = self.words[(off / 8) as usize].load(Ordering::Relaxed).to_le_bytes();
+            dst[i..i + n].copy_from_slice(&v[bo..bo + n]);
+            i += n;
+            off += n as u64;
+        }
+    }
+
+    /// Copy `src` to arena offset `off`. Whole words are stored; partial words are merged.
+    pub fn write_bytes(&self, mut off: u64, src: &[u8]) {
+        let mut i = 0;
+        while i < src.len() {
+            let bo = (off % 8) as usize;
+            let n = (8 - bo).min(src.len() - i);
+            let w = &self.words[(off / 8) as usize];
+            if n == 8 {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&src[i..i + 8]);
+                w.store(u64::from_le_bytes(b), Ordering::Relaxed);
+            } else {
+                let mut bytes = [0u8; 8];
+                let mut mask = [0u8; 8];
+                bytes[bo..bo + n].copy_from_slice(&src[i..i + n]);
+                mask[bo..bo + n].fill(0xff);
+                let (bytes, mask) = (u64::from_le_bytes(bytes), u64::from_le_bytes(mask));
+                let _ = w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                    Some((old & !mask) | bytes)
+                });
+            }
+            i += n;
+            off += n as u64;
+        }
+    }
+
+    /// Fill `len` bytes at arena offset `off` with `byte`.
+    pub fn fill(&self, off: u64, byte: u8, len: u64) {
+        let chunk = [byte; 256];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(256) as usize;
+            self.write_bytes(off + done, &chunk[..n]);
+            done += n as u64;
+        }
+    }
+}
+
+fn zeroed_words(n: usize) -> Box<[AtomicU64]> {
+    use std::alloc::{Layout, alloc_zeroed, handle_alloc_error};
+    if n == 0 {
+        return Box::new([]);
+    }
+    let layout = match Layout::array::<AtomicU64>(n) {
+        Ok(l) => l,
+        Err(_) => panic!("GM arena of {n} words is too large"),
+    };
+    // SAFETY: `layout` has non-zero size (n > 0).
+    let ptr = unsafe { alloc_zeroed(layout) } as *mut AtomicU64;
+    if ptr.is_null() {
+        handle_alloc_error(layout);
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with the layout of `[AtomicU64; n]`,
+    // is non-null and zero-filled; an all-zero `AtomicU64` is a valid value. Ownership passes
+    // to the box, which frees it with the same layout.
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_word_writes_keep_neighbours() {
+        let gm = Gm::new(4096);
+        let a = gm.alloc(64, 64).unwrap();
+        let off = gm.offset_of(a, 64).unwrap();
+        gm.write_bytes(off, &[0xAA; 16]);
+        gm.write_bytes(off + 3, &[1, 2, 3]);
+        let mut out = [0u8; 16];
+        gm.read_bytes(off, &mut out);
+        assert_eq!(&out[..8], &[0xAA, 0xAA, 0xAA, 1, 2, 3, 0xAA, 0xAA]);
+        assert_eq!(&out[8..], &[0xAA; 8]);
+    }
+
+    #[test]
+    fn allocator_reuses_and_coalesces() {
+        let gm = Gm::new(64 * 1024);
+        let a = gm.alloc(1024, 64).unwrap();
+        let b = gm.alloc(1024, 64).unwrap();
+        gm.free(a).unwrap();
+        gm.free(b).unwrap();
+        // Coalesced: the whole arena is one free range again.
+        let big = gm.alloc(64 * 1024, 64).unwrap();
+        assert_eq!(big.0, GM_BASE);
+        assert!(matches!(gm.alloc(64, 64), Err(SimError::OutOfMemory { .. })));
+        assert!(matches!(gm.free(GmAddr(GM_BASE + 8)), Err(SimError::BadFree(_))));
+    }
+
+    #[test]
+    fn fresh_allocations_are_zero() {
+        let gm = Gm::new(4096);
+        let a = gm.alloc(128, 64).unwrap();
+        let off = gm.offset_of(a, 128).unwrap();
+        gm.fill(off, 7, 128);
+        gm.free(a).unwrap();
+        let b = gm.alloc(128, 64).unwrap();
+        let mut out = [1u8; 128];
+        gm.read_bytes(gm.offset_of(b, 128).unwrap(), &mut out);
+        assert!(out.iter().all(|&x| x == 0));
+    }
+}

@@ -1,0 +1,195 @@
+//! Simulated streams: ordered queues of launches with completion events.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pto_hal::{
+    AicoreEntry, AicoreStream, AicpuEntry, AicpuStream, Contract, ErrorType, GmAddr, Stream,
+};
+
+use crate::agent::{SimAicpu, SimCore};
+use crate::device::{Inner, Job, LaunchState};
+use crate::SimError;
+
+/// A completion event: everything launched on its stream before it was recorded.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SimEvent {
+    seq: u64,
+}
+
+struct Queue {
+    /// Launches not yet known complete, oldest first, with their sequence numbers.
+    live: VecDeque<(u64, Arc<LaunchState>)>,
+    next_seq: u64,
+    /// First failure of a completed launch not yet reported by `synchronize`.
+    failure: Option<SimError>,
+}
+
+impl Queue {
+    fn prune(&mut self) {
+        while let Some((_, l)) = self.live.front() {
+            if !l.is_done() {
+                break;
+            }
+            if let Some(e) = l.failure() {
+                self.failure.get_or_insert(e);
+            }
+            self.live.pop_front();
+        }
+    }
+    fn pending_upto(&self, seq: u64) -> Vec<Arc<LaunchState>> {
+        self.live.iter().filter(|(s, _)| *s < seq).map(|(_, l)| l.clone()).collect()
+    }
+}
+
+struct StreamCore<C: Contract> {
+    inner: Arc<Inner<C>>,
+    q: Mutex<Queue>,
+}
+
+impl<C: Contract> StreamCore<C> {
+    fn new(inner: Arc<Inner<C>>) -> Self {
+        StreamCore { inner, q: Mutex::new(Queue { live: VecDeque::new(), next_seq: 0, failure: None }) }
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.q.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn push(&self, launch: Arc<LaunchState>) {
+        let mut q = self.lock();
+        let seq = q.next_seq;
+        q.next_seq += 1;
+        q.live.push_back((seq, launch));
+    }
+    fn record(&self) -> SimEvent {
+        SimEvent { seq: self.lock().next_seq }
+    }
+    fn query(&self, ev: SimEvent) -> bool {
+        let mut q = self.lock();
+        q.prune();
+        q.live.front().is_none_or(|(s, _)| *s >= ev.seq)
+    }
+    fn wait(&self, ev: SimEvent, timeout_us: u64) -> Result<(), SimError> {
+        let deadline = Instant::now() + Duration::from_micros(timeout_us);
+        let pending = self.lock().pending_upto(ev.seq);
+        for l in pending {
+            if !l.wait_until(deadline) {
+                return Err(SimError::Timeout(timeout_us));
+            }
+        }
+        self.lock().prune();
+        Ok(())
+    }
+    fn synchronize(&self, timeout_us: u64) -> Result<(), SimError> {
+        let ev = self.record();
+        self.wait(ev, timeout_us)?;
+        let mut q = self.lock();
+        q.prune();
+        match q.failure.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+    fn check_open(&self) -> Result<(), SimError> {
+        if self.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
+            Err(SimError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+macro_rules! impl_stream {
+    ($ty:ident) => {
+        impl<C: Contract> ErrorType for $ty<C> {
+            type Error = SimError;
+        }
+        impl<C: Contract> Stream for $ty<C> {
+            type Event = SimEvent;
+            fn record_event(&mut self) -> Result<SimEvent, SimError> {
+                Ok(self.core.record())
+            }
+            fn query_event(&self, ev: SimEvent) -> Result<bool, SimError> {
+                Ok(self.core.query(ev))
+            }
+            fn wait_event(&self, ev: SimEvent, timeout_us: u64) -> Result<(), SimError> {
+                self.core.wait(ev, timeout_us)
+            }
+            fn synchronize(&mut self, timeout_us: u64) -> Result<(), SimError> {
+                self.core.synchronize(timeout_us)
+            }
+        }
+    };
+}
+
+/// The simulated AICPU stream.
+pub struct SimAicpuStream<C: Contract> {
+    core: StreamCore<C>,
+}
+
+/// The simulated AICore stream.
+pub struct SimAicoreStream<C: Contract> {
+    core: StreamCore<C>,
+}
+
+impl<C: Contract> SimAicpuStream<C> {
+    pub(crate) fn new(inner: Arc<Inner<C>>) -> Self {
+        SimAicpuStream { core: StreamCore::new(inner) }
+    }
+}
+
+impl<C: Contract> SimAicoreStream<C> {
+    pub(crate) fn new(inner: Arc<Inner<C>>) -> Self {
+        SimAicoreStream { core: StreamCore::new(inner) }
+    }
+}
+
+impl_stream!(SimAicpuStream);
+impl_stream!(SimAicoreStream);
+
+impl<C: Contract> AicpuStream for SimAicpuStream<C> {
+    type Agent = SimAicpu<C>;
+    fn launch_aicpu(
+        &mut self,
+        entry: AicpuEntry<SimAicpu<C>>,
+        args: GmAddr,
+        threads: u32,
+    ) -> Result<(), SimError> {
+        self.core.check_open()?;
+        let inner = &self.core.inner;
+        if threads == 0 || threads > inner.topo.aicpu_threads {
+            return Err(SimError::InvalidArgument("AICPU launch thread count outside 1..=board threads"));
+        }
+        let launch = LaunchState::new(threads);
+        self.core.push(launch.clone());
+        for t in 0..threads {
+            inner.push_aicpu(t, Job::Aicpu { entry, args, thread_idx: t, thread_count: threads, launch: launch.clone() });
+        }
+        Ok(())
+    }
+}
+
+impl<C: Contract> AicoreStream for SimAicoreStream<C> {
+    type Agent = SimCore<C>;
+    fn launch_aicore(
+        &mut self,
+        entry: AicoreEntry<SimCore<C>>,
+        args: GmAddr,
+        clusters: u32,
+    ) -> Result<(), SimError> {
+        self.core.check_open()?;
+        let inner = &self.core.inner;
+        if clusters == 0 || clusters > inner.topo.clusters {
+            return Err(SimError::InvalidArgument("AICore launch cluster count outside 1..=board clusters"));
+        }
+        let topo = inner.topo;
+        let launch = LaunchState::new(clusters * 3);
+        self.core.push(launch.clone());
+        for c in 0..clusters {
+            for w in [topo.aic(c), topo.aiv(c, 0), topo.aiv(c, 1)] {
+                inner.push_core(w, Job::Aicore { entry, args, launch: launch.clone() });
+            }
+        }
+        Ok(())
+    }
+}
