@@ -1,0 +1,94 @@
+//! # pto-rt
+//!
+//! Task-graph runtimes for Ascend-style NPUs, written once against a small HAL and run on a
+//! simulator or on real chips. This facade re-exports the layers and picks the board chosen
+//! by cargo feature as [`board::Selected`].
+//!
+//! ```no_run
+//! use pto::prelude::*;
+//!
+//! fn add(k: &mut dyn KernelContext) {
+//!     let a = k.load::<f32>(0);
+//!     let b = k.load::<f32>(1);
+//!     k.store(2, &a.iter().zip(&b).map(|(x, y)| x + y).collect::<Vec<f32>>());
+//! }
+//!
+//! # fn main() -> Result<(), pto::Error> {
+//! let dev = pto::open()?;
+//! let f = dev.register_kernel("add", CoreType::Aiv, add)?;
+//! let a = dev.tensor_from(&[4], &[1.0f32, 2.0, 3.0, 4.0])?;
+//! let b = dev.tensor_from(&[4], &[10.0f32; 4])?;
+//! let c = dev.alloc::<f32>(&[4])?;
+//! let graph = dev.build(|g| {
+//!     g.submit(Task::aiv(f).input(&a.tensor()).input(&b.tensor()).output(&c.tensor()))?;
+//!     Ok(())
+//! })?;
+//! dev.run(&graph)?;
+//! assert_eq!(c.read::<f32>()?, vec![11.0, 12.0, 13.0, 14.0]);
+//! # Ok(()) }
+//! ```
+
+pub use pto_hal as hal;
+pub use pto_runtime as runtime;
+pub use pto_runtime::host::{Error, RunConfig, RunReport};
+
+/// Boards, and the one this build selected.
+pub mod board {
+    pub use pto_boards::{Board, BoardTimeouts, SimA2a3, SimA5};
+
+    #[cfg(feature = "board-sim-a5")]
+    /// The board selected by cargo feature (`board-sim-a5`).
+    pub type Selected = SimA5;
+
+    #[cfg(all(feature = "board-sim-a2a3", not(feature = "board-sim-a5")))]
+    /// The board selected by cargo feature (`board-sim-a2a3`, the default).
+    pub type Selected = SimA2a3;
+
+    #[cfg(not(any(feature = "board-sim-a2a3", feature = "board-sim-a5")))]
+    compile_error!(
+        "pto: no board selected. Enable exactly one board feature: `board-sim-a2a3` (the default) or `board-sim-a5`."
+    );
+}
+
+use board::Board;
+
+/// The platform of the selected board.
+pub type SelectedPlatform = <board::Selected as Board>::Platform;
+/// A device of the selected board.
+pub type Device = pto_runtime::host::Device<SelectedPlatform>;
+/// A device tensor of the selected board.
+pub type DeviceTensor = pto_runtime::host::DeviceTensor<SelectedPlatform>;
+/// A built graph of the selected board.
+pub type Graph = pto_runtime::host::Graph<SelectedPlatform>;
+
+/// Open the selected board's device.
+pub fn open() -> Result<Device, Error> {
+    open_board::<board::Selected>()
+}
+
+/// Open any board's device.
+pub fn open_board<B: Board>() -> Result<pto_runtime::host::Device<B::Platform>, Error>
+where
+    <B::Platform as pto_hal::Platform>::Error: core::fmt::Display,
+{
+    let t = B::timeouts();
+    let dev = B::open().map_err(|e| Error::Platform {
+        op: "device open",
+        kind: pto_hal::Error::kind(&e),
+        message: e.to_string(),
+    })?;
+    pto_runtime::host::Device::new(
+        dev,
+        pto_runtime::host::Timeouts { watchdog_us: t.watchdog_us, exit_us: t.exit_us, stream_us: t.stream_us },
+    )
+}
+
+/// Everything an example or test usually needs.
+pub mod prelude {
+    pub use crate::board::{Board, Selected};
+    pub use crate::hal::{CoreType, KernelContext, KernelContextExt, Topology};
+    pub use crate::runtime::graph::{DType, Direction, FuncId, GraphError, Kind, Task, TaskId, Tensor};
+    pub use crate::runtime::hbg::GraphBuilder;
+    pub use crate::runtime::kernel::KernelIo;
+    pub use crate::{Device, DeviceTensor, Error, Graph, RunConfig, RunReport};
+}

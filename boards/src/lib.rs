@@ -1,0 +1,70 @@
+//! `pto-boards`: a board is a platform plus a topology, a counter frequency and budgets.
+//!
+//! Every board here is always compiled; the facade's cargo features only choose which one is
+//! `pto::board::Selected`.
+
+use pto_hal::{Platform, Topology};
+use pto_sim::{Sim, SimConfig, SimDevice, SimError};
+
+/// Budgets of a board, in microseconds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BoardTimeouts {
+    /// AICPU no-progress watchdog.
+    pub watchdog_us: u64,
+    /// Budget for the EXIT acknowledgement of a core group.
+    pub exit_us: u64,
+    /// Host budget for a run's completion.
+    pub stream_us: u64,
+}
+
+/// A board.
+pub trait Board: 'static {
+    /// The platform the board runs.
+    type Platform: Platform;
+    /// Short name, as printed in summaries.
+    const NAME: &'static str;
+    /// The board's topology.
+    const TOPOLOGY: Topology;
+    /// Open the board's device.
+    fn open() -> Result<<Self::Platform as Platform>::Device, <Self::Platform as Platform>::Error>;
+    /// The board's budgets.
+    fn timeouts() -> BoardTimeouts;
+}
+
+/// Budgets of simulated boards: the reference's 10 s watchdog, a 10 s exit budget (the
+/// simulator's wider deinit window) and a 50 s host budget.
+pub const SIM_TIMEOUTS: BoardTimeouts = BoardTimeouts { watchdog_us: 10_000_000, exit_us: 10_000_000, stream_us: 50_000_000 };
+
+/// The a2a3 chip, simulated: 24 clusters (72 cores), 4 AICPU threads, 50 MHz counter,
+/// host-non-coherent contract.
+#[derive(Debug)]
+pub enum SimA2a3 {}
+
+impl Board for SimA2a3 {
+    type Platform = Sim<pto_a2a3::Contract>;
+    const NAME: &'static str = "sim-a2a3";
+    const TOPOLOGY: Topology = pto_a2a3::TOPOLOGY;
+    fn open() -> Result<SimDevice<pto_a2a3::Contract>, SimError> {
+        SimDevice::open(Self::TOPOLOGY, SimConfig { freq_hz: pto_a2a3::COUNTER_HZ, ..SimConfig::default() })
+    }
+    fn timeouts() -> BoardTimeouts {
+        SIM_TIMEOUTS
+    }
+}
+
+/// The a5 chip, simulated: 36 clusters (108 cores), 5 AICPU threads, 1 GHz counter,
+/// host-coherent contract.
+#[derive(Debug)]
+pub enum SimA5 {}
+
+impl Board for SimA5 {
+    type Platform = Sim<pto_a5::Contract>;
+    const NAME: &'static str = "sim-a5";
+    const TOPOLOGY: Topology = pto_a5::TOPOLOGY;
+    fn open() -> Result<SimDevice<pto_a5::Contract>, SimError> {
+        SimDevice::open(Self::TOPOLOGY, SimConfig { freq_hz: pto_a5::COUNTER_HZ, ..SimConfig::default() })
+    }
+    fn timeouts() -> BoardTimeouts {
+        SIM_TIMEOUTS
+    }
+}

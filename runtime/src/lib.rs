@@ -1,0 +1,36 @@
+//! `pto-runtime`: the task-graph runtime of pto-rt, written once against the HAL.
+//!
+//! Device-side modules (`layout`, `graph`, `hbg`, `queue`, `sched`, `exec`, `lifecycle`,
+//! `aicpu`, `kernel`) are `no_std + alloc` and reach shared memory, ordering, time and events
+//! only through [`pto_hal`]. The `std` feature adds [`host`]: the runner a user drives.
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod aicpu;
+pub mod codes;
+pub mod exec;
+pub mod graph;
+pub mod hbg;
+pub mod kernel;
+pub mod layout;
+pub mod lifecycle;
+pub mod queue;
+pub mod sched;
+mod sync;
+
+#[cfg(feature = "std")]
+pub mod host;
+
+use pto_hal::{CacheMaintenance, Contract, GmAddr};
+
+/// Make bytes the host wrote with DMA visible before an AICPU reads them: an invalidate on
+/// host-non-coherent platforms, an inlined no-op on coherent ones. Every host-published read
+/// of the runtime goes through this one helper.
+#[inline(always)]
+pub fn observe_host<A: CacheMaintenance + ?Sized>(a: &A, addr: GmAddr, len: u64) {
+    <A::Contract as Contract>::observe_host_write(a, addr, len)
+}

@@ -1,0 +1,201 @@
+//! AICore executors.
+//!
+//! [`legacy`] is the executor where the AICPU dispatches and the core executes. (The resident
+//! executor, where schedulers run on the cores themselves, is a later addition.)
+
+pub mod legacy {
+    //! The legacy AICore executor: report, wait for the window, then for every dispatch id in
+    //! DMB: read the payload, ACK, run the kernel, publish its outputs, store barrier, FIN; leave
+    //! on EXIT, then wait for the teardown-gate release.
+
+    use pto_hal::{
+        AicoreAgent, AicoreLaunch, CoreType, GmAddr, GmMemory, KernelContext, MAX_TENSOR_DIMS, TensorArg,
+    };
+    use zerocopy::IntoBytes;
+
+    use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
+    use crate::layout::{
+        ArgsHeader, DESC_MAGIC, DispatchPayload, LAYOUT_VERSION, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, TENSOR_WRITTEN,
+        TensorDesc, regs,
+    };
+    use crate::lifecycle::{self, Fault, RunMap};
+
+    /// Status the executor returns when its configuration is unusable.
+    pub const STATUS_BAD_DESC: i32 = -202;
+    /// Status when the window never opened within budget.
+    pub const STATUS_WINDOW_TIMEOUT: i32 = -8;
+    /// Status when no dispatch and no EXIT arrived within budget.
+    pub const STATUS_IDLE_TIMEOUT: i32 = -9;
+    /// Status when the teardown gate was never released within budget.
+    pub const STATUS_NOT_RELEASED: i32 = -6;
+
+    /// The AICore program entry point of the legacy executor.
+    pub fn aicore_entry<A: AicoreAgent>(a: &A, launch: AicoreLaunch) -> i32 {
+        let desc = launch.args;
+        let cfg = lifecycle::read_config_core(a, desc);
+        if cfg.magic != DESC_MAGIC || cfg.version != LAYOUT_VERSION || launch.block_idx >= cfg.workers {
+            return STATUS_BAD_DESC;
+        }
+        let map = RunMap { desc, cfg };
+        lifecycle::report(a, &map, &launch);
+
+        let budget = cfg.core_wait_ticks;
+        if lifecycle::wait_window(a, a.now_ticks().saturating_add(budget)).is_err() {
+            return STATUS_WINDOW_TIMEOUT;
+        }
+        a.write_cond(regs::COND_IDLE);
+
+        let mut last = regs::DMB_IDLE;
+        let mut deadline = a.now_ticks().saturating_add(budget);
+        loop {
+            let v = a.read_dmb();
+            if v == regs::DMB_EXIT {
+                a.store_barrier();
+                a.write_cond(regs::COND_EXITED);
+                break;
+            }
+            if v == last || v == regs::DMB_IDLE || v == 0 {
+                if a.now_ticks() >= deadline {
+                    lifecycle::latch(
+                        a,
+                        desc,
+                        Fault { code: ErrorCode::Sched(SchedError::SchedulerTimeout), site: Site::CoreIdle, task: None, core: Some(launch.block_idx), detail: v as u64 },
+                        "",
+                    );
+                    return STATUS_IDLE_TIMEOUT;
+                }
+                a.wait_for_event(deadline);
+                continue;
+            }
+            a.rmb();
+            last = v;
+            run_one(a, &map, &launch, v);
+            deadline = a.now_ticks().saturating_add(budget);
+        }
+
+        if lifecycle::wait_release(a, map.gate(launch.block_idx), cfg.epoch, a.now_ticks().saturating_add(budget)) {
+            0
+        } else {
+            STATUS_NOT_RELEASED
+        }
+    }
+
+    fn run_one<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch, id: u32) {
+        let at = map.payload(launch.block_idx, id & 1);
+        a.observe_line(at);
+        let mut p = DispatchPayload::default();
+        a.read(at, p.as_mut_bytes());
+        a.write_cond(regs::ack(id));
+        let w = launch.block_idx;
+        let fault = |code: ErrorCode, detail: u64, text: &str| {
+            lifecycle::latch(a, map.desc, Fault { code, site: Site::Kernel, task: Some(p.task_id), core: Some(w), detail }, text);
+        };
+        if p.reg_task_id != id {
+            fault(ErrorCode::Device(DeviceFault::BadImage), ((p.reg_task_id as u64) << 32) | id as u64, "payload does not carry the dispatched id");
+        } else {
+            match a.resolve_kernel(p.bin) {
+                None => fault(ErrorCode::Device(DeviceFault::UnknownKernel), p.bin, "kernel binary not loaded for this core type"),
+                Some(kernel) => {
+                    let mut ctx = CoreCtx::load(a, &p, launch.core_type);
+                    if let Err(e) = a.run_kernel(kernel, &mut ctx) {
+                        fault(ErrorCode::Device(DeviceFault::KernelFault), p.bin, e.as_str());
+                    }
+                    ctx.publish_outputs(a);
+                }
+            }
+        }
+        a.store_barrier();
+        a.write_cond(regs::fin(id));
+    }
+
+    /// What a kernel sees: its payload's arguments, read once from the image.
+    struct CoreCtx<'a> {
+        gm: &'a dyn GmMemory,
+        tensors: [TensorDesc; MAX_TENSOR_ARGS],
+        scalars: [u64; MAX_SCALAR_ARGS],
+        nt: usize,
+        ns: usize,
+        p: DispatchPayload,
+        core_type: CoreType,
+    }
+
+    impl<'a> CoreCtx<'a> {
+        fn load<A: AicoreAgent>(a: &'a A, p: &DispatchPayload, core_type: CoreType) -> CoreCtx<'a> {
+            let mut ctx = CoreCtx {
+                gm: a.as_gm(),
+                tensors: [TensorDesc::default(); MAX_TENSOR_ARGS],
+                scalars: [0; MAX_SCALAR_ARGS],
+                nt: 0,
+                ns: 0,
+                p: *p,
+                core_type,
+            };
+            let args = GmAddr(p.args);
+            let mut h = ArgsHeader::default();
+            a.observe_line(args);
+            a.read(args, h.as_mut_bytes());
+            let nt = (h.tensors as usize).min(MAX_TENSOR_ARGS);
+            let ns = (h.scalars as usize).min(MAX_SCALAR_ARGS);
+            let tb = (nt * 64) as u64;
+            let body = args.offset(8);
+            a.observe_lines(body, tb + ns as u64 * 8);
+            a.read(body, ctx.tensors[..nt].as_mut_bytes());
+            a.read(body.offset(tb), ctx.scalars[..ns].as_mut_bytes());
+            ctx.nt = nt;
+            ctx.ns = ns;
+            ctx
+        }
+
+        /// Write back every line of every output, so it reaches memory before FIN.
+        fn publish_outputs<A: AicoreAgent>(&self, a: &A) {
+            for t in &self.tensors[..self.nt] {
+                if t.flags & TENSOR_WRITTEN != 0 {
+                    let arg = t.to_arg();
+                    let (lo, hi) = span(&arg);
+                    a.publish_lines(GmAddr(lo), hi - lo);
+                }
+            }
+        }
+    }
+
+    fn span(t: &TensorArg) -> (u64, u64) {
+        let mut last = 0u64;
+        for k in 0..(t.ndims as usize).min(MAX_TENSOR_DIMS) {
+            last += (t.shape[k].max(1) as u64 - 1) * t.strides[k] as u64;
+        }
+        (t.addr.0, t.addr.0 + (last + 1) * t.elem_bytes as u64)
+    }
+
+    impl KernelContext for CoreCtx<'_> {
+        fn tensor(&self, i: usize) -> Option<TensorArg> {
+            self.tensors[..self.nt].get(i).map(TensorDesc::to_arg)
+        }
+        fn tensor_count(&self) -> usize {
+            self.nt
+        }
+        fn scalar(&self, i: usize) -> Option<u64> {
+            self.scalars[..self.ns].get(i).copied()
+        }
+        fn scalar_count(&self) -> usize {
+            self.ns
+        }
+        fn block_idx(&self) -> u32 {
+            self.p.block_idx
+        }
+        fn block_num(&self) -> u32 {
+            self.p.block_num
+        }
+        fn sub_block_id(&self) -> u32 {
+            self.p.lane
+        }
+        fn core_type(&self) -> CoreType {
+            self.core_type
+        }
+        fn task_id(&self) -> u32 {
+            self.p.task_id
+        }
+        fn gm(&self) -> &dyn GmMemory {
+            self.gm
+        }
+    }
+}

@@ -1,0 +1,596 @@
+//! The task model: tensors and views, argument directions, scalars, func ids, task shapes,
+//! SPMD block counts — and the validation of all of it.
+
+use alloc::vec::Vec;
+
+use pto_hal::{CoreType, GmAddr, MAX_TENSOR_DIMS};
+
+use crate::layout::{MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, Shape, lanes};
+
+/// Element data types.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, num_enum::IntoPrimitive, num_enum::TryFromPrimitive)]
+#[repr(u32)]
+pub enum DType {
+    /// 32-bit float.
+    F32 = 0,
+    /// 16-bit float (stored as raw `u16`).
+    F16 = 1,
+    /// bfloat16 (stored as raw `u16`).
+    BF16 = 2,
+    /// 32-bit signed integer.
+    I32 = 3,
+    /// 64-bit signed integer.
+    I64 = 4,
+    /// 32-bit unsigned integer.
+    U32 = 5,
+    /// 8-bit unsigned integer.
+    U8 = 6,
+    /// 8-bit signed integer.
+    I8 = 7,
+    /// 64-bit float.
+    F64 = 8,
+    /// 64-bit unsigned integer.
+    U64 = 9,
+    /// 16-bit signed integer.
+    I16 = 10,
+    /// 16-bit unsigned integer.
+    U16 = 11,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub const fn size(self) -> u32 {
+        match self {
+            DType::U8 | DType::I8 => 1,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::U64 => 8,
+        }
+    }
+}
+
+/// Rust element types that map onto a [`DType`].
+pub trait Element: bytemuck::Pod + Send + Sync + 'static {
+    /// The matching data type.
+    const DTYPE: DType;
+}
+
+macro_rules! element {
+    ($($t:ty => $d:ident),*) => { $(impl Element for $t { const DTYPE: DType = DType::$d; })* };
+}
+element!(f32 => F32, f64 => F64, i32 => I32, u32 => U32, i64 => I64, u64 => U64, i8 => I8, u8 => U8, i16 => I16, u16 => U16);
+
+/// Where a buffer's bytes live.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// A device allocation the user made; its address is known.
+    External(GmAddr),
+    /// Runtime-allocated by a graph: an offset into that graph's heap, resolved at emission.
+    Heap(u64),
+}
+
+/// A buffer as graphs see it: identity, placement, size, element type.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BufferRef {
+    /// Unique id (per device for external buffers, per graph for heap buffers).
+    pub id: u64,
+    /// Where it lives.
+    pub placement: Placement,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Element type of the buffer.
+    pub dtype: DType,
+}
+
+/// A strided view of a buffer: what a task argument names.
+///
+/// ```
+/// # use pto_runtime::graph::*;
+/// # use pto_hal::GmAddr;
+/// let buf = BufferRef { id: 1, placement: Placement::External(GmAddr(0x1000)), bytes: 64 * 4, dtype: DType::F32 };
+/// let t = Tensor::whole(buf, &[8, 8]).unwrap();
+/// let row = t.view(&[2, 0], &[1, 8]).unwrap();
+/// assert_eq!(row.byte_range(), (2 * 8 * 4, 3 * 8 * 4));
+/// assert!(t.view(&[7, 0], &[2, 8]).is_err());
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Tensor {
+    /// The underlying buffer.
+    pub buffer: BufferRef,
+    /// Element offset of the view's first element in the buffer.
+    pub offset: u64,
+    /// Dimensions in use.
+    pub ndims: u32,
+    /// Extents.
+    pub shape: [u32; MAX_TENSOR_DIMS],
+    /// Strides in elements.
+    pub strides: [u32; MAX_TENSOR_DIMS],
+}
+
+impl Tensor {
+    /// The whole buffer as a dense row-major tensor of `shape`.
+    pub fn whole(buffer: BufferRef, shape: &[u32]) -> Result<Tensor, GraphError> {
+        let (ndims, sh) = dims(shape)?;
+        let mut strides = [0u32; MAX_TENSOR_DIMS];
+        let mut acc: u64 = 1;
+        for k in (0..ndims).rev() {
+            strides[k] = u32::try_from(acc).map_err(|_| GraphError::ShapeTooLarge)?;
+            acc *= sh[k] as u64;
+        }
+        let need = acc * buffer.dtype.size() as u64;
+        if need != buffer.bytes {
+            return Err(GraphError::ShapeMismatch { elements: acc, bytes: buffer.bytes });
+        }
+        Ok(Tensor { buffer, offset: 0, ndims: ndims as u32, shape: sh, strides })
+    }
+
+    /// A sub-view: `offsets` and `shape` per dimension of this tensor, keeping its strides.
+    /// Fails with [`GraphError::ViewOutOfBounds`] when any dimension leaves this view.
+    pub fn view(&self, offsets: &[u32], shape: &[u32]) -> Result<Tensor, GraphError> {
+        if offsets.len() != self.ndims as usize || shape.len() != self.ndims as usize {
+            return Err(GraphError::RankMismatch { expected: self.ndims, got: shape.len().max(offsets.len()) as u32 });
+        }
+        let mut out = *self;
+        let mut off = self.offset;
+        for k in 0..self.ndims as usize {
+            let end = offsets[k] as u64 + shape[k] as u64;
+            if shape[k] == 0 || end > self.shape[k] as u64 {
+                return Err(GraphError::ViewOutOfBounds { dim: k as u32, offset: offsets[k], extent: shape[k], limit: self.shape[k] });
+            }
+            off += offsets[k] as u64 * self.strides[k] as u64;
+            out.shape[k] = shape[k];
+        }
+        out.offset = off;
+        Ok(out)
+    }
+
+    /// A view with explicit element offset, shape and strides, checked against the buffer,
+    /// and with an element type that must equal the buffer's.
+    pub fn strided(buffer: BufferRef, dtype: DType, offset: u64, shape: &[u32], strides: &[u32]) -> Result<Tensor, GraphError> {
+        if dtype != buffer.dtype {
+            return Err(GraphError::DtypeMismatch { view: dtype, buffer: buffer.dtype });
+        }
+        let (ndims, sh) = dims(shape)?;
+        if strides.len() != ndims {
+            return Err(GraphError::RankMismatch { expected: ndims as u32, got: strides.len() as u32 });
+        }
+        let mut st = [0u32; MAX_TENSOR_DIMS];
+        st[..ndims].copy_from_slice(strides);
+        let t = Tensor { buffer, offset, ndims: ndims as u32, shape: sh, strides: st };
+        let (_, end) = t.byte_range();
+        if end > buffer.bytes {
+            return Err(GraphError::ViewOutsideBuffer { end, bytes: buffer.bytes });
+        }
+        Ok(t)
+    }
+
+    /// Reinterpret as `dtype`; fails unless it is the buffer's element type.
+    pub fn with_dtype(&self, dtype: DType) -> Result<Tensor, GraphError> {
+        if dtype != self.buffer.dtype {
+            return Err(GraphError::DtypeMismatch { view: dtype, buffer: self.buffer.dtype });
+        }
+        Ok(*self)
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.buffer.dtype
+    }
+
+    /// Number of elements.
+    pub fn elem_count(&self) -> u64 {
+        self.shape[..self.ndims as usize].iter().map(|&d| d as u64).product()
+    }
+
+    /// `[first byte, one past the last byte)` the view can touch, relative to the buffer:
+    /// the bounding range used for dependency discovery.
+    pub fn byte_range(&self) -> (u64, u64) {
+        let es = self.buffer.dtype.size() as u64;
+        let mut last = self.offset;
+        for k in 0..self.ndims as usize {
+            last += (self.shape[k] as u64 - 1) * self.strides[k] as u64;
+        }
+        (self.offset * es, (last + 1) * es)
+    }
+}
+
+fn dims(shape: &[u32]) -> Result<(usize, [u32; MAX_TENSOR_DIMS]), GraphError> {
+    if shape.is_empty() || shape.len() > MAX_TENSOR_DIMS {
+        return Err(GraphError::BadRank(shape.len() as u32));
+    }
+    if let Some(k) = shape.iter().position(|&d| d == 0) {
+        return Err(GraphError::ZeroExtent { dim: k as u32 });
+    }
+    let mut sh = [1u32; MAX_TENSOR_DIMS];
+    sh[..shape.len()].copy_from_slice(shape);
+    Ok((shape.len(), sh))
+}
+
+/// How a task uses a tensor argument; this decides the dependencies it gets.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Read: waits for earlier writers of overlapping bytes (read-after-write).
+    In,
+    /// Written whole: waits for earlier writers of overlapping bytes (write-after-write).
+    Out,
+    /// Read and written.
+    InOut,
+    /// Written into an existing buffer without an overlap lookup; later readers still wait
+    /// for it.
+    OutputExisting,
+    /// Passed to the kernel; no dependency tracking at all.
+    NoDep,
+}
+
+impl Direction {
+    /// Whether the task reads through the argument (for dependency discovery).
+    pub const fn reads(self) -> bool {
+        matches!(self, Direction::In | Direction::InOut)
+    }
+    /// Whether the task writes through the argument.
+    pub const fn writes(self) -> bool {
+        matches!(self, Direction::Out | Direction::InOut | Direction::OutputExisting)
+    }
+}
+
+/// A registered kernel id (`0..1024`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FuncId(pub u16);
+
+/// A task id inside one graph: its submission index.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(pub u32);
+
+/// What a task runs and where: the shape plus the kernel of each lane.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// One AIC core.
+    Aic(FuncId),
+    /// One AIV core.
+    Aiv(FuncId),
+    /// A whole cluster (1C2V): the AIC kernel and one kernel per AIV lane.
+    Mix {
+        /// AIC kernel.
+        aic: FuncId,
+        /// AIV lane 0 kernel.
+        aiv0: FuncId,
+        /// AIV lane 1 kernel.
+        aiv1: FuncId,
+    },
+    /// No kernel: completed by the scheduler as soon as its producers are done.
+    Dummy,
+}
+
+impl Kind {
+    /// The task's shape.
+    pub fn shape(&self) -> Shape {
+        match self {
+            Kind::Aic(_) => Shape::Aic,
+            Kind::Aiv(_) => Shape::Aiv,
+            Kind::Mix { .. } => Shape::Mix,
+            Kind::Dummy => Shape::Dummy,
+        }
+    }
+    /// Active lanes.
+    pub fn lanes(&self) -> u8 {
+        match self {
+            Kind::Aic(_) => lanes::AIC,
+            Kind::Aiv(_) => lanes::AIV0,
+            Kind::Mix { .. } => lanes::MIX,
+            Kind::Dummy => 0,
+        }
+    }
+    /// `(func, core type)` of every active lane.
+    pub fn lane_funcs(&self) -> [Option<(FuncId, CoreType)>; 3] {
+        match *self {
+            Kind::Aic(f) => [Some((f, CoreType::Aic)), None, None],
+            Kind::Aiv(f) => [None, Some((f, CoreType::Aiv)), None],
+            Kind::Mix { aic, aiv0, aiv1 } => [Some((aic, CoreType::Aic)), Some((aiv0, CoreType::Aiv)), Some((aiv1, CoreType::Aiv))],
+            Kind::Dummy => [None, None, None],
+        }
+    }
+}
+
+/// One argument of a task.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Arg {
+    /// The view passed.
+    pub tensor: Tensor,
+    /// How the task uses it.
+    pub dir: Direction,
+}
+
+/// A task as the user describes it: built with chained calls, then submitted to a graph.
+///
+/// ```
+/// # use pto_runtime::graph::*;
+/// # use pto_hal::GmAddr;
+/// # let buf = BufferRef { id: 1, placement: Placement::External(GmAddr(0x1000)), bytes: 64, dtype: DType::F32 };
+/// # let (a, out) = (Tensor::whole(buf, &[16]).unwrap(), Tensor::whole(buf, &[16]).unwrap());
+/// let t = Task::aiv(FuncId(3)).input(&a).output(&out).scalar_f32(1.0).blocks(4);
+/// assert_eq!(t.args().len(), 2);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Task {
+    kind: Kind,
+    args: Vec<Arg>,
+    scalars: Vec<u64>,
+    block_num: u32,
+    after: Vec<TaskId>,
+}
+
+impl Task {
+    /// A task of `kind`.
+    pub fn new(kind: Kind) -> Task {
+        Task { kind, args: Vec::new(), scalars: Vec::new(), block_num: 1, after: Vec::new() }
+    }
+    /// An AIC task.
+    pub fn aic(f: FuncId) -> Task {
+        Task::new(Kind::Aic(f))
+    }
+    /// An AIV task.
+    pub fn aiv(f: FuncId) -> Task {
+        Task::new(Kind::Aiv(f))
+    }
+    /// A MIX (1C2V) task: one cluster, AIC kernel `aic`, the same AIV kernel on both lanes.
+    pub fn mix(aic: FuncId, aiv: FuncId) -> Task {
+        Task::new(Kind::Mix { aic, aiv0: aiv, aiv1: aiv })
+    }
+    /// A dummy task (dependencies only, no kernel).
+    pub fn dummy() -> Task {
+        Task::new(Kind::Dummy)
+    }
+    /// Add an argument with an explicit direction.
+    pub fn arg(mut self, tensor: &Tensor, dir: Direction) -> Task {
+        self.args.push(Arg { tensor: *tensor, dir });
+        self
+    }
+    /// Add an input.
+    pub fn input(self, t: &Tensor) -> Task {
+        self.arg(t, Direction::In)
+    }
+    /// Add an output.
+    pub fn output(self, t: &Tensor) -> Task {
+        self.arg(t, Direction::Out)
+    }
+    /// Add an input-output.
+    pub fn inout(self, t: &Tensor) -> Task {
+        self.arg(t, Direction::InOut)
+    }
+    /// Add an output into an existing buffer, without an overlap lookup.
+    pub fn output_existing(self, t: &Tensor) -> Task {
+        self.arg(t, Direction::OutputExisting)
+    }
+    /// Add an untracked argument.
+    pub fn no_dep(self, t: &Tensor) -> Task {
+        self.arg(t, Direction::NoDep)
+    }
+    /// Add a raw 64-bit scalar.
+    pub fn scalar(mut self, v: u64) -> Task {
+        self.scalars.push(v);
+        self
+    }
+    /// Add an `f32` scalar (its bits, zero-extended).
+    pub fn scalar_f32(self, v: f32) -> Task {
+        self.scalar(v.to_bits() as u64)
+    }
+    /// SPMD: run the kernel as `n` blocks.
+    pub fn blocks(mut self, n: u32) -> Task {
+        self.block_num = n;
+        self
+    }
+    /// Explicit dependency: run after `t` (the write-after-read case discovery cannot see).
+    pub fn after(mut self, t: TaskId) -> Task {
+        self.after.push(t);
+        self
+    }
+    /// The task's kind.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+    /// Tensor arguments.
+    pub fn args(&self) -> &[Arg] {
+        &self.args
+    }
+    /// Scalar arguments.
+    pub fn scalars(&self) -> &[u64] {
+        &self.scalars
+    }
+    /// SPMD block count.
+    pub fn block_num(&self) -> u32 {
+        self.block_num
+    }
+    /// Explicit dependencies.
+    pub fn explicit_deps(&self) -> &[TaskId] {
+        &self.after
+    }
+
+    /// Check the task on its own (argument counts, block count, views).
+    pub fn validate(&self, task: u32) -> Result<(), GraphError> {
+        if self.args.len() > MAX_TENSOR_ARGS {
+            return Err(GraphError::TooManyTensorArgs { task, count: self.args.len() });
+        }
+        if self.scalars.len() > MAX_SCALAR_ARGS {
+            return Err(GraphError::TooManyScalarArgs { task, count: self.scalars.len() });
+        }
+        if self.block_num == 0 || self.block_num > MAX_BLOCKS {
+            return Err(GraphError::BadBlockNum { task, block_num: self.block_num });
+        }
+        if self.kind == Kind::Dummy && self.block_num != 1 {
+            return Err(GraphError::BadBlockNum { task, block_num: self.block_num });
+        }
+        for (i, a) in self.args.iter().enumerate() {
+            let (_, end) = a.tensor.byte_range();
+            if end > a.tensor.buffer.bytes {
+                return Err(GraphError::ArgOutsideBuffer { task, arg: i as u32, end, bytes: a.tensor.buffer.bytes });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Most SPMD blocks of one task.
+pub const MAX_BLOCKS: u32 = 1 << 16;
+
+/// Bad input to a graph, naming what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    /// A shape with no dimensions or more than five.
+    #[error("a tensor needs 1..=5 dimensions, got {0}")]
+    BadRank(u32),
+    /// A zero extent.
+    #[error("dimension {dim} has extent 0")]
+    ZeroExtent {
+        /// The dimension.
+        dim: u32,
+    },
+    /// Offsets/shape/strides of a different rank than the tensor.
+    #[error("expected {expected} dimensions, got {got}")]
+    RankMismatch {
+        /// The tensor's rank.
+        expected: u32,
+        /// What was given.
+        got: u32,
+    },
+    /// A shape whose elements do not fill the buffer exactly.
+    #[error("shape has {elements} elements but the buffer has {bytes} bytes")]
+    ShapeMismatch {
+        /// Elements of the shape.
+        elements: u64,
+        /// Bytes of the buffer.
+        bytes: u64,
+    },
+    /// A dimension too large for 32-bit strides.
+    #[error("tensor too large for 32-bit strides")]
+    ShapeTooLarge,
+    /// A view leaving its parent in one dimension.
+    #[error("view outside its tensor in dimension {dim}: offset {offset} + extent {extent} > {limit}")]
+    ViewOutOfBounds {
+        /// The dimension.
+        dim: u32,
+        /// Offset asked for.
+        offset: u32,
+        /// Extent asked for.
+        extent: u32,
+        /// The parent's extent.
+        limit: u32,
+    },
+    /// A strided view reaching past its buffer.
+    #[error("view reaches byte {end} of a {bytes}-byte buffer")]
+    ViewOutsideBuffer {
+        /// One past the last byte touched.
+        end: u64,
+        /// Buffer size.
+        bytes: u64,
+    },
+    /// A view whose element type differs from its buffer's.
+    #[error("view dtype {view:?} does not match its buffer's dtype {buffer:?}")]
+    DtypeMismatch {
+        /// Asked-for type.
+        view: DType,
+        /// Buffer type.
+        buffer: DType,
+    },
+    /// More than 32 tensor arguments.
+    #[error("task {task} has {count} tensor arguments; at most 32 are allowed")]
+    TooManyTensorArgs {
+        /// The task.
+        task: u32,
+        /// Its argument count.
+        count: usize,
+    },
+    /// More than 16 scalar arguments.
+    #[error("task {task} has {count} scalar arguments; at most 16 are allowed")]
+    TooManyScalarArgs {
+        /// The task.
+        task: u32,
+        /// Its scalar count.
+        count: usize,
+    },
+    /// A bad SPMD block count.
+    #[error("task {task} has block_num {block_num}; allowed is 1..=65536 (dummy tasks: 1)")]
+    BadBlockNum {
+        /// The task.
+        task: u32,
+        /// The block count.
+        block_num: u32,
+    },
+    /// An argument view reaching past its buffer.
+    #[error("task {task} argument {arg} reaches byte {end} of a {bytes}-byte buffer")]
+    ArgOutsideBuffer {
+        /// The task.
+        task: u32,
+        /// The argument index.
+        arg: u32,
+        /// One past the last byte touched.
+        end: u64,
+        /// Buffer size.
+        bytes: u64,
+    },
+    /// A func id nobody registered.
+    #[error("task {task} lane {lane} uses func id {func}, which is not registered")]
+    UnknownFunc {
+        /// The task.
+        task: u32,
+        /// The lane (0 = AIC, 1/2 = AIV lanes).
+        lane: u32,
+        /// The func id.
+        func: u16,
+    },
+    /// A func id registered for the other core type.
+    #[error("task {task} lane {lane} runs func id {func} on {core:?} cores, but it is registered only for the other core type")]
+    WrongCoreType {
+        /// The task.
+        task: u32,
+        /// The lane.
+        lane: u32,
+        /// The func id.
+        func: u16,
+        /// Core type of the lane.
+        core: CoreType,
+    },
+    /// An explicit dependency on a task id that does not exist.
+    #[error("task {task} depends on task {dep}, which does not exist")]
+    UnknownDependency {
+        /// The task.
+        task: u32,
+        /// The missing id.
+        dep: u32,
+    },
+    /// A task depending on itself.
+    #[error("task {task} depends on itself")]
+    SelfDependency {
+        /// The task.
+        task: u32,
+    },
+    /// A dependency cycle among explicit dependencies.
+    #[error("dependency cycle through tasks {tasks:?}")]
+    Cycle {
+        /// Tasks on the cycle (at most 16 listed).
+        tasks: Vec<u32>,
+    },
+    /// A task the run's cores cannot host.
+    #[error("task {task} needs a {shape:?} core set, but the run offers none ({why})")]
+    Unplaceable {
+        /// The task.
+        task: u32,
+        /// Its shape.
+        shape: Shape,
+        /// What is missing.
+        why: &'static str,
+    },
+    /// More tasks than a graph may hold.
+    #[error("graph has more than {max} tasks")]
+    TooManyTasks {
+        /// The capacity.
+        max: u32,
+    },
+    /// A tensor of another graph's heap.
+    #[error("task {task} argument {arg} is a runtime-allocated tensor of another graph")]
+    ForeignHeapTensor {
+        /// The task.
+        task: u32,
+        /// The argument.
+        arg: u32,
+    },
+}

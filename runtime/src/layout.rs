@@ -1,0 +1,456 @@
+//! Device structures: the ABI between host, AICPU and AICore.
+//!
+//! Every structure is `#[repr(C)]` with compile-time size and offset assertions. Each cache
+//! line has exactly one writer through caches, or is touched only through
+//! [`GmAtomic`](pto_hal::GmAtomic) (see `docs/cache-contract.md`):
+//!
+//! | structure | writer | reader |
+//! |---|---|---|
+//! | [`LaunchConfig`] (2 lines) | host (H2D before launch) | AICPU, AICore |
+//! | [`FatalLine`], [`RunLine`] | AICPU and AICore, atomics only | host (D2H after the run) |
+//! | [`Handshake`] (1 line per worker) | that worker's AICore only | AICPU |
+//! | [`TeardownGate`] (1 line per worker) | AICPU, atomics only | AICore, device-direct loads |
+//! | [`DispatchPayload`] (2 lines per worker) | AICPU only | that worker's AICore |
+//! | graph image | host (H2D before launch) | AICPU, AICore |
+//!
+//! Unlike the reference runtime, the AICPU never writes a handshake line: a core's payload
+//! addresses are computed from its worker index, so the line has one writer. Handshakes and
+//! gates carry the run's epoch, so a stale report or release of an earlier run is never taken
+//! for this run's and nothing has to be cleared between runs.
+
+use core::mem::{offset_of, size_of};
+
+use num_enum::{IntoPrimitive, TryFromPrimitive};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Magic of a launch descriptor ("PTO1").
+pub const DESC_MAGIC: u32 = 0x3150_544f;
+/// Magic of a graph image ("PTOG").
+pub const IMAGE_MAGIC: u32 = 0x474f_5450;
+/// Layout version of descriptor and image.
+pub const LAYOUT_VERSION: u32 = 1;
+
+/// Register values of the dispatch (DMB) / status (COND) protocol.
+pub mod regs {
+    /// DMB: window open, core idle. The open itself acknowledges the core's report.
+    pub const DMB_IDLE: u32 = 0x7FFF_FFFD;
+    /// DMB: leave the dispatch loop.
+    pub const DMB_EXIT: u32 = 0x7FFF_FFF0;
+    /// Task ids at or above this value are reserved.
+    pub const RESERVED_MIN: u32 = 0x7FFF_FFF0;
+    /// COND state bit: set = FIN, clear = ACK.
+    pub const COND_FIN: u32 = 1 << 31;
+    /// COND: core idle after its window opened.
+    pub const COND_IDLE: u32 = COND_FIN | 0x7FFF_FFFF;
+    /// COND: exit acknowledged.
+    pub const COND_EXITED: u32 = COND_FIN | 0x7FFF_FFFE;
+    /// COND value acknowledging dispatch `id`.
+    pub const fn ack(id: u32) -> u32 {
+        id & 0x7FFF_FFFF
+    }
+    /// COND value reporting that dispatch `id` finished.
+    pub const fn fin(id: u32) -> u32 {
+        COND_FIN | (id & 0x7FFF_FFFF)
+    }
+    /// The next per-core dispatch id after `id`: never 0, never reserved. Parity alternates,
+    /// which is what selects a core's payload buffer.
+    pub const fn next_id(id: u32) -> u32 {
+        let n = id + 1;
+        if n >= RESERVED_MIN { 1 + (id & 1) } else { n }
+    }
+}
+
+/// Host-written run configuration: the first two lines of the launch descriptor.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C, align(64))]
+pub struct LaunchConfig {
+    /// [`DESC_MAGIC`].
+    pub magic: u32,
+    /// [`LAYOUT_VERSION`].
+    pub version: u32,
+    /// This run's epoch: non-zero, different for every run of the device.
+    pub epoch: u64,
+    /// Clusters launched.
+    pub clusters: u32,
+    /// Workers launched (`3 * clusters`).
+    pub workers: u32,
+    /// AICPU threads launched.
+    pub aicpu_threads: u32,
+    /// Tasks in the graph image.
+    pub task_count: u32,
+    /// GM address of the graph image.
+    pub image: u64,
+    /// Length of the graph image in bytes.
+    pub image_len: u64,
+    /// GM address of `Handshake[workers]`.
+    pub handshakes: u64,
+    /// GM address of `TeardownGate[workers]`.
+    pub gates: u64,
+    /// GM address of `DispatchPayload[workers][2]`.
+    pub payloads: u64,
+    /// AICPU no-progress watchdog budget, in device ticks.
+    pub watchdog_ticks: u64,
+    /// Budget for the EXIT acknowledgement of a core group, in ticks.
+    pub exit_ticks: u64,
+    /// AICore budget for any single wait (window, dispatch, gate), in ticks.
+    pub core_wait_ticks: u64,
+    /// Reserved, zero.
+    pub reserved: [u64; 4],
+}
+
+/// The first-wins fatal latch: one line, touched only through `GmAtomic`.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C, align(64))]
+pub struct FatalLine {
+    /// 0 = free; the first agent to CAS it to 1 owns the remaining words.
+    pub claimed: u64,
+    /// The [`ErrorCode`](crate::codes::ErrorCode) value.
+    pub code: u64,
+    /// The [`Site`](crate::codes::Site) value.
+    pub site: u64,
+    /// Task id involved, or `u64::MAX`.
+    pub task: u64,
+    /// Worker index involved, or `u64::MAX`.
+    pub core: u64,
+    /// Site-specific detail (e.g. the raw register value).
+    pub detail: u64,
+    /// Set to 1 after the words above are stored.
+    pub complete: u64,
+    /// Reserved.
+    pub reserved: u64,
+}
+
+/// Run counters, touched only through `GmAtomic`; read by the host after the run.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C, align(64))]
+pub struct RunLine {
+    /// Tasks completed.
+    pub completed: u64,
+    /// Subtasks dispatched to cores.
+    pub dispatched: u64,
+    /// Cores that handshook.
+    pub cores_ready: u64,
+    /// Cores released through their teardown gate.
+    pub cores_released: u64,
+    /// AICPU threads that finished.
+    pub threads_done: u64,
+    /// Reserved.
+    pub reserved: [u64; 3],
+}
+
+/// The launch descriptor head: configuration, fatal latch, counters.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C, align(64))]
+pub struct LaunchDesc {
+    /// Host-written configuration.
+    pub config: LaunchConfig,
+    /// Fatal latch.
+    pub fatal: FatalLine,
+    /// Counters.
+    pub run: RunLine,
+    /// Text of the latched fault (UTF-8, NUL-padded): written only by the latch winner.
+    pub fault_text: FaultText,
+}
+
+/// Text of the latched fault: two lines, written only by the agent that won the latch.
+#[derive(Copy, Clone, Debug, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C, align(64))]
+pub struct FaultText {
+    /// UTF-8 bytes, NUL-padded.
+    pub bytes: [u8; 128],
+}
+
+impl Default for FaultText {
+    fn default() -> Self {
+        FaultText { bytes: [0; 128] }
+    }
+}
+
+/// A worker's handshake report: one line, written only by that worker's AICore.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C, align(64))]
+pub struct Handshake {
+    /// `block_idx + 1` once reported.
+    pub aicore_done: u32,
+    /// `CoreType` as u32.
+    pub core_type: u32,
+    /// The core's physical id (indexes the register windows).
+    pub physical_core_id: u32,
+    /// Reserved.
+    pub reserved0: u32,
+    /// The run epoch the report belongs to; the AICPU accepts only its own run's.
+    pub report_epoch: u64,
+    /// Reserved.
+    pub reserved: [u64; 5],
+}
+
+/// A worker's post-close teardown gate: one line, atomics only.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C, align(64))]
+pub struct TeardownGate {
+    /// Epoch of the run whose AICPU released this worker (after EXITED, close, read-back, rmb).
+    pub release: u64,
+    /// Reserved: nothing else may live on this line.
+    pub reserved: [u64; 7],
+}
+
+/// One dispatch: what a core runs for one per-core dispatch id. Two per worker.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C, align(64))]
+pub struct DispatchPayload {
+    /// Kernel binary address.
+    pub bin: u64,
+    /// GM address of the task's [`ArgsHeader`] in the image.
+    pub args: u64,
+    /// Graph task id.
+    pub task_id: u32,
+    /// SPMD block index.
+    pub block_idx: u32,
+    /// SPMD block count.
+    pub block_num: u32,
+    /// AIV lane inside a MIX task (0 or 1); 0 otherwise.
+    pub lane: u32,
+    /// The dispatch id this payload belongs to.
+    pub reg_task_id: u32,
+    /// Reserved.
+    pub reserved0: u32,
+    /// Reserved.
+    pub reserved: [u64; 3],
+}
+
+/// Head of a graph image.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C, align(8))]
+pub struct ImageHeader {
+    /// [`IMAGE_MAGIC`].
+    pub magic: u32,
+    /// [`LAYOUT_VERSION`].
+    pub version: u32,
+    /// Number of tasks.
+    pub task_count: u32,
+    /// Entries of the func table.
+    pub func_count: u32,
+    /// Total image length in bytes.
+    pub total_len: u64,
+    /// Offset of `TaskRecord[task_count]` from the image start.
+    pub tasks_off: u64,
+    /// Offset of the fan-out id array (`u32`s).
+    pub fanout_off: u64,
+    /// Entries of the fan-out array.
+    pub fanout_len: u64,
+    /// Offset of `FuncEntry[func_count]`.
+    pub funcs_off: u64,
+    /// Offset of the args region.
+    pub args_off: u64,
+}
+
+/// Task shapes: which cores a task occupies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, IntoPrimitive, TryFromPrimitive)]
+#[repr(u8)]
+pub enum Shape {
+    /// One AIC.
+    Aic = 0,
+    /// One AIV.
+    Aiv = 1,
+    /// A whole cluster: AIC + both AIVs (1C2V), placed together.
+    Mix = 2,
+    /// No core: completed by the scheduler.
+    Dummy = 3,
+}
+
+impl Shape {
+    /// Number of shapes with a ready queue (all but dummy).
+    pub const QUEUED: usize = 3;
+}
+
+/// Lane bits of a task's active mask.
+pub mod lanes {
+    /// The AIC lane.
+    pub const AIC: u8 = 0b001;
+    /// AIV lane 0.
+    pub const AIV0: u8 = 0b010;
+    /// AIV lane 1.
+    pub const AIV1: u8 = 0b100;
+    /// Every lane of a MIX task.
+    pub const MIX: u8 = AIC | AIV0 | AIV1;
+}
+
+/// Task slot states, as the scheduler tracks them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, IntoPrimitive, TryFromPrimitive)]
+#[repr(u8)]
+pub enum TaskState {
+    /// Waiting for producers.
+    Pending = 0,
+    /// In a ready queue.
+    Ready = 1,
+    /// Dispatched, subtasks outstanding.
+    Running = 2,
+    /// Every subtask finished; consumers released.
+    Completed = 3,
+}
+
+/// One task of the image.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct TaskRecord {
+    /// Func id per lane (AIC, AIV0, AIV1); `NO_FUNC` where the lane is unused.
+    pub funcs: [u16; 3],
+    /// [`Shape`] value.
+    pub shape: u8,
+    /// Active lanes ([`lanes`]).
+    pub lanes: u8,
+    /// SPMD block count (≥ 1).
+    pub block_num: u32,
+    /// Producers this task waits for.
+    pub fanin: u32,
+    /// First consumer in the fan-out array.
+    pub fanout_start: u32,
+    /// Number of consumers.
+    pub fanout_count: u32,
+    /// Offset of this task's [`ArgsHeader`] relative to this record (self-relative).
+    pub args_rel: i32,
+    /// Length of the args record in bytes.
+    pub args_len: u32,
+}
+
+/// "No kernel on this lane."
+pub const NO_FUNC: u16 = u16::MAX;
+
+/// Kernel binaries of one func id, per core type (0 = not loaded for that type).
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct FuncEntry {
+    /// Binary address for AIC cores.
+    pub aic: u64,
+    /// Binary address for AIV cores.
+    pub aiv: u64,
+}
+
+/// Head of one task's argument record; followed by `TensorDesc[tensors]` then `u64[scalars]`.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct ArgsHeader {
+    /// Tensor arguments.
+    pub tensors: u32,
+    /// Scalar arguments.
+    pub scalars: u32,
+}
+
+/// A tensor argument as stored in the image.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct TensorDesc {
+    /// Address of the view's first element.
+    pub addr: u64,
+    /// `DType` code.
+    pub dtype: u32,
+    /// Bytes per element.
+    pub elem_bytes: u32,
+    /// Dimensions in use.
+    pub ndims: u32,
+    /// Extents.
+    pub shape: [u32; 5],
+    /// Strides in elements.
+    pub strides: [u32; 5],
+    /// [`TENSOR_WRITTEN`] when the task writes through this argument.
+    pub flags: u32,
+}
+
+/// [`TensorDesc::flags`]: the task writes through this argument, so the executor publishes
+/// its lines before FIN.
+pub const TENSOR_WRITTEN: u32 = 1;
+
+impl TensorDesc {
+    /// As the HAL's kernel-facing value.
+    pub fn to_arg(&self) -> pto_hal::TensorArg {
+        pto_hal::TensorArg {
+            addr: pto_hal::GmAddr(self.addr),
+            dtype: self.dtype,
+            elem_bytes: self.elem_bytes,
+            ndims: self.ndims,
+            shape: self.shape,
+            strides: self.strides,
+        }
+    }
+}
+
+/// Most tensor arguments of one task.
+pub const MAX_TENSOR_ARGS: usize = 32;
+/// Most scalar arguments of one task.
+pub const MAX_SCALAR_ARGS: usize = 16;
+/// Most func ids.
+pub const MAX_FUNC_ID: u32 = 1024;
+
+const _: () = {
+    assert!(size_of::<LaunchConfig>() == 128);
+    assert!(size_of::<FatalLine>() == 64);
+    assert!(size_of::<RunLine>() == 64);
+    assert!(size_of::<LaunchDesc>() == 384);
+    assert!(offset_of!(LaunchDesc, fault_text) == 256);
+    assert!(offset_of!(LaunchDesc, fatal) == 128);
+    assert!(offset_of!(LaunchDesc, run) == 192);
+    assert!(size_of::<Handshake>() == 64);
+    assert!(offset_of!(Handshake, aicore_done) == 4 * 0);
+    assert!(offset_of!(Handshake, report_epoch) == 16);
+    assert!(size_of::<TeardownGate>() == 64);
+    assert!(size_of::<DispatchPayload>() == 64);
+    assert!(size_of::<ImageHeader>() == 64);
+    assert!(size_of::<TaskRecord>() == 32);
+    assert!(size_of::<FuncEntry>() == 16);
+    assert!(size_of::<ArgsHeader>() == 8);
+    assert!(size_of::<TensorDesc>() == 64);
+    assert!(offset_of!(TensorDesc, shape) == 20);
+};
+
+/// Byte offsets of words the device touches with `GmAtomic`, relative to the descriptor.
+pub mod offsets {
+    use super::*;
+    /// [`FatalLine::claimed`].
+    pub const FATAL_CLAIMED: u64 = offset_of!(LaunchDesc, fatal) as u64;
+    /// [`FatalLine::code`].
+    pub const FATAL_CODE: u64 = FATAL_CLAIMED + offset_of!(FatalLine, code) as u64;
+    /// [`FatalLine::site`].
+    pub const FATAL_SITE: u64 = FATAL_CLAIMED + offset_of!(FatalLine, site) as u64;
+    /// [`FatalLine::task`].
+    pub const FATAL_TASK: u64 = FATAL_CLAIMED + offset_of!(FatalLine, task) as u64;
+    /// [`FatalLine::core`].
+    pub const FATAL_CORE: u64 = FATAL_CLAIMED + offset_of!(FatalLine, core) as u64;
+    /// [`FatalLine::detail`].
+    pub const FATAL_DETAIL: u64 = FATAL_CLAIMED + offset_of!(FatalLine, detail) as u64;
+    /// [`FatalLine::complete`].
+    pub const FATAL_COMPLETE: u64 = FATAL_CLAIMED + offset_of!(FatalLine, complete) as u64;
+    /// [`RunLine::completed`].
+    pub const RUN_COMPLETED: u64 = offset_of!(LaunchDesc, run) as u64;
+    /// [`RunLine::dispatched`].
+    pub const RUN_DISPATCHED: u64 = RUN_COMPLETED + offset_of!(RunLine, dispatched) as u64;
+    /// [`RunLine::cores_ready`].
+    pub const RUN_CORES_READY: u64 = RUN_COMPLETED + offset_of!(RunLine, cores_ready) as u64;
+    /// [`RunLine::cores_released`].
+    pub const RUN_CORES_RELEASED: u64 = RUN_COMPLETED + offset_of!(RunLine, cores_released) as u64;
+    /// [`RunLine::threads_done`].
+    pub const RUN_THREADS_DONE: u64 = RUN_COMPLETED + offset_of!(RunLine, threads_done) as u64;
+    /// [`LaunchDesc::fault_text`].
+    pub const FAULT_TEXT: u64 = offset_of!(LaunchDesc, fault_text) as u64;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::regs::*;
+
+    #[test]
+    fn dispatch_ids_alternate_parity_and_skip_reserved() {
+        let mut id = 0;
+        for _ in 0..10 {
+            let n = next_id(id);
+            assert_ne!(n, 0);
+            assert_ne!(n & 1, id & 1);
+            id = n;
+        }
+        let near = RESERVED_MIN - 1;
+        let n = next_id(near);
+        assert!(n < RESERVED_MIN && n != 0);
+        assert_ne!(n & 1, near & 1, "wrap keeps parity alternating");
+        assert_eq!(fin(5) & COND_FIN, COND_FIN);
+        assert_eq!(ack(5), 5);
+    }
+}

@@ -1,0 +1,260 @@
+//! The lifecycle of a run on the device: the fatal latch, the handshake and its window, and
+//! retirement through the teardown gates.
+//!
+//! Order of a worker's life (each arrow a publication edge, see `docs/cache-contract.md`):
+//!
+//! 1. AICore reports: writes its [`Handshake`] line (type, physical id, `block_idx + 1`, this
+//!    run's epoch), writes the line back, and sends an event.
+//! 2. AICPU accepts the report (epoch must match), validates it and **opens the window**:
+//!    DMB = `DMB_IDLE`. The open is the acknowledgement; nothing else is written to the core.
+//! 3. Dispatch loop (see `sched` and `exec`).
+//! 4. AICPU retires its cores as a group: EXIT to every core, then one shared deadline for the
+//!    EXITED acknowledgements, then close + read-back of each acknowledged window, one `rmb`,
+//!    and only then RELEASE through the core's teardown gate (the gate word := this run's
+//!    epoch). A core returns only after it reads its release, so the next program on its stream
+//!    can never start while this run's AICPU still writes its registers.
+
+use pto_hal::{AicoreAgent, AicoreLaunch, AicpuAgent, GmAddr, GmAtomic, GmMemory, Reg, Ticks};
+use zerocopy::IntoBytes;
+
+use crate::codes::{ErrorCode, Site};
+use crate::layout::{Handshake, LaunchConfig, offsets, regs};
+
+/// Where the arrays of a launch live, computed from its configuration.
+#[derive(Copy, Clone, Debug)]
+pub struct RunMap {
+    /// The launch descriptor.
+    pub desc: GmAddr,
+    /// The configuration it holds.
+    pub cfg: LaunchConfig,
+}
+
+impl RunMap {
+    /// Handshake line of worker `w`.
+    #[inline]
+    pub fn handshake(&self, w: u32) -> GmAddr {
+        GmAddr(self.cfg.handshakes + w as u64 * 64)
+    }
+    /// Teardown gate line of worker `w`.
+    #[inline]
+    pub fn gate(&self, w: u32) -> GmAddr {
+        GmAddr(self.cfg.gates + w as u64 * 64)
+    }
+    /// Payload buffer `buf` (0 or 1) of worker `w`.
+    #[inline]
+    pub fn payload(&self, w: u32, buf: u32) -> GmAddr {
+        GmAddr(self.cfg.payloads + (w as u64 * 2 + (buf & 1) as u64) * 64)
+    }
+}
+
+/// A latched fault, as reported.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// The code.
+    pub code: ErrorCode,
+    /// Where.
+    pub site: Site,
+    /// Task id, if one is involved.
+    pub task: Option<u32>,
+    /// Worker index, if one is involved.
+    pub core: Option<u32>,
+    /// Site-specific detail.
+    pub detail: u64,
+}
+
+/// Latch `fault` if no fault was latched before; returns whether this call won.
+///
+/// The latch line is touched only with `GmAtomic`: the claim is a CAS, the fields are
+/// device-direct stores, and `complete` is stored last. The winner may add text, which it
+/// writes and publishes itself (it is the only writer of the text lines).
+pub fn latch<A: GmAtomic + GmMemory + pto_hal::CacheMaintenance + pto_hal::Barriers>(
+    a: &A,
+    desc: GmAddr,
+    fault: Fault,
+    text: &str,
+) -> bool {
+    if a.compare_exchange(desc.offset(offsets::FATAL_CLAIMED), 0, 1) != 0 {
+        return false;
+    }
+    a.store_direct(desc.offset(offsets::FATAL_CODE), fault.code.value() as u32 as u64);
+    a.store_direct(desc.offset(offsets::FATAL_SITE), u32::from(fault.site) as u64);
+    a.store_direct(desc.offset(offsets::FATAL_TASK), fault.task.map_or(u64::MAX, u64::from));
+    a.store_direct(desc.offset(offsets::FATAL_CORE), fault.core.map_or(u64::MAX, u64::from));
+    a.store_direct(desc.offset(offsets::FATAL_DETAIL), fault.detail);
+    if !text.is_empty() {
+        let mut buf = [0u8; 128];
+        let n = text.len().min(127);
+        buf[..n].copy_from_slice(&text.as_bytes()[..n]);
+        let at = desc.offset(offsets::FAULT_TEXT);
+        a.write(at, &buf);
+        a.publish_lines(at, 128);
+        a.flush_range(at, 128);
+    }
+    a.store_barrier();
+    a.store_direct(desc.offset(offsets::FATAL_COMPLETE), 1);
+    true
+}
+
+/// Whether any agent latched a fault in this run.
+#[inline]
+pub fn latched<A: GmAtomic>(a: &A, desc: GmAddr) -> bool {
+    a.query(desc.offset(offsets::FATAL_CLAIMED)) != 0
+}
+
+/// Read the launch configuration from a descriptor the host copied in, making host DMA
+/// visible first on non-coherent builds.
+pub fn read_config<A: GmMemory + pto_hal::CacheMaintenance>(a: &A, desc: GmAddr) -> LaunchConfig {
+    crate::observe_host::<A>(a, desc, core::mem::size_of::<LaunchConfig>() as u64);
+    let mut cfg = LaunchConfig::default();
+    a.read(desc, cfg.as_mut_bytes());
+    cfg
+}
+
+/// Same for an AICore: drop any stale copy of the configuration lines, then read.
+pub fn read_config_core<A: AicoreAgent>(a: &A, desc: GmAddr) -> LaunchConfig {
+    a.observe_lines(desc, core::mem::size_of::<LaunchConfig>() as u64);
+    let mut cfg = LaunchConfig::default();
+    a.read(desc, cfg.as_mut_bytes());
+    cfg
+}
+
+/// AICore: publish this core's handshake report for run `epoch`.
+pub fn report<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch) {
+    let hs = Handshake {
+        aicore_done: launch.block_idx + 1,
+        core_type: launch.core_type as u32,
+        physical_core_id: launch.physical_core_id,
+        reserved0: 0,
+        report_epoch: map.cfg.epoch,
+        reserved: [0; 5],
+    };
+    let at = map.handshake(launch.block_idx);
+    a.write(at, hs.as_bytes());
+    a.publish_line(at);
+    a.send_event();
+}
+
+/// AICore: wait for the window to open (DMB non-zero). `Err(())` past the deadline.
+pub fn wait_window<A: AicoreAgent>(a: &A, deadline: Ticks) -> Result<u32, ()> {
+    loop {
+        let v = a.read_dmb();
+        if v != 0 {
+            a.rmb();
+            return Ok(v);
+        }
+        if a.now_ticks() >= deadline {
+            return Err(());
+        }
+        a.wait_for_event(deadline);
+    }
+}
+
+/// AICore: after EXITED, wait until this run's AICPU released the core through its gate.
+/// Bounded (nothing hangs forever); `false` when the budget ran out.
+pub fn wait_release<A: AicoreAgent>(a: &A, gate: GmAddr, epoch: u64, deadline: Ticks) -> bool {
+    let slice = a.ticks_from_micros(200);
+    loop {
+        if a.query(gate) == epoch {
+            a.store_barrier();
+            return true;
+        }
+        let now = a.now_ticks();
+        if now >= deadline {
+            return false;
+        }
+        // The release is a GM store, which wakes nobody: re-check at a short period.
+        a.wait_for_event(deadline.min(now + slice));
+    }
+}
+
+/// AICPU: wait for worker `w`'s report of this run. Returns the report, or `None` past the
+/// deadline.
+pub fn await_report<A: AicpuAgent>(a: &A, map: &RunMap, w: u32, deadline: Ticks) -> Option<Handshake> {
+    let at = map.handshake(w);
+    let mut hs = Handshake::default();
+    loop {
+        // AICore → AICPU shares a coherence domain: the core's write-back is visible to
+        // plain AICPU loads without an invalidate (it is the producer that must write back).
+        a.read(at, hs.as_mut_bytes());
+        if hs.report_epoch == map.cfg.epoch && hs.aicore_done == w + 1 {
+            a.rmb();
+            return Some(hs);
+        }
+        if a.now_ticks() >= deadline {
+            return None;
+        }
+        a.wait_for_event(deadline);
+    }
+}
+
+/// Validate an accepted report against the launch: the reported type must match the
+/// worker's slot and the physical id must name a core of the device.
+pub fn check_report(hs: &Handshake, w: u32, cfg: &LaunchConfig) -> Result<(), u64> {
+    let want = if w < cfg.clusters { 0 } else { 1 };
+    if hs.core_type != want {
+        return Err(hs.core_type as u64);
+    }
+    if hs.physical_core_id >= cfg.workers {
+        return Err(hs.physical_core_id as u64);
+    }
+    Ok(())
+}
+
+/// AICPU: open a reported core's window (the acknowledgement of its report).
+pub fn open_window<A: AicpuAgent>(a: &A, phys: u32) {
+    a.wmb();
+    a.open_window(phys, regs::DMB_IDLE);
+}
+
+/// Outcome of retiring a group of cores.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Retired {
+    /// Cores released through their gate.
+    pub released: u32,
+    /// First core that did not acknowledge EXIT in time (not released), if any.
+    pub silent: Option<u32>,
+}
+
+/// AICPU: retire `cores` (`(worker, physical id)` pairs that handshook) with one shared
+/// deadline: EXIT broadcast, quiesce, close + read-back, one `rmb`, then RELEASE each
+/// acknowledged core's gate with `epoch`. A silent core is neither closed nor released.
+pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], exited: &mut [bool]) -> Retired {
+    let deadline = a.now_ticks().saturating_add(map.cfg.exit_ticks);
+    a.wmb();
+    for &(_, phys) in cores {
+        a.write_reg(phys, Reg::Dmb, regs::DMB_EXIT);
+    }
+    let mut left = cores.len();
+    for e in exited.iter_mut() {
+        *e = false;
+    }
+    while left > 0 {
+        for (i, &(_, phys)) in cores.iter().enumerate() {
+            if !exited[i] && a.read_reg(phys, Reg::Cond) == regs::COND_EXITED {
+                exited[i] = true;
+                left -= 1;
+            }
+        }
+        if left == 0 || a.now_ticks() >= deadline {
+            break;
+        }
+        a.wait_for_event(deadline);
+    }
+    let mut out = Retired::default();
+    for (i, &(w, phys)) in cores.iter().enumerate() {
+        if exited[i] {
+            a.close_window(phys, regs::DMB_IDLE);
+        } else if out.silent.is_none() {
+            out.silent = Some(w);
+        }
+    }
+    // One rmb drains every read-back: the closes are complete before any release below.
+    a.rmb();
+    for (i, &(w, _)) in cores.iter().enumerate() {
+        if exited[i] {
+            a.store_direct(map.gate(w), map.cfg.epoch);
+            out.released += 1;
+        }
+    }
+    out
+}

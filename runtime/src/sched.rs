@@ -1,0 +1,583 @@
+//! The AICPU scheduler: one instance per AICPU thread, over the clusters that thread owns.
+//!
+//! * Clusters are owned per thread (`cluster % threads == thread`), never split, so one thread
+//!   alone writes a core's DMB and reads its COND.
+//! * Ready tasks wait in one lock-free queue per shape (AIC, AIV, MIX) shared by all threads;
+//!   dummy tasks never queue — they complete inline the moment their producers are done.
+//! * Each core has one running and one pending slot and two payload buffers; a per-core
+//!   dispatch id in DMB selects the buffer by its parity. A pending dispatch is written only
+//!   after the core acknowledged the running one, so DMB never skips a dispatch.
+//! * Completion is decided from COND alone ([`decide`]).
+//! * MIX tasks take one whole cluster; SPMD tasks are dispatched block by block, and a task
+//!   with blocks left goes back to its queue.
+
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use pto_hal::{AicpuAgent, CoreType, Reg};
+use zerocopy::IntoBytes;
+
+use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
+use crate::layout::{DispatchPayload, FuncEntry, NO_FUNC, Shape, TaskRecord, lanes, offsets, regs};
+use crate::lifecycle::{self, Fault, RunMap};
+use crate::queue::ReadyQueue;
+
+/// The graph as the AICPU holds it: task records, fan-out lists, func table, args addresses.
+pub struct Graph {
+    /// Task records.
+    pub tasks: Vec<TaskRecord>,
+    /// Fan-out ids.
+    pub fanout: Vec<u32>,
+    /// Func table.
+    pub funcs: Vec<FuncEntry>,
+    /// GM address of each task's args record.
+    pub args: Vec<u64>,
+}
+
+/// State shared by the AICPU threads of one run (AICPU-private memory, not GM).
+pub struct Shared {
+    /// Where the run's device structures are.
+    pub map: RunMap,
+    /// The graph.
+    pub g: Graph,
+    fanin_left: Vec<AtomicU32>,
+    next_block: Vec<AtomicU32>,
+    subtasks_done: Vec<AtomicU32>,
+    queues: [ReadyQueue; Shape::QUEUED],
+    completed: AtomicU32,
+    /// Set when a fault is latched: every thread stops dispatching and retires its cores.
+    pub stop: AtomicBool,
+    progress_tick: AtomicU64,
+    /// Threads done with this state (the last one frees it).
+    pub departed: AtomicU32,
+}
+
+impl Shared {
+    /// Shared state for `g`, with every producer-free task queued or (dummy) completed.
+    pub fn new<A: AicpuAgent>(a: &A, map: RunMap, g: Graph) -> Shared {
+        let n = g.tasks.len();
+        let mut per_shape = [1usize; Shape::QUEUED];
+        for t in &g.tasks {
+            if (t.shape as usize) < Shape::QUEUED {
+                per_shape[t.shape as usize] += 1;
+            }
+        }
+        let s = Shared {
+            map,
+            fanin_left: g.tasks.iter().map(|t| AtomicU32::new(t.fanin)).collect(),
+            next_block: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            subtasks_done: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            queues: per_shape.map(ReadyQueue::with_capacity),
+            completed: AtomicU32::new(0),
+            stop: AtomicBool::new(false),
+            progress_tick: AtomicU64::new(a.now_ticks()),
+            departed: AtomicU32::new(0),
+            g,
+        };
+        let mut inline = Vec::new();
+        for (i, t) in s.g.tasks.iter().enumerate() {
+            if t.fanin == 0 {
+                if t.shape == Shape::Dummy as u8 {
+                    inline.push(i as u32);
+                } else {
+                    s.push_ready(a, i as u32);
+                }
+            }
+        }
+        let mut done = 0;
+        s.drain_inline(a, &mut inline, &mut done);
+        s
+    }
+
+    /// An empty state for a launch whose image failed validation: threads still handshake
+    /// and retire their cores.
+    pub fn failed(map: RunMap) -> Shared {
+        Shared {
+            map,
+            g: Graph { tasks: Vec::new(), fanout: Vec::new(), funcs: Vec::new(), args: Vec::new() },
+            fanin_left: Vec::new(),
+            next_block: Vec::new(),
+            subtasks_done: Vec::new(),
+            queues: [1, 1, 1].map(ReadyQueue::with_capacity),
+            completed: AtomicU32::new(0),
+            stop: AtomicBool::new(true),
+            progress_tick: AtomicU64::new(0),
+            departed: AtomicU32::new(0),
+        }
+    }
+
+    fn task_count(&self) -> u32 {
+        self.g.tasks.len() as u32
+    }
+
+    fn all_done(&self) -> bool {
+        self.completed.load(Ordering::Acquire) == self.task_count()
+    }
+
+    fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32) {
+        let shape = self.g.tasks[t as usize].shape as usize;
+        if self.queues[shape].push(t).is_err() {
+            self.fail(a, Fault { code: ErrorCode::Sched(SchedError::ReadyQueueOverflow), site: Site::Completion, task: Some(t), core: None, detail: shape as u64 });
+        }
+    }
+
+    /// Latch `f` (first wins) and stop every thread.
+    pub fn fail<A: AicpuAgent>(&self, a: &A, f: Fault) {
+        lifecycle::latch(a, self.map.desc, f, "");
+        self.stop.store(true, Ordering::Release);
+        a.send_event();
+    }
+
+    /// Task `t` finished: release its consumers; dummy consumers complete inline.
+    fn complete<A: AicpuAgent>(&self, a: &A, t: u32, done: &mut u32) {
+        let mut inline = Vec::new();
+        self.release(a, t, &mut inline, done);
+        self.drain_inline(a, &mut inline, done);
+    }
+
+    fn drain_inline<A: AicpuAgent>(&self, a: &A, inline: &mut Vec<u32>, done: &mut u32) {
+        while let Some(d) = inline.pop() {
+            self.release(a, d, inline, done);
+        }
+    }
+
+    fn release<A: AicpuAgent>(&self, a: &A, t: u32, inline: &mut Vec<u32>, done: &mut u32) {
+        *done += 1;
+        let rec = &self.g.tasks[t as usize];
+        let fo = &self.g.fanout[rec.fanout_start as usize..(rec.fanout_start + rec.fanout_count) as usize];
+        for &c in fo {
+            if self.fanin_left[c as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+                if self.g.tasks[c as usize].shape == Shape::Dummy as u8 {
+                    inline.push(c);
+                } else {
+                    self.push_ready(a, c);
+                }
+            }
+        }
+        self.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
+        if self.completed.fetch_add(1, Ordering::AcqRel) + 1 == self.task_count() {
+            a.send_event();
+        }
+    }
+}
+
+/// One subtask on a core: a block of one lane of one task, under a dispatch id.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Sub {
+    /// Task id.
+    pub task: u32,
+    /// SPMD block.
+    pub block: u32,
+    /// Lane index: 0 = AIC, 1 = AIV lane 0, 2 = AIV lane 1.
+    pub lane: u8,
+    /// Dispatch id written to DMB.
+    pub reg: u32,
+}
+
+/// What a COND value means for a core's two slots.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decision {
+    /// The running subtask finished.
+    pub running_done: bool,
+    /// The pending subtask finished too.
+    pub pending_done: bool,
+    /// The pending subtask is now the running one.
+    pub promote: bool,
+    /// The running subtask was acknowledged.
+    pub running_acked: bool,
+}
+
+/// Decide slot transitions from a COND value, given the dispatch ids in the running and
+/// pending slots. The four cases:
+///
+/// 1. COND names the pending id: the core finished the running one and moved on. FIN → both
+///    done (idle); ACK → running done, pending promoted (and acknowledged).
+/// 2. COND names the running id with FIN: running done; a pending one is promoted.
+/// 3. COND names the running id with ACK: running acknowledged (the pending slot may be used).
+/// 4. Anything else (IDLE, a stale id): nothing changed.
+pub fn decide(cond: u32, running: Option<u32>, pending: Option<u32>) -> Decision {
+    let id = cond & 0x7FFF_FFFF;
+    let fin = cond & regs::COND_FIN != 0;
+    let mut d = Decision::default();
+    if pending == Some(id) {
+        d.running_done = running.is_some();
+        if fin {
+            d.pending_done = true;
+        } else {
+            d.promote = true;
+            d.running_acked = true;
+        }
+    } else if running == Some(id) {
+        if fin {
+            d.running_done = true;
+            d.promote = pending.is_some();
+        } else {
+            d.running_acked = true;
+        }
+    }
+    d
+}
+
+struct CoreSlot {
+    w: u32,
+    phys: u32,
+    ty: CoreType,
+    up: bool,
+    running: Option<Sub>,
+    acked: bool,
+    pending: Option<Sub>,
+    seq: u32,
+    last_cond: u32,
+}
+
+impl CoreSlot {
+    fn can_pend(&self) -> bool {
+        self.up && self.running.is_some() && self.acked && self.pending.is_none()
+    }
+    fn is_idle(&self) -> bool {
+        self.up && self.running.is_none()
+    }
+}
+
+/// One AICPU thread's scheduler.
+pub struct Scheduler<'s, A: AicpuAgent> {
+    a: &'s A,
+    s: &'s Shared,
+    cores: Vec<CoreSlot>,
+    /// Idle cores by type, most recently idle last (reused first: it is likely still awake).
+    idle: [Vec<usize>; 2],
+    batch: Vec<(u32, u32)>,
+    done: u32,
+    dispatched: u64,
+    pushed: bool,
+}
+
+const MIX_LANES: [(usize, u8, u32); 3] = [(0, 0, 0), (1, 1, 0), (2, 2, 1)];
+
+impl<'s, A: AicpuAgent> Scheduler<'s, A> {
+    /// The scheduler of thread `t` of `threads`.
+    pub fn new(a: &'s A, s: &'s Shared, t: u32, threads: u32) -> Self {
+        let clusters = s.map.cfg.clusters;
+        let mut cores = Vec::new();
+        let mut c = t;
+        while c < clusters {
+            for (w, ty) in [(c, CoreType::Aic), (clusters + 2 * c, CoreType::Aiv), (clusters + 2 * c + 1, CoreType::Aiv)] {
+                cores.push(CoreSlot { w, phys: 0, ty, up: false, running: None, acked: false, pending: None, seq: 0, last_cond: 0 });
+            }
+            c += threads;
+        }
+        Scheduler { a, s, cores, idle: [Vec::new(), Vec::new()], batch: Vec::new(), done: 0, dispatched: 0, pushed: false }
+    }
+
+    /// Handshake every owned core: accept its report, validate it, open its window.
+    pub fn handshake(&mut self) {
+        let a = self.a;
+        let map = &self.s.map;
+        let deadline = a.now_ticks().saturating_add(map.cfg.watchdog_ticks);
+        for i in 0..self.cores.len() {
+            let w = self.cores[i].w;
+            let dl = if self.s.stop.load(Ordering::Acquire) { a.now_ticks() } else { deadline };
+            match lifecycle::await_report(a, map, w, dl) {
+                Some(hs) => match lifecycle::check_report(&hs, w, &map.cfg) {
+                    Ok(()) => {
+                        let c = &mut self.cores[i];
+                        c.phys = hs.physical_core_id;
+                        c.up = true;
+                        lifecycle::open_window(a, c.phys);
+                        self.idle[c.ty as usize].push(i);
+                    }
+                    Err(detail) => self.s.fail(a, Fault { code: ErrorCode::Device(DeviceFault::BadReport), site: Site::Handshake, task: None, core: Some(w), detail }),
+                },
+                None if self.s.stop.load(Ordering::Acquire) => {}
+                None => self.s.fail(a, Fault { code: ErrorCode::Sched(SchedError::SchedulerTimeout), site: Site::Handshake, task: None, core: Some(w), detail: 0 }),
+            }
+        }
+        for v in &mut self.idle {
+            v.reverse();
+        }
+    }
+
+    /// Run the dispatch loop until every task completed or a fault stopped the run.
+    pub fn run(&mut self) {
+        let a = self.a;
+        let s = self.s;
+        let watchdog = s.map.cfg.watchdog_ticks;
+        let mut last_progress = a.now_ticks();
+        let mut iter: u32 = 0;
+        loop {
+            if s.stop.load(Ordering::Acquire) || s.all_done() {
+                break;
+            }
+            let mut progress = self.poll_completions();
+            progress |= self.dispatch();
+            if self.pushed {
+                self.pushed = false;
+                if self.s.queues.iter().any(|q| !q.is_empty_hint()) {
+                    a.send_event();
+                }
+            }
+            iter = iter.wrapping_add(1);
+            if progress {
+                last_progress = a.now_ticks();
+                if iter % 64 == 0 && lifecycle::latched(a, s.map.desc) {
+                    s.stop.store(true, Ordering::Release);
+                }
+                continue;
+            }
+            if lifecycle::latched(a, s.map.desc) {
+                s.stop.store(true, Ordering::Release);
+                a.send_event();
+                break;
+            }
+            let now = a.now_ticks();
+            if let Some(c) = self.cores.iter().find(|c| c.running.is_some()) {
+                if now.saturating_sub(last_progress) > watchdog {
+                    let sub = c.running.unwrap_or(Sub { task: u32::MAX, block: 0, lane: 0, reg: 0 });
+                    s.fail(a, Fault { code: ErrorCode::Sched(SchedError::SchedulerTimeout), site: Site::Completion, task: Some(sub.task), core: Some(c.w), detail: c.last_cond as u64 });
+                    break;
+                }
+            } else if now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress)) > watchdog {
+                s.fail(a, Fault { code: ErrorCode::Sched(SchedError::SchedulerTimeout), site: Site::Stall, task: None, core: None, detail: s.completed.load(Ordering::Relaxed) as u64 });
+                break;
+            }
+            let slice = a.ticks_from_micros(10_000);
+            a.wait_for_event((last_progress.saturating_add(watchdog + 1)).min(now.saturating_add(slice)));
+        }
+    }
+
+    /// Retire every core that handshook; returns how many were released.
+    pub fn retire(&mut self) -> u32 {
+        let ups: Vec<(u32, u32)> = self.cores.iter().filter(|c| c.up).map(|c| (c.w, c.phys)).collect();
+        let mut exited = alloc::vec![false; ups.len()];
+        let r = lifecycle::retire_group(self.a, &self.s.map, &ups, &mut exited);
+        if let Some(w) = r.silent {
+            self.s.fail(self.a, Fault { code: ErrorCode::Device(DeviceFault::ExitTimeout), site: Site::Exit, task: None, core: Some(w), detail: 0 });
+        }
+        r.released
+    }
+
+    /// Publish this thread's counters to the run line.
+    pub fn publish_counters(&self, released: u32) {
+        let a = self.a;
+        let d = self.s.map.desc;
+        a.fetch_add(d.offset(offsets::RUN_COMPLETED), self.done as u64);
+        a.fetch_add(d.offset(offsets::RUN_DISPATCHED), self.dispatched);
+        a.fetch_add(d.offset(offsets::RUN_CORES_READY), self.cores.iter().filter(|c| c.up).count() as u64);
+        a.fetch_add(d.offset(offsets::RUN_CORES_RELEASED), released as u64);
+        a.fetch_add(d.offset(offsets::RUN_THREADS_DONE), 1);
+    }
+
+    fn poll_completions(&mut self) -> bool {
+        let a = self.a;
+        let mut progress = false;
+        for i in 0..self.cores.len() {
+            let c = &self.cores[i];
+            if c.running.is_none() {
+                continue;
+            }
+            let v = a.read_reg(c.phys, Reg::Cond);
+            if v == c.last_cond {
+                continue;
+            }
+            a.rmb();
+            let c = &mut self.cores[i];
+            c.last_cond = v;
+            let d = decide(v, c.running.map(|r| r.reg), c.pending.map(|p| p.reg));
+            let mut finished: [Option<Sub>; 2] = [None, None];
+            if d.running_done {
+                finished[0] = c.running.take();
+            }
+            if d.pending_done {
+                finished[1] = c.pending.take();
+            }
+            if d.promote {
+                c.running = c.pending.take();
+                c.acked = d.running_acked;
+            } else if d.running_acked {
+                c.acked = true;
+            }
+            if c.running.is_none() {
+                c.acked = false;
+                let ty = c.ty as usize;
+                if finished.iter().any(Option::is_some) {
+                    self.idle[ty].push(i);
+                }
+            }
+            for sub in finished.into_iter().flatten() {
+                progress = true;
+                self.subtask_done(sub);
+            }
+            progress |= d.running_acked;
+        }
+        progress
+    }
+
+    fn subtask_done(&mut self, sub: Sub) {
+        let s = self.s;
+        let rec = &s.g.tasks[sub.task as usize];
+        let need = rec.block_num * (rec.lanes.count_ones());
+        if s.subtasks_done[sub.task as usize].fetch_add(1, Ordering::AcqRel) + 1 == need {
+            s.complete(self.a, sub.task, &mut self.done);
+            self.pushed = true;
+        }
+    }
+
+    fn dispatch(&mut self) -> bool {
+        let mut any = false;
+        // MIX first: it needs a whole cluster, the scarcest resource.
+        for shape in [Shape::Mix, Shape::Aic, Shape::Aiv] {
+            loop {
+                if !self.has_capacity(shape) {
+                    break;
+                }
+                let Some(t) = self.s.queues[shape as usize].pop() else { break };
+                any |= self.place(t, shape);
+            }
+        }
+        if !self.batch.is_empty() {
+            let a = self.a;
+            a.wmb();
+            for &(phys, reg) in &self.batch {
+                a.write_reg(phys, Reg::Dmb, reg);
+            }
+            self.batch.clear();
+        }
+        any
+    }
+
+    fn has_capacity(&self, shape: Shape) -> bool {
+        match shape {
+            Shape::Aic | Shape::Aiv => {
+                let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
+                !self.idle[ty as usize].is_empty() || self.cores.iter().any(|c| c.ty == ty && c.can_pend())
+            }
+            Shape::Mix => self.free_cluster().is_some(),
+            Shape::Dummy => false,
+        }
+    }
+
+    /// A cluster whose three cores all have a free slot; all-idle clusters first.
+    fn free_cluster(&self) -> Option<usize> {
+        let n = self.cores.len() / 3;
+        let free = |i: usize| self.cores[i].is_idle() || self.cores[i].can_pend();
+        (0..n)
+            .find(|&k| (0..3).all(|l| self.cores[3 * k + l].is_idle()))
+            .or_else(|| (0..n).find(|&k| (0..3).all(|l| free(3 * k + l))))
+    }
+
+    fn take_core(&mut self, ty: CoreType) -> Option<usize> {
+        while let Some(i) = self.idle[ty as usize].pop() {
+            if self.cores[i].is_idle() {
+                return Some(i);
+            }
+        }
+        self.cores.iter().position(|c| c.ty == ty && c.can_pend())
+    }
+
+    /// Place as many blocks of task `t` as this thread has room for; requeue the rest.
+    fn place(&mut self, t: u32, shape: Shape) -> bool {
+        let s = self.s;
+        let rec = s.g.tasks[t as usize];
+        let mut placed = false;
+        loop {
+            let b = s.next_block[t as usize].load(Ordering::Relaxed);
+            if b >= rec.block_num {
+                break;
+            }
+            match shape {
+                Shape::Mix => {
+                    let Some(k) = self.free_cluster() else { break };
+                    s.next_block[t as usize].store(b + 1, Ordering::Relaxed);
+                    for (off, lane, sub_block) in MIX_LANES {
+                        if rec.lanes & (1 << lane) != 0 {
+                            self.assign(3 * k + off, t, b, lane, sub_block);
+                        }
+                    }
+                }
+                _ => {
+                    let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
+                    let Some(i) = self.take_core(ty) else { break };
+                    s.next_block[t as usize].store(b + 1, Ordering::Relaxed);
+                    let lane = if shape == Shape::Aic { 0 } else { 1 };
+                    self.assign(i, t, b, lane, 0);
+                }
+            }
+            placed = true;
+        }
+        if s.next_block[t as usize].load(Ordering::Relaxed) < rec.block_num {
+            s.push_ready(self.a, t);
+            self.pushed = true;
+        }
+        placed
+    }
+
+    fn assign(&mut self, i: usize, t: u32, block: u32, lane: u8, sub_block: u32) {
+        let s = self.s;
+        let rec = &s.g.tasks[t as usize];
+        let func = rec.funcs[lane as usize];
+        let core_ty = self.cores[i].ty;
+        let bin = if func == NO_FUNC {
+            0
+        } else {
+            s.g.funcs.get(func as usize).map_or(0, |f| if core_ty == CoreType::Aic { f.aic } else { f.aiv })
+        };
+        let c = &mut self.cores[i];
+        c.seq = regs::next_id(c.seq);
+        let reg = c.seq;
+        let p = DispatchPayload {
+            bin,
+            args: s.g.args[t as usize],
+            task_id: t,
+            block_idx: block,
+            block_num: rec.block_num,
+            lane: sub_block,
+            reg_task_id: reg,
+            reserved0: 0,
+            reserved: [0; 3],
+        };
+        self.a.write(s.map.payload(c.w, reg & 1), p.as_bytes());
+        let sub = Sub { task: t, block, lane, reg };
+        if c.running.is_none() {
+            c.running = Some(sub);
+            c.acked = false;
+        } else {
+            c.pending = Some(sub);
+        }
+        self.batch.push((c.phys, reg));
+        self.dispatched += 1;
+    }
+}
+
+/// Whether a task record's lanes are consistent with its shape.
+pub fn lanes_match(rec: &TaskRecord) -> bool {
+    match Shape::try_from(rec.shape) {
+        Ok(Shape::Aic) => rec.lanes == lanes::AIC,
+        Ok(Shape::Aiv) => rec.lanes == lanes::AIV0,
+        Ok(Shape::Mix) => rec.lanes != 0 && rec.lanes & !lanes::MIX == 0,
+        Ok(Shape::Dummy) => rec.lanes == 0,
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::regs::{ack, fin};
+
+    #[test]
+    fn the_four_completion_cases() {
+        // Case 1: pending id seen with FIN: both done.
+        assert_eq!(decide(fin(6), Some(5), Some(6)), Decision { running_done: true, pending_done: true, promote: false, running_acked: false });
+        // Case 1': pending id seen with ACK: running done, pending promoted and acknowledged.
+        assert_eq!(decide(ack(6), Some(5), Some(6)), Decision { running_done: true, pending_done: false, promote: true, running_acked: true });
+        // Case 2: running FIN with a pending: running done, pending promoted (not yet acked).
+        assert_eq!(decide(fin(5), Some(5), Some(6)), Decision { running_done: true, pending_done: false, promote: true, running_acked: false });
+        // Case 2': running FIN, nothing pending: core idle.
+        assert_eq!(decide(fin(5), Some(5), None), Decision { running_done: true, ..Decision::default() });
+        // Case 3: running ACK: only the acknowledgement.
+        assert_eq!(decide(ack(5), Some(5), None), Decision { running_acked: true, ..Decision::default() });
+        // Case 4: idle or stale values change nothing.
+        assert_eq!(decide(regs::COND_IDLE, Some(5), None), Decision::default());
+        assert_eq!(decide(fin(3), Some(5), Some(6)), Decision::default());
+    }
+}
