@@ -1,1 +1,141 @@
-fn main() {}
+//! Dispatch benchmark: the shapes of `shared/bench/anchor.md` on the selected board.
+//!
+//! `cargo bench --bench dispatch` (add `-- --rounds R` to change the rounds per point, and
+//! `--features board-sim-a5` for the a5 board). Prints a table and JSON (also written to
+//! `target/bench-dispatch.json`): per shape, fixed cost run(1), marginal µs per task at each N,
+//! and submission (graph build) time. Every run is checked against its golden.
+
+#[path = "../examples/common/mod.rs"]
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::ShapeKind;
+use pto::prelude::*;
+
+const NS: [u32; 3] = [1, 1000, 4000];
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+struct Point {
+    n: u32,
+    run: Duration,
+    build: Duration,
+}
+
+fn main() {
+    let mut rounds = 9usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--rounds" {
+            rounds = args.next().and_then(|s| s.parse().ok()).filter(|&r: &usize| r > 0).unwrap_or_else(|| {
+                eprintln!("--rounds needs a positive integer");
+                std::process::exit(2)
+            });
+        }
+    }
+    let (dev, k) = common::setup().unwrap_or_else(|e| {
+        eprintln!("cannot open the device: {e}");
+        std::process::exit(1)
+    });
+    let mut table = Vec::new();
+    for kind in ShapeKind::ALL {
+        let mut points = Vec::new();
+        for n in NS {
+            let mut builds = Vec::new();
+            let mut prepared = None;
+            for _ in 0..3 {
+                let p = common::build_shape(&dev, &k, kind, n).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
+                builds.push(p.graph.build_time());
+                prepared = Some(p);
+            }
+            let p = prepared.expect("built");
+            let mut runs = Vec::new();
+            for r in 0..rounds + 2 {
+                p.reset().expect("reset");
+                let t = Instant::now();
+                let rep = dev.run(&p.graph).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
+                let el = t.elapsed();
+                p.check(&rep).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
+                if r >= 2 {
+                    runs.push(el);
+                }
+            }
+            points.push(Point { n, run: median(runs), build: median(builds) });
+        }
+        table.push((kind, points));
+    }
+
+    let vector_process = time_vector_process();
+
+    println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
+    println!("{:<14} {:>12} {:>14} {:>14} {:>12} {:>12} {:>12}", "shape", "run(1) ms", "marg@1000 us", "marg@4000 us", "build@1 ms", "build@1000", "build@4000");
+    let mut json = Vec::new();
+    for (kind, pts) in &table {
+        let fixed = pts[0].run;
+        let marg = |p: &Point| (us(p.run) - us(fixed)) / (p.n as f64 - 1.0);
+        println!(
+            "{:<14} {:>12.3} {:>14.3} {:>14.3} {:>12.3} {:>12.3} {:>12.3}",
+            kind.name(),
+            us(fixed) / 1e3,
+            marg(&pts[1]),
+            marg(&pts[2]),
+            us(pts[0].build) / 1e3,
+            us(pts[1].build) / 1e3,
+            us(pts[2].build) / 1e3
+        );
+        let runs: Vec<String> = pts.iter().map(|p| format!("{{\"n\":{},\"run_us\":{:.1},\"build_us\":{:.1}}}", p.n, us(p.run), us(p.build))).collect();
+        json.push(format!(
+            "{{\"shape\":\"{}\",\"fixed_us\":{:.1},\"marginal_us_per_task\":{{\"1000\":{:.3},\"4000\":{:.3}}},\"points\":[{}]}}",
+            kind.name(),
+            us(fixed),
+            marg(&pts[1]),
+            marg(&pts[2]),
+            runs.join(",")
+        ));
+    }
+    match vector_process {
+        Some(d) => println!("vector example process (median of 5): {:.1} ms", us(d) / 1e3),
+        None => println!("vector example process: not measured (build it with `cargo build --release --example vector`)"),
+    }
+    let doc = format!(
+        "{{\"board\":\"{}\",\"rounds\":{rounds},\"vector_process_ms\":{},\"shapes\":[{}]}}",
+        Selected::NAME,
+        vector_process.map_or("null".to_string(), |d| format!("{:.1}", us(d) / 1e3)),
+        json.join(",")
+    );
+    println!("{doc}");
+    let _ = std::fs::write(target_dir().join("bench-dispatch.json"), &doc);
+}
+
+fn target_dir() -> std::path::PathBuf {
+    // benches run from target/<profile>/deps/
+    let exe = std::env::current_exe().unwrap_or_default();
+    exe.ancestors().nth(3).map(|p| p.to_path_buf()).unwrap_or_else(|| std::path::PathBuf::from("target"))
+}
+
+fn time_vector_process() -> Option<Duration> {
+    let exe = std::env::current_exe().ok()?;
+    let vector = exe.parent()?.parent()?.join("examples").join("vector");
+    if !vector.exists() {
+        return None;
+    }
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let ok = Command::new(&vector).output().ok()?.status.success();
+        if !ok {
+            return None;
+        }
+        times.push(t.elapsed());
+    }
+    Some(median(times))
+}

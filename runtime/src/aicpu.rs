@@ -16,7 +16,7 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::layout::{
-    ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig, Shape, TaskRecord,
+    ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig, Shape, TaskRecord, offsets,
 };
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::sched::{Graph, Scheduler, Shared, lanes_match};
@@ -51,6 +51,8 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
     drop(sched);
 
     if shared.departed.fetch_add(1, Ordering::AcqRel) + 1 == launch.thread_count {
+        // Last out: every completion of the run has happened; record the total.
+        a.store_direct(shared.map.desc.offset(offsets::RUN_COMPLETED), shared.completed() as u64);
         let ptr = launch.scratch.swap(core::ptr::null_mut(), Ordering::AcqRel) as *mut Shared;
         // SAFETY: every thread of the launch has departed (the counter reached the thread
         // count), so no reference to the state remains; `ptr` came from `Box::into_raw` in

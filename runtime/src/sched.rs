@@ -84,8 +84,7 @@ impl Shared {
                 }
             }
         }
-        let mut done = 0;
-        s.drain_inline(a, &mut inline, &mut done);
+        s.drain_inline(a, &mut inline);
         s
     }
 
@@ -104,6 +103,11 @@ impl Shared {
             progress_tick: AtomicU64::new(0),
             departed: AtomicU32::new(0),
         }
+    }
+
+    /// Tasks completed so far (including dummy tasks completed inline at boot).
+    pub fn completed(&self) -> u32 {
+        self.completed.load(Ordering::Acquire)
     }
 
     fn task_count(&self) -> u32 {
@@ -129,20 +133,19 @@ impl Shared {
     }
 
     /// Task `t` finished: release its consumers; dummy consumers complete inline.
-    fn complete<A: AicpuAgent>(&self, a: &A, t: u32, done: &mut u32) {
+    fn complete<A: AicpuAgent>(&self, a: &A, t: u32) {
         let mut inline = Vec::new();
-        self.release(a, t, &mut inline, done);
-        self.drain_inline(a, &mut inline, done);
+        self.release(a, t, &mut inline);
+        self.drain_inline(a, &mut inline);
     }
 
-    fn drain_inline<A: AicpuAgent>(&self, a: &A, inline: &mut Vec<u32>, done: &mut u32) {
+    fn drain_inline<A: AicpuAgent>(&self, a: &A, inline: &mut Vec<u32>) {
         while let Some(d) = inline.pop() {
-            self.release(a, d, inline, done);
+            self.release(a, d, inline);
         }
     }
 
-    fn release<A: AicpuAgent>(&self, a: &A, t: u32, inline: &mut Vec<u32>, done: &mut u32) {
-        *done += 1;
+    fn release<A: AicpuAgent>(&self, a: &A, t: u32, inline: &mut Vec<u32>) {
         let rec = &self.g.tasks[t as usize];
         let fo = &self.g.fanout[rec.fanout_start as usize..(rec.fanout_start + rec.fanout_count) as usize];
         for &c in fo {
@@ -247,7 +250,6 @@ pub struct Scheduler<'s, A: AicpuAgent> {
     /// Idle cores by type, most recently idle last (reused first: it is likely still awake).
     idle: [Vec<usize>; 2],
     batch: Vec<(u32, u32)>,
-    done: u32,
     dispatched: u64,
     pushed: bool,
 }
@@ -266,7 +268,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
             }
             c += threads;
         }
-        Scheduler { a, s, cores, idle: [Vec::new(), Vec::new()], batch: Vec::new(), done: 0, dispatched: 0, pushed: false }
+        Scheduler { a, s, cores, idle: [Vec::new(), Vec::new()], batch: Vec::new(), dispatched: 0, pushed: false }
     }
 
     /// Handshake every owned core: accept its report, validate it, open its window.
@@ -360,7 +362,6 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
     pub fn publish_counters(&self, released: u32) {
         let a = self.a;
         let d = self.s.map.desc;
-        a.fetch_add(d.offset(offsets::RUN_COMPLETED), self.done as u64);
         a.fetch_add(d.offset(offsets::RUN_DISPATCHED), self.dispatched);
         a.fetch_add(d.offset(offsets::RUN_CORES_READY), self.cores.iter().filter(|c| c.up).count() as u64);
         a.fetch_add(d.offset(offsets::RUN_CORES_RELEASED), released as u64);
@@ -417,7 +418,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
         let rec = &s.g.tasks[sub.task as usize];
         let need = rec.block_num * (rec.lanes.count_ones());
         if s.subtasks_done[sub.task as usize].fetch_add(1, Ordering::AcqRel) + 1 == need {
-            s.complete(self.a, sub.task, &mut self.done);
+            s.complete(self.a, sub.task);
             self.pushed = true;
         }
     }

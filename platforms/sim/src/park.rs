@@ -7,15 +7,22 @@
 //! its thread, so idle agents cost nothing even with 100+ threads on two host cores.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// The wake-up cell of one agent thread.
+///
+/// Spinning is adaptive (as in adaptive mutexes): an agent whose recent waits ended within a
+/// few microseconds spins about twice as long as those waits took; an agent whose waits were
+/// long stops spinning. So a core in a tight dispatch hand-off never pays a futex wake-up,
+/// and 70 idle cores waiting for a window burn no CPU.
 #[derive(Default)]
 pub struct Wake {
     flag: AtomicBool,
     thread: OnceLock<Thread>,
+    /// Current spin budget in nanoseconds (touched only by the owning thread).
+    spin_ns: AtomicU64,
 }
 
 impl Wake {
@@ -39,32 +46,52 @@ impl Wake {
         self.flag.swap(false, Ordering::Acquire)
     }
 
-    /// Wait until notified or until `deadline`; spin for `spin` first. May return spuriously.
-    pub fn wait(&self, deadline: Option<Instant>, spin: Duration) {
+    /// Wait until notified or until `deadline`; spin first, for at most `max_spin` (adaptive
+    /// below that). May return spuriously.
+    pub fn wait(&self, deadline: Option<Instant>, max_spin: Duration) {
         if self.take() {
             return;
         }
-        if !spin.is_zero() {
-            let start = Instant::now();
-            let mut n = 0u32;
-            loop {
-                for _ in 0..64 {
-                    std::hint::spin_loop();
-                    if self.flag.load(Ordering::Relaxed) {
-                        self.flag.store(false, Ordering::Relaxed);
-                        std::sync::atomic::fence(Ordering::Acquire);
-                        return;
-                    }
+        let start = Instant::now();
+        let spin = Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed)).min(max_spin);
+        if !spin.is_zero() && self.spin(start, spin, deadline) {
+            return;
+        }
+        self.park(deadline);
+        if !max_spin.is_zero() {
+            // Adapt: a wait that ended soon after parking says spinning would have paid off.
+            let waited = start.elapsed();
+            let next = if waited < max_spin {
+                (waited * 2).max(Duration::from_micros(2)).min(max_spin)
+            } else {
+                spin / 2
+            };
+            self.spin_ns.store(next.as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn spin(&self, start: Instant, spin: Duration, deadline: Option<Instant>) -> bool {
+        let mut n = 0u32;
+        loop {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+                if self.flag.load(Ordering::Relaxed) {
+                    self.flag.store(false, Ordering::Relaxed);
+                    std::sync::atomic::fence(Ordering::Acquire);
+                    return true;
                 }
-                n += 1;
-                if n % 8 == 0 {
-                    let now = Instant::now();
-                    if now.duration_since(start) >= spin || deadline.is_some_and(|d| now >= d) {
-                        break;
-                    }
+            }
+            n += 1;
+            if n % 8 == 0 {
+                let now = Instant::now();
+                if now.duration_since(start) >= spin || deadline.is_some_and(|d| now >= d) {
+                    return false;
                 }
             }
         }
+    }
+
+    fn park(&self, deadline: Option<Instant>) {
         loop {
             if self.take() {
                 return;

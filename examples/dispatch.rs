@@ -1,0 +1,50 @@
+//! The dispatch shapes of the benchmark anchor — chain, fanout, independent, dummy chain,
+//! dummy fanout — at N = 1000, each checked against its golden.
+//!
+//! `cargo run --release --example dispatch [N]`
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::process::ExitCode;
+
+use common::ShapeKind;
+
+fn main() -> ExitCode {
+    let n: u32 = match std::env::args().nth(1).map(|s| s.parse()) {
+        None => 1000,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            eprintln!("dispatch: N must be a positive integer");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (dev, k) = match common::setup() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("dispatch: cannot open the device: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut ok = true;
+    for kind in ShapeKind::ALL {
+        let result = common::build_shape(&dev, &k, kind, n).and_then(|p| {
+            let r = p.run_checked(&dev)?;
+            Ok((p.graph.build_time(), r))
+        });
+        match result {
+            Ok((build, r)) => println!(
+                "{:<14} N={n:<6} tasks={:<6} build={:>8.3} ms run={:>8.3} ms PASS",
+                kind.name(),
+                r.tasks,
+                build.as_secs_f64() * 1e3,
+                r.wall.as_secs_f64() * 1e3
+            ),
+            Err(e) => {
+                eprintln!("{:<14} N={n} FAIL: {e}", kind.name());
+                ok = false;
+            }
+        }
+    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
