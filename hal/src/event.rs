@@ -1,6 +1,6 @@
 //! Waiting without burning the machine.
 
-use crate::Ticks;
+use crate::{GmAddr, Ticks};
 
 /// Wait-for-event / send-event, in the manner of aarch64 `wfe` / `sev`.
 ///
@@ -13,6 +13,11 @@ pub trait Events {
     /// Wait until an event may have arrived or `deadline` (device ticks) has passed.
     /// Tier: AICPU, AICore.
     fn wait_for_event(&self, deadline: Ticks);
-    /// Wake every AICPU thread of this device that waits for an event. Tier: AICPU.
+    /// Wake every AICPU thread of this device that waits for an event. Tier: AICPU, AICore.
     fn send_event(&self);
+    /// Wait until the GM word at `addr` may no longer hold `seen`, an event arrives, or
+    /// `deadline` passes (aarch64: a load-exclusive arms the monitor on the line, then `wfe`;
+    /// a write by another agent clears the monitor and wakes the waiter). May return
+    /// spuriously; callers re-read the word. Tier: AICPU, AICore.
+    fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks);
 }

@@ -48,7 +48,10 @@ pub struct TensorArg {
 impl TensorArg {
     /// Number of elements in the view.
     pub fn elem_count(&self) -> u64 {
-        self.shape[..self.ndims as usize].iter().map(|&d| d as u64).product()
+        self.shape[..self.ndims as usize]
+            .iter()
+            .map(|&d| d as u64)
+            .product()
     }
     /// Whether the view is dense row-major (so it is one contiguous byte range).
     pub fn is_contiguous(&self) -> bool {

@@ -47,7 +47,7 @@ pub use kernel::{
 };
 pub use memory::DeviceMemory;
 pub use platform::{
-    AicoreEntry, AicoreAgent, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, KernelLoader,
+    AicoreAgent, AicoreEntry, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, KernelLoader,
     Platform, Topology,
 };
 pub use regs::{CoreRegisters, Reg, Registers};

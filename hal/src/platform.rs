@@ -35,11 +35,19 @@ impl Topology {
     }
     /// Core type of worker `w`.
     pub const fn core_type(&self, w: u32) -> CoreType {
-        if w < self.clusters { CoreType::Aic } else { CoreType::Aiv }
+        if w < self.clusters {
+            CoreType::Aic
+        } else {
+            CoreType::Aiv
+        }
     }
     /// Cluster of worker `w`.
     pub const fn cluster_of(&self, w: u32) -> u32 {
-        if w < self.clusters { w } else { (w - self.clusters) / 2 }
+        if w < self.clusters {
+            w
+        } else {
+            (w - self.clusters) / 2
+        }
     }
 }
 

@@ -16,7 +16,8 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::layout::{
-    ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig, Shape, TaskRecord, offsets,
+    ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig,
+    Shape, TaskRecord, offsets,
 };
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::sched::{Graph, Scheduler, Shared, lanes_match};
@@ -29,7 +30,9 @@ pub const STATUS_NO_BOOT: i32 = -201;
 /// The AICPU program entry point of the host-built-graph runtime.
 pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
     let shared: &Shared = if launch.thread_idx == 0 {
-        let Some(state) = boot(a, launch.args) else { return STATUS_BAD_DESC };
+        let Some(state) = boot(a, launch.args) else {
+            return STATUS_BAD_DESC;
+        };
         let ptr = Box::into_raw(Box::new(state));
         launch.scratch.store(ptr.cast(), Ordering::Release);
         a.send_event();
@@ -52,7 +55,10 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
 
     if shared.departed.fetch_add(1, Ordering::AcqRel) + 1 == launch.thread_count {
         // Last out: every completion of the run has happened; record the total.
-        a.store_direct(shared.map.desc.offset(offsets::RUN_COMPLETED), shared.completed() as u64);
+        a.store_direct(
+            shared.map.desc.offset(offsets::RUN_COMPLETED),
+            shared.completed() as u64,
+        );
         let ptr = launch.scratch.swap(core::ptr::null_mut(), Ordering::AcqRel) as *mut Shared;
         // SAFETY: every thread of the launch has departed (the counter reached the thread
         // count), so no reference to the state remains; `ptr` came from `Box::into_raw` in
@@ -81,7 +87,11 @@ fn wait_shared<'l, A: AicpuAgent>(a: &A, launch: &AicpuLaunch<'l>) -> Option<&'l
 /// Read and validate descriptor and image; `None` only when the descriptor is unusable.
 fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
     let cfg = lifecycle::read_config(a, desc);
-    if cfg.magic != DESC_MAGIC || cfg.version != LAYOUT_VERSION || cfg.workers != cfg.clusters * 3 || cfg.clusters == 0 {
+    if cfg.magic != DESC_MAGIC
+        || cfg.version != LAYOUT_VERSION
+        || cfg.workers != cfg.clusters * 3
+        || cfg.clusters == 0
+    {
         return None;
     }
     let map = RunMap { desc, cfg };
@@ -89,13 +99,27 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
         Ok(g) => Some(Shared::new(a, map, g)),
         Err(detail) => {
             let s = Shared::failed(map);
-            s.fail(a, Fault { code: ErrorCode::Device(DeviceFault::BadImage), site: Site::Boot, task: None, core: None, detail });
+            s.fail(
+                a,
+                Fault {
+                    code: ErrorCode::Device(DeviceFault::BadImage),
+                    site: Site::Boot,
+                    task: None,
+                    core: None,
+                    detail,
+                },
+            );
             Some(s)
         }
     }
 }
 
-fn read_vec<T: FromBytes + IntoBytes + Clone, A: GmMemory>(a: &A, at: GmAddr, n: usize, zero: T) -> Vec<T> {
+fn read_vec<T: FromBytes + IntoBytes + Clone, A: GmMemory>(
+    a: &A,
+    at: GmAddr,
+    n: usize,
+    zero: T,
+) -> Vec<T> {
     let mut v = alloc::vec![zero; n];
     a.read(at, v.as_mut_bytes());
     v
@@ -111,17 +135,29 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
         return Err(1);
     }
     a.read(img, h.as_mut_bytes());
-    if h.magic != IMAGE_MAGIC || h.version != LAYOUT_VERSION || h.total_len != cfg.image_len || h.task_count != cfg.task_count {
+    if h.magic != IMAGE_MAGIC
+        || h.version != LAYOUT_VERSION
+        || h.total_len != cfg.image_len
+        || h.task_count != cfg.task_count
+    {
         return Err(2);
     }
     let n = h.task_count as usize;
     let within = |off: u64, len: u64| off.checked_add(len).is_some_and(|e| e <= h.total_len);
-    if !within(h.tasks_off, n as u64 * 32) || !within(h.fanout_off, h.fanout_len * 4) || !within(h.funcs_off, h.func_count as u64 * 16) {
+    if !within(h.tasks_off, n as u64 * 32)
+        || !within(h.fanout_off, h.fanout_len * 4)
+        || !within(h.funcs_off, h.func_count as u64 * 16)
+    {
         return Err(3);
     }
     let tasks: Vec<TaskRecord> = read_vec(a, img.offset(h.tasks_off), n, TaskRecord::default());
     let fanout: Vec<u32> = read_vec(a, img.offset(h.fanout_off), h.fanout_len as usize, 0u32);
-    let funcs: Vec<FuncEntry> = read_vec(a, img.offset(h.funcs_off), h.func_count as usize, FuncEntry::default());
+    let funcs: Vec<FuncEntry> = read_vec(
+        a,
+        img.offset(h.funcs_off),
+        h.func_count as usize,
+        FuncEntry::default(),
+    );
     let mut args = Vec::with_capacity(n);
     let mut fanin_total = 0u64;
     for (i, t) in tasks.iter().enumerate() {
@@ -130,7 +166,10 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
         if args_off < 0 || !within(args_off as u64, t.args_len as u64) || t.args_len < 8 {
             return Err(0x100 | ((i as u64) << 16));
         }
-        if !lanes_match(t) || t.block_num == 0 || (t.shape == Shape::Dummy as u8 && t.block_num != 1) {
+        if !lanes_match(t)
+            || t.block_num == 0
+            || (t.shape == Shape::Dummy as u8 && t.block_num != 1)
+        {
             return Err(0x200 | ((i as u64) << 16));
         }
         if (t.fanout_start as u64 + t.fanout_count as u64) > h.fanout_len {
@@ -147,5 +186,10 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
     if fanin_total != h.fanout_len || fanout.iter().any(|&c| c as usize >= n) {
         return Err(5);
     }
-    Ok(Graph { tasks, fanout, funcs, args })
+    Ok(Graph {
+        tasks,
+        fanout,
+        funcs,
+        args,
+    })
 }

@@ -114,27 +114,111 @@ impl ErrorCode {
         use OrchError as O;
         use SchedError as S;
         match self {
-            ErrorCode::Orch(O::ScopeDeadlock) => ("SCOPE_DEADLOCK", "a scope holds at least as many tasks as the task window, so its own references block reclamation", "enlarge the task window for this ring depth or split the scope"),
-            ErrorCode::Orch(O::HeapRingDeadlock) => ("HEAP_RING_DEADLOCK", "the output heap cannot hold the bytes requested even after every reclaimable task retired", "enlarge the heap ring or shrink the largest runtime-allocated output"),
-            ErrorCode::Orch(O::FlowControlDeadlock) => ("FLOW_CONTROL_DEADLOCK", "no task-window slot can be freed (host-built graph: the graph is larger than the task capacity)", "enlarge the task window or split the graph into several runs"),
-            ErrorCode::Orch(O::DepPoolOverflow) => ("DEP_POOL_OVERFLOW", "the fan-in of one task exceeds the dependency pool", "enlarge the dependency pool or reduce the producers of one task"),
-            ErrorCode::Orch(O::InvalidArgs) => ("INVALID_ARGS", "the orchestration API was misused", "check the arguments of the task named in the detail"),
-            ErrorCode::Orch(O::DependencyOverflow) => ("DEPENDENCY_OVERFLOW", "retired: fan-in overflow, now reported as DEP_POOL_OVERFLOW", "see DEP_POOL_OVERFLOW"),
-            ErrorCode::Orch(O::RequireSyncStartInvalid) => ("REQUIRE_SYNC_START_INVALID", "a sync-start cohort needs more cores than the device has", "lower block_num of the sync-start task"),
-            ErrorCode::Orch(O::TensorWaitTimeout) => ("TENSOR_WAIT_TIMEOUT", "an orchestrator read of tensor data waited past its budget for the producer", "check the producer kernel for a hang, or raise the tensor wait budget"),
-            ErrorCode::Orch(O::ExplicitOrchFatal) => ("EXPLICIT_ORCH_FATAL", "the orchestration reported a fatal error", "read the orchestration's own message"),
-            ErrorCode::Orch(O::ScopeTasksOverflow) => ("SCOPE_TASKS_OVERFLOW", "a scope's task list overflowed", "split the scope"),
-            ErrorCode::Orch(O::TensormapOverflow) => ("TENSORMAP_OVERFLOW", "the tensor map's entry pool could not be reclaimed", "enlarge the tensor map or retire tasks sooner"),
-            ErrorCode::Sched(S::SchedulerTimeout) => ("SCHEDULER_TIMEOUT", "the scheduler saw no progress within its watchdog budget (a core never reported, a kernel never finished, or a dependency can never resolve)", "check the site: a hung kernel or a silent core; raise the watchdog budget only for genuinely long kernels"),
-            ErrorCode::Sched(S::AsyncCompletionInvalid) => ("ASYNC_COMPLETION_INVALID", "a malformed asynchronous completion", "check the asynchronous completion producer"),
-            ErrorCode::Sched(S::AsyncWaitOverflow) => ("ASYNC_WAIT_OVERFLOW", "the asynchronous wait list is full", "reduce outstanding asynchronous waits"),
-            ErrorCode::Sched(S::AsyncRegistrationFailed) => ("ASYNC_REGISTRATION_FAILED", "an asynchronous completion could not be registered", "internal error: report it"),
-            ErrorCode::Sched(S::ReadyQueueOverflow) => ("READY_QUEUE_OVERFLOW", "a ready queue overflowed", "internal error: ready queues are sized from the graph; report it"),
-            ErrorCode::Device(D::KernelFault) => ("KERNEL_FAULT", "a kernel panicked or trapped on its core", "fix the kernel named by the task's func id; the message says why it failed"),
-            ErrorCode::Device(D::UnknownKernel) => ("UNKNOWN_KERNEL", "a task's kernel binary is not loaded for the core type it was dispatched to", "register the kernel for that core type"),
-            ErrorCode::Device(D::BadImage) => ("BAD_IMAGE", "the launch descriptor or graph image failed validation on the device", "internal error: the host built an image the device rejects; report it"),
-            ErrorCode::Device(D::BadReport) => ("BAD_REPORT", "a core's handshake report named the wrong core type or a physical id outside the device", "check the board's topology against the device"),
-            ErrorCode::Device(D::ExitTimeout) => ("EXIT_TIMEOUT", "a core did not acknowledge EXIT within the exit budget; it was not released", "the device is unusable until reopened; check for a kernel that never returns"),
+            ErrorCode::Orch(O::ScopeDeadlock) => (
+                "SCOPE_DEADLOCK",
+                "a scope holds at least as many tasks as the task window, so its own references block reclamation",
+                "enlarge the task window for this ring depth or split the scope",
+            ),
+            ErrorCode::Orch(O::HeapRingDeadlock) => (
+                "HEAP_RING_DEADLOCK",
+                "the output heap cannot hold the bytes requested even after every reclaimable task retired",
+                "enlarge the heap ring or shrink the largest runtime-allocated output",
+            ),
+            ErrorCode::Orch(O::FlowControlDeadlock) => (
+                "FLOW_CONTROL_DEADLOCK",
+                "no task-window slot can be freed (host-built graph: the graph is larger than the task capacity)",
+                "enlarge the task window or split the graph into several runs",
+            ),
+            ErrorCode::Orch(O::DepPoolOverflow) => (
+                "DEP_POOL_OVERFLOW",
+                "the fan-in of one task exceeds the dependency pool",
+                "enlarge the dependency pool or reduce the producers of one task",
+            ),
+            ErrorCode::Orch(O::InvalidArgs) => (
+                "INVALID_ARGS",
+                "the orchestration API was misused",
+                "check the arguments of the task named in the detail",
+            ),
+            ErrorCode::Orch(O::DependencyOverflow) => (
+                "DEPENDENCY_OVERFLOW",
+                "retired: fan-in overflow, now reported as DEP_POOL_OVERFLOW",
+                "see DEP_POOL_OVERFLOW",
+            ),
+            ErrorCode::Orch(O::RequireSyncStartInvalid) => (
+                "REQUIRE_SYNC_START_INVALID",
+                "a sync-start cohort needs more cores than the device has",
+                "lower block_num of the sync-start task",
+            ),
+            ErrorCode::Orch(O::TensorWaitTimeout) => (
+                "TENSOR_WAIT_TIMEOUT",
+                "an orchestrator read of tensor data waited past its budget for the producer",
+                "check the producer kernel for a hang, or raise the tensor wait budget",
+            ),
+            ErrorCode::Orch(O::ExplicitOrchFatal) => (
+                "EXPLICIT_ORCH_FATAL",
+                "the orchestration reported a fatal error",
+                "read the orchestration's own message",
+            ),
+            ErrorCode::Orch(O::ScopeTasksOverflow) => (
+                "SCOPE_TASKS_OVERFLOW",
+                "a scope's task list overflowed",
+                "split the scope",
+            ),
+            ErrorCode::Orch(O::TensormapOverflow) => (
+                "TENSORMAP_OVERFLOW",
+                "the tensor map's entry pool could not be reclaimed",
+                "enlarge the tensor map or retire tasks sooner",
+            ),
+            ErrorCode::Sched(S::SchedulerTimeout) => (
+                "SCHEDULER_TIMEOUT",
+                "the scheduler saw no progress within its watchdog budget (a core never reported, a kernel never finished, or a dependency can never resolve)",
+                "check the site: a hung kernel or a silent core; raise the watchdog budget only for genuinely long kernels",
+            ),
+            ErrorCode::Sched(S::AsyncCompletionInvalid) => (
+                "ASYNC_COMPLETION_INVALID",
+                "a malformed asynchronous completion",
+                "check the asynchronous completion producer",
+            ),
+            ErrorCode::Sched(S::AsyncWaitOverflow) => (
+                "ASYNC_WAIT_OVERFLOW",
+                "the asynchronous wait list is full",
+                "reduce outstanding asynchronous waits",
+            ),
+            ErrorCode::Sched(S::AsyncRegistrationFailed) => (
+                "ASYNC_REGISTRATION_FAILED",
+                "an asynchronous completion could not be registered",
+                "internal error: report it",
+            ),
+            ErrorCode::Sched(S::ReadyQueueOverflow) => (
+                "READY_QUEUE_OVERFLOW",
+                "a ready queue overflowed",
+                "internal error: ready queues are sized from the graph; report it",
+            ),
+            ErrorCode::Device(D::KernelFault) => (
+                "KERNEL_FAULT",
+                "a kernel panicked or trapped on its core",
+                "fix the kernel named by the task's func id; the message says why it failed",
+            ),
+            ErrorCode::Device(D::UnknownKernel) => (
+                "UNKNOWN_KERNEL",
+                "a task's kernel binary is not loaded for the core type it was dispatched to",
+                "register the kernel for that core type",
+            ),
+            ErrorCode::Device(D::BadImage) => (
+                "BAD_IMAGE",
+                "the launch descriptor or graph image failed validation on the device",
+                "internal error: the host built an image the device rejects; report it",
+            ),
+            ErrorCode::Device(D::BadReport) => (
+                "BAD_REPORT",
+                "a core's handshake report named the wrong core type or a physical id outside the device",
+                "check the board's topology against the device",
+            ),
+            ErrorCode::Device(D::ExitTimeout) => (
+                "EXIT_TIMEOUT",
+                "a core did not acknowledge EXIT within the exit budget; it was not released",
+                "the device is unusable until reopened; check for a kernel that never returns",
+            ),
         }
     }
 }
@@ -195,11 +279,19 @@ mod tests {
         for v in (0..=12).chain(99..=105).chain(199..=205) {
             if let Some(c) = ErrorCode::from_i32(v) {
                 assert_eq!(c.value(), v);
-                assert!(!c.name().is_empty() && !c.description().is_empty() && !c.hint().is_empty());
+                assert!(
+                    !c.name().is_empty() && !c.description().is_empty() && !c.hint().is_empty()
+                );
             }
         }
-        assert_eq!(ErrorCode::from_i32(7).unwrap().name(), "REQUIRE_SYNC_START_INVALID");
-        assert_eq!(ErrorCode::from_i32(104).unwrap().name(), "READY_QUEUE_OVERFLOW");
+        assert_eq!(
+            ErrorCode::from_i32(7).unwrap().name(),
+            "REQUIRE_SYNC_START_INVALID"
+        );
+        assert_eq!(
+            ErrorCode::from_i32(104).unwrap().name(),
+            "READY_QUEUE_OVERFLOW"
+        );
         assert!(ErrorCode::from_i32(0).is_none());
         assert!(ErrorCode::from_i32(12).is_none());
     }

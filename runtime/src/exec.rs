@@ -9,14 +9,15 @@ pub mod legacy {
     //! on EXIT, then wait for the teardown-gate release.
 
     use pto_hal::{
-        AicoreAgent, AicoreLaunch, CoreType, GmAddr, GmMemory, KernelContext, MAX_TENSOR_DIMS, TensorArg,
+        AicoreAgent, AicoreLaunch, CoreType, GmAddr, GmMemory, KernelContext, MAX_TENSOR_DIMS,
+        TensorArg,
     };
     use zerocopy::IntoBytes;
 
     use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
     use crate::layout::{
-        ArgsHeader, DESC_MAGIC, DispatchPayload, LAYOUT_VERSION, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, TENSOR_WRITTEN,
-        TensorDesc, regs,
+        ArgsHeader, DESC_MAGIC, DispatchPayload, LAYOUT_VERSION, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS,
+        TENSOR_WRITTEN, TensorDesc, regs,
     };
     use crate::lifecycle::{self, Fault, RunMap};
 
@@ -33,7 +34,10 @@ pub mod legacy {
     pub fn aicore_entry<A: AicoreAgent>(a: &A, launch: AicoreLaunch) -> i32 {
         let desc = launch.args;
         let cfg = lifecycle::read_config_core(a, desc);
-        if cfg.magic != DESC_MAGIC || cfg.version != LAYOUT_VERSION || launch.block_idx >= cfg.workers {
+        if cfg.magic != DESC_MAGIC
+            || cfg.version != LAYOUT_VERSION
+            || launch.block_idx >= cfg.workers
+        {
             return STATUS_BAD_DESC;
         }
         let map = RunMap { desc, cfg };
@@ -59,7 +63,13 @@ pub mod legacy {
                     lifecycle::latch(
                         a,
                         desc,
-                        Fault { code: ErrorCode::Sched(SchedError::SchedulerTimeout), site: Site::CoreIdle, task: None, core: Some(launch.block_idx), detail: v as u64 },
+                        Fault {
+                            code: ErrorCode::Sched(SchedError::SchedulerTimeout),
+                            site: Site::CoreIdle,
+                            task: None,
+                            core: Some(launch.block_idx),
+                            detail: v as u64,
+                        },
                         "",
                     );
                     return STATUS_IDLE_TIMEOUT;
@@ -73,7 +83,12 @@ pub mod legacy {
             deadline = a.now_ticks().saturating_add(budget);
         }
 
-        if lifecycle::wait_release(a, map.gate(launch.block_idx), cfg.epoch, a.now_ticks().saturating_add(budget)) {
+        if lifecycle::wait_release(
+            a,
+            map.gate(launch.block_idx),
+            cfg.epoch,
+            a.now_ticks().saturating_add(budget),
+        ) {
             0
         } else {
             STATUS_NOT_RELEASED
@@ -88,17 +103,40 @@ pub mod legacy {
         a.write_cond(regs::ack(id));
         let w = launch.block_idx;
         let fault = |code: ErrorCode, detail: u64, text: &str| {
-            lifecycle::latch(a, map.desc, Fault { code, site: Site::Kernel, task: Some(p.task_id), core: Some(w), detail }, text);
+            lifecycle::latch(
+                a,
+                map.desc,
+                Fault {
+                    code,
+                    site: Site::Kernel,
+                    task: Some(p.task_id),
+                    core: Some(w),
+                    detail,
+                },
+                text,
+            );
         };
         if p.reg_task_id != id {
-            fault(ErrorCode::Device(DeviceFault::BadImage), ((p.reg_task_id as u64) << 32) | id as u64, "payload does not carry the dispatched id");
+            fault(
+                ErrorCode::Device(DeviceFault::BadImage),
+                ((p.reg_task_id as u64) << 32) | id as u64,
+                "payload does not carry the dispatched id",
+            );
         } else {
             match a.resolve_kernel(p.bin) {
-                None => fault(ErrorCode::Device(DeviceFault::UnknownKernel), p.bin, "kernel binary not loaded for this core type"),
+                None => fault(
+                    ErrorCode::Device(DeviceFault::UnknownKernel),
+                    p.bin,
+                    "kernel binary not loaded for this core type",
+                ),
                 Some(kernel) => {
                     let mut ctx = CoreCtx::load(a, &p, launch.core_type);
                     if let Err(e) = a.run_kernel(kernel, &mut ctx) {
-                        fault(ErrorCode::Device(DeviceFault::KernelFault), p.bin, e.as_str());
+                        fault(
+                            ErrorCode::Device(DeviceFault::KernelFault),
+                            p.bin,
+                            e.as_str(),
+                        );
                     }
                     ctx.publish_outputs(a);
                 }

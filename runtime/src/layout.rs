@@ -337,7 +337,9 @@ pub struct ArgsHeader {
 }
 
 /// A tensor argument as stored in the image.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Copy, Clone, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 #[repr(C)]
 pub struct TensorDesc {
     /// Address of the view's first element.

@@ -76,10 +76,22 @@ pub fn latch<A: GmAtomic + GmMemory + pto_hal::CacheMaintenance + pto_hal::Barri
     if a.compare_exchange(desc.offset(offsets::FATAL_CLAIMED), 0, 1) != 0 {
         return false;
     }
-    a.store_direct(desc.offset(offsets::FATAL_CODE), fault.code.value() as u32 as u64);
-    a.store_direct(desc.offset(offsets::FATAL_SITE), u32::from(fault.site) as u64);
-    a.store_direct(desc.offset(offsets::FATAL_TASK), fault.task.map_or(u64::MAX, u64::from));
-    a.store_direct(desc.offset(offsets::FATAL_CORE), fault.core.map_or(u64::MAX, u64::from));
+    a.store_direct(
+        desc.offset(offsets::FATAL_CODE),
+        fault.code.value() as u32 as u64,
+    );
+    a.store_direct(
+        desc.offset(offsets::FATAL_SITE),
+        u32::from(fault.site) as u64,
+    );
+    a.store_direct(
+        desc.offset(offsets::FATAL_TASK),
+        fault.task.map_or(u64::MAX, u64::from),
+    );
+    a.store_direct(
+        desc.offset(offsets::FATAL_CORE),
+        fault.core.map_or(u64::MAX, u64::from),
+    );
     a.store_direct(desc.offset(offsets::FATAL_DETAIL), fault.detail);
     if !text.is_empty() {
         let mut buf = [0u8; 128];
@@ -152,38 +164,30 @@ pub fn wait_window<A: AicoreAgent>(a: &A, deadline: Ticks) -> Result<u32, ()> {
 /// AICore: after EXITED, wait until this run's AICPU released the core through its gate.
 /// Bounded (nothing hangs forever); `false` when the budget ran out.
 pub fn wait_release<A: AicoreAgent>(a: &A, gate: GmAddr, epoch: u64, deadline: Ticks) -> bool {
-    let slice = a.ticks_from_micros(200);
     loop {
-        if a.query(gate) == epoch {
+        let v = a.query(gate);
+        if v == epoch {
             a.store_barrier();
             return true;
         }
-        let now = a.now_ticks();
-        if now >= deadline {
+        if a.now_ticks() >= deadline {
             return false;
         }
-        // The release is a GM store, which wakes nobody: re-check at a short period.
-        a.wait_for_event(deadline.min(now + slice));
+        a.wait_for_word(gate, v, deadline);
     }
 }
 
-/// AICPU: wait for worker `w`'s report of this run. Returns the report, or `None` past the
-/// deadline.
-pub fn await_report<A: AicpuAgent>(a: &A, map: &RunMap, w: u32, deadline: Ticks) -> Option<Handshake> {
-    let at = map.handshake(w);
+/// AICPU: worker `w`'s report of this run, if it has arrived (non-blocking).
+pub fn poll_report<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) -> Option<Handshake> {
     let mut hs = Handshake::default();
-    loop {
-        // AICore → AICPU shares a coherence domain: the core's write-back is visible to
-        // plain AICPU loads without an invalidate (it is the producer that must write back).
-        a.read(at, hs.as_mut_bytes());
-        if hs.report_epoch == map.cfg.epoch && hs.aicore_done == w + 1 {
-            a.rmb();
-            return Some(hs);
-        }
-        if a.now_ticks() >= deadline {
-            return None;
-        }
-        a.wait_for_event(deadline);
+    // AICore → AICPU shares a coherence domain: the core's write-back is visible to plain
+    // AICPU loads without an invalidate (it is the producer that must write back).
+    a.read(map.handshake(w), hs.as_mut_bytes());
+    if hs.report_epoch == map.cfg.epoch && hs.aicore_done == w + 1 {
+        a.rmb();
+        Some(hs)
+    } else {
+        None
     }
 }
 
@@ -218,7 +222,12 @@ pub struct Retired {
 /// AICPU: retire `cores` (`(worker, physical id)` pairs that handshook) with one shared
 /// deadline: EXIT broadcast, quiesce, close + read-back, one `rmb`, then RELEASE each
 /// acknowledged core's gate with `epoch`. A silent core is neither closed nor released.
-pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], exited: &mut [bool]) -> Retired {
+pub fn retire_group<A: AicpuAgent>(
+    a: &A,
+    map: &RunMap,
+    cores: &[(u32, u32)],
+    exited: &mut [bool],
+) -> Retired {
     let deadline = a.now_ticks().saturating_add(map.cfg.exit_ticks);
     a.wmb();
     for &(_, phys) in cores {

@@ -93,7 +93,12 @@ impl Shared {
     pub fn failed(map: RunMap) -> Shared {
         Shared {
             map,
-            g: Graph { tasks: Vec::new(), fanout: Vec::new(), funcs: Vec::new(), args: Vec::new() },
+            g: Graph {
+                tasks: Vec::new(),
+                fanout: Vec::new(),
+                funcs: Vec::new(),
+                args: Vec::new(),
+            },
             fanin_left: Vec::new(),
             next_block: Vec::new(),
             subtasks_done: Vec::new(),
@@ -121,7 +126,16 @@ impl Shared {
     fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32) {
         let shape = self.g.tasks[t as usize].shape as usize;
         if self.queues[shape].push(t).is_err() {
-            self.fail(a, Fault { code: ErrorCode::Sched(SchedError::ReadyQueueOverflow), site: Site::Completion, task: Some(t), core: None, detail: shape as u64 });
+            self.fail(
+                a,
+                Fault {
+                    code: ErrorCode::Sched(SchedError::ReadyQueueOverflow),
+                    site: Site::Completion,
+                    task: Some(t),
+                    core: None,
+                    detail: shape as u64,
+                },
+            );
         }
     }
 
@@ -147,7 +161,8 @@ impl Shared {
 
     fn release<A: AicpuAgent>(&self, a: &A, t: u32, inline: &mut Vec<u32>) {
         let rec = &self.g.tasks[t as usize];
-        let fo = &self.g.fanout[rec.fanout_start as usize..(rec.fanout_start + rec.fanout_count) as usize];
+        let fo = &self.g.fanout
+            [rec.fanout_start as usize..(rec.fanout_start + rec.fanout_count) as usize];
         for &c in fo {
             if self.fanin_left[c as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
                 if self.g.tasks[c as usize].shape == Shape::Dummy as u8 {
@@ -263,24 +278,52 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
         let mut cores = Vec::new();
         let mut c = t;
         while c < clusters {
-            for (w, ty) in [(c, CoreType::Aic), (clusters + 2 * c, CoreType::Aiv), (clusters + 2 * c + 1, CoreType::Aiv)] {
-                cores.push(CoreSlot { w, phys: 0, ty, up: false, running: None, acked: false, pending: None, seq: 0, last_cond: 0 });
+            for (w, ty) in [
+                (c, CoreType::Aic),
+                (clusters + 2 * c, CoreType::Aiv),
+                (clusters + 2 * c + 1, CoreType::Aiv),
+            ] {
+                cores.push(CoreSlot {
+                    w,
+                    phys: 0,
+                    ty,
+                    up: false,
+                    running: None,
+                    acked: false,
+                    pending: None,
+                    seq: 0,
+                    last_cond: 0,
+                });
             }
             c += threads;
         }
-        Scheduler { a, s, cores, idle: [Vec::new(), Vec::new()], batch: Vec::new(), dispatched: 0, pushed: false }
+        Scheduler {
+            a,
+            s,
+            cores,
+            idle: [Vec::new(), Vec::new()],
+            batch: Vec::new(),
+            dispatched: 0,
+            pushed: false,
+        }
     }
 
-    /// Handshake every owned core: accept its report, validate it, open its window.
+    /// Handshake every owned core: sweep the reports as they arrive, validate each, open its
+    /// window. Bounded by the watchdog; a core that never reports is a scheduler timeout.
     pub fn handshake(&mut self) {
         let a = self.a;
-        let map = &self.s.map;
+        let s = self.s;
+        let map = &s.map;
         let deadline = a.now_ticks().saturating_add(map.cfg.watchdog_ticks);
-        for i in 0..self.cores.len() {
-            let w = self.cores[i].w;
-            let dl = if self.s.stop.load(Ordering::Acquire) { a.now_ticks() } else { deadline };
-            match lifecycle::await_report(a, map, w, dl) {
-                Some(hs) => match lifecycle::check_report(&hs, w, &map.cfg) {
+        let mut waiting: Vec<usize> = (0..self.cores.len()).collect();
+        loop {
+            let before = waiting.len();
+            waiting.retain(|&i| {
+                let w = self.cores[i].w;
+                let Some(hs) = lifecycle::poll_report(a, map, w) else {
+                    return true;
+                };
+                match lifecycle::check_report(&hs, w, &map.cfg) {
                     Ok(()) => {
                         let c = &mut self.cores[i];
                         c.phys = hs.physical_core_id;
@@ -288,10 +331,41 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                         lifecycle::open_window(a, c.phys);
                         self.idle[c.ty as usize].push(i);
                     }
-                    Err(detail) => self.s.fail(a, Fault { code: ErrorCode::Device(DeviceFault::BadReport), site: Site::Handshake, task: None, core: Some(w), detail }),
-                },
-                None if self.s.stop.load(Ordering::Acquire) => {}
-                None => self.s.fail(a, Fault { code: ErrorCode::Sched(SchedError::SchedulerTimeout), site: Site::Handshake, task: None, core: Some(w), detail: 0 }),
+                    Err(detail) => s.fail(
+                        a,
+                        Fault {
+                            code: ErrorCode::Device(DeviceFault::BadReport),
+                            site: Site::Handshake,
+                            task: None,
+                            core: Some(w),
+                            detail,
+                        },
+                    ),
+                }
+                false
+            });
+            if waiting.is_empty() {
+                break;
+            }
+            if waiting.len() == before {
+                if s.stop.load(Ordering::Acquire) {
+                    break;
+                }
+                if a.now_ticks() >= deadline {
+                    let w = self.cores[waiting[0]].w;
+                    s.fail(
+                        a,
+                        Fault {
+                            code: ErrorCode::Sched(SchedError::SchedulerTimeout),
+                            site: Site::Handshake,
+                            task: None,
+                            core: Some(w),
+                            detail: waiting.len() as u64,
+                        },
+                    );
+                    break;
+                }
+                a.wait_for_event(deadline);
             }
         }
         for v in &mut self.idle {
@@ -334,26 +408,67 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
             let now = a.now_ticks();
             if let Some(c) = self.cores.iter().find(|c| c.running.is_some()) {
                 if now.saturating_sub(last_progress) > watchdog {
-                    let sub = c.running.unwrap_or(Sub { task: u32::MAX, block: 0, lane: 0, reg: 0 });
-                    s.fail(a, Fault { code: ErrorCode::Sched(SchedError::SchedulerTimeout), site: Site::Completion, task: Some(sub.task), core: Some(c.w), detail: c.last_cond as u64 });
+                    let sub = c.running.unwrap_or(Sub {
+                        task: u32::MAX,
+                        block: 0,
+                        lane: 0,
+                        reg: 0,
+                    });
+                    s.fail(
+                        a,
+                        Fault {
+                            code: ErrorCode::Sched(SchedError::SchedulerTimeout),
+                            site: Site::Completion,
+                            task: Some(sub.task),
+                            core: Some(c.w),
+                            detail: c.last_cond as u64,
+                        },
+                    );
                     break;
                 }
-            } else if now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress)) > watchdog {
-                s.fail(a, Fault { code: ErrorCode::Sched(SchedError::SchedulerTimeout), site: Site::Stall, task: None, core: None, detail: s.completed.load(Ordering::Relaxed) as u64 });
+            } else if now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress))
+                > watchdog
+            {
+                s.fail(
+                    a,
+                    Fault {
+                        code: ErrorCode::Sched(SchedError::SchedulerTimeout),
+                        site: Site::Stall,
+                        task: None,
+                        core: None,
+                        detail: s.completed.load(Ordering::Relaxed) as u64,
+                    },
+                );
                 break;
             }
             let slice = a.ticks_from_micros(10_000);
-            a.wait_for_event((last_progress.saturating_add(watchdog + 1)).min(now.saturating_add(slice)));
+            a.wait_for_event(
+                (last_progress.saturating_add(watchdog + 1)).min(now.saturating_add(slice)),
+            );
         }
     }
 
     /// Retire every core that handshook; returns how many were released.
     pub fn retire(&mut self) -> u32 {
-        let ups: Vec<(u32, u32)> = self.cores.iter().filter(|c| c.up).map(|c| (c.w, c.phys)).collect();
+        let ups: Vec<(u32, u32)> = self
+            .cores
+            .iter()
+            .filter(|c| c.up)
+            .map(|c| (c.w, c.phys))
+            .collect();
         let mut exited = alloc::vec![false; ups.len()];
         let r = lifecycle::retire_group(self.a, &self.s.map, &ups, &mut exited);
         if let Some(w) = r.silent {
-            self.s.fail(self.a, Fault { code: ErrorCode::Device(DeviceFault::ExitTimeout), site: Site::Exit, task: None, core: Some(w), detail: 0 });
+            self.s.fail(
+                self.a,
+                Fault {
+                    code: ErrorCode::Device(DeviceFault::ExitTimeout),
+                    site: Site::Exit,
+                    task: None,
+                    core: Some(w),
+                    detail: 0,
+                },
+            );
         }
         r.released
     }
@@ -363,7 +478,10 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
         let a = self.a;
         let d = self.s.map.desc;
         a.fetch_add(d.offset(offsets::RUN_DISPATCHED), self.dispatched);
-        a.fetch_add(d.offset(offsets::RUN_CORES_READY), self.cores.iter().filter(|c| c.up).count() as u64);
+        a.fetch_add(
+            d.offset(offsets::RUN_CORES_READY),
+            self.cores.iter().filter(|c| c.up).count() as u64,
+        );
         a.fetch_add(d.offset(offsets::RUN_CORES_RELEASED), released as u64);
         a.fetch_add(d.offset(offsets::RUN_THREADS_DONE), 1);
     }
@@ -431,7 +549,9 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                 if !self.has_capacity(shape) {
                     break;
                 }
-                let Some(t) = self.s.queues[shape as usize].pop() else { break };
+                let Some(t) = self.s.queues[shape as usize].pop() else {
+                    break;
+                };
                 any |= self.place(t, shape);
             }
         }
@@ -449,8 +569,13 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
     fn has_capacity(&self, shape: Shape) -> bool {
         match shape {
             Shape::Aic | Shape::Aiv => {
-                let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
-                !self.idle[ty as usize].is_empty() || self.cores.iter().any(|c| c.ty == ty && c.can_pend())
+                let ty = if shape == Shape::Aic {
+                    CoreType::Aic
+                } else {
+                    CoreType::Aiv
+                };
+                !self.idle[ty as usize].is_empty()
+                    || self.cores.iter().any(|c| c.ty == ty && c.can_pend())
             }
             Shape::Mix => self.free_cluster().is_some(),
             Shape::Dummy => false,
@@ -496,7 +621,11 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                     }
                 }
                 _ => {
-                    let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
+                    let ty = if shape == Shape::Aic {
+                        CoreType::Aic
+                    } else {
+                        CoreType::Aiv
+                    };
                     let Some(i) = self.take_core(ty) else { break };
                     s.next_block[t as usize].store(b + 1, Ordering::Relaxed);
                     let lane = if shape == Shape::Aic { 0 } else { 1 };
@@ -520,7 +649,13 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
         let bin = if func == NO_FUNC {
             0
         } else {
-            s.g.funcs.get(func as usize).map_or(0, |f| if core_ty == CoreType::Aic { f.aic } else { f.aiv })
+            s.g.funcs.get(func as usize).map_or(0, |f| {
+                if core_ty == CoreType::Aic {
+                    f.aic
+                } else {
+                    f.aiv
+                }
+            })
         };
         let c = &mut self.cores[i];
         c.seq = regs::next_id(c.seq);
@@ -537,7 +672,12 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
             reserved: [0; 3],
         };
         self.a.write(s.map.payload(c.w, reg & 1), p.as_bytes());
-        let sub = Sub { task: t, block, lane, reg };
+        let sub = Sub {
+            task: t,
+            block,
+            lane,
+            reg,
+        };
         if c.running.is_none() {
             c.running = Some(sub);
             c.acked = false;
@@ -568,15 +708,51 @@ mod tests {
     #[test]
     fn the_four_completion_cases() {
         // Case 1: pending id seen with FIN: both done.
-        assert_eq!(decide(fin(6), Some(5), Some(6)), Decision { running_done: true, pending_done: true, promote: false, running_acked: false });
+        assert_eq!(
+            decide(fin(6), Some(5), Some(6)),
+            Decision {
+                running_done: true,
+                pending_done: true,
+                promote: false,
+                running_acked: false
+            }
+        );
         // Case 1': pending id seen with ACK: running done, pending promoted and acknowledged.
-        assert_eq!(decide(ack(6), Some(5), Some(6)), Decision { running_done: true, pending_done: false, promote: true, running_acked: true });
+        assert_eq!(
+            decide(ack(6), Some(5), Some(6)),
+            Decision {
+                running_done: true,
+                pending_done: false,
+                promote: true,
+                running_acked: true
+            }
+        );
         // Case 2: running FIN with a pending: running done, pending promoted (not yet acked).
-        assert_eq!(decide(fin(5), Some(5), Some(6)), Decision { running_done: true, pending_done: false, promote: true, running_acked: false });
+        assert_eq!(
+            decide(fin(5), Some(5), Some(6)),
+            Decision {
+                running_done: true,
+                pending_done: false,
+                promote: true,
+                running_acked: false
+            }
+        );
         // Case 2': running FIN, nothing pending: core idle.
-        assert_eq!(decide(fin(5), Some(5), None), Decision { running_done: true, ..Decision::default() });
+        assert_eq!(
+            decide(fin(5), Some(5), None),
+            Decision {
+                running_done: true,
+                ..Decision::default()
+            }
+        );
         // Case 3: running ACK: only the acknowledgement.
-        assert_eq!(decide(ack(5), Some(5), None), Decision { running_acked: true, ..Decision::default() });
+        assert_eq!(
+            decide(ack(5), Some(5), None),
+            Decision {
+                running_acked: true,
+                ..Decision::default()
+            }
+        );
         // Case 4: idle or stale values change nothing.
         assert_eq!(decide(regs::COND_IDLE, Some(5), None), Decision::default());
         assert_eq!(decide(fin(3), Some(5), Some(6)), Decision::default());

@@ -28,4 +28,7 @@ pub const FAST_PATH_OPEN: u32 = 0xE;
 pub const FAST_PATH_CLOSE: u32 = 0xF;
 
 /// The chip's topology.
-pub const TOPOLOGY: pto_hal::Topology = pto_hal::Topology { clusters: CLUSTERS, aicpu_threads: AICPU_THREADS };
+pub const TOPOLOGY: pto_hal::Topology = pto_hal::Topology {
+    clusters: CLUSTERS,
+    aicpu_threads: AICPU_THREADS,
+};

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use pto_hal::{
     AicoreAgent, AicpuAgent, Barriers, CacheMaintenance, Clock, Contract, CoreRegisters, CoreType,
-    Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
+    Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers,
+    Ticks,
 };
 
 use crate::device::{Inner, KERNEL_BASE};
@@ -34,7 +35,8 @@ macro_rules! impl_common {
             }
             #[inline]
             fn store_direct(&self, addr: GmAddr, value: u64) {
-                word(&self.inner, addr).store(value, Ordering::Release)
+                word(&self.inner, addr).store(value, Ordering::Release);
+                self.inner.word_written(addr.0);
             }
             #[inline]
             fn store_direct_u32(&self, addr: GmAddr, value: u32) {
@@ -47,14 +49,19 @@ macro_rules! impl_common {
                 let _ = w.fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
                     Some((old & !mask) | ((value as u64) << shift))
                 });
+                self.inner.word_written(addr.0 & !7);
             }
             #[inline]
             fn swap(&self, addr: GmAddr, value: u64) -> u64 {
-                word(&self.inner, addr).swap(value, Ordering::AcqRel)
+                let old = word(&self.inner, addr).swap(value, Ordering::AcqRel);
+                self.inner.word_written(addr.0);
+                old
             }
             #[inline]
             fn fetch_add(&self, addr: GmAddr, value: u64) -> u64 {
-                word(&self.inner, addr).fetch_add(value, Ordering::AcqRel)
+                let old = word(&self.inner, addr).fetch_add(value, Ordering::AcqRel);
+                self.inner.word_written(addr.0);
+                old
             }
             #[inline]
             fn compare_exchange(&self, addr: GmAddr, expected: u64, desired: u64) -> u64 {
@@ -64,7 +71,11 @@ macro_rules! impl_common {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(v) | Err(v) => v,
+                    Ok(v) => {
+                        self.inner.word_written(addr.0);
+                        v
+                    }
+                    Err(v) => v,
                 }
             }
         }
@@ -134,6 +145,25 @@ macro_rules! impl_common {
     };
 }
 
+/// Arm agent `slot`'s monitor on `addr`, wait (unless the word already changed), disarm.
+pub(crate) fn monitor_wait<C: Contract>(
+    inner: &Inner<C>,
+    slot: usize,
+    addr: GmAddr,
+    seen: u64,
+    wait: impl FnOnce(),
+) {
+    let m = &inner.monitors[slot];
+    m.store(addr.0, Ordering::SeqCst);
+    inner.monitoring.fetch_add(1, Ordering::SeqCst);
+    // Re-check after arming: a write that landed before the monitor was visible is not lost.
+    if word(inner, addr).load(Ordering::SeqCst) == seen {
+        wait();
+    }
+    inner.monitoring.fetch_sub(1, Ordering::SeqCst);
+    m.store(0, Ordering::Release);
+}
+
 /// An AICPU thread of the simulated device.
 pub struct SimAicpu<C: Contract> {
     inner: Arc<Inner<C>>,
@@ -143,7 +173,11 @@ pub struct SimAicpu<C: Contract> {
 
 impl<C: Contract> SimAicpu<C> {
     pub(crate) fn new(inner: Arc<Inner<C>>, idx: u32) -> Self {
-        SimAicpu { inner, idx, _c: PhantomData }
+        SimAicpu {
+            inner,
+            idx,
+            _c: PhantomData,
+        }
     }
 }
 
@@ -172,7 +206,9 @@ impl<C: Contract> Registers for SimAicpu<C> {
         }
     }
     fn open_window(&self, core: u32, idle: u32) {
-        self.inner.regs[core as usize].window_open.store(true, Ordering::Release);
+        self.inner.regs[core as usize]
+            .window_open
+            .store(true, Ordering::Release);
         self.write_reg(core, Reg::Dmb, idle);
     }
     fn close_window(&self, core: u32, idle: u32) {
@@ -188,12 +224,20 @@ impl<C: Contract> Events for SimAicpu<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
         let d = self.inner.instant_of(deadline);
-        self.inner.aicpu_wake[self.idx as usize]
-            .wait(Some(d), Duration::from_micros(self.inner.config.aicpu_spin_us));
+        self.inner.aicpu_wake[self.idx as usize].wait(
+            Some(d),
+            Duration::from_micros(self.inner.config.aicpu_spin_us),
+        );
     }
     #[inline]
     fn send_event(&self) {
         self.inner.wake_all_aicpu(Some(self.idx));
+    }
+    fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks) {
+        let slot = self.idx as usize;
+        crate::agent::monitor_wait(&self.inner, slot, addr, seen, || {
+            self.wait_for_event(deadline)
+        });
     }
 }
 
@@ -212,7 +256,13 @@ impl<C: Contract> SimCore<C> {
     pub(crate) fn new(inner: Arc<Inner<C>>, worker: u32) -> Self {
         let phys = inner.physical_id(worker);
         let core_type = inner.topo.core_type(worker);
-        SimCore { inner, worker, phys, core_type, _c: PhantomData }
+        SimCore {
+            inner,
+            worker,
+            phys,
+            core_type,
+            _c: PhantomData,
+        }
     }
 }
 
@@ -221,7 +271,9 @@ impl_common!(SimCore);
 impl<C: Contract> CoreRegisters for SimCore<C> {
     #[inline]
     fn read_dmb(&self) -> u32 {
-        self.inner.regs[self.phys as usize].dmb.load(Ordering::Acquire)
+        self.inner.regs[self.phys as usize]
+            .dmb
+            .load(Ordering::Acquire)
     }
     #[inline]
     fn write_cond(&self, value: u32) {
@@ -238,12 +290,20 @@ impl<C: Contract> Events for SimCore<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
         let d = self.inner.instant_of(deadline);
-        self.inner.core_wake[self.worker as usize]
-            .wait(Some(d), Duration::from_micros(self.inner.config.aicore_spin_us));
+        self.inner.core_wake[self.worker as usize].wait(
+            Some(d),
+            Duration::from_micros(self.inner.config.aicore_spin_us),
+        );
     }
     #[inline]
     fn send_event(&self) {
         self.inner.wake_all_aicpu(None);
+    }
+    fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks) {
+        let slot = self.inner.aicpu_wake.len() + self.worker as usize;
+        crate::agent::monitor_wait(&self.inner, slot, addr, seen, || {
+            self.wait_for_event(deadline)
+        });
     }
 }
 

@@ -52,7 +52,10 @@ impl LaunchState {
 
     fn finish_one(&self, status: i32, message: Option<String>) {
         if status != 0 {
-            if self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok()
+            if self
+                .status
+                .compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
             {
                 *self.message.lock().unwrap_or_else(|e| e.into_inner()) = message;
             }
@@ -75,7 +78,11 @@ impl LaunchState {
             if now >= deadline {
                 return false;
             }
-            done = self.cv.wait_timeout(done, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+            done = self
+                .cv
+                .wait_timeout(done, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         true
     }
@@ -85,14 +92,28 @@ impl LaunchState {
         let status = self.status.load(Ordering::Acquire);
         (status != 0).then(|| SimError::DeviceFault {
             status,
-            message: self.message.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            message: self
+                .message
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         })
     }
 }
 
 pub(crate) enum Job<C: Contract> {
-    Aicpu { entry: AicpuEntry<SimAicpu<C>>, args: GmAddr, thread_idx: u32, thread_count: u32, launch: Arc<LaunchState> },
-    Aicore { entry: AicoreEntry<SimCore<C>>, args: GmAddr, launch: Arc<LaunchState> },
+    Aicpu {
+        entry: AicpuEntry<SimAicpu<C>>,
+        args: GmAddr,
+        thread_idx: u32,
+        thread_count: u32,
+        launch: Arc<LaunchState>,
+    },
+    Aicore {
+        entry: AicoreEntry<SimCore<C>>,
+        args: GmAddr,
+        launch: Arc<LaunchState>,
+    },
 }
 
 /// Shared state of one simulated device.
@@ -109,6 +130,10 @@ pub(crate) struct Inner<C: Contract> {
     aicpu_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     core_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     pub kernels: RwLock<Vec<(KernelFn, CoreType)>>,
+    /// Per agent (AICPU threads, then cores): the GM word it waits on, 0 when none.
+    pub monitors: Box<[std::sync::atomic::AtomicU64]>,
+    /// Number of agents currently waiting on a GM word (skip the scan when 0).
+    pub monitoring: AtomicU32,
     /// Workers that stay silent for their next launch (fault injection).
     silent: Mutex<Vec<u32>>,
     pub shutdown: AtomicBool,
@@ -145,13 +170,37 @@ impl<C: Contract> Inner<C> {
     }
 
     pub fn push_aicpu(&self, t: u32, job: Job<C>) {
-        self.aicpu_jobs[t as usize].lock().unwrap_or_else(|e| e.into_inner()).push_back(job);
+        self.aicpu_jobs[t as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(job);
         self.aicpu_wake[t as usize].notify();
     }
 
     pub fn push_core(&self, w: u32, job: Job<C>) {
-        self.core_jobs[w as usize].lock().unwrap_or_else(|e| e.into_inner()).push_back(job);
+        self.core_jobs[w as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(job);
         self.core_wake[w as usize].notify();
+    }
+
+    /// A GM word was written by a device agent: wake whoever waits on it.
+    #[inline]
+    pub fn word_written(&self, addr: u64) {
+        if self.monitoring.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let nthreads = self.aicpu_wake.len();
+        for (i, m) in self.monitors.iter().enumerate() {
+            if m.load(Ordering::Acquire) == addr {
+                if i < nthreads {
+                    self.aicpu_wake[i].notify();
+                } else {
+                    self.core_wake[i - nthreads].notify();
+                }
+            }
+        }
     }
 
     pub fn take_silent(&self, w: u32) -> bool {
@@ -166,7 +215,10 @@ impl<C: Contract> Inner<C> {
     }
 
     pub fn add_silent(&self, w: u32) {
-        self.silent.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+        self.silent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w);
     }
 }
 
@@ -175,7 +227,10 @@ fn run_guarded(f: impl FnOnce() -> i32) -> (i32, Option<String>) {
     crate::panics::install_quiet_hook();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(s) => (s, None),
-        Err(p) => (crate::AGENT_PANIC_STATUS, Some(crate::panics::take_message(&*p))),
+        Err(p) => (
+            crate::AGENT_PANIC_STATUS,
+            Some(crate::panics::take_message(&*p)),
+        ),
     }
 }
 
@@ -183,15 +238,34 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
     inner.aicpu_wake[t as usize].bind_current();
     let agent = SimAicpu::new(inner.clone(), t);
     loop {
-        let job = inner.aicpu_jobs[t as usize].lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+        let job = inner.aicpu_jobs[t as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
         match job {
-            Some(Job::Aicpu { entry, args, thread_idx, thread_count, launch }) => {
+            Some(Job::Aicpu {
+                entry,
+                args,
+                thread_idx,
+                thread_count,
+                launch,
+            }) => {
                 let (s, m) = run_guarded(|| {
-                    entry(&agent, AicpuLaunch { thread_idx, thread_count, args, scratch: &launch.scratch })
+                    entry(
+                        &agent,
+                        AicpuLaunch {
+                            thread_idx,
+                            thread_count,
+                            args,
+                            scratch: &launch.scratch,
+                        },
+                    )
                 });
                 launch.finish_one(s, m);
             }
-            Some(Job::Aicore { launch, .. }) => launch.finish_one(-1, Some("AICore job on an AICPU thread".into())),
+            Some(Job::Aicore { launch, .. }) => {
+                launch.finish_one(-1, Some("AICore job on an AICPU thread".into()))
+            }
             None => {
                 if inner.shutdown.load(Ordering::Acquire) {
                     return;
@@ -206,9 +280,16 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
     inner.core_wake[w as usize].bind_current();
     let agent = SimCore::new(inner.clone(), w);
     loop {
-        let job = inner.core_jobs[w as usize].lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+        let job = inner.core_jobs[w as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
         match job {
-            Some(Job::Aicore { entry, args, launch }) => {
+            Some(Job::Aicore {
+                entry,
+                args,
+                launch,
+            }) => {
                 if inner.take_silent(w) {
                     // Injected fault: this core never runs its program (never reports).
                     launch.finish_one(0, None);
@@ -223,7 +304,9 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                 let (s, m) = run_guarded(|| entry(&agent, launch_info));
                 launch.finish_one(s, m);
             }
-            Some(Job::Aicpu { launch, .. }) => launch.finish_one(-1, Some("AICPU job on an AICore thread".into())),
+            Some(Job::Aicpu { launch, .. }) => {
+                launch.finish_one(-1, Some("AICPU job on an AICore thread".into()))
+            }
             None => {
                 if inner.shutdown.load(Ordering::Acquire) {
                     return;
@@ -245,10 +328,14 @@ impl<C: Contract> SimDevice<C> {
     /// Open a simulated device of `topo` with `config`.
     pub fn open(topo: Topology, config: SimConfig) -> Result<SimDevice<C>, SimError> {
         if topo.clusters == 0 || topo.aicpu_threads == 0 {
-            return Err(SimError::InvalidArgument("a device needs at least one cluster and one AICPU thread"));
+            return Err(SimError::InvalidArgument(
+                "a device needs at least one cluster and one AICPU thread",
+            ));
         }
         if config.freq_hz == 0 {
-            return Err(SimError::InvalidArgument("counter frequency must be non-zero"));
+            return Err(SimError::InvalidArgument(
+                "counter frequency must be non-zero",
+            ));
         }
         let workers = topo.workers() as usize;
         let nthreads = topo.aicpu_threads as usize;
@@ -263,6 +350,10 @@ impl<C: Contract> SimDevice<C> {
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),
             core_jobs: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
             kernels: RwLock::new(Vec::new()),
+            monitors: (0..nthreads + workers)
+                .map(|_| std::sync::atomic::AtomicU64::new(0))
+                .collect(),
+            monitoring: AtomicU32::new(0),
             silent: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
             _contract: PhantomData,
@@ -316,7 +407,12 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
 impl<C: Contract> Drop for SimDevice<C> {
     fn drop(&mut self) {
         self.inner.shutdown.store(true, Ordering::Release);
-        for w in self.inner.aicpu_wake.iter().chain(self.inner.core_wake.iter()) {
+        for w in self
+            .inner
+            .aicpu_wake
+            .iter()
+            .chain(self.inner.core_wake.iter())
+        {
             w.notify();
         }
         for t in self.threads.drain(..) {
@@ -327,6 +423,8 @@ impl<C: Contract> Drop for SimDevice<C> {
 
 impl<C: Contract> core::fmt::Debug for SimDevice<C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SimDevice").field("topology", &self.inner.topo).finish_non_exhaustive()
+        f.debug_struct("SimDevice")
+            .field("topology", &self.inner.topo)
+            .finish_non_exhaustive()
     }
 }

@@ -38,7 +38,13 @@ impl Gm {
         let words = zeroed_words(n);
         let mut free = BTreeMap::new();
         free.insert(0, bytes);
-        Gm { words, alloc: Mutex::new(Allocator { free, live: BTreeMap::new() }) }
+        Gm {
+            words,
+            alloc: Mutex::new(Allocator {
+                free,
+                live: BTreeMap::new(),
+            }),
+        }
     }
 
     /// Arena size in bytes.
@@ -101,7 +107,12 @@ impl Gm {
 
     /// Bytes currently allocated.
     pub fn allocated_bytes(&self) -> u64 {
-        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).live.values().sum()
+        self.alloc
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .live
+            .values()
+            .sum()
     }
 
     /// The arena offset of `[addr, addr+len)`, if the range lies inside the arena.
@@ -134,7 +145,9 @@ impl Gm {
         while i < dst.len() {
             let bo = (off % 8) as usize;
             let n = (8 - bo).min(dst.len() - i);
-            let v = self.words[(off / 8) as usize].load(Ordering::Relaxed).to_le_bytes();
+            let v = self.words[(off / 8) as usize]
+                .load(Ordering::Relaxed)
+                .to_le_bytes();
             dst[i..i + n].copy_from_slice(&v[bo..bo + n]);
             i += n;
             off += n as u64;
@@ -226,8 +239,14 @@ mod tests {
         // Coalesced: the whole arena is one free range again.
         let big = gm.alloc(64 * 1024, 64).unwrap();
         assert_eq!(big.0, GM_BASE);
-        assert!(matches!(gm.alloc(64, 64), Err(SimError::OutOfMemory { .. })));
-        assert!(matches!(gm.free(GmAddr(GM_BASE + 8)), Err(SimError::BadFree(_))));
+        assert!(matches!(
+            gm.alloc(64, 64),
+            Err(SimError::OutOfMemory { .. })
+        ));
+        assert!(matches!(
+            gm.free(GmAddr(GM_BASE + 8)),
+            Err(SimError::BadFree(_))
+        ));
     }
 
     #[test]

@@ -64,7 +64,12 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { freq_hz: 50_000_000, gm_bytes: 1 << 30, aicpu_spin_us: 50, aicore_spin_us: 20 }
+        SimConfig {
+            freq_hz: 50_000_000,
+            gm_bytes: 1 << 30,
+            aicpu_spin_us: 50,
+            aicore_spin_us: 20,
+        }
     }
 }
 
@@ -84,11 +89,20 @@ impl<C: Contract> Platform for Sim<C> {
         device.topology()
     }
 
-    fn create_streams(device: &SimDevice<C>) -> Result<(SimAicpuStream<C>, SimAicoreStream<C>), SimError> {
-        if device.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
+    fn create_streams(
+        device: &SimDevice<C>,
+    ) -> Result<(SimAicpuStream<C>, SimAicoreStream<C>), SimError> {
+        if device
+            .inner
+            .shutdown
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
             return Err(SimError::Closed);
         }
-        Ok((SimAicpuStream::new(device.inner.clone()), SimAicoreStream::new(device.inner.clone())))
+        Ok((
+            SimAicpuStream::new(device.inner.clone()),
+            SimAicoreStream::new(device.inner.clone()),
+        ))
     }
 }
 
@@ -98,7 +112,10 @@ impl<C: Contract> ErrorType for SimDevice<C> {
 
 impl<C: Contract> SimDevice<C> {
     fn host_range(&self, addr: GmAddr, len: u64) -> Result<u64, SimError> {
-        self.inner.gm.offset_of(addr, len).ok_or(SimError::InvalidAddress { addr: addr.0, len })
+        self.inner
+            .gm
+            .offset_of(addr, len)
+            .ok_or(SimError::InvalidAddress { addr: addr.0, len })
     }
 }
 
@@ -128,8 +145,15 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
 
 impl<C: Contract> KernelLoader for SimDevice<C> {
     fn load_kernel(&self, kernel: KernelFn, core: CoreType) -> Result<u64, SimError> {
-        let mut t = self.inner.kernels.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = t.iter().position(|&(f, c)| std::ptr::fn_addr_eq(f, kernel) && c == core) {
+        let mut t = self
+            .inner
+            .kernels
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = t
+            .iter()
+            .position(|&(f, c)| std::ptr::fn_addr_eq(f, kernel) && c == core)
+        {
             return Ok(device::KERNEL_BASE + i as u64);
         }
         t.push((kernel, core));

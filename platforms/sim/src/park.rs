@@ -66,7 +66,8 @@ impl Wake {
             } else {
                 spin / 2
             };
-            self.spin_ns.store(next.as_nanos() as u64, Ordering::Relaxed);
+            self.spin_ns
+                .store(next.as_nanos() as u64, Ordering::Relaxed);
         }
     }
 
