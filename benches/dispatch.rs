@@ -36,14 +36,10 @@ fn main() {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--rounds" {
-            rounds = args
-                .next()
-                .and_then(|s| s.parse().ok())
-                .filter(|&r: &usize| r > 0)
-                .unwrap_or_else(|| {
-                    eprintln!("--rounds needs a positive integer");
-                    std::process::exit(2)
-                });
+            rounds = args.next().and_then(|s| s.parse().ok()).filter(|&r: &usize| r > 0).unwrap_or_else(|| {
+                eprintln!("--rounds needs a positive integer");
+                std::process::exit(2)
+            });
         }
     }
     let (dev, k) = common::setup().unwrap_or_else(|e| {
@@ -57,8 +53,7 @@ fn main() {
             let mut builds = Vec::new();
             let mut prepared = None;
             for _ in 0..3 {
-                let p = common::build_shape(&dev, &k, kind, n)
-                    .unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
+                let p = common::build_shape(&dev, &k, kind, n).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
                 builds.push(p.graph.build_time());
                 prepared = Some(p);
             }
@@ -67,40 +62,24 @@ fn main() {
             for r in 0..rounds + 2 {
                 p.reset().expect("reset");
                 let t = Instant::now();
-                let rep = dev
-                    .run(&p.graph)
-                    .unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
+                let rep = dev.run(&p.graph).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
                 let el = t.elapsed();
-                p.check(&rep)
-                    .unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
+                p.check(&rep).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
                 if r >= 2 {
                     runs.push(el);
                 }
             }
-            points.push(Point {
-                n,
-                run: median(runs),
-                build: median(builds),
-            });
+            points.push(Point { n, run: median(runs), build: median(builds) });
         }
         table.push((kind, points));
     }
 
     let vector_process = time_vector_process();
 
-    println!(
-        "board: {}   rounds per point: {rounds} (median after 2 warm-up runs)",
-        Selected::NAME
-    );
+    println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
     println!(
         "{:<14} {:>12} {:>14} {:>14} {:>12} {:>12} {:>12}",
-        "shape",
-        "run(1) ms",
-        "marg@1000 us",
-        "marg@4000 us",
-        "build@1 ms",
-        "build@1000",
-        "build@4000"
+        "shape", "run(1) ms", "marg@1000 us", "marg@4000 us", "build@1 ms", "build@1000", "build@4000"
     );
     let mut json = Vec::new();
     for (kind, pts) in &table {
@@ -118,14 +97,7 @@ fn main() {
         );
         let runs: Vec<String> = pts
             .iter()
-            .map(|p| {
-                format!(
-                    "{{\"n\":{},\"run_us\":{:.1},\"build_us\":{:.1}}}",
-                    p.n,
-                    us(p.run),
-                    us(p.build)
-                )
-            })
+            .map(|p| format!("{{\"n\":{},\"run_us\":{:.1},\"build_us\":{:.1}}}", p.n, us(p.run), us(p.build)))
             .collect();
         json.push(format!(
             "{{\"shape\":\"{}\",\"fixed_us\":{:.1},\"marginal_us_per_task\":{{\"1000\":{:.3},\"4000\":{:.3}}},\"points\":[{}]}}",
@@ -137,13 +109,10 @@ fn main() {
         ));
     }
     match vector_process {
-        Some(d) => println!(
-            "vector example process (median of 5): {:.1} ms",
-            us(d) / 1e3
-        ),
-        None => println!(
-            "vector example process: not measured (build it with `cargo build --release --example vector`)"
-        ),
+        Some(d) => println!("vector example process (median of 5): {:.1} ms", us(d) / 1e3),
+        None => {
+            println!("vector example process: not measured (build it with `cargo build --release --example vector`)")
+        }
     }
     let doc = format!(
         "{{\"board\":\"{}\",\"rounds\":{rounds},\"vector_process_ms\":{},\"shapes\":[{}]}}",
@@ -158,10 +127,7 @@ fn main() {
 fn target_dir() -> std::path::PathBuf {
     // benches run from target/<profile>/deps/
     let exe = std::env::current_exe().unwrap_or_default();
-    exe.ancestors()
-        .nth(3)
-        .map(|p| p.to_path_buf())
-        .unwrap_or_else(|| std::path::PathBuf::from("target"))
+    exe.ancestors().nth(3).map(|p| p.to_path_buf()).unwrap_or_else(|| std::path::PathBuf::from("target"))
 }
 
 fn time_vector_process() -> Option<Duration> {

@@ -79,11 +79,7 @@ where
     })?;
     pto_runtime::host::Device::new(
         dev,
-        pto_runtime::host::Timeouts {
-            watchdog_us: t.watchdog_us,
-            exit_us: t.exit_us,
-            stream_us: t.stream_us,
-        },
+        pto_runtime::host::Timeouts { watchdog_us: t.watchdog_us, exit_us: t.exit_us, stream_us: t.stream_us },
     )
 }
 
@@ -91,9 +87,7 @@ where
 pub mod prelude {
     pub use crate::board::{Board, Selected};
     pub use crate::hal::{CoreType, KernelContext, KernelContextExt, Topology};
-    pub use crate::runtime::graph::{
-        DType, Direction, FuncId, GraphError, Kind, Task, TaskId, Tensor,
-    };
+    pub use crate::runtime::graph::{DType, Direction, FuncId, GraphError, Kind, Task, TaskId, Tensor};
     pub use crate::runtime::hbg::GraphBuilder;
     pub use crate::runtime::kernel::KernelIo;
     pub use crate::{Device, DeviceTensor, Error, Graph, RunConfig, RunReport};

@@ -33,11 +33,8 @@ pub trait Board: 'static {
 
 /// Budgets of simulated boards: the reference's 10 s watchdog, a 10 s exit budget (the
 /// simulator's wider deinit window) and a 50 s host budget.
-pub const SIM_TIMEOUTS: BoardTimeouts = BoardTimeouts {
-    watchdog_us: 10_000_000,
-    exit_us: 10_000_000,
-    stream_us: 50_000_000,
-};
+pub const SIM_TIMEOUTS: BoardTimeouts =
+    BoardTimeouts { watchdog_us: 10_000_000, exit_us: 10_000_000, stream_us: 50_000_000 };
 
 /// The a2a3 chip, simulated: 24 clusters (72 cores), 4 AICPU threads, 50 MHz counter,
 /// host-non-coherent contract.
@@ -49,13 +46,7 @@ impl Board for SimA2a3 {
     const NAME: &'static str = "sim-a2a3";
     const TOPOLOGY: Topology = pto_a2a3::TOPOLOGY;
     fn open() -> Result<SimDevice<pto_a2a3::Contract>, SimError> {
-        SimDevice::open(
-            Self::TOPOLOGY,
-            SimConfig {
-                freq_hz: pto_a2a3::COUNTER_HZ,
-                ..SimConfig::default()
-            },
-        )
+        SimDevice::open(Self::TOPOLOGY, SimConfig { freq_hz: pto_a2a3::COUNTER_HZ, ..SimConfig::default() })
     }
     fn timeouts() -> BoardTimeouts {
         SIM_TIMEOUTS
@@ -72,13 +63,7 @@ impl Board for SimA5 {
     const NAME: &'static str = "sim-a5";
     const TOPOLOGY: Topology = pto_a5::TOPOLOGY;
     fn open() -> Result<SimDevice<pto_a5::Contract>, SimError> {
-        SimDevice::open(
-            Self::TOPOLOGY,
-            SimConfig {
-                freq_hz: pto_a5::COUNTER_HZ,
-                ..SimConfig::default()
-            },
-        )
+        SimDevice::open(Self::TOPOLOGY, SimConfig { freq_hz: pto_a5::COUNTER_HZ, ..SimConfig::default() })
     }
     fn timeouts() -> BoardTimeouts {
         SIM_TIMEOUTS

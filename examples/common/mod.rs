@@ -13,20 +13,14 @@ use pto::prelude::*;
 pub fn k_add(k: &mut dyn KernelContext) {
     let a = k.load::<f32>(0);
     let b = k.load::<f32>(1);
-    k.store(
-        2,
-        &a.iter().zip(&b).map(|(x, y)| x + y).collect::<Vec<f32>>(),
-    );
+    k.store(2, &a.iter().zip(&b).map(|(x, y)| x + y).collect::<Vec<f32>>());
 }
 
 /// out = a * b
 pub fn k_mul(k: &mut dyn KernelContext) {
     let a = k.load::<f32>(0);
     let b = k.load::<f32>(1);
-    k.store(
-        2,
-        &a.iter().zip(&b).map(|(x, y)| x * y).collect::<Vec<f32>>(),
-    );
+    k.store(2, &a.iter().zip(&b).map(|(x, y)| x * y).collect::<Vec<f32>>());
 }
 
 /// out = a + scalar0
@@ -156,11 +150,7 @@ impl Outcome {
 
 fn check_close(name: &str, got: &[f32], want: &[f32]) -> Result<usize, String> {
     if got.len() != want.len() {
-        return Err(format!(
-            "{name}: {} values, golden has {}",
-            got.len(),
-            want.len()
-        ));
+        return Err(format!("{name}: {} values, golden has {}", got.len(), want.len()));
     }
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         if (g - w).abs() > 1e-5 * w.abs().max(1.0) {
@@ -215,12 +205,7 @@ pub fn vector(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
         let d = g.alloc_tensor(DType::F32, &[n])?;
         let e = g.alloc_tensor(DType::F32, &[n])?;
         let h = g.alloc_tensor(DType::F32, &[n])?;
-        g.submit(
-            Task::aiv(k.add)
-                .input(&a.tensor())
-                .input(&b.tensor())
-                .output(&c),
-        )?;
+        g.submit(Task::aiv(k.add).input(&a.tensor()).input(&b.tensor()).output(&c))?;
         g.submit(Task::aiv(k.add_scalar).input(&c).output(&d).scalar_f32(1.0))?;
         g.submit(Task::aiv(k.add_scalar).input(&c).output(&e).scalar_f32(2.0))?;
         g.submit(Task::aiv(k.mul).input(&d).input(&e).output(&h))?;
@@ -228,18 +213,9 @@ pub fn vector(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
         Ok(())
     })?;
     let report = dev.run(&graph)?;
-    let golden: Vec<f32> = a_host
-        .iter()
-        .zip(&b_host)
-        .map(|(a, b)| (a + b + 1.0) * (a + b + 2.0) + (a + b))
-        .collect();
+    let golden: Vec<f32> = a_host.iter().zip(&b_host).map(|(a, b)| (a + b + 1.0) * (a + b + 2.0) + (a + b)).collect();
     let checked = check_close("vector f", &f.read::<f32>()?, &golden).map_err(Failure::Golden)?;
-    Ok(Outcome {
-        name: "vector".into(),
-        report,
-        build: graph.build_time(),
-        checked,
-    })
+    Ok(Outcome { name: "vector".into(), report, build: graph.build_time(), checked })
 }
 
 // ---------------------------------------------------------------- chain513
@@ -256,42 +232,18 @@ pub fn chain513(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
     let out = dev.alloc::<f32>(&[n])?;
     let graph = dev.build(|g| {
         let mut prev = g.alloc_tensor(DType::F32, &[n])?;
-        g.submit(
-            Task::aiv(k.add)
-                .input(&a.tensor())
-                .input(&b.tensor())
-                .output(&prev),
-        )?;
+        g.submit(Task::aiv(k.add).input(&a.tensor()).input(&b.tensor()).output(&prev))?;
         for i in 0..512 {
-            let next = if i == 511 {
-                out.tensor()
-            } else {
-                g.alloc_tensor(DType::F32, &[n])?
-            };
-            g.submit(
-                Task::aiv(k.add_scalar)
-                    .input(&prev)
-                    .output(&next)
-                    .scalar_f32(1.0),
-            )?;
+            let next = if i == 511 { out.tensor() } else { g.alloc_tensor(DType::F32, &[n])? };
+            g.submit(Task::aiv(k.add_scalar).input(&prev).output(&next).scalar_f32(1.0))?;
             prev = next;
         }
         Ok(())
     })?;
     let report = dev.run(&graph)?;
-    let golden: Vec<f32> = a_host
-        .iter()
-        .zip(&b_host)
-        .map(|(a, b)| a + b + 512.0)
-        .collect();
-    let checked =
-        check_close("chain513 out", &out.read::<f32>()?, &golden).map_err(Failure::Golden)?;
-    Ok(Outcome {
-        name: "chain513".into(),
-        report,
-        build: graph.build_time(),
-        checked,
-    })
+    let golden: Vec<f32> = a_host.iter().zip(&b_host).map(|(a, b)| a + b + 512.0).collect();
+    let checked = check_close("chain513 out", &out.read::<f32>()?, &golden).map_err(Failure::Golden)?;
+    Ok(Outcome { name: "chain513".into(), report, build: graph.build_time(), checked })
 }
 
 // ---------------------------------------------------------------- mix
@@ -305,11 +257,8 @@ pub fn mix(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
     let t = MIX_TILE;
     let tiles = MIX_TILES;
     let e2 = (t * t) as usize;
-    let host = |seed: u32| -> Vec<f32> {
-        (0..tiles * t * t)
-            .map(|i| ((i * 7 + seed) % 11) as f32 * 0.125 - 0.5)
-            .collect()
-    };
+    let host =
+        |seed: u32| -> Vec<f32> { (0..tiles * t * t).map(|i| ((i * 7 + seed) % 11) as f32 * 0.125 - 0.5).collect() };
     let (a_h, b_h, d_h) = (host(1), host(5), host(9));
     let a = dev.tensor_from(&[tiles * t, t], &a_h)?;
     let b = dev.tensor_from(&[tiles * t, t], &b_h)?;
@@ -348,12 +297,7 @@ pub fn mix(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
         }
     }
     let checked = check_close("mix f", &f.read::<f32>()?, &golden).map_err(Failure::Golden)?;
-    Ok(Outcome {
-        name: "mix".into(),
-        report,
-        build: graph.build_time(),
-        checked,
-    })
+    Ok(Outcome { name: "mix".into(), report, build: graph.build_time(), checked })
 }
 
 // ---------------------------------------------------------------- dispatch shapes
@@ -369,13 +313,8 @@ pub enum ShapeKind {
 }
 
 impl ShapeKind {
-    pub const ALL: [ShapeKind; 5] = [
-        ShapeKind::Chain,
-        ShapeKind::Fanout,
-        ShapeKind::Independent,
-        ShapeKind::DummyChain,
-        ShapeKind::DummyFanout,
-    ];
+    pub const ALL: [ShapeKind; 5] =
+        [ShapeKind::Chain, ShapeKind::Fanout, ShapeKind::Independent, ShapeKind::DummyChain, ShapeKind::DummyFanout];
     pub fn name(self) -> &'static str {
         match self {
             ShapeKind::Chain => "chain",
@@ -397,12 +336,7 @@ pub struct Prepared {
 }
 
 /// Build `kind` with `n` tasks (N+1 for the fanouts). Returns the graph and its build time.
-pub fn build_shape(
-    dev: &Device,
-    k: &Kernels,
-    kind: ShapeKind,
-    n: u32,
-) -> Result<Prepared, Failure> {
+pub fn build_shape(dev: &Device, k: &Kernels, kind: ShapeKind, n: u32) -> Result<Prepared, Failure> {
     let x = dev.alloc::<f32>(&[16])?;
     let y = dev.alloc::<f32>(&[n.max(1), 16])?;
     let graph = dev.build(|g| {
@@ -439,13 +373,7 @@ pub fn build_shape(
         }
         Ok(())
     })?;
-    Ok(Prepared {
-        kind,
-        n,
-        x,
-        y,
-        graph,
-    })
+    Ok(Prepared { kind, n, x, y, graph })
 }
 
 impl Prepared {
@@ -462,11 +390,7 @@ impl Prepared {
             _ => self.n as u64,
         };
         if report.tasks != expect_tasks {
-            return Err(format!(
-                "{}: {} tasks completed, expected {expect_tasks}",
-                self.kind.name(),
-                report.tasks
-            ));
+            return Err(format!("{}: {} tasks completed, expected {expect_tasks}", self.kind.name(), report.tasks));
         }
         let x = self.x.read::<f32>().map_err(|e| e.to_string())?;
         let y = self.y.read::<f32>().map_err(|e| e.to_string())?;
@@ -474,9 +398,7 @@ impl Prepared {
         match self.kind {
             ShapeKind::Chain => check_close("chain x[0]", &x[..1], &[self.n as f32]),
             ShapeKind::Fanout => check_close("fanout y", &y[..rows * 16], &vec![1.0; rows * 16]),
-            ShapeKind::Independent => {
-                check_close("independent y", &y[..rows * 16], &vec![1.0; rows * 16])
-            }
+            ShapeKind::Independent => check_close("independent y", &y[..rows * 16], &vec![1.0; rows * 16]),
             ShapeKind::DummyChain | ShapeKind::DummyFanout => {
                 check_close("dummy data untouched", &y, &vec![0.0; y.len()])
             }

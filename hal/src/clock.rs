@@ -34,7 +34,6 @@ pub trait Clock {
 
     /// A deadline `micros` from now.
     fn deadline_after_micros(&self, micros: u64) -> Ticks {
-        self.now_ticks()
-            .saturating_add(self.ticks_from_micros(micros))
+        self.now_ticks().saturating_add(self.ticks_from_micros(micros))
     }
 }

@@ -48,10 +48,7 @@ pub struct TensorArg {
 impl TensorArg {
     /// Number of elements in the view.
     pub fn elem_count(&self) -> u64 {
-        self.shape[..self.ndims as usize]
-            .iter()
-            .map(|&d| d as u64)
-            .product()
+        self.shape[..self.ndims as usize].iter().map(|&d| d as u64).product()
     }
     /// Whether the view is dense row-major (so it is one contiguous byte range).
     pub fn is_contiguous(&self) -> bool {
@@ -126,20 +123,14 @@ pub trait KernelContextExt: KernelContext {
     fn arg(&self, i: usize) -> TensorArg {
         match self.tensor(i) {
             Some(t) => t,
-            None => panic!(
-                "kernel asked for tensor argument {i} but the task has {}",
-                self.tensor_count()
-            ),
+            None => panic!("kernel asked for tensor argument {i} but the task has {}", self.tensor_count()),
         }
     }
     /// Scalar argument `i`; panics naming the index when it is missing.
     fn scalar_arg(&self, i: usize) -> u64 {
         match self.scalar(i) {
             Some(s) => s,
-            None => panic!(
-                "kernel asked for scalar argument {i} but the task has {}",
-                self.scalar_count()
-            ),
+            None => panic!("kernel asked for scalar argument {i} but the task has {}", self.scalar_count()),
         }
     }
 }

@@ -42,13 +42,10 @@ pub use clock::{Clock, Ticks};
 pub use error::{Error, ErrorKind, ErrorType};
 pub use event::Events;
 pub use gm::{GmAtomic, GmMemory, GmMemoryExt};
-pub use kernel::{
-    CoreType, KernelContext, KernelContextExt, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg,
-};
+pub use kernel::{CoreType, KernelContext, KernelContextExt, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg};
 pub use memory::DeviceMemory;
 pub use platform::{
-    AicoreAgent, AicoreEntry, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, KernelLoader,
-    Platform, Topology,
+    AicoreAgent, AicoreEntry, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, KernelLoader, Platform, Topology,
 };
 pub use regs::{CoreRegisters, Reg, Registers};
 pub use stream::{AicoreStream, AicpuStream, Stream};

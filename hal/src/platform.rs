@@ -3,9 +3,8 @@
 use core::sync::atomic::AtomicPtr;
 
 use crate::{
-    AicoreStream, AicpuStream, Barriers, CacheMaintenance, Clock, Contract, CoreRegisters,
-    CoreType, DeviceMemory, ErrorType, Events, GmAddr, GmAtomic, GmMemory, KernelContext,
-    KernelFault, KernelFn, Registers,
+    AicoreStream, AicpuStream, Barriers, CacheMaintenance, Clock, Contract, CoreRegisters, CoreType, DeviceMemory,
+    ErrorType, Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Registers,
 };
 
 /// The shape of a device: clusters of 1 AIC + 2 AIV, and AICPU threads.
@@ -35,32 +34,19 @@ impl Topology {
     }
     /// Core type of worker `w`.
     pub const fn core_type(&self, w: u32) -> CoreType {
-        if w < self.clusters {
-            CoreType::Aic
-        } else {
-            CoreType::Aiv
-        }
+        if w < self.clusters { CoreType::Aic } else { CoreType::Aiv }
     }
     /// Cluster of worker `w`.
     pub const fn cluster_of(&self, w: u32) -> u32 {
-        if w < self.clusters {
-            w
-        } else {
-            (w - self.clusters) / 2
-        }
+        if w < self.clusters { w } else { (w - self.clusters) / 2 }
     }
 }
 
 /// What an AICPU thread can do: GM, caches, barriers, registers of the cores, time, events.
-pub trait AicpuAgent:
-    GmAtomic + GmMemory + CacheMaintenance + Barriers + Registers + Clock + Events
-{
-}
+pub trait AicpuAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + Registers + Clock + Events {}
 
 /// What an AICore can do: GM, its cache, barriers, its own registers, time, and run kernels.
-pub trait AicoreAgent:
-    GmAtomic + GmMemory + CacheMaintenance + Barriers + CoreRegisters + Clock + Events
-{
+pub trait AicoreAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + CoreRegisters + Clock + Events {
     /// The kernel loaded at `bin` by [`KernelLoader::load_kernel`], if any.
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn>;
     /// Run `kernel` on this core. A kernel that panics (simulator) or traps is reported as a
@@ -133,7 +119,5 @@ pub trait Platform: 'static {
     fn topology(device: &Self::Device) -> Topology;
     /// Create the two distinct streams of a run. The types make "both programs on one stream"
     /// (which deadlocks: the AICPU program waits for the AICore program) unrepresentable.
-    fn create_streams(
-        device: &Self::Device,
-    ) -> Result<(Self::AicpuStream, Self::AicoreStream), Self::Error>;
+    fn create_streams(device: &Self::Device) -> Result<(Self::AicpuStream, Self::AicoreStream), Self::Error>;
 }

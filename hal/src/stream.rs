@@ -25,12 +25,7 @@ pub trait AicpuStream: Stream {
     /// The AICPU agent type programs run as.
     type Agent: AicpuAgent;
     /// Launch `entry` on `threads` AICPU threads with argument `args`.
-    fn launch_aicpu(
-        &mut self,
-        entry: AicpuEntry<Self::Agent>,
-        args: GmAddr,
-        threads: u32,
-    ) -> Result<(), Self::Error>;
+    fn launch_aicpu(&mut self, entry: AicpuEntry<Self::Agent>, args: GmAddr, threads: u32) -> Result<(), Self::Error>;
 }
 
 /// The stream that carries AICore programs.

@@ -16,8 +16,8 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::layout::{
-    ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig,
-    Shape, TaskRecord, offsets,
+    ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig, Shape, TaskRecord,
+    offsets,
 };
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::sched::{Graph, Scheduler, Shared, lanes_match};
@@ -55,10 +55,7 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
 
     if shared.departed.fetch_add(1, Ordering::AcqRel) + 1 == launch.thread_count {
         // Last out: every completion of the run has happened; record the total.
-        a.store_direct(
-            shared.map.desc.offset(offsets::RUN_COMPLETED),
-            shared.completed() as u64,
-        );
+        a.store_direct(shared.map.desc.offset(offsets::RUN_COMPLETED), shared.completed() as u64);
         let ptr = launch.scratch.swap(core::ptr::null_mut(), Ordering::AcqRel) as *mut Shared;
         // SAFETY: every thread of the launch has departed (the counter reached the thread
         // count), so no reference to the state remains; `ptr` came from `Box::into_raw` in
@@ -87,10 +84,7 @@ fn wait_shared<'l, A: AicpuAgent>(a: &A, launch: &AicpuLaunch<'l>) -> Option<&'l
 /// Read and validate descriptor and image; `None` only when the descriptor is unusable.
 fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
     let cfg = lifecycle::read_config(a, desc);
-    if cfg.magic != DESC_MAGIC
-        || cfg.version != LAYOUT_VERSION
-        || cfg.workers != cfg.clusters * 3
-        || cfg.clusters == 0
+    if cfg.magic != DESC_MAGIC || cfg.version != LAYOUT_VERSION || cfg.workers != cfg.clusters * 3 || cfg.clusters == 0
     {
         return None;
     }
@@ -114,12 +108,7 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
     }
 }
 
-fn read_vec<T: FromBytes + IntoBytes + Clone, A: GmMemory>(
-    a: &A,
-    at: GmAddr,
-    n: usize,
-    zero: T,
-) -> Vec<T> {
+fn read_vec<T: FromBytes + IntoBytes + Clone, A: GmMemory>(a: &A, at: GmAddr, n: usize, zero: T) -> Vec<T> {
     let mut v = alloc::vec![zero; n];
     a.read(at, v.as_mut_bytes());
     v
@@ -152,12 +141,7 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
     }
     let tasks: Vec<TaskRecord> = read_vec(a, img.offset(h.tasks_off), n, TaskRecord::default());
     let fanout: Vec<u32> = read_vec(a, img.offset(h.fanout_off), h.fanout_len as usize, 0u32);
-    let funcs: Vec<FuncEntry> = read_vec(
-        a,
-        img.offset(h.funcs_off),
-        h.func_count as usize,
-        FuncEntry::default(),
-    );
+    let funcs: Vec<FuncEntry> = read_vec(a, img.offset(h.funcs_off), h.func_count as usize, FuncEntry::default());
     let mut args = Vec::with_capacity(n);
     let mut fanin_total = 0u64;
     for (i, t) in tasks.iter().enumerate() {
@@ -166,10 +150,7 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
         if args_off < 0 || !within(args_off as u64, t.args_len as u64) || t.args_len < 8 {
             return Err(0x100 | ((i as u64) << 16));
         }
-        if !lanes_match(t)
-            || t.block_num == 0
-            || (t.shape == Shape::Dummy as u8 && t.block_num != 1)
-        {
+        if !lanes_match(t) || t.block_num == 0 || (t.shape == Shape::Dummy as u8 && t.block_num != 1) {
             return Err(0x200 | ((i as u64) << 16));
         }
         if (t.fanout_start as u64 + t.fanout_count as u64) > h.fanout_len {
@@ -186,10 +167,5 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
     if fanin_total != h.fanout_len || fanout.iter().any(|&c| c as usize >= n) {
         return Err(5);
     }
-    Ok(Graph {
-        tasks,
-        fanout,
-        funcs,
-        args,
-    })
+    Ok(Graph { tasks, fanout, funcs, args })
 }

@@ -159,11 +159,9 @@ impl ErrorCode {
                 "the orchestration reported a fatal error",
                 "read the orchestration's own message",
             ),
-            ErrorCode::Orch(O::ScopeTasksOverflow) => (
-                "SCOPE_TASKS_OVERFLOW",
-                "a scope's task list overflowed",
-                "split the scope",
-            ),
+            ErrorCode::Orch(O::ScopeTasksOverflow) => {
+                ("SCOPE_TASKS_OVERFLOW", "a scope's task list overflowed", "split the scope")
+            }
             ErrorCode::Orch(O::TensormapOverflow) => (
                 "TENSORMAP_OVERFLOW",
                 "the tensor map's entry pool could not be reclaimed",
@@ -179,11 +177,9 @@ impl ErrorCode {
                 "a malformed asynchronous completion",
                 "check the asynchronous completion producer",
             ),
-            ErrorCode::Sched(S::AsyncWaitOverflow) => (
-                "ASYNC_WAIT_OVERFLOW",
-                "the asynchronous wait list is full",
-                "reduce outstanding asynchronous waits",
-            ),
+            ErrorCode::Sched(S::AsyncWaitOverflow) => {
+                ("ASYNC_WAIT_OVERFLOW", "the asynchronous wait list is full", "reduce outstanding asynchronous waits")
+            }
             ErrorCode::Sched(S::AsyncRegistrationFailed) => (
                 "ASYNC_REGISTRATION_FAILED",
                 "an asynchronous completion could not be registered",
@@ -279,19 +275,11 @@ mod tests {
         for v in (0..=12).chain(99..=105).chain(199..=205) {
             if let Some(c) = ErrorCode::from_i32(v) {
                 assert_eq!(c.value(), v);
-                assert!(
-                    !c.name().is_empty() && !c.description().is_empty() && !c.hint().is_empty()
-                );
+                assert!(!c.name().is_empty() && !c.description().is_empty() && !c.hint().is_empty());
             }
         }
-        assert_eq!(
-            ErrorCode::from_i32(7).unwrap().name(),
-            "REQUIRE_SYNC_START_INVALID"
-        );
-        assert_eq!(
-            ErrorCode::from_i32(104).unwrap().name(),
-            "READY_QUEUE_OVERFLOW"
-        );
+        assert_eq!(ErrorCode::from_i32(7).unwrap().name(), "REQUIRE_SYNC_START_INVALID");
+        assert_eq!(ErrorCode::from_i32(104).unwrap().name(), "READY_QUEUE_OVERFLOW");
         assert!(ErrorCode::from_i32(0).is_none());
         assert!(ErrorCode::from_i32(12).is_none());
     }

@@ -8,16 +8,13 @@ pub mod legacy {
     //! DMB: read the payload, ACK, run the kernel, publish its outputs, store barrier, FIN; leave
     //! on EXIT, then wait for the teardown-gate release.
 
-    use pto_hal::{
-        AicoreAgent, AicoreLaunch, CoreType, GmAddr, GmMemory, KernelContext, MAX_TENSOR_DIMS,
-        TensorArg,
-    };
+    use pto_hal::{AicoreAgent, AicoreLaunch, CoreType, GmAddr, GmMemory, KernelContext, MAX_TENSOR_DIMS, TensorArg};
     use zerocopy::IntoBytes;
 
     use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
     use crate::layout::{
-        ArgsHeader, DESC_MAGIC, DispatchPayload, LAYOUT_VERSION, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS,
-        TENSOR_WRITTEN, TensorDesc, regs,
+        ArgsHeader, DESC_MAGIC, DispatchPayload, LAYOUT_VERSION, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, TENSOR_WRITTEN,
+        TensorDesc, regs,
     };
     use crate::lifecycle::{self, Fault, RunMap};
 
@@ -34,18 +31,17 @@ pub mod legacy {
     pub fn aicore_entry<A: AicoreAgent>(a: &A, launch: AicoreLaunch) -> i32 {
         let desc = launch.args;
         let cfg = lifecycle::read_config_core(a, desc);
-        if cfg.magic != DESC_MAGIC
-            || cfg.version != LAYOUT_VERSION
-            || launch.block_idx >= cfg.workers
-        {
+        if cfg.magic != DESC_MAGIC || cfg.version != LAYOUT_VERSION || launch.block_idx >= cfg.workers {
             return STATUS_BAD_DESC;
         }
         let map = RunMap { desc, cfg };
         lifecycle::report(a, &map, &launch);
 
         let budget = cfg.core_wait_ticks;
-        if lifecycle::wait_window(a, a.now_ticks().saturating_add(budget)).is_err() {
-            return STATUS_WINDOW_TIMEOUT;
+        match lifecycle::wait_window(a, &map, launch.block_idx, a.now_ticks().saturating_add(budget)) {
+            Ok(_) => {}
+            Err(lifecycle::NoWindow::Cancelled) => return 0,
+            Err(lifecycle::NoWindow::Timeout) => return STATUS_WINDOW_TIMEOUT,
         }
         a.write_cond(regs::COND_IDLE);
 
@@ -83,12 +79,7 @@ pub mod legacy {
             deadline = a.now_ticks().saturating_add(budget);
         }
 
-        if lifecycle::wait_release(
-            a,
-            map.gate(launch.block_idx),
-            cfg.epoch,
-            a.now_ticks().saturating_add(budget),
-        ) {
+        if lifecycle::wait_release(a, map.gate(launch.block_idx), cfg.epoch, a.now_ticks().saturating_add(budget)) {
             0
         } else {
             STATUS_NOT_RELEASED
@@ -106,13 +97,7 @@ pub mod legacy {
             lifecycle::latch(
                 a,
                 map.desc,
-                Fault {
-                    code,
-                    site: Site::Kernel,
-                    task: Some(p.task_id),
-                    core: Some(w),
-                    detail,
-                },
+                Fault { code, site: Site::Kernel, task: Some(p.task_id), core: Some(w), detail },
                 text,
             );
         };
@@ -132,11 +117,7 @@ pub mod legacy {
                 Some(kernel) => {
                     let mut ctx = CoreCtx::load(a, &p, launch.core_type);
                     if let Err(e) = a.run_kernel(kernel, &mut ctx) {
-                        fault(
-                            ErrorCode::Device(DeviceFault::KernelFault),
-                            p.bin,
-                            e.as_str(),
-                        );
+                        fault(ErrorCode::Device(DeviceFault::KernelFault), p.bin, e.as_str());
                     }
                     ctx.publish_outputs(a);
                 }

@@ -8,9 +8,7 @@ use pto_hal::{CoreType, GmAddr, MAX_TENSOR_DIMS};
 use crate::layout::{MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, Shape, lanes};
 
 /// Element data types.
-#[derive(
-    Copy, Clone, Debug, PartialEq, Eq, Hash, num_enum::IntoPrimitive, num_enum::TryFromPrimitive,
-)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, num_enum::IntoPrimitive, num_enum::TryFromPrimitive)]
 #[repr(u32)]
 pub enum DType {
     /// 32-bit float.
@@ -121,28 +119,16 @@ impl Tensor {
         }
         let need = acc * buffer.dtype.size() as u64;
         if need != buffer.bytes {
-            return Err(GraphError::ShapeMismatch {
-                elements: acc,
-                bytes: buffer.bytes,
-            });
+            return Err(GraphError::ShapeMismatch { elements: acc, bytes: buffer.bytes });
         }
-        Ok(Tensor {
-            buffer,
-            offset: 0,
-            ndims: ndims as u32,
-            shape: sh,
-            strides,
-        })
+        Ok(Tensor { buffer, offset: 0, ndims: ndims as u32, shape: sh, strides })
     }
 
     /// A sub-view: `offsets` and `shape` per dimension of this tensor, keeping its strides.
     /// Fails with [`GraphError::ViewOutOfBounds`] when any dimension leaves this view.
     pub fn view(&self, offsets: &[u32], shape: &[u32]) -> Result<Tensor, GraphError> {
         if offsets.len() != self.ndims as usize || shape.len() != self.ndims as usize {
-            return Err(GraphError::RankMismatch {
-                expected: self.ndims,
-                got: shape.len().max(offsets.len()) as u32,
-            });
+            return Err(GraphError::RankMismatch { expected: self.ndims, got: shape.len().max(offsets.len()) as u32 });
         }
         let mut out = *self;
         let mut off = self.offset;
@@ -173,33 +159,18 @@ impl Tensor {
         strides: &[u32],
     ) -> Result<Tensor, GraphError> {
         if dtype != buffer.dtype {
-            return Err(GraphError::DtypeMismatch {
-                view: dtype,
-                buffer: buffer.dtype,
-            });
+            return Err(GraphError::DtypeMismatch { view: dtype, buffer: buffer.dtype });
         }
         let (ndims, sh) = dims(shape)?;
         if strides.len() != ndims {
-            return Err(GraphError::RankMismatch {
-                expected: ndims as u32,
-                got: strides.len() as u32,
-            });
+            return Err(GraphError::RankMismatch { expected: ndims as u32, got: strides.len() as u32 });
         }
         let mut st = [0u32; MAX_TENSOR_DIMS];
         st[..ndims].copy_from_slice(strides);
-        let t = Tensor {
-            buffer,
-            offset,
-            ndims: ndims as u32,
-            shape: sh,
-            strides: st,
-        };
+        let t = Tensor { buffer, offset, ndims: ndims as u32, shape: sh, strides: st };
         let (_, end) = t.byte_range();
         if end > buffer.bytes {
-            return Err(GraphError::ViewOutsideBuffer {
-                end,
-                bytes: buffer.bytes,
-            });
+            return Err(GraphError::ViewOutsideBuffer { end, bytes: buffer.bytes });
         }
         Ok(t)
     }
@@ -207,10 +178,7 @@ impl Tensor {
     /// Reinterpret as `dtype`; fails unless it is the buffer's element type.
     pub fn with_dtype(&self, dtype: DType) -> Result<Tensor, GraphError> {
         if dtype != self.buffer.dtype {
-            return Err(GraphError::DtypeMismatch {
-                view: dtype,
-                buffer: self.buffer.dtype,
-            });
+            return Err(GraphError::DtypeMismatch { view: dtype, buffer: self.buffer.dtype });
         }
         Ok(*self)
     }
@@ -222,10 +190,7 @@ impl Tensor {
 
     /// Number of elements.
     pub fn elem_count(&self) -> u64 {
-        self.shape[..self.ndims as usize]
-            .iter()
-            .map(|&d| d as u64)
-            .product()
+        self.shape[..self.ndims as usize].iter().map(|&d| d as u64).product()
     }
 
     /// `[first byte, one past the last byte)` the view can touch, relative to the buffer:
@@ -275,10 +240,7 @@ impl Direction {
     }
     /// Whether the task writes through the argument.
     pub const fn writes(self) -> bool {
-        matches!(
-            self,
-            Direction::Out | Direction::InOut | Direction::OutputExisting
-        )
+        matches!(self, Direction::Out | Direction::InOut | Direction::OutputExisting)
     }
 }
 
@@ -334,11 +296,9 @@ impl Kind {
         match *self {
             Kind::Aic(f) => [Some((f, CoreType::Aic)), None, None],
             Kind::Aiv(f) => [None, Some((f, CoreType::Aiv)), None],
-            Kind::Mix { aic, aiv0, aiv1 } => [
-                Some((aic, CoreType::Aic)),
-                Some((aiv0, CoreType::Aiv)),
-                Some((aiv1, CoreType::Aiv)),
-            ],
+            Kind::Mix { aic, aiv0, aiv1 } => {
+                [Some((aic, CoreType::Aic)), Some((aiv0, CoreType::Aiv)), Some((aiv1, CoreType::Aiv))]
+            }
             Kind::Dummy => [None, None, None],
         }
     }
@@ -375,13 +335,7 @@ pub struct Task {
 impl Task {
     /// A task of `kind`.
     pub fn new(kind: Kind) -> Task {
-        Task {
-            kind,
-            args: Vec::new(),
-            scalars: Vec::new(),
-            block_num: 1,
-            after: Vec::new(),
-        }
+        Task { kind, args: Vec::new(), scalars: Vec::new(), block_num: 1, after: Vec::new() }
     }
     /// An AIC task.
     pub fn aic(f: FuncId) -> Task {
@@ -393,11 +347,7 @@ impl Task {
     }
     /// A MIX (1C2V) task: one cluster, AIC kernel `aic`, the same AIV kernel on both lanes.
     pub fn mix(aic: FuncId, aiv: FuncId) -> Task {
-        Task::new(Kind::Mix {
-            aic,
-            aiv0: aiv,
-            aiv1: aiv,
-        })
+        Task::new(Kind::Mix { aic, aiv0: aiv, aiv1: aiv })
     }
     /// A dummy task (dependencies only, no kernel).
     pub fn dummy() -> Task {
@@ -405,10 +355,7 @@ impl Task {
     }
     /// Add an argument with an explicit direction.
     pub fn arg(mut self, tensor: &Tensor, dir: Direction) -> Task {
-        self.args.push(Arg {
-            tensor: *tensor,
-            dir,
-        });
+        self.args.push(Arg { tensor: *tensor, dir });
         self
     }
     /// Add an input.
@@ -474,38 +421,21 @@ impl Task {
     /// Check the task on its own (argument counts, block count, views).
     pub fn validate(&self, task: u32) -> Result<(), GraphError> {
         if self.args.len() > MAX_TENSOR_ARGS {
-            return Err(GraphError::TooManyTensorArgs {
-                task,
-                count: self.args.len(),
-            });
+            return Err(GraphError::TooManyTensorArgs { task, count: self.args.len() });
         }
         if self.scalars.len() > MAX_SCALAR_ARGS {
-            return Err(GraphError::TooManyScalarArgs {
-                task,
-                count: self.scalars.len(),
-            });
+            return Err(GraphError::TooManyScalarArgs { task, count: self.scalars.len() });
         }
         if self.block_num == 0 || self.block_num > MAX_BLOCKS {
-            return Err(GraphError::BadBlockNum {
-                task,
-                block_num: self.block_num,
-            });
+            return Err(GraphError::BadBlockNum { task, block_num: self.block_num });
         }
         if self.kind == Kind::Dummy && self.block_num != 1 {
-            return Err(GraphError::BadBlockNum {
-                task,
-                block_num: self.block_num,
-            });
+            return Err(GraphError::BadBlockNum { task, block_num: self.block_num });
         }
         for (i, a) in self.args.iter().enumerate() {
             let (_, end) = a.tensor.byte_range();
             if end > a.tensor.buffer.bytes {
-                return Err(GraphError::ArgOutsideBuffer {
-                    task,
-                    arg: i as u32,
-                    end,
-                    bytes: a.tensor.buffer.bytes,
-                });
+                return Err(GraphError::ArgOutsideBuffer { task, arg: i as u32, end, bytes: a.tensor.buffer.bytes });
             }
         }
         Ok(())
@@ -547,9 +477,7 @@ pub enum GraphError {
     #[error("tensor too large for 32-bit strides")]
     ShapeTooLarge,
     /// A view leaving its parent in one dimension.
-    #[error(
-        "view outside its tensor in dimension {dim}: offset {offset} + extent {extent} > {limit}"
-    )]
+    #[error("view outside its tensor in dimension {dim}: offset {offset} + extent {extent} > {limit}")]
     ViewOutOfBounds {
         /// The dimension.
         dim: u32,

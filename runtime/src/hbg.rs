@@ -21,8 +21,8 @@ use zerocopy::IntoBytes;
 
 use crate::graph::{Arg, BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor};
 use crate::layout::{
-    ArgsHeader, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, MAX_FUNC_ID, NO_FUNC, Shape,
-    TENSOR_WRITTEN, TaskRecord, TensorDesc,
+    ArgsHeader, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, MAX_FUNC_ID, NO_FUNC, Shape, TENSOR_WRITTEN,
+    TaskRecord, TensorDesc,
 };
 
 /// Most tasks of one graph.
@@ -50,29 +50,15 @@ pub struct FuncInfo {
 
 impl FuncTable {
     /// Record `bin` as func `id`'s binary for `core`.
-    pub fn insert(
-        &mut self,
-        id: u16,
-        name: &str,
-        core: CoreType,
-        bin: u64,
-    ) -> Result<(), GraphError> {
+    pub fn insert(&mut self, id: u16, name: &str, core: CoreType, bin: u64) -> Result<(), GraphError> {
         if id as u32 >= MAX_FUNC_ID {
-            return Err(GraphError::UnknownFunc {
-                task: u32::MAX,
-                lane: 0,
-                func: id,
-            });
+            return Err(GraphError::UnknownFunc { task: u32::MAX, lane: 0, func: id });
         }
         let i = id as usize;
         if self.entries.len() <= i {
             self.entries.resize(i + 1, None);
         }
-        let e = self.entries[i].get_or_insert_with(|| FuncInfo {
-            name: String::from(name),
-            aic: None,
-            aiv: None,
-        });
+        let e = self.entries[i].get_or_insert_with(|| FuncInfo { name: String::from(name), aic: None, aiv: None });
         match core {
             CoreType::Aic => e.aic = Some(bin),
             CoreType::Aiv => e.aiv = Some(bin),
@@ -93,11 +79,7 @@ impl FuncTable {
     }
     /// The next unused func id.
     pub fn next_free(&self) -> Option<u16> {
-        let i = self
-            .entries
-            .iter()
-            .position(Option::is_none)
-            .unwrap_or(self.entries.len());
+        let i = self.entries.iter().position(Option::is_none).unwrap_or(self.entries.len());
         (i < MAX_FUNC_ID as usize).then_some(i as u16)
     }
 }
@@ -213,32 +195,18 @@ impl<'f> GraphBuilder<'f> {
         task.validate(id)?;
         for (lane, f) in task.kind().lane_funcs().iter().enumerate() {
             let Some((f, core)) = *f else { continue };
-            let info = self.funcs.get(f.0).ok_or(GraphError::UnknownFunc {
-                task: id,
-                lane: lane as u32,
-                func: f.0,
-            })?;
+            let info = self.funcs.get(f.0).ok_or(GraphError::UnknownFunc { task: id, lane: lane as u32, func: f.0 })?;
             let loaded = match core {
                 CoreType::Aic => info.aic.is_some(),
                 CoreType::Aiv => info.aiv.is_some(),
             };
             if !loaded {
-                return Err(GraphError::WrongCoreType {
-                    task: id,
-                    lane: lane as u32,
-                    func: f.0,
-                    core,
-                });
+                return Err(GraphError::WrongCoreType { task: id, lane: lane as u32, func: f.0, core });
             }
         }
         for (i, a) in task.args().iter().enumerate() {
-            if a.tensor.buffer.id & HEAP_ID_BIT != 0
-                && (a.tensor.buffer.id >> 32) & 0x7FFF_FFFF != self.graph_id
-            {
-                return Err(GraphError::ForeignHeapTensor {
-                    task: id,
-                    arg: i as u32,
-                });
+            if a.tensor.buffer.id & HEAP_ID_BIT != 0 && (a.tensor.buffer.id >> 32) & 0x7FFF_FFFF != self.graph_id {
+                return Err(GraphError::ForeignHeapTensor { task: id, arg: i as u32 });
             }
         }
         let mut fanin = core::mem::take(&mut self.scratch);
@@ -260,20 +228,14 @@ impl<'f> GraphBuilder<'f> {
         for a in task.args() {
             if a.dir.writes() {
                 let (s, e) = a.tensor.byte_range();
-                self.writers
-                    .entry(a.tensor.buffer.id)
-                    .or_default()
-                    .assign(s, e, id);
+                self.writers.entry(a.tensor.buffer.id).or_default().assign(s, e, id);
             }
         }
         fanin.sort_unstable();
         fanin.dedup();
         let node_fanin = fanin.clone();
         self.scratch = fanin;
-        self.nodes.push(Node {
-            task,
-            fanin: node_fanin,
-        });
+        self.nodes.push(Node { task, fanin: node_fanin });
         Ok(TaskId(id))
     }
 
@@ -281,16 +243,10 @@ impl<'f> GraphBuilder<'f> {
     pub fn depend(&mut self, consumer: TaskId, producer: TaskId) -> Result<(), GraphError> {
         let n = self.nodes.len() as u32;
         if consumer.0 >= n {
-            return Err(GraphError::UnknownDependency {
-                task: consumer.0,
-                dep: consumer.0,
-            });
+            return Err(GraphError::UnknownDependency { task: consumer.0, dep: consumer.0 });
         }
         if producer.0 >= n {
-            return Err(GraphError::UnknownDependency {
-                task: consumer.0,
-                dep: producer.0,
-            });
+            return Err(GraphError::UnknownDependency { task: consumer.0, dep: producer.0 });
         }
         if producer == consumer {
             return Err(GraphError::SelfDependency { task: consumer.0 });
@@ -331,10 +287,7 @@ impl<'f> GraphBuilder<'f> {
 
     /// First task of `shape`, if any.
     pub fn first_of(&self, shape: Shape) -> Option<u32> {
-        self.nodes
-            .iter()
-            .position(|n| n.task.kind().shape() == shape)
-            .map(|i| i as u32)
+        self.nodes.iter().position(|n| n.task.kind().shape() == shape).map(|i| i as u32)
     }
 
     /// Reject dependency cycles (possible only through [`GraphBuilder::depend`] edges that
@@ -377,11 +330,7 @@ impl<'f> GraphBuilder<'f> {
                 return Err(GraphError::Cycle { tasks });
             }
             path.push(cur);
-            cur = match self.nodes[cur as usize]
-                .fanin
-                .iter()
-                .find(|&&p| indeg[p as usize] > 0)
-            {
+            cur = match self.nodes[cur as usize].fanin.iter().find(|&&p| indeg[p as usize] > 0) {
                 Some(&p) => p,
                 None => return Err(GraphError::Cycle { tasks: path }),
             };
@@ -420,11 +369,8 @@ impl<'f> GraphBuilder<'f> {
         let funcs_off = (fanout_off + fanout_len * 4).div_ceil(8) * 8;
         let func_count = self.funcs.len();
         let args_off = funcs_off + func_count * core::mem::size_of::<FuncEntry>();
-        let args_bytes: usize = self
-            .nodes
-            .iter()
-            .map(|x| 8 + x.task.args().len() * 64 + x.task.scalars().len() * 8)
-            .sum();
+        let args_bytes: usize =
+            self.nodes.iter().map(|x| 8 + x.task.args().len() * 64 + x.task.scalars().len() * 8).sum();
         let total = args_off + args_bytes;
         let mut img = alloc::vec![0u8; total];
 
@@ -446,10 +392,7 @@ impl<'f> GraphBuilder<'f> {
         }
         for id in 0..func_count {
             let e = match self.funcs.get(id as u16) {
-                Some(f) => FuncEntry {
-                    aic: f.aic.unwrap_or(0),
-                    aiv: f.aiv.unwrap_or(0),
-                },
+                Some(f) => FuncEntry { aic: f.aic.unwrap_or(0), aiv: f.aiv.unwrap_or(0) },
                 None => FuncEntry::default(),
             };
             let o = funcs_off + id * 16;
@@ -478,10 +421,7 @@ impl<'f> GraphBuilder<'f> {
                 args_len: args_len as u32,
             };
             img[rec_pos..rec_pos + 32].copy_from_slice(rec.as_bytes());
-            let ah = ArgsHeader {
-                tensors: t.args().len() as u32,
-                scalars: t.scalars().len() as u32,
-            };
+            let ah = ArgsHeader { tensors: t.args().len() as u32, scalars: t.scalars().len() as u32 };
             img[args_pos..args_pos + 8].copy_from_slice(ah.as_bytes());
             let mut p = args_pos + 8;
             for a in t.args() {
@@ -524,12 +464,7 @@ mod tests {
     use crate::graph::FuncId;
 
     fn ext(id: u64, bytes: u64) -> BufferRef {
-        BufferRef {
-            id,
-            placement: Placement::External(GmAddr(0x10000 * id)),
-            bytes,
-            dtype: DType::F32,
-        }
+        BufferRef { id, placement: Placement::External(GmAddr(0x10000 * id)), bytes, dtype: DType::F32 }
     }
 
     fn table() -> FuncTable {
@@ -575,15 +510,11 @@ mod tests {
         let w2 = g.submit(Task::aiv(FuncId(0)).output(&lo)).unwrap();
         assert_eq!(g.producers(w2), &[w_lo.0], "WAW on lo only");
         // ...unless declared.
-        let w3 = g
-            .submit(Task::aiv(FuncId(0)).output(&hi).after(r_all))
-            .unwrap();
+        let w3 = g.submit(Task::aiv(FuncId(0)).output(&hi).after(r_all)).unwrap();
         assert_eq!(g.producers(w3), &[w_hi.0, r_all.0]);
         // NoDep and disjoint views add nothing.
         let y = Tensor::whole(ext(2, 256), &[64]).unwrap();
-        let nd = g
-            .submit(Task::aiv(FuncId(0)).no_dep(&x).output(&y))
-            .unwrap();
+        let nd = g.submit(Task::aiv(FuncId(0)).no_dep(&x).output(&y)).unwrap();
         assert!(g.producers(nd).is_empty());
     }
 
@@ -594,43 +525,24 @@ mod tests {
         let x = Tensor::whole(ext(1, 256), &[64]).unwrap();
         assert_eq!(
             g.submit(Task::aiv(FuncId(9)).input(&x)),
-            Err(GraphError::UnknownFunc {
-                task: 0,
-                lane: 1,
-                func: 9
-            })
+            Err(GraphError::UnknownFunc { task: 0, lane: 1, func: 9 })
         );
-        assert!(matches!(
-            g.submit(Task::aic(FuncId(0))),
-            Err(GraphError::WrongCoreType { func: 0, .. })
-        ));
+        assert!(matches!(g.submit(Task::aic(FuncId(0))), Err(GraphError::WrongCoreType { func: 0, .. })));
         let mut t = Task::aiv(FuncId(0));
         for _ in 0..33 {
             t = t.input(&x);
         }
-        assert_eq!(
-            g.submit(t),
-            Err(GraphError::TooManyTensorArgs { task: 0, count: 33 })
-        );
+        assert_eq!(g.submit(t), Err(GraphError::TooManyTensorArgs { task: 0, count: 33 }));
         let mut t = Task::aiv(FuncId(0));
         for i in 0..17 {
             t = t.scalar(i);
         }
-        assert_eq!(
-            g.submit(t),
-            Err(GraphError::TooManyScalarArgs { task: 0, count: 17 })
-        );
+        assert_eq!(g.submit(t), Err(GraphError::TooManyScalarArgs { task: 0, count: 17 }));
         assert_eq!(
             g.submit(Task::aiv(FuncId(0)).after(TaskId(5))),
             Err(GraphError::UnknownDependency { task: 0, dep: 5 })
         );
-        assert_eq!(
-            g.submit(Task::aiv(FuncId(0)).blocks(0)),
-            Err(GraphError::BadBlockNum {
-                task: 0,
-                block_num: 0
-            })
-        );
+        assert_eq!(g.submit(Task::aiv(FuncId(0)).blocks(0)), Err(GraphError::BadBlockNum { task: 0, block_num: 0 }));
         assert_eq!(g.task_count(), 0, "failed submissions leave nothing behind");
     }
 
@@ -643,12 +555,7 @@ mod tests {
         let c = g.submit(Task::dummy().after(b)).unwrap();
         assert!(g.check_acyclic().is_ok());
         g.depend(a, c).unwrap();
-        assert_eq!(
-            g.check_acyclic(),
-            Err(GraphError::Cycle {
-                tasks: alloc::vec![0, 1, 2]
-            })
-        );
+        assert_eq!(g.check_acyclic(), Err(GraphError::Cycle { tasks: alloc::vec![0, 1, 2] }));
         assert_eq!(g.depend(a, a), Err(GraphError::SelfDependency { task: 0 }));
     }
 
@@ -659,28 +566,17 @@ mod tests {
         let mut g = GraphBuilder::new(&f, 7);
         let tmp = g.alloc_tensor(DType::F32, &[16]).unwrap();
         let x = Tensor::whole(ext(1, 64), &[16]).unwrap();
-        g.submit(Task::aiv(FuncId(0)).input(&x).output(&tmp).scalar(5))
-            .unwrap();
-        g.submit(Task::aiv(FuncId(0)).input(&tmp).output(&x))
-            .unwrap();
+        g.submit(Task::aiv(FuncId(0)).input(&x).output(&tmp).scalar(5)).unwrap();
+        g.submit(Task::aiv(FuncId(0)).input(&tmp).output(&x)).unwrap();
         let img = g.emit(GmAddr(0x9000_0000)).unwrap();
         let h = ImageHeader::read_from_prefix(&img).unwrap().0;
         assert_eq!((h.magic, h.task_count, h.fanout_len), (IMAGE_MAGIC, 2, 1));
-        let r0 = TaskRecord::read_from_prefix(&img[h.tasks_off as usize..])
-            .unwrap()
-            .0;
+        let r0 = TaskRecord::read_from_prefix(&img[h.tasks_off as usize..]).unwrap().0;
         assert_eq!((r0.fanin, r0.fanout_count), (0, 1));
         let args = h.tasks_off as i64 + r0.args_rel as i64;
-        let ah = ArgsHeader::read_from_prefix(&img[args as usize..])
-            .unwrap()
-            .0;
+        let ah = ArgsHeader::read_from_prefix(&img[args as usize..]).unwrap().0;
         assert_eq!((ah.tensors, ah.scalars), (2, 1));
-        let d1 = TensorDesc::read_from_prefix(&img[args as usize + 8 + 64..])
-            .unwrap()
-            .0;
-        assert_eq!(
-            d1.addr, 0x9000_0000,
-            "heap tensor resolved against the heap base"
-        );
+        let d1 = TensorDesc::read_from_prefix(&img[args as usize + 8 + 64..]).unwrap().0;
+        assert_eq!(d1.addr, 0x9000_0000, "heap tensor resolved against the heap base");
     }
 }

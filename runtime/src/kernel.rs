@@ -31,8 +31,7 @@ pub trait KernelIo: KernelContext {
         let mut out = alloc::vec![T::zeroed(); t.elem_count() as usize];
         walk(&t, |elem_off, dst_off, n| {
             let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out[dst_off..dst_off + n]);
-            self.gm()
-                .read(t.addr.offset(elem_off * t.elem_bytes as u64), bytes);
+            self.gm().read(t.addr.offset(elem_off * t.elem_bytes as u64), bytes);
         });
         out
     }
@@ -41,16 +40,11 @@ pub trait KernelIo: KernelContext {
     fn store<T: Element>(&self, arg: usize, data: &[T]) {
         let t = checked::<T>(self.arg(arg), arg);
         if data.len() as u64 != t.elem_count() {
-            panic!(
-                "kernel stores {} elements into tensor argument {arg}, which has {}",
-                data.len(),
-                t.elem_count()
-            );
+            panic!("kernel stores {} elements into tensor argument {arg}, which has {}", data.len(), t.elem_count());
         }
         walk(&t, |elem_off, src_off, n| {
             let bytes: &[u8] = bytemuck::cast_slice(&data[src_off..src_off + n]);
-            self.gm()
-                .write(t.addr.offset(elem_off * t.elem_bytes as u64), bytes);
+            self.gm().write(t.addr.offset(elem_off * t.elem_bytes as u64), bytes);
         });
     }
 
@@ -58,22 +52,14 @@ pub trait KernelIo: KernelContext {
     fn get<T: Element>(&self, arg: usize, idx: &[u32]) -> T {
         let t = checked::<T>(self.arg(arg), arg);
         let mut v = T::zeroed();
-        self.gm().read(
-            t.addr
-                .offset(elem_offset(&t, idx, arg) * t.elem_bytes as u64),
-            bytemuck::bytes_of_mut(&mut v),
-        );
+        self.gm().read(t.addr.offset(elem_offset(&t, idx, arg) * t.elem_bytes as u64), bytemuck::bytes_of_mut(&mut v));
         v
     }
 
     /// Set element `idx` of tensor argument `arg`.
     fn set<T: Element>(&self, arg: usize, idx: &[u32], v: T) {
         let t = checked::<T>(self.arg(arg), arg);
-        self.gm().write(
-            t.addr
-                .offset(elem_offset(&t, idx, arg) * t.elem_bytes as u64),
-            bytemuck::bytes_of(&v),
-        );
+        self.gm().write(t.addr.offset(elem_offset(&t, idx, arg) * t.elem_bytes as u64), bytemuck::bytes_of(&v));
     }
 
     /// Scalar argument `i` as an `f32` (low 32 bits).
@@ -89,29 +75,19 @@ fn checked<T: Element>(t: TensorArg, arg: usize) -> TensorArg {
         let actual = DType::try_from(t.dtype)
             .map(|d| alloc::format!("{d:?}"))
             .unwrap_or_else(|_| alloc::format!("code {}", t.dtype));
-        panic!(
-            "kernel accesses tensor argument {arg} as {:?}, but it holds {actual}",
-            T::DTYPE
-        );
+        panic!("kernel accesses tensor argument {arg} as {:?}, but it holds {actual}", T::DTYPE);
     }
     t
 }
 
 fn elem_offset(t: &TensorArg, idx: &[u32], arg: usize) -> u64 {
     if idx.len() != t.ndims as usize {
-        panic!(
-            "tensor argument {arg} has {} dimensions, indexed with {}",
-            t.ndims,
-            idx.len()
-        );
+        panic!("tensor argument {arg} has {} dimensions, indexed with {}", t.ndims, idx.len());
     }
     let mut off = 0u64;
     for (k, &i) in idx.iter().enumerate() {
         if i >= t.shape[k] {
-            panic!(
-                "index {i} out of range {} in dimension {k} of tensor argument {arg}",
-                t.shape[k]
-            );
+            panic!("index {i} out of range {} in dimension {k} of tensor argument {arg}", t.shape[k]);
         }
         off += i as u64 * t.strides[k] as u64;
     }
@@ -126,18 +102,12 @@ fn walk(t: &TensorArg, mut f: impl FnMut(u64, usize, usize)) {
         return;
     }
     // Innermost run: contiguous along the last dimension when its stride is 1.
-    let inner = if t.strides[nd - 1] == 1 {
-        t.shape[nd - 1] as usize
-    } else {
-        1
-    };
+    let inner = if t.strides[nd - 1] == 1 { t.shape[nd - 1] as usize } else { 1 };
     let outer_dims = if inner > 1 { nd - 1 } else { nd };
     let mut idx = [0u32; MAX_TENSOR_DIMS];
     let mut dense = 0usize;
     loop {
-        let off: u64 = (0..outer_dims)
-            .map(|k| idx[k] as u64 * t.strides[k] as u64)
-            .sum();
+        let off: u64 = (0..outer_dims).map(|k| idx[k] as u64 * t.strides[k] as u64).sum();
         f(off, dense, inner);
         dense += inner;
         // Odometer over the outer dimensions.

@@ -337,9 +337,7 @@ pub struct ArgsHeader {
 }
 
 /// A tensor argument as stored in the image.
-#[derive(
-    Copy, Clone, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
-)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct TensorDesc {
     /// Address of the view's first element.
@@ -392,7 +390,8 @@ const _: () = {
     assert!(offset_of!(LaunchDesc, fatal) == 128);
     assert!(offset_of!(LaunchDesc, run) == 192);
     assert!(size_of::<Handshake>() == 64);
-    assert!(offset_of!(Handshake, aicore_done) == 4 * 0);
+    assert!(offset_of!(Handshake, aicore_done) == 0);
+    assert!(offset_of!(Handshake, physical_core_id) == 8);
     assert!(offset_of!(Handshake, report_epoch) == 16);
     assert!(size_of::<TeardownGate>() == 64);
     assert!(size_of::<DispatchPayload>() == 64);

@@ -76,22 +76,10 @@ pub fn latch<A: GmAtomic + GmMemory + pto_hal::CacheMaintenance + pto_hal::Barri
     if a.compare_exchange(desc.offset(offsets::FATAL_CLAIMED), 0, 1) != 0 {
         return false;
     }
-    a.store_direct(
-        desc.offset(offsets::FATAL_CODE),
-        fault.code.value() as u32 as u64,
-    );
-    a.store_direct(
-        desc.offset(offsets::FATAL_SITE),
-        u32::from(fault.site) as u64,
-    );
-    a.store_direct(
-        desc.offset(offsets::FATAL_TASK),
-        fault.task.map_or(u64::MAX, u64::from),
-    );
-    a.store_direct(
-        desc.offset(offsets::FATAL_CORE),
-        fault.core.map_or(u64::MAX, u64::from),
-    );
+    a.store_direct(desc.offset(offsets::FATAL_CODE), fault.code.value() as u32 as u64);
+    a.store_direct(desc.offset(offsets::FATAL_SITE), u32::from(fault.site) as u64);
+    a.store_direct(desc.offset(offsets::FATAL_TASK), fault.task.map_or(u64::MAX, u64::from));
+    a.store_direct(desc.offset(offsets::FATAL_CORE), fault.core.map_or(u64::MAX, u64::from));
     a.store_direct(desc.offset(offsets::FATAL_DETAIL), fault.detail);
     if !text.is_empty() {
         let mut buf = [0u8; 128];
@@ -146,19 +134,46 @@ pub fn report<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch) {
     a.send_event();
 }
 
-/// AICore: wait for the window to open (DMB non-zero). `Err(())` past the deadline.
-pub fn wait_window<A: AicoreAgent>(a: &A, deadline: Ticks) -> Result<u32, ()> {
+/// Gate value that cancels a core before its window opened: this run's epoch with the top bit
+/// set. A core waiting for its window watches its gate and leaves when it reads this.
+pub const fn cancel_value(epoch: u64) -> u64 {
+    epoch | (1 << 63)
+}
+
+/// Why a core left its window wait without a window.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum NoWindow {
+    /// The AICPU cancelled this core (the run stopped before its window opened).
+    Cancelled,
+    /// The budget ran out.
+    Timeout,
+}
+
+/// AICore: wait for the window to open (DMB non-zero), or for a pre-window cancel through the
+/// core's teardown gate, or for the budget to run out.
+pub fn wait_window<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, deadline: Ticks) -> Result<u32, NoWindow> {
+    let gate = map.gate(w);
     loop {
         let v = a.read_dmb();
         if v != 0 {
             a.rmb();
             return Ok(v);
         }
-        if a.now_ticks() >= deadline {
-            return Err(());
+        let g = a.query(gate);
+        if g == cancel_value(map.cfg.epoch) {
+            return Err(NoWindow::Cancelled);
         }
-        a.wait_for_event(deadline);
+        if a.now_ticks() >= deadline {
+            return Err(NoWindow::Timeout);
+        }
+        // A DMB write wakes this core as well as a store to its gate.
+        a.wait_for_word(gate, g, deadline);
     }
+}
+
+/// AICPU: cancel a core whose window was never opened, so it leaves its window wait now.
+pub fn cancel_window<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) {
+    a.store_direct(map.gate(w), cancel_value(map.cfg.epoch));
 }
 
 /// AICore: after EXITED, wait until this run's AICPU released the core through its gate.
@@ -222,12 +237,7 @@ pub struct Retired {
 /// AICPU: retire `cores` (`(worker, physical id)` pairs that handshook) with one shared
 /// deadline: EXIT broadcast, quiesce, close + read-back, one `rmb`, then RELEASE each
 /// acknowledged core's gate with `epoch`. A silent core is neither closed nor released.
-pub fn retire_group<A: AicpuAgent>(
-    a: &A,
-    map: &RunMap,
-    cores: &[(u32, u32)],
-    exited: &mut [bool],
-) -> Retired {
+pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], exited: &mut [bool]) -> Retired {
     let deadline = a.now_ticks().saturating_add(map.cfg.exit_ticks);
     a.wmb();
     for &(_, phys) in cores {

@@ -33,12 +33,7 @@ impl ReadyQueue {
     pub fn with_capacity(capacity: usize) -> ReadyQueue {
         let cap = capacity.max(2).next_power_of_two();
         ReadyQueue {
-            slots: (0..cap)
-                .map(|i| Slot {
-                    seq: AtomicUsize::new(i),
-                    value: AtomicU32::new(0),
-                })
-                .collect(),
+            slots: (0..cap).map(|i| Slot { seq: AtomicUsize::new(i), value: AtomicU32::new(0) }).collect(),
             mask: cap - 1,
             enqueue: AtomicUsize::new(0),
             dequeue: AtomicUsize::new(0),
@@ -58,12 +53,7 @@ impl ReadyQueue {
             let seq = slot.seq.load(Ordering::Acquire);
             let dif = seq as isize - pos as isize;
             if dif == 0 {
-                match self.enqueue.compare_exchange_weak(
-                    pos,
-                    pos + 1,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
+                match self.enqueue.compare_exchange_weak(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed) {
                     Ok(_) => {
                         slot.value.store(v, Ordering::Relaxed);
                         slot.seq.store(pos + 1, Ordering::Release);
@@ -87,12 +77,7 @@ impl ReadyQueue {
             let seq = slot.seq.load(Ordering::Acquire);
             let dif = seq as isize - (pos + 1) as isize;
             if dif == 0 {
-                match self.dequeue.compare_exchange_weak(
-                    pos,
-                    pos + 1,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
+                match self.dequeue.compare_exchange_weak(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed) {
                     Ok(_) => {
                         let v = slot.value.load(Ordering::Relaxed);
                         slot.seq.store(pos + self.mask + 1, Ordering::Release);
@@ -128,12 +113,7 @@ mod tests {
         assert_eq!(q.push(9), Err(Full(9)));
         assert_eq!(q.pop(), Some(0));
         q.push(4).unwrap();
-        assert_eq!(
-            (1..=4)
-                .map(|_| q.pop().unwrap())
-                .collect::<alloc::vec::Vec<_>>(),
-            [1, 2, 3, 4]
-        );
+        assert_eq!((1..=4).map(|_| q.pop().unwrap()).collect::<alloc::vec::Vec<_>>(), [1, 2, 3, 4]);
         assert_eq!(q.pop(), None);
         assert!(q.is_empty_hint());
     }

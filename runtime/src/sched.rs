@@ -93,12 +93,7 @@ impl Shared {
     pub fn failed(map: RunMap) -> Shared {
         Shared {
             map,
-            g: Graph {
-                tasks: Vec::new(),
-                fanout: Vec::new(),
-                funcs: Vec::new(),
-                args: Vec::new(),
-            },
+            g: Graph { tasks: Vec::new(), fanout: Vec::new(), funcs: Vec::new(), args: Vec::new() },
             fanin_left: Vec::new(),
             next_block: Vec::new(),
             subtasks_done: Vec::new(),
@@ -161,8 +156,7 @@ impl Shared {
 
     fn release<A: AicpuAgent>(&self, a: &A, t: u32, inline: &mut Vec<u32>) {
         let rec = &self.g.tasks[t as usize];
-        let fo = &self.g.fanout
-            [rec.fanout_start as usize..(rec.fanout_start + rec.fanout_count) as usize];
+        let fo = &self.g.fanout[rec.fanout_start as usize..(rec.fanout_start + rec.fanout_count) as usize];
         for &c in fo {
             if self.fanin_left[c as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
                 if self.g.tasks[c as usize].shape == Shape::Dummy as u8 {
@@ -278,11 +272,9 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
         let mut cores = Vec::new();
         let mut c = t;
         while c < clusters {
-            for (w, ty) in [
-                (c, CoreType::Aic),
-                (clusters + 2 * c, CoreType::Aiv),
-                (clusters + 2 * c + 1, CoreType::Aiv),
-            ] {
+            for (w, ty) in
+                [(c, CoreType::Aic), (clusters + 2 * c, CoreType::Aiv), (clusters + 2 * c + 1, CoreType::Aiv)]
+            {
                 cores.push(CoreSlot {
                     w,
                     phys: 0,
@@ -297,15 +289,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
             }
             c += threads;
         }
-        Scheduler {
-            a,
-            s,
-            cores,
-            idle: [Vec::new(), Vec::new()],
-            batch: Vec::new(),
-            dispatched: 0,
-            pushed: false,
-        }
+        Scheduler { a, s, cores, idle: [Vec::new(), Vec::new()], batch: Vec::new(), dispatched: 0, pushed: false }
     }
 
     /// Handshake every owned core: sweep the reports as they arrive, validate each, open its
@@ -408,12 +392,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
             let now = a.now_ticks();
             if let Some(c) = self.cores.iter().find(|c| c.running.is_some()) {
                 if now.saturating_sub(last_progress) > watchdog {
-                    let sub = c.running.unwrap_or(Sub {
-                        task: u32::MAX,
-                        block: 0,
-                        lane: 0,
-                        reg: 0,
-                    });
+                    let sub = c.running.unwrap_or(Sub { task: u32::MAX, block: 0, lane: 0, reg: 0 });
                     s.fail(
                         a,
                         Fault {
@@ -426,9 +405,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                     );
                     break;
                 }
-            } else if now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress))
-                > watchdog
-            {
+            } else if now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress)) > watchdog {
                 s.fail(
                     a,
                     Fault {
@@ -442,20 +419,13 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                 break;
             }
             let slice = a.ticks_from_micros(10_000);
-            a.wait_for_event(
-                (last_progress.saturating_add(watchdog + 1)).min(now.saturating_add(slice)),
-            );
+            a.wait_for_event((last_progress.saturating_add(watchdog + 1)).min(now.saturating_add(slice)));
         }
     }
 
     /// Retire every core that handshook; returns how many were released.
     pub fn retire(&mut self) -> u32 {
-        let ups: Vec<(u32, u32)> = self
-            .cores
-            .iter()
-            .filter(|c| c.up)
-            .map(|c| (c.w, c.phys))
-            .collect();
+        let ups: Vec<(u32, u32)> = self.cores.iter().filter(|c| c.up).map(|c| (c.w, c.phys)).collect();
         let mut exited = alloc::vec![false; ups.len()];
         let r = lifecycle::retire_group(self.a, &self.s.map, &ups, &mut exited);
         if let Some(w) = r.silent {
@@ -478,10 +448,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
         let a = self.a;
         let d = self.s.map.desc;
         a.fetch_add(d.offset(offsets::RUN_DISPATCHED), self.dispatched);
-        a.fetch_add(
-            d.offset(offsets::RUN_CORES_READY),
-            self.cores.iter().filter(|c| c.up).count() as u64,
-        );
+        a.fetch_add(d.offset(offsets::RUN_CORES_READY), self.cores.iter().filter(|c| c.up).count() as u64);
         a.fetch_add(d.offset(offsets::RUN_CORES_RELEASED), released as u64);
         a.fetch_add(d.offset(offsets::RUN_THREADS_DONE), 1);
     }
@@ -569,13 +536,8 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
     fn has_capacity(&self, shape: Shape) -> bool {
         match shape {
             Shape::Aic | Shape::Aiv => {
-                let ty = if shape == Shape::Aic {
-                    CoreType::Aic
-                } else {
-                    CoreType::Aiv
-                };
-                !self.idle[ty as usize].is_empty()
-                    || self.cores.iter().any(|c| c.ty == ty && c.can_pend())
+                let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
+                !self.idle[ty as usize].is_empty() || self.cores.iter().any(|c| c.ty == ty && c.can_pend())
             }
             Shape::Mix => self.free_cluster().is_some(),
             Shape::Dummy => false,
@@ -621,11 +583,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                     }
                 }
                 _ => {
-                    let ty = if shape == Shape::Aic {
-                        CoreType::Aic
-                    } else {
-                        CoreType::Aiv
-                    };
+                    let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
                     let Some(i) = self.take_core(ty) else { break };
                     s.next_block[t as usize].store(b + 1, Ordering::Relaxed);
                     let lane = if shape == Shape::Aic { 0 } else { 1 };
@@ -649,13 +607,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
         let bin = if func == NO_FUNC {
             0
         } else {
-            s.g.funcs.get(func as usize).map_or(0, |f| {
-                if core_ty == CoreType::Aic {
-                    f.aic
-                } else {
-                    f.aiv
-                }
-            })
+            s.g.funcs.get(func as usize).map_or(0, |f| if core_ty == CoreType::Aic { f.aic } else { f.aiv })
         };
         let c = &mut self.cores[i];
         c.seq = regs::next_id(c.seq);
@@ -672,12 +624,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
             reserved: [0; 3],
         };
         self.a.write(s.map.payload(c.w, reg & 1), p.as_bytes());
-        let sub = Sub {
-            task: t,
-            block,
-            lane,
-            reg,
-        };
+        let sub = Sub { task: t, block, lane, reg };
         if c.running.is_none() {
             c.running = Some(sub);
             c.acked = false;
@@ -710,49 +657,22 @@ mod tests {
         // Case 1: pending id seen with FIN: both done.
         assert_eq!(
             decide(fin(6), Some(5), Some(6)),
-            Decision {
-                running_done: true,
-                pending_done: true,
-                promote: false,
-                running_acked: false
-            }
+            Decision { running_done: true, pending_done: true, promote: false, running_acked: false }
         );
         // Case 1': pending id seen with ACK: running done, pending promoted and acknowledged.
         assert_eq!(
             decide(ack(6), Some(5), Some(6)),
-            Decision {
-                running_done: true,
-                pending_done: false,
-                promote: true,
-                running_acked: true
-            }
+            Decision { running_done: true, pending_done: false, promote: true, running_acked: true }
         );
         // Case 2: running FIN with a pending: running done, pending promoted (not yet acked).
         assert_eq!(
             decide(fin(5), Some(5), Some(6)),
-            Decision {
-                running_done: true,
-                pending_done: false,
-                promote: true,
-                running_acked: false
-            }
+            Decision { running_done: true, pending_done: false, promote: true, running_acked: false }
         );
         // Case 2': running FIN, nothing pending: core idle.
-        assert_eq!(
-            decide(fin(5), Some(5), None),
-            Decision {
-                running_done: true,
-                ..Decision::default()
-            }
-        );
+        assert_eq!(decide(fin(5), Some(5), None), Decision { running_done: true, ..Decision::default() });
         // Case 3: running ACK: only the acknowledgement.
-        assert_eq!(
-            decide(ack(5), Some(5), None),
-            Decision {
-                running_acked: true,
-                ..Decision::default()
-            }
-        );
+        assert_eq!(decide(ack(5), Some(5), None), Decision { running_acked: true, ..Decision::default() });
         // Case 4: idle or stale values change nothing.
         assert_eq!(decide(regs::COND_IDLE, Some(5), None), Decision::default());
         assert_eq!(decide(fin(3), Some(5), Some(6)), Decision::default());

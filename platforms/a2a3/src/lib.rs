@@ -28,7 +28,4 @@ pub const FAST_PATH_OPEN: u32 = 0xE;
 pub const FAST_PATH_CLOSE: u32 = 0xF;
 
 /// The chip's topology.
-pub const TOPOLOGY: pto_hal::Topology = pto_hal::Topology {
-    clusters: CLUSTERS,
-    aicpu_threads: AICPU_THREADS,
-};
+pub const TOPOLOGY: pto_hal::Topology = pto_hal::Topology { clusters: CLUSTERS, aicpu_threads: AICPU_THREADS };

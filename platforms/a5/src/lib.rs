@@ -22,7 +22,4 @@ pub const DMB_OFFSET: u32 = 0xD0;
 pub const COND_OFFSET: u32 = 0x5108;
 
 /// The chip's topology.
-pub const TOPOLOGY: pto_hal::Topology = pto_hal::Topology {
-    clusters: CLUSTERS,
-    aicpu_threads: AICPU_THREADS,
-};
+pub const TOPOLOGY: pto_hal::Topology = pto_hal::Topology { clusters: CLUSTERS, aicpu_threads: AICPU_THREADS };

@@ -10,9 +10,8 @@ use std::sync::atomic::{Ordering, fence};
 use std::time::Duration;
 
 use pto_hal::{
-    AicoreAgent, AicpuAgent, Barriers, CacheMaintenance, Clock, Contract, CoreRegisters, CoreType,
-    Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers,
-    Ticks,
+    AicoreAgent, AicpuAgent, Barriers, CacheMaintenance, Clock, Contract, CoreRegisters, CoreType, Events, GmAddr,
+    GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
 };
 
 use crate::device::{Inner, KERNEL_BASE};
@@ -65,12 +64,7 @@ macro_rules! impl_common {
             }
             #[inline]
             fn compare_exchange(&self, addr: GmAddr, expected: u64, desired: u64) -> u64 {
-                match word(&self.inner, addr).compare_exchange(
-                    expected,
-                    desired,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
+                match word(&self.inner, addr).compare_exchange(expected, desired, Ordering::AcqRel, Ordering::Acquire) {
                     Ok(v) => {
                         self.inner.word_written(addr.0);
                         v
@@ -146,13 +140,7 @@ macro_rules! impl_common {
 }
 
 /// Arm agent `slot`'s monitor on `addr`, wait (unless the word already changed), disarm.
-pub(crate) fn monitor_wait<C: Contract>(
-    inner: &Inner<C>,
-    slot: usize,
-    addr: GmAddr,
-    seen: u64,
-    wait: impl FnOnce(),
-) {
+pub(crate) fn monitor_wait<C: Contract>(inner: &Inner<C>, slot: usize, addr: GmAddr, seen: u64, wait: impl FnOnce()) {
     let m = &inner.monitors[slot];
     m.store(addr.0, Ordering::SeqCst);
     inner.monitoring.fetch_add(1, Ordering::SeqCst);
@@ -173,11 +161,7 @@ pub struct SimAicpu<C: Contract> {
 
 impl<C: Contract> SimAicpu<C> {
     pub(crate) fn new(inner: Arc<Inner<C>>, idx: u32) -> Self {
-        SimAicpu {
-            inner,
-            idx,
-            _c: PhantomData,
-        }
+        SimAicpu { inner, idx, _c: PhantomData }
     }
 }
 
@@ -206,9 +190,7 @@ impl<C: Contract> Registers for SimAicpu<C> {
         }
     }
     fn open_window(&self, core: u32, idle: u32) {
-        self.inner.regs[core as usize]
-            .window_open
-            .store(true, Ordering::Release);
+        self.inner.regs[core as usize].window_open.store(true, Ordering::Release);
         self.write_reg(core, Reg::Dmb, idle);
     }
     fn close_window(&self, core: u32, idle: u32) {
@@ -224,10 +206,7 @@ impl<C: Contract> Events for SimAicpu<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
         let d = self.inner.instant_of(deadline);
-        self.inner.aicpu_wake[self.idx as usize].wait(
-            Some(d),
-            Duration::from_micros(self.inner.config.aicpu_spin_us),
-        );
+        self.inner.aicpu_wake[self.idx as usize].wait(Some(d), Duration::from_micros(self.inner.config.aicpu_spin_us));
     }
     #[inline]
     fn send_event(&self) {
@@ -235,9 +214,7 @@ impl<C: Contract> Events for SimAicpu<C> {
     }
     fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks) {
         let slot = self.idx as usize;
-        crate::agent::monitor_wait(&self.inner, slot, addr, seen, || {
-            self.wait_for_event(deadline)
-        });
+        crate::agent::monitor_wait(&self.inner, slot, addr, seen, || self.wait_for_event(deadline));
     }
 }
 
@@ -256,13 +233,7 @@ impl<C: Contract> SimCore<C> {
     pub(crate) fn new(inner: Arc<Inner<C>>, worker: u32) -> Self {
         let phys = inner.physical_id(worker);
         let core_type = inner.topo.core_type(worker);
-        SimCore {
-            inner,
-            worker,
-            phys,
-            core_type,
-            _c: PhantomData,
-        }
+        SimCore { inner, worker, phys, core_type, _c: PhantomData }
     }
 }
 
@@ -271,9 +242,7 @@ impl_common!(SimCore);
 impl<C: Contract> CoreRegisters for SimCore<C> {
     #[inline]
     fn read_dmb(&self) -> u32 {
-        self.inner.regs[self.phys as usize]
-            .dmb
-            .load(Ordering::Acquire)
+        self.inner.regs[self.phys as usize].dmb.load(Ordering::Acquire)
     }
     #[inline]
     fn write_cond(&self, value: u32) {
@@ -290,10 +259,8 @@ impl<C: Contract> Events for SimCore<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
         let d = self.inner.instant_of(deadline);
-        self.inner.core_wake[self.worker as usize].wait(
-            Some(d),
-            Duration::from_micros(self.inner.config.aicore_spin_us),
-        );
+        self.inner.core_wake[self.worker as usize]
+            .wait(Some(d), Duration::from_micros(self.inner.config.aicore_spin_us));
     }
     #[inline]
     fn send_event(&self) {
@@ -301,9 +268,7 @@ impl<C: Contract> Events for SimCore<C> {
     }
     fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks) {
         let slot = self.inner.aicpu_wake.len() + self.worker as usize;
-        crate::agent::monitor_wait(&self.inner, slot, addr, seen, || {
-            self.wait_for_event(deadline)
-        });
+        crate::agent::monitor_wait(&self.inner, slot, addr, seen, || self.wait_for_event(deadline));
     }
 }
 

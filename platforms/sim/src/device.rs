@@ -8,8 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use pto_hal::{
-    AicoreEntry, AicoreLaunch, AicpuEntry, AicpuLaunch, Contract, CoreType, GmAddr, KernelFn,
-    Ticks, Topology,
+    AicoreEntry, AicoreLaunch, AicpuEntry, AicpuLaunch, Contract, CoreType, GmAddr, KernelFn, Ticks, Topology,
 };
 
 use crate::agent::{SimAicpu, SimCore};
@@ -51,14 +50,8 @@ impl LaunchState {
     }
 
     fn finish_one(&self, status: i32, message: Option<String>) {
-        if status != 0 {
-            if self
-                .status
-                .compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                *self.message.lock().unwrap_or_else(|e| e.into_inner()) = message;
-            }
+        if status != 0 && self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            *self.message.lock().unwrap_or_else(|e| e.into_inner()) = message;
         }
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
@@ -78,11 +71,7 @@ impl LaunchState {
             if now >= deadline {
                 return false;
             }
-            done = self
-                .cv
-                .wait_timeout(done, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            done = self.cv.wait_timeout(done, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
         }
         true
     }
@@ -92,28 +81,14 @@ impl LaunchState {
         let status = self.status.load(Ordering::Acquire);
         (status != 0).then(|| SimError::DeviceFault {
             status,
-            message: self
-                .message
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            message: self.message.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         })
     }
 }
 
 pub(crate) enum Job<C: Contract> {
-    Aicpu {
-        entry: AicpuEntry<SimAicpu<C>>,
-        args: GmAddr,
-        thread_idx: u32,
-        thread_count: u32,
-        launch: Arc<LaunchState>,
-    },
-    Aicore {
-        entry: AicoreEntry<SimCore<C>>,
-        args: GmAddr,
-        launch: Arc<LaunchState>,
-    },
+    Aicpu { entry: AicpuEntry<SimAicpu<C>>, args: GmAddr, thread_idx: u32, thread_count: u32, launch: Arc<LaunchState> },
+    Aicore { entry: AicoreEntry<SimCore<C>>, args: GmAddr, launch: Arc<LaunchState> },
 }
 
 /// Shared state of one simulated device.
@@ -170,18 +145,12 @@ impl<C: Contract> Inner<C> {
     }
 
     pub fn push_aicpu(&self, t: u32, job: Job<C>) {
-        self.aicpu_jobs[t as usize]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(job);
+        self.aicpu_jobs[t as usize].lock().unwrap_or_else(|e| e.into_inner()).push_back(job);
         self.aicpu_wake[t as usize].notify();
     }
 
     pub fn push_core(&self, w: u32, job: Job<C>) {
-        self.core_jobs[w as usize]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(job);
+        self.core_jobs[w as usize].lock().unwrap_or_else(|e| e.into_inner()).push_back(job);
         self.core_wake[w as usize].notify();
     }
 
@@ -215,10 +184,7 @@ impl<C: Contract> Inner<C> {
     }
 
     pub fn add_silent(&self, w: u32) {
-        self.silent
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(w);
+        self.silent.lock().unwrap_or_else(|e| e.into_inner()).push(w);
     }
 }
 
@@ -227,10 +193,7 @@ fn run_guarded(f: impl FnOnce() -> i32) -> (i32, Option<String>) {
     crate::panics::install_quiet_hook();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(s) => (s, None),
-        Err(p) => (
-            crate::AGENT_PANIC_STATUS,
-            Some(crate::panics::take_message(&*p)),
-        ),
+        Err(p) => (crate::AGENT_PANIC_STATUS, Some(crate::panics::take_message(&*p))),
     }
 }
 
@@ -238,34 +201,15 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
     inner.aicpu_wake[t as usize].bind_current();
     let agent = SimAicpu::new(inner.clone(), t);
     loop {
-        let job = inner.aicpu_jobs[t as usize]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front();
+        let job = inner.aicpu_jobs[t as usize].lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         match job {
-            Some(Job::Aicpu {
-                entry,
-                args,
-                thread_idx,
-                thread_count,
-                launch,
-            }) => {
+            Some(Job::Aicpu { entry, args, thread_idx, thread_count, launch }) => {
                 let (s, m) = run_guarded(|| {
-                    entry(
-                        &agent,
-                        AicpuLaunch {
-                            thread_idx,
-                            thread_count,
-                            args,
-                            scratch: &launch.scratch,
-                        },
-                    )
+                    entry(&agent, AicpuLaunch { thread_idx, thread_count, args, scratch: &launch.scratch })
                 });
                 launch.finish_one(s, m);
             }
-            Some(Job::Aicore { launch, .. }) => {
-                launch.finish_one(-1, Some("AICore job on an AICPU thread".into()))
-            }
+            Some(Job::Aicore { launch, .. }) => launch.finish_one(-1, Some("AICore job on an AICPU thread".into())),
             None => {
                 if inner.shutdown.load(Ordering::Acquire) {
                     return;
@@ -280,16 +224,9 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
     inner.core_wake[w as usize].bind_current();
     let agent = SimCore::new(inner.clone(), w);
     loop {
-        let job = inner.core_jobs[w as usize]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front();
+        let job = inner.core_jobs[w as usize].lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         match job {
-            Some(Job::Aicore {
-                entry,
-                args,
-                launch,
-            }) => {
+            Some(Job::Aicore { entry, args, launch }) => {
                 if inner.take_silent(w) {
                     // Injected fault: this core never runs its program (never reports).
                     launch.finish_one(0, None);
@@ -304,9 +241,7 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                 let (s, m) = run_guarded(|| entry(&agent, launch_info));
                 launch.finish_one(s, m);
             }
-            Some(Job::Aicpu { launch, .. }) => {
-                launch.finish_one(-1, Some("AICPU job on an AICore thread".into()))
-            }
+            Some(Job::Aicpu { launch, .. }) => launch.finish_one(-1, Some("AICPU job on an AICore thread".into())),
             None => {
                 if inner.shutdown.load(Ordering::Acquire) {
                     return;
@@ -328,14 +263,10 @@ impl<C: Contract> SimDevice<C> {
     /// Open a simulated device of `topo` with `config`.
     pub fn open(topo: Topology, config: SimConfig) -> Result<SimDevice<C>, SimError> {
         if topo.clusters == 0 || topo.aicpu_threads == 0 {
-            return Err(SimError::InvalidArgument(
-                "a device needs at least one cluster and one AICPU thread",
-            ));
+            return Err(SimError::InvalidArgument("a device needs at least one cluster and one AICPU thread"));
         }
         if config.freq_hz == 0 {
-            return Err(SimError::InvalidArgument(
-                "counter frequency must be non-zero",
-            ));
+            return Err(SimError::InvalidArgument("counter frequency must be non-zero"));
         }
         let workers = topo.workers() as usize;
         let nthreads = topo.aicpu_threads as usize;
@@ -350,9 +281,7 @@ impl<C: Contract> SimDevice<C> {
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),
             core_jobs: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
             kernels: RwLock::new(Vec::new()),
-            monitors: (0..nthreads + workers)
-                .map(|_| std::sync::atomic::AtomicU64::new(0))
-                .collect(),
+            monitors: (0..nthreads + workers).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),
             monitoring: AtomicU32::new(0),
             silent: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
@@ -407,12 +336,7 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
 impl<C: Contract> Drop for SimDevice<C> {
     fn drop(&mut self) {
         self.inner.shutdown.store(true, Ordering::Release);
-        for w in self
-            .inner
-            .aicpu_wake
-            .iter()
-            .chain(self.inner.core_wake.iter())
-        {
+        for w in self.inner.aicpu_wake.iter().chain(self.inner.core_wake.iter()) {
             w.notify();
         }
         for t in self.threads.drain(..) {
@@ -423,8 +347,6 @@ impl<C: Contract> Drop for SimDevice<C> {
 
 impl<C: Contract> core::fmt::Debug for SimDevice<C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SimDevice")
-            .field("topology", &self.inner.topo)
-            .finish_non_exhaustive()
+        f.debug_struct("SimDevice").field("topology", &self.inner.topo).finish_non_exhaustive()
     }
 }

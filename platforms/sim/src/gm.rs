@@ -38,13 +38,7 @@ impl Gm {
         let words = zeroed_words(n);
         let mut free = BTreeMap::new();
         free.insert(0, bytes);
-        Gm {
-            words,
-            alloc: Mutex::new(Allocator {
-                free,
-                live: BTreeMap::new(),
-            }),
-        }
+        Gm { words, alloc: Mutex::new(Allocator { free, live: BTreeMap::new() }) }
     }
 
     /// Arena size in bytes.
@@ -107,12 +101,7 @@ impl Gm {
 
     /// Bytes currently allocated.
     pub fn allocated_bytes(&self) -> u64 {
-        self.alloc
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .live
-            .values()
-            .sum()
+        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).live.values().sum()
     }
 
     /// The arena offset of `[addr, addr+len)`, if the range lies inside the arena.
@@ -145,9 +134,7 @@ impl Gm {
         while i < dst.len() {
             let bo = (off % 8) as usize;
             let n = (8 - bo).min(dst.len() - i);
-            let v = self.words[(off / 8) as usize]
-                .load(Ordering::Relaxed)
-                .to_le_bytes();
+            let v = self.words[(off / 8) as usize].load(Ordering::Relaxed).to_le_bytes();
             dst[i..i + n].copy_from_slice(&v[bo..bo + n]);
             i += n;
             off += n as u64;
@@ -171,9 +158,7 @@ impl Gm {
                 bytes[bo..bo + n].copy_from_slice(&src[i..i + n]);
                 mask[bo..bo + n].fill(0xff);
                 let (bytes, mask) = (u64::from_le_bytes(bytes), u64::from_le_bytes(mask));
-                let _ = w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
-                    Some((old & !mask) | bytes)
-                });
+                let _ = w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| Some((old & !mask) | bytes));
             }
             i += n;
             off += n as u64;
@@ -239,14 +224,8 @@ mod tests {
         // Coalesced: the whole arena is one free range again.
         let big = gm.alloc(64 * 1024, 64).unwrap();
         assert_eq!(big.0, GM_BASE);
-        assert!(matches!(
-            gm.alloc(64, 64),
-            Err(SimError::OutOfMemory { .. })
-        ));
-        assert!(matches!(
-            gm.free(GmAddr(GM_BASE + 8)),
-            Err(SimError::BadFree(_))
-        ));
+        assert!(matches!(gm.alloc(64, 64), Err(SimError::OutOfMemory { .. })));
+        assert!(matches!(gm.free(GmAddr(GM_BASE + 8)), Err(SimError::BadFree(_))));
     }
 
     #[test]

@@ -36,8 +36,7 @@ mod stream;
 use std::marker::PhantomData;
 
 use pto_hal::{
-    Clock, Contract, CoreType, DeviceMemory, ErrorType, GmAddr, KernelFn, KernelLoader, Platform,
-    Ticks, Topology,
+    Clock, Contract, CoreType, DeviceMemory, ErrorType, GmAddr, KernelFn, KernelLoader, Platform, Ticks, Topology,
 };
 
 pub use agent::{SimAicpu, SimCore};
@@ -64,12 +63,7 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig {
-            freq_hz: 50_000_000,
-            gm_bytes: 1 << 30,
-            aicpu_spin_us: 50,
-            aicore_spin_us: 20,
-        }
+        SimConfig { freq_hz: 50_000_000, gm_bytes: 1 << 30, aicpu_spin_us: 50, aicore_spin_us: 20 }
     }
 }
 
@@ -89,20 +83,11 @@ impl<C: Contract> Platform for Sim<C> {
         device.topology()
     }
 
-    fn create_streams(
-        device: &SimDevice<C>,
-    ) -> Result<(SimAicpuStream<C>, SimAicoreStream<C>), SimError> {
-        if device
-            .inner
-            .shutdown
-            .load(std::sync::atomic::Ordering::Acquire)
-        {
+    fn create_streams(device: &SimDevice<C>) -> Result<(SimAicpuStream<C>, SimAicoreStream<C>), SimError> {
+        if device.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
             return Err(SimError::Closed);
         }
-        Ok((
-            SimAicpuStream::new(device.inner.clone()),
-            SimAicoreStream::new(device.inner.clone()),
-        ))
+        Ok((SimAicpuStream::new(device.inner.clone()), SimAicoreStream::new(device.inner.clone())))
     }
 }
 
@@ -112,10 +97,7 @@ impl<C: Contract> ErrorType for SimDevice<C> {
 
 impl<C: Contract> SimDevice<C> {
     fn host_range(&self, addr: GmAddr, len: u64) -> Result<u64, SimError> {
-        self.inner
-            .gm
-            .offset_of(addr, len)
-            .ok_or(SimError::InvalidAddress { addr: addr.0, len })
+        self.inner.gm.offset_of(addr, len).ok_or(SimError::InvalidAddress { addr: addr.0, len })
     }
 }
 
@@ -145,15 +127,8 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
 
 impl<C: Contract> KernelLoader for SimDevice<C> {
     fn load_kernel(&self, kernel: KernelFn, core: CoreType) -> Result<u64, SimError> {
-        let mut t = self
-            .inner
-            .kernels
-            .write()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = t
-            .iter()
-            .position(|&(f, c)| std::ptr::fn_addr_eq(f, kernel) && c == core)
-        {
+        let mut t = self.inner.kernels.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = t.iter().position(|&(f, c)| std::ptr::fn_addr_eq(f, kernel) && c == core) {
             return Ok(device::KERNEL_BASE + i as u64);
         }
         t.push((kernel, core));

@@ -9,9 +9,7 @@ thread_local! {
 }
 
 fn is_agent_thread() -> bool {
-    std::thread::current()
-        .name()
-        .is_some_and(|n| n.starts_with("pto-aicpu-") || n.starts_with("pto-aicore-"))
+    std::thread::current().name().is_some_and(|n| n.starts_with("pto-aicpu-") || n.starts_with("pto-aicore-"))
 }
 
 /// Install (once per process) a panic hook that records agent-thread panics for the
@@ -23,12 +21,7 @@ pub fn install_quiet_hook() {
         std::panic::set_hook(Box::new(move |info| {
             if is_agent_thread() {
                 let msg = match info.location() {
-                    Some(l) => format!(
-                        "{} at {}:{}",
-                        payload_text(info.payload()),
-                        l.file(),
-                        l.line()
-                    ),
+                    Some(l) => format!("{} at {}:{}", payload_text(info.payload()), l.file(), l.line()),
                     None => payload_text(info.payload()),
                 };
                 LAST.with(|s| *s.borrow_mut() = Some(msg));
@@ -51,6 +44,5 @@ fn payload_text(p: &(dyn std::any::Any + Send)) -> String {
 
 /// The message of the panic this thread just caught.
 pub fn take_message(p: &(dyn std::any::Any + Send)) -> String {
-    LAST.with(|s| s.borrow_mut().take())
-        .unwrap_or_else(|| payload_text(p))
+    LAST.with(|s| s.borrow_mut().take()).unwrap_or_else(|| payload_text(p))
 }

@@ -61,13 +61,9 @@ impl Wake {
         if !max_spin.is_zero() {
             // Adapt: a wait that ended soon after parking says spinning would have paid off.
             let waited = start.elapsed();
-            let next = if waited < max_spin {
-                (waited * 2).max(Duration::from_micros(2)).min(max_spin)
-            } else {
-                spin / 2
-            };
-            self.spin_ns
-                .store(next.as_nanos() as u64, Ordering::Relaxed);
+            let next =
+                if waited < max_spin { (waited * 2).max(Duration::from_micros(2)).min(max_spin) } else { spin / 2 };
+            self.spin_ns.store(next.as_nanos() as u64, Ordering::Relaxed);
         }
     }
 

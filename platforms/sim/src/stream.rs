@@ -4,9 +4,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pto_hal::{
-    AicoreEntry, AicoreStream, AicpuEntry, AicpuStream, Contract, ErrorType, GmAddr, Stream,
-};
+use pto_hal::{AicoreEntry, AicoreStream, AicpuEntry, AicpuStream, Contract, ErrorType, GmAddr, Stream};
 
 use crate::SimError;
 use crate::agent::{SimAicpu, SimCore};
@@ -39,11 +37,7 @@ impl Queue {
         }
     }
     fn pending_upto(&self, seq: u64) -> Vec<Arc<LaunchState>> {
-        self.live
-            .iter()
-            .filter(|(s, _)| *s < seq)
-            .map(|(_, l)| l.clone())
-            .collect()
+        self.live.iter().filter(|(s, _)| *s < seq).map(|(_, l)| l.clone()).collect()
     }
 }
 
@@ -54,14 +48,7 @@ struct StreamCore<C: Contract> {
 
 impl<C: Contract> StreamCore<C> {
     fn new(inner: Arc<Inner<C>>) -> Self {
-        StreamCore {
-            inner,
-            q: Mutex::new(Queue {
-                live: VecDeque::new(),
-                next_seq: 0,
-                failure: None,
-            }),
-        }
+        StreamCore { inner, q: Mutex::new(Queue { live: VecDeque::new(), next_seq: 0, failure: None }) }
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.q.lock().unwrap_or_else(|e| e.into_inner())
@@ -73,9 +60,7 @@ impl<C: Contract> StreamCore<C> {
         q.live.push_back((seq, launch));
     }
     fn record(&self) -> SimEvent {
-        SimEvent {
-            seq: self.lock().next_seq,
-        }
+        SimEvent { seq: self.lock().next_seq }
     }
     fn query(&self, ev: SimEvent) -> bool {
         let mut q = self.lock();
@@ -104,15 +89,7 @@ impl<C: Contract> StreamCore<C> {
         }
     }
     fn check_open(&self) -> Result<(), SimError> {
-        if self
-            .inner
-            .shutdown
-            .load(std::sync::atomic::Ordering::Acquire)
-        {
-            Err(SimError::Closed)
-        } else {
-            Ok(())
-        }
+        if self.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) { Err(SimError::Closed) } else { Ok(()) }
     }
 }
 
@@ -151,17 +128,13 @@ pub struct SimAicoreStream<C: Contract> {
 
 impl<C: Contract> SimAicpuStream<C> {
     pub(crate) fn new(inner: Arc<Inner<C>>) -> Self {
-        SimAicpuStream {
-            core: StreamCore::new(inner),
-        }
+        SimAicpuStream { core: StreamCore::new(inner) }
     }
 }
 
 impl<C: Contract> SimAicoreStream<C> {
     pub(crate) fn new(inner: Arc<Inner<C>>) -> Self {
-        SimAicoreStream {
-            core: StreamCore::new(inner),
-        }
+        SimAicoreStream { core: StreamCore::new(inner) }
     }
 }
 
@@ -170,31 +143,18 @@ impl_stream!(SimAicoreStream);
 
 impl<C: Contract> AicpuStream for SimAicpuStream<C> {
     type Agent = SimAicpu<C>;
-    fn launch_aicpu(
-        &mut self,
-        entry: AicpuEntry<SimAicpu<C>>,
-        args: GmAddr,
-        threads: u32,
-    ) -> Result<(), SimError> {
+    fn launch_aicpu(&mut self, entry: AicpuEntry<SimAicpu<C>>, args: GmAddr, threads: u32) -> Result<(), SimError> {
         self.core.check_open()?;
         let inner = &self.core.inner;
         if threads == 0 || threads > inner.topo.aicpu_threads {
-            return Err(SimError::InvalidArgument(
-                "AICPU launch thread count outside 1..=board threads",
-            ));
+            return Err(SimError::InvalidArgument("AICPU launch thread count outside 1..=board threads"));
         }
         let launch = LaunchState::new(threads);
         self.core.push(launch.clone());
         for t in 0..threads {
             inner.push_aicpu(
                 t,
-                Job::Aicpu {
-                    entry,
-                    args,
-                    thread_idx: t,
-                    thread_count: threads,
-                    launch: launch.clone(),
-                },
+                Job::Aicpu { entry, args, thread_idx: t, thread_count: threads, launch: launch.clone() },
             );
         }
         Ok(())
@@ -203,32 +163,18 @@ impl<C: Contract> AicpuStream for SimAicpuStream<C> {
 
 impl<C: Contract> AicoreStream for SimAicoreStream<C> {
     type Agent = SimCore<C>;
-    fn launch_aicore(
-        &mut self,
-        entry: AicoreEntry<SimCore<C>>,
-        args: GmAddr,
-        clusters: u32,
-    ) -> Result<(), SimError> {
+    fn launch_aicore(&mut self, entry: AicoreEntry<SimCore<C>>, args: GmAddr, clusters: u32) -> Result<(), SimError> {
         self.core.check_open()?;
         let inner = &self.core.inner;
         if clusters == 0 || clusters > inner.topo.clusters {
-            return Err(SimError::InvalidArgument(
-                "AICore launch cluster count outside 1..=board clusters",
-            ));
+            return Err(SimError::InvalidArgument("AICore launch cluster count outside 1..=board clusters"));
         }
         let topo = inner.topo;
         let launch = LaunchState::new(clusters * 3);
         self.core.push(launch.clone());
         for c in 0..clusters {
             for w in [topo.aic(c), topo.aiv(c, 0), topo.aiv(c, 1)] {
-                inner.push_core(
-                    w,
-                    Job::Aicore {
-                        entry,
-                        args,
-                        launch: launch.clone(),
-                    },
-                );
+                inner.push_core(w, Job::Aicore { entry, args, launch: launch.clone() });
             }
         }
         Ok(())

@@ -36,12 +36,7 @@ impl core::fmt::Display for DeviceError {
         if !self.message.is_empty() {
             write!(f, ": {}", self.message)?;
         }
-        write!(
-            f,
-            " — {}. Hint: {}",
-            self.code.description(),
-            self.code.hint()
-        )
+        write!(f, " — {}. Hint: {}", self.code.description(), self.code.hint())
     }
 }
 
@@ -106,12 +101,6 @@ pub enum Error {
 }
 
 /// Convert a platform error.
-pub(crate) fn platform<E: pto_hal::Error + core::fmt::Display>(
-    op: &'static str,
-) -> impl FnOnce(E) -> Error {
-    move |e| Error::Platform {
-        op,
-        kind: e.kind(),
-        message: std::format!("{e}"),
-    }
+pub(crate) fn platform<E: pto_hal::Error + core::fmt::Display>(op: &'static str) -> impl FnOnce(E) -> Error {
+    move |e| Error::Platform { op, kind: e.kind(), message: std::format!("{e}") }
 }

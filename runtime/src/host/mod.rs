@@ -33,8 +33,7 @@ use std::time::{Duration, Instant};
 use std::vec::Vec;
 
 use pto_hal::{
-    AicoreStream, AicpuStream, CoreType, DeviceMemory, GmAddr, KernelFn, KernelLoader, Platform,
-    Stream, Topology,
+    AicoreStream, AicpuStream, CoreType, DeviceMemory, GmAddr, KernelFn, KernelLoader, Platform, Stream, Topology,
 };
 use zerocopy::IntoBytes;
 
@@ -62,11 +61,7 @@ pub struct Timeouts {
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts {
-            watchdog_us: 10_000_000,
-            exit_us: 1_000_000,
-            stream_us: 50_000_000,
-        }
+        Timeouts { watchdog_us: 10_000_000, exit_us: 1_000_000, stream_us: 50_000_000 }
     }
 }
 
@@ -136,12 +131,7 @@ impl<P: Platform> Inner<P> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if let Some(why) = self
-            .unusable
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
+        if let Some(why) = self.unusable.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             return Err(Error::Unusable(why));
         }
         Ok(())
@@ -178,17 +168,13 @@ pub struct Device<P: Platform> {
 
 impl<P: Platform> Clone for Device<P> {
     fn clone(&self) -> Self {
-        Device {
-            inner: self.inner.clone(),
-        }
+        Device { inner: self.inner.clone() }
     }
 }
 
 impl<P: Platform> core::fmt::Debug for Device<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Device")
-            .field("topology", &self.inner.topo)
-            .finish_non_exhaustive()
+        f.debug_struct("Device").field("topology", &self.inner.topo).finish_non_exhaustive()
     }
 }
 
@@ -203,18 +189,12 @@ where
         let arena_bytes = arena_bytes(topo);
         let mut mems = Vec::new();
         for _ in 0..PIPELINE_DEPTH {
-            let arena = dev
-                .alloc(arena_bytes, 64)
-                .map_err(platform("slot allocation"))?;
-            dev.memset(arena, 0, arena_bytes)
-                .map_err(platform("slot initialisation"))?;
+            let arena = dev.alloc(arena_bytes, 64).map_err(platform("slot allocation"))?;
+            dev.memset(arena, 0, arena_bytes).map_err(platform("slot initialisation"))?;
             mems.push(Mutex::new(SlotMem { arena, image: None }));
         }
         let mut mems = mems.into_iter();
-        let slot_mem = [
-            mems.next().ok_or(Error::Closed)?,
-            mems.next().ok_or(Error::Closed)?,
-        ];
+        let slot_mem = [mems.next().ok_or(Error::Closed)?, mems.next().ok_or(Error::Closed)?];
         Ok(Device {
             inner: Arc::new(Inner {
                 dev,
@@ -250,43 +230,30 @@ where
 
     /// Register `kernel` under `name` for `core` cores; returns its func id. Registering the
     /// same name for the other core type gives the same id (one func id, two binaries).
-    pub fn register_kernel(
-        &self,
-        name: &str,
-        core: CoreType,
-        kernel: KernelFn,
-    ) -> Result<FuncId, Error> {
+    pub fn register_kernel(&self, name: &str, core: CoreType, kernel: KernelFn) -> Result<FuncId, Error> {
         self.inner.check_usable()?;
         let mut f = self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner());
         let (table, names) = &mut *f;
         let id = match names.get(name) {
             Some(&id) => {
-                let info = table.get(id.0).ok_or(Error::Kernel {
-                    name: name.to_string(),
-                    why: "inconsistent table",
-                })?;
+                let info =
+                    table.get(id.0).ok_or(Error::Kernel { name: name.to_string(), why: "inconsistent table" })?;
                 let have = match core {
                     CoreType::Aic => info.aic.is_some(),
                     CoreType::Aiv => info.aiv.is_some(),
                 };
                 if have {
-                    return Err(Error::Kernel {
-                        name: name.to_string(),
-                        why: "already registered for this core type",
-                    });
+                    return Err(Error::Kernel { name: name.to_string(), why: "already registered for this core type" });
                 }
                 id
             }
-            None => FuncId(table.next_free().ok_or(Error::Kernel {
-                name: name.to_string(),
-                why: "all 1024 func ids are taken",
-            })?),
+            None => FuncId(
+                table
+                    .next_free()
+                    .ok_or(Error::Kernel { name: name.to_string(), why: "all 1024 func ids are taken" })?,
+            ),
         };
-        let bin = self
-            .inner
-            .dev
-            .load_kernel(kernel, core)
-            .map_err(platform("kernel load"))?;
+        let bin = self.inner.dev.load_kernel(kernel, core).map_err(platform("kernel load"))?;
         table.insert(id.0, name, core, bin)?;
         names.insert(name.to_string(), id);
         Ok(id)
@@ -294,13 +261,7 @@ where
 
     /// The func id registered under `name`.
     pub fn func(&self, name: &str) -> Option<FuncId> {
-        self.inner
-            .funcs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .1
-            .get(name)
-            .copied()
+        self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).1.get(name).copied()
     }
 
     /// Allocate a zeroed device tensor of `shape` and element type `T`.
@@ -318,11 +279,7 @@ where
                 dim: shape.iter().position(|&d| d == 0).unwrap_or(0) as u32,
             }));
         }
-        let addr = self
-            .inner
-            .dev
-            .alloc(bytes, 64)
-            .map_err(platform("tensor allocation"))?;
+        let addr = self.inner.dev.alloc(bytes, 64).map_err(platform("tensor allocation"))?;
         let buffer = BufferRef {
             id: self.inner.next_buffer.fetch_add(1, Ordering::Relaxed),
             placement: Placement::External(addr),
@@ -336,23 +293,12 @@ where
                 return Err(e.into());
             }
         };
-        self.inner
-            .dev
-            .memset(addr, 0, bytes)
-            .map_err(platform("tensor zeroing"))?;
-        Ok(DeviceTensor {
-            dev: self.inner.clone(),
-            tensor,
-            addr,
-        })
+        self.inner.dev.memset(addr, 0, bytes).map_err(platform("tensor zeroing"))?;
+        Ok(DeviceTensor { dev: self.inner.clone(), tensor, addr })
     }
 
     /// Allocate a tensor of `shape` holding `data`.
-    pub fn tensor_from<T: Element>(
-        &self,
-        shape: &[u32],
-        data: &[T],
-    ) -> Result<DeviceTensor<P>, Error> {
+    pub fn tensor_from<T: Element>(&self, shape: &[u32], data: &[T]) -> Result<DeviceTensor<P>, Error> {
         let t = self.alloc::<T>(shape)?;
         t.write(data)?;
         Ok(t)
@@ -366,13 +312,7 @@ where
     {
         self.inner.check_usable()?;
         let started = Instant::now();
-        let funcs = self
-            .inner
-            .funcs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .0
-            .clone();
+        let funcs = self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
         let graph_id = self.inner.next_buffer.fetch_add(1, Ordering::Relaxed);
         let mut b = GraphBuilder::new(&funcs, graph_id);
         f(&mut b)?;
@@ -380,15 +320,8 @@ where
         let heap = match b.heap_bytes() {
             0 => None,
             n => {
-                let a = self
-                    .inner
-                    .dev
-                    .alloc(n, 64)
-                    .map_err(platform("graph heap allocation"))?;
-                self.inner
-                    .dev
-                    .memset(a, 0, n)
-                    .map_err(platform("graph heap zeroing"))?;
+                let a = self.inner.dev.alloc(n, 64).map_err(platform("graph heap allocation"))?;
+                self.inner.dev.memset(a, 0, n).map_err(platform("graph heap zeroing"))?;
                 Some(a)
             }
         };
@@ -425,24 +358,15 @@ where
     /// Prepare a run: reserve a pipeline slot and publish the launch image (descriptor and
     /// graph image, synchronously, exactly once). A second run can be prepared while the first
     /// is launched: it takes the other slot.
-    pub fn prepare<'d>(
-        &'d self,
-        graph: &Graph<P>,
-        cfg: &RunConfig,
-    ) -> Result<PreparedRun<'d, P>, Error> {
+    pub fn prepare<'d>(&'d self, graph: &Graph<P>, cfg: &RunConfig) -> Result<PreparedRun<'d, P>, Error> {
         let inner = &*self.inner;
         inner.check_usable()?;
         if !Arc::ptr_eq(&graph.dev, &self.inner) {
-            return Err(Error::Config(
-                "the graph was built for another device".to_string(),
-            ));
+            return Err(Error::Config("the graph was built for another device".to_string()));
         }
         let clusters = cfg.clusters.unwrap_or(inner.topo.clusters);
         if clusters == 0 || clusters > inner.topo.clusters {
-            return Err(Error::Config(std::format!(
-                "clusters must be 1..={}, got {clusters}",
-                inner.topo.clusters
-            )));
+            return Err(Error::Config(std::format!("clusters must be 1..={}, got {clusters}", inner.topo.clusters)));
         }
         let threads = cfg.aicpu_threads.unwrap_or(inner.topo.aicpu_threads);
         if threads == 0 || threads > inner.topo.aicpu_threads {
@@ -454,19 +378,12 @@ where
         graph.check_placeable(cfg)?;
         let slot = inner.slot_table.reserve().map_err(|r| match r {
             Refused::Full => Error::Busy("both pipeline slots hold live runs"),
-            Refused::PredecessorNotLaunched => {
-                Error::Busy("the other prepared run must be launched first")
-            }
+            Refused::PredecessorNotLaunched => Error::Busy("the other prepared run must be launched first"),
         })?;
         match self.publish(slot, graph, clusters, threads, cfg) {
-            Ok(epoch) => Ok(PreparedRun {
-                dev: self,
-                slot: Some(slot),
-                epoch,
-                clusters,
-                threads,
-                tasks: graph.task_count,
-            }),
+            Ok(epoch) => {
+                Ok(PreparedRun { dev: self, slot: Some(slot), epoch, clusters, threads, tasks: graph.task_count })
+            }
             Err(e) => {
                 inner.slot_table.release(slot);
                 Err(e)
@@ -484,9 +401,7 @@ where
     ) -> Result<u64, Error> {
         let inner = &*self.inner;
         let dev = &inner.dev;
-        let mut mem = inner.slot_mem[slot]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut mem = inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner());
         let need = graph.image.len() as u64;
         let image = match mem.image {
             Some((a, cap)) if cap >= need => a,
@@ -540,29 +455,16 @@ struct LaunchImage<'g> {
 
 impl<'g> LaunchImage<'g> {
     fn prepare(config: LaunchConfig, graph: &'g [u8]) -> Self {
-        LaunchImage {
-            desc: LaunchDesc {
-                config,
-                ..LaunchDesc::default()
-            },
-            graph,
-        }
+        LaunchImage { desc: LaunchDesc { config, ..LaunchDesc::default() }, graph }
     }
 
-    fn publish<D: DeviceMemory>(
-        self,
-        dev: &D,
-        desc_at: GmAddr,
-        image_at: GmAddr,
-    ) -> Result<(), Error>
+    fn publish<D: DeviceMemory>(self, dev: &D, desc_at: GmAddr, image_at: GmAddr) -> Result<(), Error>
     where
         D::Error: core::fmt::Display,
     {
-        dev.copy_h2d(image_at, self.graph)
-            .map_err(platform("image upload"))?;
+        dev.copy_h2d(image_at, self.graph).map_err(platform("image upload"))?;
         // Descriptor last: the fatal latch, counters and fault text are cleared with it.
-        dev.copy_h2d(desc_at, self.desc.as_bytes())
-            .map_err(platform("descriptor upload"))
+        dev.copy_h2d(desc_at, self.desc.as_bytes()).map_err(platform("descriptor upload"))
     }
 }
 
@@ -594,19 +496,12 @@ where
             inner.slot_table.release(slot);
             return Err(e);
         }
-        let desc = inner.slot_mem[slot]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .arena;
+        let desc = inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner()).arena;
         let started = Instant::now();
         let mut s = inner.lock_streams();
         let launched = (|| {
             s.aicore
-                .launch_aicore(
-                    crate::exec::legacy::aicore_entry::<P::Aicore>,
-                    desc,
-                    self.clusters,
-                )
+                .launch_aicore(crate::exec::legacy::aicore_entry::<P::Aicore>, desc, self.clusters)
                 .map_err(platform("AICore launch"))?;
             let core_ev = s.aicore.record_event().map_err(platform("AICore event"))?;
             s.aicpu
@@ -667,12 +562,8 @@ where
     /// Non-blocking: have both of this run's boundaries completed?
     pub fn is_done(&self) -> Result<bool, Error> {
         let s = self.dev.inner.lock_streams();
-        Ok(s.aicpu
-            .query_event(self.cpu_ev)
-            .map_err(platform("AICPU event query"))?
-            && s.aicore
-                .query_event(self.core_ev)
-                .map_err(platform("AICore event query"))?)
+        Ok(s.aicpu.query_event(self.cpu_ev).map_err(platform("AICPU event query"))?
+            && s.aicore.query_event(self.core_ev).map_err(platform("AICore event query"))?)
     }
 
     /// Wait for the run (bounded by the device's stream budget) and report it.
@@ -687,26 +578,20 @@ where
         let chunk = 2_000u64;
         // AICPU boundary first, then AICore: the run is complete only when both are.
         loop {
-            let left = deadline
-                .saturating_duration_since(Instant::now())
-                .as_micros() as u64;
+            let left = deadline.saturating_duration_since(Instant::now()).as_micros() as u64;
             let s = inner.lock_streams();
             match s.aicpu.wait_event(self.cpu_ev, chunk.min(left)) {
                 Ok(()) => break,
-                Err(e)
-                    if pto_hal::Error::kind(&e) == pto_hal::ErrorKind::Timeout && left > chunk => {}
+                Err(e) if pto_hal::Error::kind(&e) == pto_hal::ErrorKind::Timeout && left > chunk => {}
                 Err(e) => return Err(timeout_or("AICPU program", budget, e)),
             }
         }
         loop {
-            let left = deadline
-                .saturating_duration_since(Instant::now())
-                .as_micros() as u64;
+            let left = deadline.saturating_duration_since(Instant::now()).as_micros() as u64;
             let s = inner.lock_streams();
             match s.aicore.wait_event(self.core_ev, chunk.min(left)) {
                 Ok(()) => break,
-                Err(e)
-                    if pto_hal::Error::kind(&e) == pto_hal::ErrorKind::Timeout && left > chunk => {}
+                Err(e) if pto_hal::Error::kind(&e) == pto_hal::ErrorKind::Timeout && left > chunk => {}
                 Err(e) => return Err(timeout_or("AICore program", budget, e)),
             }
         }
@@ -734,10 +619,7 @@ where
     fn collect(&self, slot: usize, wall: Duration) -> Result<RunReport, Error> {
         let inner = &*self.dev.inner;
         let mut d = LaunchDesc::default();
-        inner
-            .dev
-            .copy_d2h(d.as_mut_bytes(), self.desc)
-            .map_err(platform("status read-back"))?;
+        inner.dev.copy_d2h(d.as_mut_bytes(), self.desc).map_err(platform("status read-back"))?;
         let workers = d.config.workers as u64;
         if d.fatal.claimed != 0 {
             let code = ErrorCode::from_i32(d.fatal.code as i32);
@@ -755,13 +637,8 @@ where
             // Surface (and clear) any program status too, so it cannot leak into the next run;
             // the latched fault is the better report, so the stream's own error is dropped.
             let _ = self.sync_streams();
-            if d.run.cores_released < d.run.cores_ready
-                || d.run.threads_done < d.config.aicpu_threads as u64
-            {
-                inner.mark_unusable(std::format!(
-                    "run {} left cores unreleased after: {err}",
-                    self.epoch
-                ));
+            if d.run.cores_released < d.run.cores_ready || d.run.threads_done < d.config.aicpu_threads as u64 {
+                inner.mark_unusable(std::format!("run {} left cores unreleased after: {err}", self.epoch));
             }
             return Err(Error::Device(err));
         }
@@ -770,13 +647,8 @@ where
             || d.run.completed != self.tasks as u64
         {
             // No latched fault but the run's own record is incomplete: ask the streams.
-            if let Err(e) = self.sync_streams() {
-                return Err(e);
-            }
-            inner.mark_unusable(std::format!(
-                "run {} ended without a complete record",
-                self.epoch
-            ));
+            self.sync_streams()?;
+            inner.mark_unusable(std::format!("run {} ended without a complete record", self.epoch));
             return Err(Error::Unusable(std::format!(
                 "run {} ended with {}/{} tasks, {}/{} threads, {}/{} cores released",
                 self.epoch,
@@ -803,31 +675,17 @@ where
         let inner = &*self.dev.inner;
         let budget = inner.timeouts.stream_us;
         let mut s = inner.lock_streams();
-        let a = s
-            .aicpu
-            .synchronize(budget)
-            .map_err(platform("AICPU stream"));
-        let c = s
-            .aicore
-            .synchronize(budget)
-            .map_err(platform("AICore stream"));
+        let a = s.aicpu.synchronize(budget).map_err(platform("AICPU stream"));
+        let c = s.aicore.synchronize(budget).map_err(platform("AICore stream"));
         a.and(c)
     }
 }
 
-fn timeout_or<E: pto_hal::Error + core::fmt::Display>(
-    what: &'static str,
-    micros: u64,
-    e: E,
-) -> Error {
+fn timeout_or<E: pto_hal::Error + core::fmt::Display>(what: &'static str, micros: u64, e: E) -> Error {
     if e.kind() == pto_hal::ErrorKind::Timeout {
         Error::Timeout { what, micros }
     } else {
-        Error::Platform {
-            op: what,
-            kind: e.kind(),
-            message: std::format!("{e}"),
-        }
+        Error::Platform { op: what, kind: e.kind(), message: std::format!("{e}") }
     }
 }
 
@@ -885,10 +743,7 @@ where
     /// Copy `data` (all elements) to the device.
     pub fn write<T: Element>(&self, data: &[T]) -> Result<(), Error> {
         self.check::<T>(data.len())?;
-        self.dev
-            .dev
-            .copy_h2d(self.addr, bytemuck::cast_slice(data))
-            .map_err(platform("tensor upload"))
+        self.dev.dev.copy_h2d(self.addr, bytemuck::cast_slice(data)).map_err(platform("tensor upload"))
     }
 
     /// Copy all elements back from the device.
@@ -896,21 +751,14 @@ where
         let n = self.tensor.elem_count() as usize;
         self.check::<T>(n)?;
         let mut out = std::vec![T::zeroed(); n];
-        self.dev
-            .dev
-            .copy_d2h(bytemuck::cast_slice_mut(&mut out), self.addr)
-            .map_err(platform("tensor download"))?;
+        self.dev.dev.copy_d2h(bytemuck::cast_slice_mut(&mut out), self.addr).map_err(platform("tensor download"))?;
         Ok(out)
     }
 
     fn check<T: Element>(&self, len: usize) -> Result<(), Error> {
         let want = self.tensor.elem_count();
         if T::DTYPE != self.tensor.dtype() || len as u64 != want {
-            return Err(Error::Size {
-                expected: want,
-                got: len as u64,
-                dtype: dtype_name(self.tensor.dtype()),
-            });
+            return Err(Error::Size { expected: want, got: len as u64, dtype: dtype_name(self.tensor.dtype()) });
         }
         Ok(())
     }

@@ -43,9 +43,7 @@ impl Default for SlotTable {
 impl SlotTable {
     /// Both slots free.
     pub fn new() -> SlotTable {
-        SlotTable {
-            word: AtomicU32::new(0),
-        }
+        SlotTable { word: AtomicU32::new(0) }
     }
 
     fn state(word: u32, slot: usize) -> u32 {
@@ -60,15 +58,11 @@ impl SlotTable {
     pub fn reserve(&self) -> Result<usize, Refused> {
         let mut cur = self.word.load(Ordering::Acquire);
         loop {
-            let live: usize = (0..PIPELINE_DEPTH)
-                .filter(|&s| Self::state(cur, s) != FREE)
-                .count();
+            let live: usize = (0..PIPELINE_DEPTH).filter(|&s| Self::state(cur, s) != FREE).count();
             let slot = match live {
                 0 => 0,
                 1 => {
-                    let other = (0..PIPELINE_DEPTH)
-                        .find(|&s| Self::state(cur, s) != FREE)
-                        .unwrap_or(0);
+                    let other = (0..PIPELINE_DEPTH).find(|&s| Self::state(cur, s) != FREE).unwrap_or(0);
                     if Self::state(cur, other) != LAUNCHED {
                         return Err(Refused::PredecessorNotLaunched);
                     }
@@ -77,10 +71,7 @@ impl SlotTable {
                 _ => return Err(Refused::Full),
             };
             let new = Self::with(cur, slot, PREPARED);
-            match self
-                .word
-                .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
-            {
+            match self.word.compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Ok(slot),
                 Err(seen) => cur = seen,
             }
@@ -98,10 +89,7 @@ impl SlotTable {
         loop {
             debug_assert_ne!(Self::state(cur, slot), FREE, "releasing a free slot");
             let new = Self::with(cur, slot, FREE);
-            match self
-                .word
-                .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
-            {
+            match self.word.compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return,
                 Err(seen) => cur = seen,
             }
@@ -111,16 +99,9 @@ impl SlotTable {
     fn transition(&self, slot: usize, from: u32, to: u32) {
         let mut cur = self.word.load(Ordering::Acquire);
         loop {
-            debug_assert_eq!(
-                Self::state(cur, slot),
-                from,
-                "slot {slot} in an unexpected state"
-            );
+            debug_assert_eq!(Self::state(cur, slot), from, "slot {slot} in an unexpected state");
             let new = Self::with(cur, slot, to);
-            match self
-                .word
-                .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
-            {
+            match self.word.compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return,
                 Err(seen) => cur = seen,
             }
@@ -130,9 +111,7 @@ impl SlotTable {
     /// Number of live slots (for diagnostics).
     pub fn live(&self) -> usize {
         let w = self.word.load(Ordering::Acquire);
-        (0..PIPELINE_DEPTH)
-            .filter(|&s| Self::state(w, s) != FREE)
-            .count()
+        (0..PIPELINE_DEPTH).filter(|&s| Self::state(w, s) != FREE).count()
     }
 }
 
@@ -150,11 +129,7 @@ mod tests {
         assert_ne!(a, b, "same-slot exclusion");
         assert_eq!(t.reserve(), Err(Refused::Full));
         t.release(a);
-        assert_eq!(
-            t.reserve(),
-            Err(Refused::PredecessorNotLaunched),
-            "b not launched yet"
-        );
+        assert_eq!(t.reserve(), Err(Refused::PredecessorNotLaunched), "b not launched yet");
         t.launched(b);
         let c = t.reserve().unwrap();
         assert_eq!(c, a);

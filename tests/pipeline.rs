@@ -1,0 +1,78 @@
+//! Runs back to back on one device, and a prepared successor overlapping its predecessor.
+
+#[path = "../examples/common/mod.rs"]
+mod common;
+
+use common::ShapeKind;
+use pto::prelude::*;
+
+#[test]
+fn two_runs_back_to_back_on_one_device() {
+    let (dev, k) = common::setup().unwrap();
+    let p = common::build_shape(&dev, &k, ShapeKind::Chain, 200).unwrap_or_else(|e| panic!("{e}"));
+    let a = p.run_checked(&dev).unwrap_or_else(|e| panic!("{e}"));
+    let b = p.run_checked(&dev).unwrap_or_else(|e| panic!("{e}"));
+    assert!(b.epoch > a.epoch, "every run has its own epoch");
+    // Same graph, different workload, same device.
+    common::vector(&dev, &k).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn prepared_successor_overlaps_its_predecessor() {
+    let (dev, k) = common::setup().unwrap();
+    let long = common::build_shape(&dev, &k, ShapeKind::Chain, 3000).unwrap_or_else(|e| panic!("{e}"));
+    let short = common::build_shape(&dev, &k, ShapeKind::Independent, 64).unwrap_or_else(|e| panic!("{e}"));
+    long.reset().unwrap();
+    short.reset().unwrap();
+
+    let first = dev.prepare(&long.graph, &RunConfig::default()).unwrap();
+    let slot_a = first.slot();
+    // While the first run is only prepared, a successor is refused: it must overlap execution.
+    assert!(matches!(dev.prepare(&short.graph, &RunConfig::default()), Err(Error::Busy(_))));
+    let a = first.launch().unwrap();
+    // Prepared while the predecessor executes: it takes the other slot.
+    let second = dev.prepare(&short.graph, &RunConfig::default()).unwrap();
+    assert_ne!(second.slot(), slot_a, "same-slot exclusion");
+    let overlapped = !a.is_done().unwrap();
+    // Both slots live: a third run is refused.
+    assert!(matches!(dev.prepare(&short.graph, &RunConfig::default()), Err(Error::Busy(_))));
+    let b = second.launch().unwrap();
+    let ra = a.wait().unwrap_or_else(|e| panic!("{e}"));
+    let rb = b.wait().unwrap_or_else(|e| panic!("{e}"));
+    long.check(&ra).unwrap();
+    short.check(&rb).unwrap();
+    assert!(rb.epoch > ra.epoch);
+    assert!(overlapped, "the successor was prepared while its predecessor ran (3000-task chain)");
+}
+
+#[test]
+fn dropping_a_handle_fences_the_run() {
+    let (dev, k) = common::setup().unwrap();
+    let p = common::build_shape(&dev, &k, ShapeKind::Chain, 500).unwrap_or_else(|e| panic!("{e}"));
+    p.reset().unwrap();
+    let h = dev.prepare(&p.graph, &RunConfig::default()).unwrap().launch().unwrap();
+    drop(h);
+    // The slot is free again and the device usable.
+    let r = p.run_checked(&dev).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.tasks, 500);
+}
+
+#[test]
+fn a5_board_runs_the_same_workload() {
+    // Both simulated boards are always compiled; this opens the a5 one explicitly.
+    let dev = pto::open_board::<pto::board::SimA5>().unwrap();
+    assert_eq!(dev.topology(), Topology { clusters: 36, aicpu_threads: 5 });
+    let f = dev.register_kernel("add1", CoreType::Aiv, common::k_add1).unwrap();
+    let y = dev.alloc::<f32>(&[108, 16]).unwrap();
+    let graph = dev
+        .build(|g| {
+            for i in 0..108 {
+                g.submit(Task::aiv(f).inout(&y.tensor().view(&[i, 0], &[1, 16])?))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let r = dev.run(&graph).unwrap();
+    assert_eq!((r.tasks, r.cores, r.released), (108, 108, 108));
+    assert_eq!(y.read::<f32>().unwrap(), vec![1.0; 108 * 16]);
+}
