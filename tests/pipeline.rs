@@ -76,3 +76,16 @@ fn a5_board_runs_the_same_workload() {
     assert_eq!((r.tasks, r.cores, r.released), (108, 108, 108));
     assert_eq!(y.read::<f32>().unwrap(), vec![1.0; 108 * 16]);
 }
+
+#[test]
+fn many_short_runs_back_to_back() {
+    // Registers left by one run (DMB = IDLE, COND = EXITED) must never be taken for the next
+    // run's: every launch starts from reset registers and every run must complete promptly.
+    let (dev, k) = common::setup().unwrap();
+    for kind in [ShapeKind::DummyChain, ShapeKind::Chain] {
+        let p = common::build_shape(&dev, &k, kind, 1).unwrap_or_else(|e| panic!("{e}"));
+        for _ in 0..25 {
+            p.run_checked(&dev).unwrap_or_else(|e| panic!("{} : {e}", kind.name()));
+        }
+    }
+}

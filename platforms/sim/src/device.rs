@@ -232,6 +232,12 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                     launch.finish_one(0, None);
                     continue;
                 }
+                // Like the hardware, every kernel launch resets the core's registers: DMB = 0
+                // ("window not open") and COND = 0. A value left by the previous run (IDLE,
+                // EXIT, EXITED) must never be taken for this run's.
+                let regs = &inner.regs[inner.physical_id(w) as usize];
+                regs.dmb.store(0, Ordering::Release);
+                regs.cond.store(0, Ordering::Release);
                 let launch_info = AicoreLaunch {
                     block_idx: w,
                     core_type: inner.topo.core_type(w),

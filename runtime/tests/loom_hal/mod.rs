@@ -1,0 +1,398 @@
+//! A loom-backed device for the protocol models: the HAL implemented over loom atomics.
+//!
+//! * **GM** is a small array of loom `AtomicU64` words starting at [`GM_BASE`]. Plain accesses
+//!   ([`GmMemory`]) are `Relaxed` word loads/stores, exactly as the simulator's coherent model
+//!   performs them; device-direct accesses ([`GmAtomic`]) are `Acquire` loads, `Release`
+//!   stores and `AcqRel` read-modify-writes, again as in the simulator.
+//! * **Registers**: per core one DMB and one COND, loom `AtomicU32`, `Release` on write and
+//!   `Acquire` on read (the simulator's choice). Window open/close is a per-core flag with a
+//!   read-back, like the simulator's.
+//! * **Barriers** are loom fences: `rmb` = acquire, `wmb` / `store_store` = release, `full` /
+//!   `store_barrier` = seq-cst.
+//! * **Cache maintenance** is a no-op and the contract is [`HostCoherent`].
+//! * **Clock**: one device counter, a loom atomic that advances on every `now_ticks` call, so
+//!   every deadline expires after finitely many reads and every bounded wait terminates.
+//! * **Events**: `wait_for_event` / `wait_for_word` are `loom::thread::yield_now()`, which is
+//!   what lets loom bound spin loops.
+//!
+//! Besides the machine, the device carries witness flags the models assert on: which core
+//! windows were closed (and how often), and which cores have left their teardown-gate wait.
+//! Every AICPU register access asserts that the core has not left yet.
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
+use pto_hal::{
+    AicoreAgent, AicpuAgent, Barriers, CacheMaintenance, Clock, CoreRegisters, Events, GmAddr, GmAtomic, GmMemory,
+    HostCoherent, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
+};
+use pto_runtime::layout::{LAYOUT_VERSION, LaunchConfig, LaunchDesc, regs};
+use pto_runtime::lifecycle::RunMap;
+
+/// Address of the first GM word. Non-zero, so [`GmAddr::NULL`] is never inside GM.
+pub const GM_BASE: u64 = 0x1_0000;
+
+/// Where a model's device structures live in GM: descriptor, then per-worker handshake lines,
+/// gate lines and payload pairs, then `extra_bytes` of free space (for argument records).
+#[derive(Copy, Clone, Debug)]
+pub struct GmPlan {
+    /// Launch descriptor.
+    pub desc: u64,
+    /// `Handshake[workers]`.
+    pub handshakes: u64,
+    /// `TeardownGate[workers]`.
+    pub gates: u64,
+    /// `DispatchPayload[workers][2]`.
+    pub payloads: u64,
+    /// Start of the free space.
+    pub extra: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+impl GmPlan {
+    /// Plan GM for `workers` workers and `extra_bytes` of free space.
+    pub fn new(workers: u32, extra_bytes: u64) -> GmPlan {
+        let desc = GM_BASE;
+        let handshakes = desc + core::mem::size_of::<LaunchDesc>() as u64;
+        let gates = handshakes + 64 * workers as u64;
+        let payloads = gates + 64 * workers as u64;
+        let extra = payloads + 128 * workers as u64;
+        GmPlan { desc, handshakes, gates, payloads, extra, end: extra + extra_bytes.next_multiple_of(64) }
+    }
+
+    /// Number of GM words the plan covers.
+    pub fn words(&self) -> usize {
+        ((self.end - GM_BASE) / 8) as usize
+    }
+
+    /// A run map for this plan: epoch `epoch`, one cluster per three workers, the given budgets.
+    pub fn run_map(&self, workers: u32, epoch: u64, exit_ticks: u64, core_wait_ticks: u64) -> RunMap {
+        let cfg = LaunchConfig {
+            magic: pto_runtime::layout::DESC_MAGIC,
+            version: LAYOUT_VERSION,
+            epoch,
+            clusters: workers.div_ceil(3),
+            workers,
+            aicpu_threads: 1,
+            task_count: 0,
+            image: 0,
+            image_len: 0,
+            handshakes: self.handshakes,
+            gates: self.gates,
+            payloads: self.payloads,
+            watchdog_ticks: u64::MAX / 4,
+            exit_ticks,
+            core_wait_ticks,
+            reserved: [0; 4],
+        };
+        RunMap { desc: GmAddr(self.desc), cfg }
+    }
+}
+
+/// The loom device: GM words, per-core registers, the device clock and the witness flags.
+pub struct Device {
+    words: Box<[AtomicU64]>,
+    dmb: Box<[AtomicU32]>,
+    cond: Box<[AtomicU32]>,
+    window_open: Box<[AtomicBool]>,
+    clock: AtomicU64,
+    closes: Box<[AtomicU32]>,
+    left: Box<[AtomicBool]>,
+}
+
+impl Device {
+    /// A device with `gm` as the initial GM contents (word `i` at `GM_BASE + 8 i`) and `cores`
+    /// cores whose DMB holds `dmb` and COND holds `cond`.
+    pub fn new(gm: &[u64], cores: usize, dmb: u32, cond: u32) -> Arc<Device> {
+        Arc::new(Device {
+            words: gm.iter().map(|&v| AtomicU64::new(v)).collect(),
+            dmb: (0..cores).map(|_| AtomicU32::new(dmb)).collect(),
+            cond: (0..cores).map(|_| AtomicU32::new(cond)).collect(),
+            window_open: (0..cores).map(|_| AtomicBool::new(dmb != 0)).collect(),
+            clock: AtomicU64::new(0),
+            closes: (0..cores).map(|_| AtomicU32::new(0)).collect(),
+            left: (0..cores).map(|_| AtomicBool::new(false)).collect(),
+        })
+    }
+
+    fn word(&self, addr: GmAddr) -> &AtomicU64 {
+        assert!(addr.0 % 8 == 0, "misaligned GM word access at {:#x}", addr.0);
+        assert!(addr.0 >= GM_BASE, "GM access below GM at {:#x}", addr.0);
+        let i = ((addr.0 - GM_BASE) / 8) as usize;
+        match self.words.get(i) {
+            Some(w) => w,
+            None => panic!("GM access past the model's GM at {:#x}", addr.0),
+        }
+    }
+
+    /// Test-side direct read of a GM word (after the threads joined, or as a witness).
+    pub fn peek(&self, addr: GmAddr) -> u64 {
+        self.word(addr).load(Ordering::SeqCst)
+    }
+
+    /// Test-side read of a core's COND register.
+    pub fn cond(&self, core: u32) -> u32 {
+        self.cond[core as usize].load(Ordering::SeqCst)
+    }
+
+    /// How many times the AICPU closed `core`'s window.
+    pub fn closes(&self, core: u32) -> u32 {
+        self.closes[core as usize].load(Ordering::SeqCst)
+    }
+
+    /// Whether the AICPU's `close_window` of `core` has completed (read-back included).
+    pub fn closed(&self, core: u32) -> bool {
+        self.closes(core) != 0
+    }
+
+    /// Witness: `core` has left its teardown-gate wait. From here on the AICPU must never touch
+    /// its registers (the next program on the core's stream may already own them).
+    pub fn mark_left(&self, core: u32) {
+        self.left[core as usize].store(true, Ordering::SeqCst);
+    }
+
+    fn assert_present(&self, core: u32, what: &str) {
+        assert!(
+            !self.left[core as usize].load(Ordering::SeqCst),
+            "AICPU {what} core {core}'s registers after the core left its teardown gate"
+        );
+    }
+
+    fn read_bytes(&self, addr: GmAddr, dst: &mut [u8]) {
+        let mut off = addr.0;
+        let mut i = 0;
+        while i < dst.len() {
+            let bo = (off % 8) as usize;
+            let n = (8 - bo).min(dst.len() - i);
+            let v = self.word(GmAddr(off - bo as u64)).load(Ordering::Relaxed).to_le_bytes();
+            dst[i..i + n].copy_from_slice(&v[bo..bo + n]);
+            i += n;
+            off += n as u64;
+        }
+    }
+
+    fn write_bytes(&self, addr: GmAddr, src: &[u8]) {
+        let mut off = addr.0;
+        let mut i = 0;
+        while i < src.len() {
+            let bo = (off % 8) as usize;
+            let n = (8 - bo).min(src.len() - i);
+            let w = self.word(GmAddr(off - bo as u64));
+            if n == 8 {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&src[i..i + 8]);
+                w.store(u64::from_le_bytes(b), Ordering::Relaxed);
+            } else {
+                let mut bytes = [0u8; 8];
+                let mut mask = [0u8; 8];
+                bytes[bo..bo + n].copy_from_slice(&src[i..i + n]);
+                mask[bo..bo + n].fill(0xff);
+                let (bytes, mask) = (u64::from_le_bytes(bytes), u64::from_le_bytes(mask));
+                let mut cur = w.load(Ordering::Relaxed);
+                while let Err(seen) =
+                    w.compare_exchange(cur, (cur & !mask) | bytes, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    cur = seen;
+                }
+            }
+            i += n;
+            off += n as u64;
+        }
+    }
+}
+
+/// Initial GM contents for `plan`: zero everywhere, `cfg` at the descriptor.
+pub fn initial_gm(plan: &GmPlan, cfg: &LaunchConfig) -> Vec<u64> {
+    use zerocopy::IntoBytes;
+    let mut gm = vec![0u64; plan.words()];
+    let at = ((plan.desc - GM_BASE) / 8) as usize;
+    for (k, chunk) in cfg.as_bytes().chunks_exact(8).enumerate() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(chunk);
+        gm[at + k] = u64::from_le_bytes(b);
+    }
+    gm
+}
+
+/// An AICPU thread of the loom device.
+pub struct LoomAicpu {
+    /// The device.
+    pub dev: Arc<Device>,
+}
+
+/// An AICore of the loom device, with its physical id.
+pub struct LoomCore {
+    /// The device.
+    pub dev: Arc<Device>,
+    /// Physical core id: indexes the register arrays.
+    pub phys: u32,
+}
+
+macro_rules! impl_common {
+    ($ty:ident) => {
+        impl GmAtomic for $ty {
+            fn query(&self, addr: GmAddr) -> u64 {
+                self.dev.word(addr).load(Ordering::Acquire)
+            }
+            fn store_direct(&self, addr: GmAddr, value: u64) {
+                self.dev.word(addr).store(value, Ordering::Release);
+            }
+            fn store_direct_u32(&self, addr: GmAddr, value: u32) {
+                assert!(addr.0 % 4 == 0, "misaligned 32-bit GM store at {:#x}", addr.0);
+                let w = self.dev.word(GmAddr(addr.0 & !7));
+                let shift = (addr.0 & 4) * 8;
+                let mask = 0xffff_ffffu64 << shift;
+                let mut cur = w.load(Ordering::Relaxed);
+                while let Err(seen) = w.compare_exchange(
+                    cur,
+                    (cur & !mask) | ((value as u64) << shift),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    cur = seen;
+                }
+            }
+            fn swap(&self, addr: GmAddr, value: u64) -> u64 {
+                self.dev.word(addr).swap(value, Ordering::AcqRel)
+            }
+            fn fetch_add(&self, addr: GmAddr, value: u64) -> u64 {
+                self.dev.word(addr).fetch_add(value, Ordering::AcqRel)
+            }
+            fn compare_exchange(&self, addr: GmAddr, expected: u64, desired: u64) -> u64 {
+                match self.dev.word(addr).compare_exchange(expected, desired, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(v) | Err(v) => v,
+                }
+            }
+        }
+
+        impl GmMemory for $ty {
+            fn read(&self, addr: GmAddr, dst: &mut [u8]) {
+                self.dev.read_bytes(addr, dst)
+            }
+            fn write(&self, addr: GmAddr, src: &[u8]) {
+                self.dev.write_bytes(addr, src)
+            }
+        }
+
+        impl CacheMaintenance for $ty {
+            type Contract = HostCoherent;
+            fn invalidate_range(&self, _addr: GmAddr, _len: u64) {}
+            fn flush_range(&self, _addr: GmAddr, _len: u64) {}
+            fn writeback_line(&self, _addr: GmAddr) {}
+            fn invalidate_line(&self, _addr: GmAddr) {}
+            fn invalidate_all(&self) {}
+            fn cache_barrier(&self) {}
+        }
+
+        impl Barriers for $ty {
+            fn rmb(&self) {
+                fence(Ordering::Acquire)
+            }
+            fn wmb(&self) {
+                fence(Ordering::Release)
+            }
+            fn store_store(&self) {
+                fence(Ordering::Release)
+            }
+            fn full(&self) {
+                fence(Ordering::SeqCst)
+            }
+            fn store_barrier(&self) {
+                fence(Ordering::SeqCst)
+            }
+        }
+
+        impl Clock for $ty {
+            fn now_ticks(&self) -> Ticks {
+                self.dev.clock.fetch_add(1, Ordering::Relaxed)
+            }
+            fn freq_hz(&self) -> u64 {
+                1_000_000
+            }
+        }
+
+        impl Events for $ty {
+            fn wait_for_event(&self, _deadline: Ticks) {
+                loom::thread::yield_now();
+            }
+            fn send_event(&self) {}
+            fn wait_for_word(&self, _addr: GmAddr, _seen: u64, _deadline: Ticks) {
+                loom::thread::yield_now();
+            }
+        }
+    };
+}
+
+impl_common!(LoomAicpu);
+impl_common!(LoomCore);
+
+impl Registers for LoomAicpu {
+    fn read_reg(&self, core: u32, reg: Reg) -> u32 {
+        self.dev.assert_present(core, "read");
+        match reg {
+            Reg::Dmb => self.dev.dmb[core as usize].load(Ordering::Acquire),
+            Reg::Cond => self.dev.cond[core as usize].load(Ordering::Acquire),
+        }
+    }
+    fn write_reg(&self, core: u32, reg: Reg, value: u32) {
+        self.dev.assert_present(core, "wrote");
+        match reg {
+            Reg::Dmb => self.dev.dmb[core as usize].store(value, Ordering::Release),
+            Reg::Cond => self.dev.cond[core as usize].store(value, Ordering::Release),
+        }
+    }
+    fn open_window(&self, core: u32, idle: u32) {
+        self.dev.assert_present(core, "opened");
+        self.dev.window_open[core as usize].store(true, Ordering::Release);
+        self.write_reg(core, Reg::Dmb, idle);
+    }
+    fn close_window(&self, core: u32, idle: u32) {
+        self.dev.assert_present(core, "closed");
+        self.write_reg(core, Reg::Dmb, idle);
+        let w = &self.dev.window_open[core as usize];
+        w.store(false, Ordering::Release);
+        // Read-back: the posted stores of the close are complete once this returns.
+        let _ = w.load(Ordering::Acquire);
+        self.dev.closes[core as usize].fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl AicpuAgent for LoomAicpu {}
+
+impl CoreRegisters for LoomCore {
+    fn read_dmb(&self) -> u32 {
+        self.dev.dmb[self.phys as usize].load(Ordering::Acquire)
+    }
+    fn write_cond(&self, value: u32) {
+        self.dev.cond[self.phys as usize].store(value, Ordering::Release);
+    }
+}
+
+/// The one kernel the loom device knows, at binary address [`KERNEL_BIN`]: does nothing.
+fn noop_kernel(_ctx: &mut dyn KernelContext) {}
+
+/// Binary address of [`noop_kernel`].
+pub const KERNEL_BIN: u64 = 0xB1B0;
+
+impl AicoreAgent for LoomCore {
+    fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
+        (bin == KERNEL_BIN).then_some(noop_kernel as KernelFn)
+    }
+    fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+        kernel(ctx);
+        Ok(())
+    }
+    fn as_gm(&self) -> &dyn GmMemory {
+        self
+    }
+}
+
+/// Spin (bounded by loom) until `cond` holds.
+pub fn spin_until(mut cond: impl FnMut() -> bool) {
+    while !cond() {
+        loom::thread::yield_now();
+    }
+}
+
+/// Register values re-exported for brevity in the models.
+pub use regs::{COND_EXITED, COND_IDLE, DMB_EXIT, DMB_IDLE};
