@@ -13,7 +13,7 @@ use pto_hal::{
 
 use crate::agent::{SimAicpu, SimCore};
 use crate::gm::Gm;
-use crate::park::Wake;
+use crate::park::{SpinPermits, Wake};
 use crate::{SimConfig, SimError};
 
 /// The registers of one simulated core.
@@ -102,6 +102,8 @@ pub(crate) struct Inner<C: Contract> {
     /// Wake cells: AICPU threads first, then AICore workers.
     pub aicpu_wake: Box<[Wake]>,
     pub core_wake: Box<[Wake]>,
+    /// How many agents may spin at once (the host's CPU count).
+    pub spin_permits: SpinPermits,
     aicpu_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     core_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     pub kernels: RwLock<Vec<(KernelFn, CoreType)>>,
@@ -214,7 +216,7 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
                 if inner.shutdown.load(Ordering::Acquire) {
                     return;
                 }
-                inner.aicpu_wake[t as usize].wait(None, Duration::ZERO);
+                inner.aicpu_wake[t as usize].wait(None, Duration::ZERO, &inner.spin_permits);
             }
         }
     }
@@ -252,7 +254,7 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                 if inner.shutdown.load(Ordering::Acquire) {
                     return;
                 }
-                inner.core_wake[w as usize].wait(None, Duration::ZERO);
+                inner.core_wake[w as usize].wait(None, Duration::ZERO, &inner.spin_permits);
             }
         }
     }
@@ -284,6 +286,9 @@ impl<C: Contract> SimDevice<C> {
             regs: (0..workers).map(|_| CoreRegs::default()).collect(),
             aicpu_wake: (0..nthreads).map(|_| Wake::default()).collect(),
             core_wake: (0..workers).map(|_| Wake::default()).collect(),
+            spin_permits: SpinPermits::new(
+                std::thread::available_parallelism().map_or(1, |n| n.get() as u64).min(config.max_spinners as u64),
+            ),
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),
             core_jobs: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
             kernels: RwLock::new(Vec::new()),

@@ -59,11 +59,13 @@ pub struct SimConfig {
     pub aicpu_spin_us: u64,
     /// How long an idle AICore spins before it parks, in microseconds.
     pub aicore_spin_us: u64,
+    /// Most agents spinning at once (further capped by the host's CPU count).
+    pub max_spinners: u32,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { freq_hz: 50_000_000, gm_bytes: 1 << 30, aicpu_spin_us: 50, aicore_spin_us: 20 }
+        SimConfig { freq_hz: 50_000_000, gm_bytes: 1 << 30, aicpu_spin_us: 50, aicore_spin_us: 20, max_spinners: 64 }
     }
 }
 

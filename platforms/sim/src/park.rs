@@ -11,6 +11,34 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+/// Limits how many agents spin at once: spinning only pays while a host CPU is free for the
+/// agent that will answer. With more spinners than host CPUs, spinners only steal time from
+/// the agents doing the work, so extra waiters park at once.
+pub struct SpinPermits {
+    spinning: AtomicU64,
+    max: u64,
+}
+
+impl SpinPermits {
+    /// At most `max` concurrent spinners (0 disables spinning).
+    pub fn new(max: u64) -> SpinPermits {
+        SpinPermits { spinning: AtomicU64::new(0), max }
+    }
+
+    fn acquire(&self) -> bool {
+        if self.spinning.fetch_add(1, Ordering::AcqRel) < self.max {
+            true
+        } else {
+            self.spinning.fetch_sub(1, Ordering::AcqRel);
+            false
+        }
+    }
+
+    fn release(&self) {
+        self.spinning.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The wake-up cell of one agent thread.
 ///
 /// Spinning is adaptive (as in adaptive mutexes): an agent whose recent waits ended within a
@@ -48,14 +76,18 @@ impl Wake {
 
     /// Wait until notified or until `deadline`; spin first, for at most `max_spin` (adaptive
     /// below that). May return spuriously.
-    pub fn wait(&self, deadline: Option<Instant>, max_spin: Duration) {
+    pub fn wait(&self, deadline: Option<Instant>, max_spin: Duration, permits: &SpinPermits) {
         if self.take() {
             return;
         }
         let start = Instant::now();
         let spin = Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed)).min(max_spin);
-        if !spin.is_zero() && self.spin(start, spin, deadline) {
-            return;
+        if !spin.is_zero() && permits.acquire() {
+            let woken = self.spin(start, spin, deadline);
+            permits.release();
+            if woken {
+                return;
+            }
         }
         self.park(deadline);
         if !max_spin.is_zero() {
