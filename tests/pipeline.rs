@@ -52,6 +52,7 @@ fn dropping_a_handle_fences_the_run() {
     p.reset().unwrap();
     let h = dev.prepare(&p.graph, &RunConfig::default()).unwrap().launch().unwrap();
     drop(h);
+    dev.drain().unwrap();
     // The slot is free again and the device usable.
     let r = p.run_checked(&dev).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(r.tasks, 500);

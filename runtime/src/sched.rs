@@ -240,6 +240,8 @@ struct CoreSlot {
     pending: Option<Sub>,
     seq: u32,
     last_cond: u32,
+    /// Listed in the idle stack (so it is listed at most once).
+    listed: bool,
 }
 
 impl CoreSlot {
@@ -285,6 +287,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                     pending: None,
                     seq: 0,
                     last_cond: 0,
+                    listed: false,
                 });
             }
             c += threads;
@@ -313,6 +316,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                         c.phys = hs.physical_core_id;
                         c.up = true;
                         lifecycle::open_window(a, c.phys);
+                        c.listed = true;
                         self.idle[c.ty as usize].push(i);
                     }
                     Err(detail) => s.fail(
@@ -485,7 +489,8 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
             if c.running.is_none() {
                 c.acked = false;
                 let ty = c.ty as usize;
-                if finished.iter().any(Option::is_some) {
+                if finished.iter().any(Option::is_some) && !c.listed {
+                    c.listed = true;
                     self.idle[ty].push(i);
                 }
             }
@@ -555,6 +560,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
 
     fn take_core(&mut self, ty: CoreType) -> Option<usize> {
         while let Some(i) = self.idle[ty as usize].pop() {
+            self.cores[i].listed = false;
             if self.cores[i].is_idle() {
                 return Some(i);
             }

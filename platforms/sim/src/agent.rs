@@ -206,7 +206,11 @@ impl<C: Contract> Events for SimAicpu<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
         let d = self.inner.instant_of(deadline);
-        self.inner.aicpu_wake[self.idx as usize].wait(Some(d), Duration::from_micros(self.inner.config.aicpu_spin_us), &self.inner.spin_permits);
+        self.inner.aicpu_wake[self.idx as usize].wait(
+            Some(d),
+            Duration::from_micros(self.inner.config.aicpu_spin_us),
+            &self.inner.spin_permits,
+        );
     }
     #[inline]
     fn send_event(&self) {
@@ -259,8 +263,11 @@ impl<C: Contract> Events for SimCore<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
         let d = self.inner.instant_of(deadline);
-        self.inner.core_wake[self.worker as usize]
-            .wait(Some(d), Duration::from_micros(self.inner.config.aicore_spin_us), &self.inner.spin_permits);
+        self.inner.core_wake[self.worker as usize].wait(
+            Some(d),
+            Duration::from_micros(self.inner.config.aicore_spin_us),
+            &self.inner.spin_permits,
+        );
     }
     #[inline]
     fn send_event(&self) {

@@ -345,6 +345,17 @@ where
         })
     }
 
+    /// Drain: wait (bounded by the stream budget) until every program submitted to the device
+    /// has finished, and surface any device program failure. Run handles still report their
+    /// own runs.
+    pub fn drain(&self) -> Result<(), Error> {
+        let budget = self.inner.timeouts.stream_us;
+        let mut s = self.inner.lock_streams();
+        let a = s.aicpu.synchronize(budget).map_err(|e| timeout_or("AICPU stream drain", budget, e));
+        let c = s.aicore.synchronize(budget).map_err(|e| timeout_or("AICore stream drain", budget, e));
+        a.and(c)
+    }
+
     /// Prepare, launch and wait for one run of `graph` with the default configuration.
     pub fn run(&self, graph: &Graph<P>) -> Result<RunReport, Error> {
         self.run_with(graph, &RunConfig::default())
