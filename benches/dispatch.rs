@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::ShapeKind;
 use pto::prelude::*;
+use serde_json::json;
 
 const NS: [u32; 3] = [1, 1000, 4000];
 
@@ -81,7 +82,7 @@ fn main() {
         "{:<14} {:>12} {:>14} {:>14} {:>12} {:>12} {:>12}",
         "shape", "run(1) ms", "marg@1000 us", "marg@4000 us", "build@1 ms", "build@1000", "build@4000"
     );
-    let mut json = Vec::new();
+    let mut shapes = Vec::new();
     for (kind, pts) in &table {
         let fixed = pts[0].run;
         let marg = |p: &Point| (us(p.run) - us(fixed)) / (p.n as f64 - 1.0);
@@ -95,18 +96,12 @@ fn main() {
             us(pts[1].build) / 1e3,
             us(pts[2].build) / 1e3
         );
-        let runs: Vec<String> = pts
-            .iter()
-            .map(|p| format!("{{\"n\":{},\"run_us\":{:.1},\"build_us\":{:.1}}}", p.n, us(p.run), us(p.build)))
-            .collect();
-        json.push(format!(
-            "{{\"shape\":\"{}\",\"fixed_us\":{:.1},\"marginal_us_per_task\":{{\"1000\":{:.3},\"4000\":{:.3}}},\"points\":[{}]}}",
-            kind.name(),
-            us(fixed),
-            marg(&pts[1]),
-            marg(&pts[2]),
-            runs.join(",")
-        ));
+        shapes.push(json!({
+            "shape": kind.name(),
+            "fixed_us": us(fixed),
+            "marginal_us_per_task": { "1000": marg(&pts[1]), "4000": marg(&pts[2]) },
+            "points": pts.iter().map(|p| json!({ "n": p.n, "run_us": us(p.run), "build_us": us(p.build) })).collect::<Vec<_>>(),
+        }));
     }
     match vector_process {
         Some(d) => println!("vector example process (median of 5): {:.1} ms", us(d) / 1e3),
@@ -114,14 +109,15 @@ fn main() {
             println!("vector example process: not measured (build it with `cargo build --release --example vector`)")
         }
     }
-    let doc = format!(
-        "{{\"board\":\"{}\",\"rounds\":{rounds},\"vector_process_ms\":{},\"shapes\":[{}]}}",
-        Selected::NAME,
-        vector_process.map_or("null".to_string(), |d| format!("{:.1}", us(d) / 1e3)),
-        json.join(",")
-    );
-    println!("{doc}");
-    let _ = std::fs::write(target_dir().join("bench-dispatch.json"), &doc);
+    let doc = json!({
+        "board": Selected::NAME,
+        "rounds": rounds,
+        "vector_process_ms": vector_process.map(|d| us(d) / 1e3),
+        "shapes": shapes,
+    });
+    let text = serde_json::to_string_pretty(&doc).expect("JSON");
+    println!("{text}");
+    let _ = std::fs::write(target_dir().join("bench-dispatch.json"), &text);
 }
 
 fn target_dir() -> std::path::PathBuf {

@@ -90,3 +90,21 @@ fn many_short_runs_back_to_back() {
         }
     }
 }
+
+#[test]
+fn runs_on_fewer_clusters_than_the_board() {
+    let (dev, k) = common::setup().unwrap();
+    let p = common::build_shape(&dev, &k, ShapeKind::Fanout, 40).unwrap_or_else(|e| panic!("{e}"));
+    for (clusters, threads) in [(1, 1), (2, 2), (5, 3)] {
+        p.reset().unwrap();
+        let cfg = RunConfig { clusters: Some(clusters), aicpu_threads: Some(threads), ..RunConfig::default() };
+        let r = dev.run_with(&p.graph, &cfg).unwrap_or_else(|e| panic!("{clusters} clusters: {e}"));
+        p.check(&r).unwrap();
+        assert_eq!((r.cores, r.released), (3 * clusters as u64, 3 * clusters as u64));
+    }
+    // Bad configurations are named.
+    let cfg = RunConfig { clusters: Some(99), ..RunConfig::default() };
+    assert!(matches!(dev.run_with(&p.graph, &cfg), Err(Error::Config(_))));
+    let cfg = RunConfig { aicpu_threads: Some(0), ..RunConfig::default() };
+    assert!(matches!(dev.run_with(&p.graph, &cfg), Err(Error::Config(_))));
+}

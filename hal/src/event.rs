@@ -16,8 +16,10 @@ pub trait Events {
     /// Wake every AICPU thread of this device that waits for an event. Tier: AICPU, AICore.
     fn send_event(&self);
     /// Wait until the GM word at `addr` may no longer hold `seen`, an event arrives, or
-    /// `deadline` passes (aarch64: a load-exclusive arms the monitor on the line, then `wfe`;
-    /// a write by another agent clears the monitor and wakes the waiter). May return
-    /// spuriously; callers re-read the word. Tier: AICPU, AICore.
+    /// `deadline` passes (aarch64: a load-exclusive arms the monitor on the line, then `wfe`).
+    /// Only a write of the word through [`GmAtomic`](crate::GmAtomic) (device-direct store or
+    /// read-modify-write) by another agent is guaranteed to wake the waiter; the word must be
+    /// one that is written that way. May return spuriously; callers re-read the word.
+    /// Tier: AICPU, AICore.
     fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks);
 }

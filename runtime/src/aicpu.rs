@@ -66,7 +66,9 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
 }
 
 fn wait_shared<'l, A: AicpuAgent>(a: &A, launch: &AicpuLaunch<'l>) -> Option<&'l Shared> {
-    let deadline = a.deadline_after_micros(10_000_000);
+    // Thread 0 boots within the watchdog of this run (read here, not trusted from thread 0).
+    let cfg = lifecycle::read_config(a, launch.args);
+    let deadline = a.now_ticks().saturating_add(cfg.watchdog_ticks.max(a.ticks_from_micros(1_000)));
     loop {
         let p = launch.scratch.load(Ordering::Acquire) as *const Shared;
         if !p.is_null() {
@@ -155,6 +157,16 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
         }
         if (t.fanout_start as u64 + t.fanout_count as u64) > h.fanout_len {
             return Err(0x300 | ((i as u64) << 16));
+        }
+        // Every active lane names a func with a binary for the lane's core type.
+        for lane in 0..3u8 {
+            if t.lanes & (1 << lane) == 0 {
+                continue;
+            }
+            let f = funcs.get(t.funcs[lane as usize] as usize).copied().unwrap_or_default();
+            if (if lane == 0 { f.aic } else { f.aiv }) == 0 {
+                return Err(0x600 | ((i as u64) << 16) | lane as u64);
+            }
         }
         let mut ah = ArgsHeader::default();
         a.read(img.offset(args_off as u64), ah.as_mut_bytes());

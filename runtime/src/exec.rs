@@ -41,7 +41,17 @@ pub mod legacy {
         match lifecycle::wait_window(a, &map, launch.block_idx, a.now_ticks().saturating_add(budget)) {
             Ok(_) => {}
             Err(lifecycle::NoWindow::Cancelled) => return 0,
-            Err(lifecycle::NoWindow::Timeout) => return STATUS_WINDOW_TIMEOUT,
+            Err(lifecycle::NoWindow::Timeout) => {
+                let f = Fault {
+                    code: ErrorCode::Sched(SchedError::SchedulerTimeout),
+                    site: Site::Window,
+                    task: None,
+                    core: Some(launch.block_idx),
+                    detail: 0,
+                };
+                lifecycle::latch(a, desc, f, "");
+                return STATUS_WINDOW_TIMEOUT;
+            }
         }
         a.write_cond(regs::COND_IDLE);
 

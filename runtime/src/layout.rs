@@ -7,7 +7,8 @@
 //! | structure | writer | reader |
 //! |---|---|---|
 //! | [`LaunchConfig`] (2 lines) | host (H2D before launch) | AICPU, AICore |
-//! | [`FatalLine`], [`RunLine`] | AICPU and AICore, atomics only | host (D2H after the run) |
+//! | [`FatalLine`], [`FaultText`] | the agent (AICPU or AICore) that wins the latch, atomics only | host (D2H after the run) |
+//! | [`RunLine`] | AICPU threads, atomics only | host (D2H after the run) |
 //! | [`Handshake`] (1 line per worker) | that worker's AICore only | AICPU |
 //! | [`TeardownGate`] (1 line per worker) | AICPU, atomics only | AICore, device-direct loads |
 //! | [`DispatchPayload`] (2 lines per worker) | AICPU only | that worker's AICore |
@@ -24,7 +25,7 @@ use num_enum::{IntoPrimitive, TryFromPrimitive};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Magic of a launch descriptor ("PTO1").
-pub const DESC_MAGIC: u32 = 0x3150_544f;
+pub const DESC_MAGIC: u32 = 0x314F_5450;
 /// Magic of a graph image ("PTOG").
 pub const IMAGE_MAGIC: u32 = 0x474f_5450;
 /// Layout version of descriptor and image.
@@ -78,6 +79,10 @@ pub struct LaunchConfig {
     pub aicpu_threads: u32,
     /// Tasks in the graph image.
     pub task_count: u32,
+    /// Physical cores of the device (bound on a reported physical core id).
+    pub physical_cores: u32,
+    /// Reserved, zero.
+    pub reserved0: u32,
     /// GM address of the graph image.
     pub image: u64,
     /// Length of the graph image in bytes.
@@ -95,7 +100,7 @@ pub struct LaunchConfig {
     /// AICore budget for any single wait (window, dispatch, gate), in ticks.
     pub core_wait_ticks: u64,
     /// Reserved, zero.
-    pub reserved: [u64; 4],
+    pub reserved: [u64; 3],
 }
 
 /// The first-wins fatal latch: one line, touched only through `GmAtomic`.
@@ -152,7 +157,8 @@ pub struct LaunchDesc {
     pub fault_text: FaultText,
 }
 
-/// Text of the latched fault: two lines, written only by the agent that won the latch.
+/// Text of the latched fault: two lines, written only by the agent that won the latch, with
+/// device-direct stores (so no cache maintenance is involved in either tier).
 #[derive(Copy, Clone, Debug, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C, align(64))]
 pub struct FaultText {
@@ -273,20 +279,6 @@ pub mod lanes {
     pub const AIV1: u8 = 0b100;
     /// Every lane of a MIX task.
     pub const MIX: u8 = AIC | AIV0 | AIV1;
-}
-
-/// Task slot states, as the scheduler tracks them.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, IntoPrimitive, TryFromPrimitive)]
-#[repr(u8)]
-pub enum TaskState {
-    /// Waiting for producers.
-    Pending = 0,
-    /// In a ready queue.
-    Ready = 1,
-    /// Dispatched, subtasks outstanding.
-    Running = 2,
-    /// Every subtask finished; consumers released.
-    Completed = 3,
 }
 
 /// One task of the image.

@@ -66,13 +66,8 @@ pub struct Fault {
 ///
 /// The latch line is touched only with `GmAtomic`: the claim is a CAS, the fields are
 /// device-direct stores, and `complete` is stored last. The winner may add text, which it
-/// writes and publishes itself (it is the only writer of the text lines).
-pub fn latch<A: GmAtomic + GmMemory + pto_hal::CacheMaintenance + pto_hal::Barriers>(
-    a: &A,
-    desc: GmAddr,
-    fault: Fault,
-    text: &str,
-) -> bool {
+/// also stores device-direct (it is the only writer of the text lines).
+pub fn latch<A: GmAtomic + pto_hal::Barriers>(a: &A, desc: GmAddr, fault: Fault, text: &str) -> bool {
     if a.compare_exchange(desc.offset(offsets::FATAL_CLAIMED), 0, 1) != 0 {
         return false;
     }
@@ -85,10 +80,13 @@ pub fn latch<A: GmAtomic + GmMemory + pto_hal::CacheMaintenance + pto_hal::Barri
         let mut buf = [0u8; 128];
         let n = text.len().min(127);
         buf[..n].copy_from_slice(&text.as_bytes()[..n]);
-        let at = desc.offset(offsets::FAULT_TEXT);
-        a.write(at, &buf);
-        a.publish_lines(at, 128);
-        a.flush_range(at, 128);
+        // Device-direct stores: the text lines have one writer (the winner) and never sit in a
+        // cache, so the same code is right on both tiers and both contracts.
+        for (i, w) in buf.chunks_exact(8).enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            a.store_direct(desc.offset(offsets::FAULT_TEXT + i as u64 * 8), u64::from_le_bytes(b));
+        }
     }
     a.store_barrier();
     a.store_direct(desc.offset(offsets::FATAL_COMPLETE), 1);
@@ -213,7 +211,7 @@ pub fn check_report(hs: &Handshake, w: u32, cfg: &LaunchConfig) -> Result<(), u6
     if hs.core_type != want {
         return Err(hs.core_type as u64);
     }
-    if hs.physical_core_id >= cfg.workers {
+    if hs.physical_core_id >= cfg.physical_cores {
         return Err(hs.physical_core_id as u64);
     }
     Ok(())

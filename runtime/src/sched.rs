@@ -18,7 +18,7 @@ use pto_hal::{AicpuAgent, CoreType, Reg};
 use zerocopy::IntoBytes;
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
-use crate::layout::{DispatchPayload, FuncEntry, NO_FUNC, Shape, TaskRecord, lanes, offsets, regs};
+use crate::layout::{DispatchPayload, FuncEntry, Shape, TaskRecord, lanes, offsets, regs};
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::queue::ReadyQueue;
 
@@ -80,7 +80,7 @@ impl Shared {
                 if t.shape == Shape::Dummy as u8 {
                     inline.push(i as u32);
                 } else {
-                    s.push_ready(a, i as u32);
+                    s.push_ready(a, i as u32, Site::Boot);
                 }
             }
         }
@@ -118,14 +118,14 @@ impl Shared {
         self.completed.load(Ordering::Acquire) == self.task_count()
     }
 
-    fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32) {
+    fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32, site: Site) {
         let shape = self.g.tasks[t as usize].shape as usize;
         if self.queues[shape].push(t).is_err() {
             self.fail(
                 a,
                 Fault {
                     code: ErrorCode::Sched(SchedError::ReadyQueueOverflow),
-                    site: Site::Completion,
+                    site,
                     task: Some(t),
                     core: None,
                     detail: shape as u64,
@@ -162,7 +162,7 @@ impl Shared {
                 if self.g.tasks[c as usize].shape == Shape::Dummy as u8 {
                     inline.push(c);
                 } else {
-                    self.push_ready(a, c);
+                    self.push_ready(a, c, Site::Completion);
                 }
             }
         }
@@ -355,6 +355,11 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                 }
                 a.wait_for_event(deadline);
             }
+        }
+        // Cores never opened (the run stopped first, or they never reported): cancel them so
+        // none waits out its budget for a window that will not open.
+        for &i in &waiting {
+            lifecycle::cancel_window(a, map, self.cores[i].w);
         }
         for v in &mut self.idle {
             v.reverse();
@@ -599,7 +604,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
             placed = true;
         }
         if s.next_block[t as usize].load(Ordering::Relaxed) < rec.block_num {
-            s.push_ready(self.a, t);
+            s.push_ready(self.a, t, Site::Dispatch);
             self.pushed = true;
         }
         placed
@@ -610,11 +615,8 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
         let rec = &s.g.tasks[t as usize];
         let func = rec.funcs[lane as usize];
         let core_ty = self.cores[i].ty;
-        let bin = if func == NO_FUNC {
-            0
-        } else {
-            s.g.funcs.get(func as usize).map_or(0, |f| if core_ty == CoreType::Aic { f.aic } else { f.aiv })
-        };
+        // Validated at boot: every active lane has a binary for its core type.
+        let bin = s.g.funcs.get(func as usize).map_or(0, |f| if core_ty == CoreType::Aic { f.aic } else { f.aiv });
         let c = &mut self.cores[i];
         c.seq = regs::next_id(c.seq);
         let reg = c.seq;

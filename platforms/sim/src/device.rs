@@ -88,7 +88,7 @@ impl LaunchState {
 
 pub(crate) enum Job<C: Contract> {
     Aicpu { entry: AicpuEntry<SimAicpu<C>>, args: GmAddr, thread_idx: u32, thread_count: u32, launch: Arc<LaunchState> },
-    Aicore { entry: AicoreEntry<SimCore<C>>, args: GmAddr, launch: Arc<LaunchState> },
+    Aicore { entry: AicoreEntry<SimCore<C>>, args: GmAddr, block_idx: u32, launch: Arc<LaunchState> },
 }
 
 /// Shared state of one simulated device.
@@ -228,7 +228,7 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
     loop {
         let job = inner.core_jobs[w as usize].lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         match job {
-            Some(Job::Aicore { entry, args, launch }) => {
+            Some(Job::Aicore { entry, args, block_idx, launch }) => {
                 if inner.take_silent(w) {
                     // Injected fault: this core never runs its program (never reports).
                     launch.finish_one(0, None);
@@ -241,7 +241,7 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                 regs.dmb.store(0, Ordering::Release);
                 regs.cond.store(0, Ordering::Release);
                 let launch_info = AicoreLaunch {
-                    block_idx: w,
+                    block_idx,
                     core_type: inner.topo.core_type(w),
                     physical_core_id: inner.physical_id(w),
                     args,

@@ -172,9 +172,16 @@ impl<C: Contract> AicoreStream for SimAicoreStream<C> {
         let topo = inner.topo;
         let launch = LaunchState::new(clusters * 3);
         self.core.push(launch.clone());
+        // The launch numbers its workers by the launched clusters (AIC `0..k`, AIV `k..3k`),
+        // whatever board cores host them.
+        let launched = pto_hal::Topology { clusters, aicpu_threads: topo.aicpu_threads };
         for c in 0..clusters {
-            for w in [topo.aic(c), topo.aiv(c, 0), topo.aiv(c, 1)] {
-                inner.push_core(w, Job::Aicore { entry, args, launch: launch.clone() });
+            for (w, block_idx) in [
+                (topo.aic(c), launched.aic(c)),
+                (topo.aiv(c, 0), launched.aiv(c, 0)),
+                (topo.aiv(c, 1), launched.aiv(c, 1)),
+            ] {
+                inner.push_core(w, Job::Aicore { entry, args, block_idx, launch: launch.clone() });
             }
         }
         Ok(())

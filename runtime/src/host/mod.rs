@@ -72,7 +72,9 @@ pub struct RunConfig {
     pub clusters: Option<u32>,
     /// AICPU threads to launch (default: all of the board's).
     pub aicpu_threads: Option<u32>,
-    /// Run on AIV cores only (the AIC cores are reserved): AIC and MIX tasks cannot be placed.
+    /// The run may use AIV cores only (the AIC cores are kept for other work): a graph with AIC
+    /// or MIX tasks is refused before anything is uploaded. The AIC cores of the launched
+    /// clusters still handshake and retire; they receive no task.
     pub aiv_only: bool,
     /// Override the scheduler watchdog for this run.
     pub watchdog_us: Option<u64>,
@@ -386,6 +388,15 @@ where
                 inner.topo.aicpu_threads
             )));
         }
+        if let Some(w) = cfg.watchdog_us {
+            let core_wait = 2 * w + inner.timeouts.exit_us;
+            if w == 0 || core_wait >= inner.timeouts.stream_us {
+                return Err(Error::Config(std::format!(
+                    "watchdog_us = {w} breaks the budget chain: it must be non-zero and 2 x watchdog + exit ({core_wait} us) must stay below the host stream budget ({} us)",
+                    inner.timeouts.stream_us
+                )));
+            }
+        }
         graph.check_placeable(cfg)?;
         let slot = inner.slot_table.reserve().map_err(|r| match r {
             Refused::Full => Error::Busy("both pipeline slots hold live runs"),
@@ -441,6 +452,8 @@ where
             workers: clusters * 3,
             aicpu_threads: threads,
             task_count: graph.task_count,
+            physical_cores: inner.topo.workers(),
+            reserved0: 0,
             image: image.0,
             image_len: need,
             handshakes: arena.0 + desc_len,
@@ -449,7 +462,7 @@ where
             watchdog_ticks: freq(watchdog_us),
             exit_ticks: freq(inner.timeouts.exit_us),
             core_wait_ticks: freq(2 * watchdog_us + inner.timeouts.exit_us),
-            reserved: [0; 4],
+            reserved: [0; 3],
         };
         let image_bytes = LaunchImage::prepare(config, &graph.image);
         image_bytes.publish(dev, arena, image)?;
