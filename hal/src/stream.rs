@@ -13,6 +13,8 @@ pub trait Stream: ErrorType {
     /// Non-blocking: has `event` completed?
     fn query_event(&self, event: Self::Event) -> Result<bool, Self::Error>;
     /// Wait for `event` for at most `timeout_us` microseconds (`ErrorKind::Timeout` after).
+    /// When a program before the event completed with a failure, the wait reports it
+    /// (`ErrorKind::DeviceFault`) once that program is done.
     fn wait_event(&self, event: Self::Event, timeout_us: u64) -> Result<(), Self::Error>;
     /// Wait for everything submitted, for at most `timeout_us`; this is the call that surfaces
     /// a device program's non-zero status as an error (`ErrorKind::DeviceFault`). The error is

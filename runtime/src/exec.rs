@@ -98,7 +98,9 @@ pub mod legacy {
 
     fn run_one<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch, id: u32) {
         let at = map.payload(launch.block_idx, id & 1);
-        a.observe_line(at);
+        if !crate::breakage::broken(crate::breakage::SKIP_PAYLOAD_OBSERVE) {
+            a.observe_line(at);
+        }
         let mut p = DispatchPayload::default();
         a.read(at, p.as_mut_bytes());
         a.write_cond(regs::ack(id));
@@ -126,8 +128,12 @@ pub mod legacy {
                 ),
                 Some(kernel) => {
                     let mut ctx = CoreCtx::load(a, &p, launch.core_type);
+                    ctx.observe_arguments(a);
                     if let Err(e) = a.run_kernel(kernel, &mut ctx) {
                         fault(ErrorCode::Device(DeviceFault::KernelFault), p.bin, e.as_str());
+                    }
+                    if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) {
+                        a.write_cond(regs::fin(id));
                     }
                     ctx.publish_outputs(a);
                 }
@@ -173,6 +179,16 @@ pub mod legacy {
             ctx.nt = nt;
             ctx.ns = ns;
             ctx
+        }
+
+        /// Drop this core's copies of every argument's lines before the kernel runs: inputs were
+        /// produced by other cores or the host, and outputs must be filled fresh so that their
+        /// whole-line write-backs carry nobody's stale bytes.
+        fn observe_arguments<A: AicoreAgent>(&self, a: &A) {
+            for t in &self.tensors[..self.nt] {
+                let (lo, hi) = span(&t.to_arg());
+                a.observe_lines(GmAddr(lo), hi - lo);
+            }
         }
 
         /// Write back every line of every output, so it reaches memory before FIN.

@@ -454,7 +454,8 @@ fn tensor_desc(a: &Arg, heap_base: GmAddr) -> TensorDesc {
         ndims: t.ndims,
         shape: t.shape,
         strides: t.strides,
-        flags: if a.dir.writes() { TENSOR_WRITTEN } else { 0 },
+        // NoDep arguments may be written too: the executor publishes them as well.
+        flags: if a.dir.writes() || a.dir == Direction::NoDep { TENSOR_WRITTEN } else { 0 },
     }
 }
 

@@ -11,6 +11,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod aicpu;
+pub mod breakage;
 pub mod codes;
 pub mod exec;
 pub mod graph;

@@ -102,7 +102,9 @@ pub fn latched<A: GmAtomic>(a: &A, desc: GmAddr) -> bool {
 /// Read the launch configuration from a descriptor the host copied in, making host DMA
 /// visible first on non-coherent builds.
 pub fn read_config<A: GmMemory + pto_hal::CacheMaintenance>(a: &A, desc: GmAddr) -> LaunchConfig {
-    crate::observe_host::<A>(a, desc, core::mem::size_of::<LaunchConfig>() as u64);
+    if !crate::breakage::broken(crate::breakage::SKIP_HOST_INVALIDATE | crate::breakage::INVALIDATE_AT_END) {
+        crate::observe_host::<A>(a, desc, core::mem::size_of::<LaunchConfig>() as u64);
+    }
     let mut cfg = LaunchConfig::default();
     a.read(desc, cfg.as_mut_bytes());
     cfg
@@ -128,7 +130,9 @@ pub fn report<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch) {
     };
     let at = map.handshake(launch.block_idx);
     a.write(at, hs.as_bytes());
-    a.publish_line(at);
+    if !crate::breakage::broken(crate::breakage::SKIP_REPORT_PUBLISH) {
+        a.publish_line(at);
+    }
     a.send_event();
 }
 
@@ -198,6 +202,12 @@ pub fn poll_report<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) -> Option<Handsha
     a.read(map.handshake(w), hs.as_mut_bytes());
     if hs.report_epoch == map.cfg.epoch && hs.aicore_done == w + 1 {
         a.rmb();
+        if crate::breakage::broken(crate::breakage::SHARED_HANDSHAKE_LINE) {
+            // The reference layout: the AICPU publishes `task` into the core's handshake line.
+            let task = map.handshake(w).offset(core::mem::offset_of!(Handshake, reserved) as u64);
+            a.write(task, &map.payload(w, 0).0.to_le_bytes());
+            a.flush_range(task, 8);
+        }
         Some(hs)
     } else {
         None

@@ -1,8 +1,9 @@
 //! The agents device code runs as: AICPU threads and AICores, each implementing the HAL.
 //!
-//! This is the coherent cache model: plain accesses go straight to GM, every maintenance
-//! operation is an inlined no-op. Barriers are real fences, so the Rust memory model — not
-//! just x86's — orders the runtime's publications.
+//! With the coherent cache model plain accesses go straight to GM and every maintenance
+//! operation does nothing; with the faithful model (`crate::faithful`) they act on the agent's
+//! own cache. Barriers are real fences, so the Rust memory model — not just x86's — orders the
+//! runtime's publications.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -30,12 +31,16 @@ macro_rules! impl_common {
         impl<C: Contract> GmAtomic for $ty<C> {
             #[inline]
             fn query(&self, addr: GmAddr) -> u64 {
-                word(&self.inner, addr).load(Ordering::Acquire)
+                let v = word(&self.inner, addr).load(Ordering::Acquire);
+                if let Some(f) = self.inner.model() {
+                    f.word_load(self.fid(), addr.0 - crate::GM_BASE, addr.0);
+                }
+                v
             }
             #[inline]
             fn store_direct(&self, addr: GmAddr, value: u64) {
                 word(&self.inner, addr).store(value, Ordering::Release);
-                self.inner.word_written(addr.0);
+                self.direct_written(addr, false);
             }
             #[inline]
             fn store_direct_u32(&self, addr: GmAddr, value: u32) {
@@ -48,18 +53,18 @@ macro_rules! impl_common {
                 let _ = w.fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
                     Some((old & !mask) | ((value as u64) << shift))
                 });
-                self.inner.word_written(addr.0 & !7);
+                self.direct_written(GmAddr(addr.0 & !7), false);
             }
             #[inline]
             fn swap(&self, addr: GmAddr, value: u64) -> u64 {
                 let old = word(&self.inner, addr).swap(value, Ordering::AcqRel);
-                self.inner.word_written(addr.0);
+                self.direct_written(addr, true);
                 old
             }
             #[inline]
             fn fetch_add(&self, addr: GmAddr, value: u64) -> u64 {
                 let old = word(&self.inner, addr).fetch_add(value, Ordering::AcqRel);
-                self.inner.word_written(addr.0);
+                self.direct_written(addr, true);
                 old
             }
             #[inline]
@@ -78,29 +83,65 @@ macro_rules! impl_common {
             #[inline]
             fn read(&self, addr: GmAddr, dst: &mut [u8]) {
                 let off = self.inner.gm.checked(addr, dst.len() as u64);
-                self.inner.gm.read_bytes(off, dst)
+                match self.inner.model() {
+                    Some(f) => f.load(self.fid(), addr.0, off, dst, &self.inner.gm),
+                    None => self.inner.gm.read_bytes(off, dst),
+                }
             }
             #[inline]
             fn write(&self, addr: GmAddr, src: &[u8]) {
                 let off = self.inner.gm.checked(addr, src.len() as u64);
-                self.inner.gm.write_bytes(off, src)
+                match self.inner.model() {
+                    Some(f) => f.store(self.fid(), addr.0, off, src, &self.inner.gm),
+                    None => self.inner.gm.write_bytes(off, src),
+                }
             }
         }
 
+        // Coherent model: every operation is a no-op. Faithful model: the operation acts on
+        // this agent's cache (ranges round out to whole lines).
         impl<C: Contract> CacheMaintenance for $ty<C> {
             type Contract = C;
             #[inline(always)]
-            fn invalidate_range(&self, _addr: GmAddr, _len: u64) {}
+            fn invalidate_range(&self, addr: GmAddr, len: u64) {
+                self.count_range_op(0);
+                if let Some(f) = self.inner.model() {
+                    f.invalidate(self.fid(), addr.0, len, &self.inner.gm);
+                    f.fence(self.fid());
+                }
+            }
             #[inline(always)]
-            fn flush_range(&self, _addr: GmAddr, _len: u64) {}
+            fn flush_range(&self, addr: GmAddr, len: u64) {
+                self.count_range_op(1);
+                if let Some(f) = self.inner.model() {
+                    f.clean(self.fid(), addr.0, len, &self.inner.gm);
+                    f.fence(self.fid());
+                }
+            }
             #[inline(always)]
-            fn writeback_line(&self, _addr: GmAddr) {}
+            fn writeback_line(&self, addr: GmAddr) {
+                if let Some(f) = self.inner.model() {
+                    f.clean(self.fid(), addr.line().0, 64, &self.inner.gm);
+                }
+            }
             #[inline(always)]
-            fn invalidate_line(&self, _addr: GmAddr) {}
+            fn invalidate_line(&self, addr: GmAddr) {
+                if let Some(f) = self.inner.model() {
+                    f.invalidate(self.fid(), addr.line().0, 64, &self.inner.gm);
+                }
+            }
             #[inline(always)]
-            fn invalidate_all(&self) {}
+            fn invalidate_all(&self) {
+                if let Some(f) = self.inner.model() {
+                    f.invalidate_all(self.fid(), &self.inner.gm);
+                }
+            }
             #[inline(always)]
-            fn cache_barrier(&self) {}
+            fn cache_barrier(&self) {
+                if let Some(f) = self.inner.model() {
+                    f.fence(self.fid());
+                }
+            }
         }
 
         impl<C: Contract> Barriers for $ty<C> {
@@ -118,11 +159,17 @@ macro_rules! impl_common {
             }
             #[inline(always)]
             fn full(&self) {
-                fence(Ordering::SeqCst)
+                fence(Ordering::SeqCst);
+                if let Some(f) = self.inner.model() {
+                    f.fence(self.fid());
+                }
             }
             #[inline(always)]
             fn store_barrier(&self) {
-                fence(Ordering::SeqCst)
+                fence(Ordering::SeqCst);
+                if let Some(f) = self.inner.model() {
+                    f.fence(self.fid());
+                }
             }
         }
 
@@ -137,6 +184,13 @@ macro_rules! impl_common {
             }
         }
     };
+}
+
+fn reg_index(reg: Reg) -> u32 {
+    match reg {
+        Reg::Dmb => 0,
+        Reg::Cond => 1,
+    }
 }
 
 /// Arm agent `slot`'s monitor on `addr`, wait (unless the word already changed), disarm.
@@ -163,6 +217,24 @@ impl<C: Contract> SimAicpu<C> {
     pub(crate) fn new(inner: Arc<Inner<C>>, idx: u32) -> Self {
         SimAicpu { inner, idx, _c: PhantomData }
     }
+
+    #[inline]
+    fn fid(&self) -> u16 {
+        self.inner.faithful.aicpu_id(self.idx)
+    }
+
+    #[inline]
+    fn count_range_op(&self, i: usize) {
+        self.inner.aicpu_cache_ops[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn direct_written(&self, addr: GmAddr, rmw: bool) {
+        if let Some(f) = self.inner.model() {
+            f.word_store(self.fid(), addr.0 - crate::GM_BASE, addr.0, rmw);
+        }
+        self.inner.word_written(addr.0);
+    }
 }
 
 impl_common!(SimAicpu);
@@ -171,13 +243,20 @@ impl<C: Contract> Registers for SimAicpu<C> {
     #[inline]
     fn read_reg(&self, core: u32, reg: Reg) -> u32 {
         let r = &self.inner.regs[core as usize];
-        match reg {
+        let v = match reg {
             Reg::Dmb => r.dmb.load(Ordering::Acquire),
             Reg::Cond => r.cond.load(Ordering::Acquire),
+        };
+        if let Some(f) = self.inner.model() {
+            f.reg_read(self.fid(), core, reg_index(reg));
         }
+        v
     }
     #[inline]
     fn write_reg(&self, core: u32, reg: Reg, value: u32) {
+        if let Some(f) = self.inner.model() {
+            f.reg_write(self.fid(), core, reg_index(reg));
+        }
         let r = &self.inner.regs[core as usize];
         match reg {
             Reg::Dmb => {
@@ -239,6 +318,23 @@ impl<C: Contract> SimCore<C> {
         let core_type = inner.topo.core_type(worker);
         SimCore { inner, worker, phys, core_type, _c: PhantomData }
     }
+
+    #[inline]
+    fn fid(&self) -> u16 {
+        self.inner.faithful.core_id(self.worker)
+    }
+
+    /// Range maintenance is an AICPU operation; only the AICPU's is counted.
+    #[inline(always)]
+    fn count_range_op(&self, _i: usize) {}
+
+    #[inline]
+    fn direct_written(&self, addr: GmAddr, rmw: bool) {
+        if let Some(f) = self.inner.model() {
+            f.word_store(self.fid(), addr.0 - crate::GM_BASE, addr.0, rmw);
+        }
+        self.inner.word_written(addr.0);
+    }
 }
 
 impl_common!(SimCore);
@@ -246,10 +342,17 @@ impl_common!(SimCore);
 impl<C: Contract> CoreRegisters for SimCore<C> {
     #[inline]
     fn read_dmb(&self) -> u32 {
-        self.inner.regs[self.phys as usize].dmb.load(Ordering::Acquire)
+        let v = self.inner.regs[self.phys as usize].dmb.load(Ordering::Acquire);
+        if let Some(f) = self.inner.model() {
+            f.reg_read(self.fid(), self.phys, 0);
+        }
+        v
     }
     #[inline]
     fn write_cond(&self, value: u32) {
+        if let Some(f) = self.inner.model() {
+            f.reg_write(self.fid(), self.phys, 1);
+        }
         let r = &self.inner.regs[self.phys as usize];
         r.cond.store(value, Ordering::Release);
         let t = r.watcher.load(Ordering::Relaxed) as usize;

@@ -12,6 +12,7 @@ use pto_hal::{
 };
 
 use crate::agent::{SimAicpu, SimCore};
+use crate::faithful::{CacheModel, Faithful, Violation};
 use crate::gm::Gm;
 use crate::park::{SpinPermits, Wake};
 use crate::{SimConfig, SimError};
@@ -29,6 +30,13 @@ pub(crate) struct CoreRegs {
 
 /// Completion state of one launch on a stream.
 pub(crate) struct LaunchState {
+    /// What happened before the launch started: the submitter's clock at submission joined
+    /// with the end of the previous launch on the same stream (faithful model only).
+    pub start_vc: std::sync::OnceLock<Vec<u32>>,
+    /// Stream order: the next launch of the stream starts when this one is done.
+    then: Mutex<(bool, Option<Box<dyn FnOnce() + Send>>)>,
+    /// The join of every agent's clock at the end of its program (faithful model only).
+    pub end_vc: Mutex<Vec<u32>>,
     remaining: AtomicU32,
     status: AtomicI32,
     message: Mutex<Option<String>>,
@@ -38,8 +46,11 @@ pub(crate) struct LaunchState {
 }
 
 impl LaunchState {
-    pub fn new(agents: u32) -> Arc<LaunchState> {
+    pub fn new(agents: u32, vc_len: usize) -> Arc<LaunchState> {
         Arc::new(LaunchState {
+            end_vc: Mutex::new(vec![0; vc_len]),
+            start_vc: std::sync::OnceLock::new(),
+            then: Mutex::new((agents == 0, None)),
             remaining: AtomicU32::new(agents),
             status: AtomicI32::new(0),
             message: Mutex::new(None),
@@ -49,6 +60,13 @@ impl LaunchState {
         })
     }
 
+    /// Mark the launch failed with `status` (first failure wins) without finishing an agent.
+    pub fn fail_with(&self, status: i32, message: String) {
+        if self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            *self.message.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+        }
+    }
+
     fn finish_one(&self, status: i32, message: Option<String>) {
         if status != 0 && self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             *self.message.lock().unwrap_or_else(|e| e.into_inner()) = message;
@@ -56,6 +74,33 @@ impl LaunchState {
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
             self.cv.notify_all();
+            let next = {
+                let mut t = self.then.lock().unwrap_or_else(|e| e.into_inner());
+                t.0 = true;
+                t.1.take()
+            };
+            if let Some(start) = next {
+                start();
+            }
+        }
+    }
+
+    /// Run `start` once this launch is done (now, if it already is): stream order.
+    pub fn then(&self, start: Box<dyn FnOnce() + Send>) {
+        let mut t = self.then.lock().unwrap_or_else(|e| e.into_inner());
+        if t.0 {
+            drop(t);
+            start();
+        } else {
+            t.1 = Some(start);
+        }
+    }
+
+    /// Join an agent's end-of-program clock.
+    pub fn join_end(&self, vc: &[u32]) {
+        let mut e = self.end_vc.lock().unwrap_or_else(|e| e.into_inner());
+        for (a, b) in e.iter_mut().zip(vc) {
+            *a = (*a).max(*b);
         }
     }
 
@@ -111,6 +156,14 @@ pub(crate) struct Inner<C: Contract> {
     pub monitors: Box<[std::sync::atomic::AtomicU64]>,
     /// Number of agents currently waiting on a GM word (skip the scan when 0).
     pub monitoring: AtomicU32,
+    /// The faithful cache model (used while `faithful_on`).
+    pub faithful: Faithful,
+    /// Whether the faithful cache model is on.
+    pub faithful_on: AtomicBool,
+    /// AICPU cache maintenance issued so far: `[invalidate_range, flush_range]` calls.
+    pub aicpu_cache_ops: [std::sync::atomic::AtomicU64; 2],
+    /// Launches not yet finished (the cache model may change only when this is zero).
+    pub active_launches: AtomicU32,
     /// Workers that stay silent for their next launch (fault injection).
     silent: Mutex<Vec<u32>>,
     pub shutdown: AtomicBool,
@@ -156,6 +209,27 @@ impl<C: Contract> Inner<C> {
         self.core_wake[w as usize].notify();
     }
 
+    /// One agent of `launch` finished; the last one retires the launch from the active count.
+    pub fn launch_finished(&self, launch: &LaunchState) {
+        if launch.is_done() {
+            self.active_launches.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Submit-side bookkeeping of a new launch: its submission clock (faithful model).
+    pub fn launch_started(&self) -> Vec<u32> {
+        self.active_launches.fetch_add(1, Ordering::AcqRel);
+        match self.model() {
+            Some(f) => f.host_release(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Number of vector-clock entries (device agents + host).
+    pub fn vc_len(&self) -> usize {
+        1 + self.aicpu_wake.len() + self.core_wake.len()
+    }
+
     /// A GM word was written by a device agent: wake whoever waits on it.
     #[inline]
     pub fn word_written(&self, addr: u64) {
@@ -172,6 +246,12 @@ impl<C: Contract> Inner<C> {
                 }
             }
         }
+    }
+
+    /// The faithful model, when it is on.
+    #[inline]
+    pub fn model(&self) -> Option<&Faithful> {
+        if self.faithful_on.load(Ordering::Relaxed) { Some(&self.faithful) } else { None }
     }
 
     pub fn take_silent(&self, w: u32) -> bool {
@@ -206,10 +286,18 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
         let job = inner.aicpu_jobs[t as usize].lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         match job {
             Some(Job::Aicpu { entry, args, thread_idx, thread_count, launch }) => {
+                let id = inner.faithful.aicpu_id(t);
+                if let Some(f) = inner.model() {
+                    f.job_start(id, launch.start_vc.get().map_or(&[][..], |v| &v[..]), &launch);
+                }
                 let (s, m) = run_guarded(|| {
                     entry(&agent, AicpuLaunch { thread_idx, thread_count, args, scratch: &launch.scratch })
                 });
+                if let Some(f) = inner.model() {
+                    launch.join_end(&f.job_end(id, &inner.gm));
+                }
                 launch.finish_one(s, m);
+                inner.launch_finished(&launch);
             }
             Some(Job::Aicore { launch, .. }) => launch.finish_one(-1, Some("AICore job on an AICPU thread".into())),
             None => {
@@ -232,6 +320,7 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                 if inner.take_silent(w) {
                     // Injected fault: this core never runs its program (never reports).
                     launch.finish_one(0, None);
+                    inner.launch_finished(&launch);
                     continue;
                 }
                 // Like the hardware, every kernel launch resets the core's registers: DMB = 0
@@ -246,8 +335,16 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                     physical_core_id: inner.physical_id(w),
                     args,
                 };
+                let id = inner.faithful.core_id(w);
+                if let Some(f) = inner.model() {
+                    f.job_start(id, launch.start_vc.get().map_or(&[][..], |v| &v[..]), &launch);
+                }
                 let (s, m) = run_guarded(|| entry(&agent, launch_info));
+                if let Some(f) = inner.model() {
+                    launch.join_end(&f.job_end(id, &inner.gm));
+                }
                 launch.finish_one(s, m);
+                inner.launch_finished(&launch);
             }
             Some(Job::Aicpu { launch, .. }) => launch.finish_one(-1, Some("AICPU job on an AICore thread".into())),
             None => {
@@ -278,6 +375,10 @@ impl<C: Contract> SimDevice<C> {
         }
         let workers = topo.workers() as usize;
         let nthreads = topo.aicpu_threads as usize;
+        if nthreads + workers + 1 > 128 {
+            return Err(SimError::InvalidArgument("the simulator supports at most 127 device agents"));
+        }
+        let model = CacheModel::from_env().unwrap_or(config.cache);
         let inner = Arc::new(Inner {
             topo,
             config,
@@ -294,6 +395,16 @@ impl<C: Contract> SimDevice<C> {
             kernels: RwLock::new(Vec::new()),
             monitors: (0..nthreads + workers).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),
             monitoring: AtomicU32::new(0),
+            faithful: {
+                let (seed, evict) = match model {
+                    CacheModel::Faithful { seed, evict_per_mille } => (seed, evict_per_mille),
+                    CacheModel::Coherent => (0, 0),
+                };
+                Faithful::new(seed, evict, C::HOST_COHERENT, topo.aicpu_threads, topo.workers())
+            },
+            faithful_on: AtomicBool::new(matches!(model, CacheModel::Faithful { .. })),
+            active_launches: AtomicU32::new(0),
+            aicpu_cache_ops: [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)],
             silent: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
             _contract: PhantomData,
@@ -328,6 +439,41 @@ impl<C: Contract> SimDevice<C> {
         }
         self.inner.add_silent(w);
         Ok(())
+    }
+
+    /// Switch the cache model (between runs: refused while a launch is active). Switching to
+    /// the faithful model starts it from empty caches with `seed`.
+    pub fn set_cache_model(&self, model: CacheModel) -> Result<(), SimError> {
+        if self.inner.active_launches.load(Ordering::Acquire) != 0 {
+            return Err(SimError::InvalidArgument("the cache model cannot change while a launch is active"));
+        }
+        match model {
+            CacheModel::Coherent => self.inner.faithful_on.store(false, Ordering::Release),
+            CacheModel::Faithful { seed, evict_per_mille } => {
+                self.inner.faithful.reset(seed, evict_per_mille);
+                self.inner.faithful_on.store(true, Ordering::Release);
+            }
+        }
+        Ok(())
+    }
+
+    /// The cache model in force.
+    pub fn cache_model(&self) -> CacheModel {
+        match self.inner.model() {
+            Some(f) => CacheModel::Faithful { seed: f.seed(), evict_per_mille: f.evict_per_mille() },
+            None => CacheModel::Coherent,
+        }
+    }
+
+    /// AICPU range maintenance issued so far, whatever the cache model: `(invalidate_range
+    /// calls, flush_range calls)`. What a build issues is decided by its contract type.
+    pub fn aicpu_cache_ops(&self) -> (u64, u64) {
+        (self.inner.aicpu_cache_ops[0].load(Ordering::Relaxed), self.inner.aicpu_cache_ops[1].load(Ordering::Relaxed))
+    }
+
+    /// Violations the faithful model found so far (each also failed its launch).
+    pub fn take_violations(&self) -> Vec<Violation> {
+        self.inner.faithful.take_violations()
     }
 
     /// Bytes of GM currently allocated (for leak checks).

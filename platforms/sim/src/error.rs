@@ -36,6 +36,9 @@ pub enum SimError {
         /// The first panic message of an agent, if one panicked.
         message: Option<String>,
     },
+    /// The faithful cache model found a coherence violation the host would have observed.
+    #[error("coherence violation: {0}")]
+    Coherence(crate::Violation),
     /// The device was closed.
     #[error("the simulated device is closed")]
     Closed,
@@ -48,7 +51,7 @@ impl pto_hal::Error for SimError {
             SimError::InvalidAddress { .. } | SimError::BadFree(_) => ErrorKind::InvalidAddress,
             SimError::InvalidArgument(_) => ErrorKind::Other,
             SimError::Timeout(_) => ErrorKind::Timeout,
-            SimError::DeviceFault { .. } => ErrorKind::DeviceFault,
+            SimError::DeviceFault { .. } | SimError::Coherence(_) => ErrorKind::DeviceFault,
             SimError::Closed => ErrorKind::Closed,
         }
     }

@@ -28,6 +28,7 @@
 mod agent;
 mod device;
 mod error;
+mod faithful;
 mod gm;
 mod panics;
 mod park;
@@ -42,6 +43,7 @@ use pto_hal::{
 pub use agent::{SimAicpu, SimCore};
 pub use device::SimDevice;
 pub use error::SimError;
+pub use faithful::{COHERENCE_STATUS, CacheModel, Missing, Violation};
 pub use gm::GM_BASE;
 pub use stream::{SimAicoreStream, SimAicpuStream, SimEvent};
 
@@ -61,11 +63,20 @@ pub struct SimConfig {
     pub aicore_spin_us: u64,
     /// Most agents spinning at once (further capped by the host's CPU count).
     pub max_spinners: u32,
+    /// The cache model (the environment variable `PTO_SIM_CACHE` overrides it at open).
+    pub cache: CacheModel,
 }
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { freq_hz: 50_000_000, gm_bytes: 1 << 30, aicpu_spin_us: 50, aicore_spin_us: 20, max_spinners: 64 }
+        SimConfig {
+            freq_hz: 50_000_000,
+            gm_bytes: 1 << 30,
+            aicpu_spin_us: 50,
+            aicore_spin_us: 20,
+            max_spinners: 64,
+            cache: CacheModel::Coherent,
+        }
     }
 }
 
@@ -113,16 +124,25 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
     fn copy_h2d(&self, dst: GmAddr, src: &[u8]) -> Result<(), SimError> {
         let off = self.host_range(dst, src.len() as u64)?;
         self.inner.gm.write_bytes(off, src);
+        if let Some(f) = self.inner.model() {
+            f.host_write(dst.0, src.len() as u64);
+        }
         Ok(())
     }
     fn copy_d2h(&self, dst: &mut [u8], src: GmAddr) -> Result<(), SimError> {
         let off = self.host_range(src, dst.len() as u64)?;
+        if let Some(f) = self.inner.model() {
+            f.host_read(src.0, dst.len() as u64).map_err(SimError::Coherence)?;
+        }
         self.inner.gm.read_bytes(off, dst);
         Ok(())
     }
     fn memset(&self, dst: GmAddr, byte: u8, len: u64) -> Result<(), SimError> {
         let off = self.host_range(dst, len)?;
         self.inner.gm.fill(off, byte, len);
+        if let Some(f) = self.inner.model() {
+            f.host_write(dst.0, len);
+        }
         Ok(())
     }
 }

@@ -25,10 +25,16 @@ struct Queue {
 }
 
 impl Queue {
-    fn prune(&mut self) {
+    /// Retire completed launches from the front: the host has now observed them (their end
+    /// clocks happen before whatever the host does next), and their failures are kept for
+    /// `synchronize`.
+    fn prune<C: Contract>(&mut self, inner: &Inner<C>) {
         while let Some((_, l)) = self.live.front() {
             if !l.is_done() {
                 break;
+            }
+            if let Some(f) = inner.model() {
+                f.host_acquire(&l.end_vc.lock().unwrap_or_else(|e| e.into_inner()));
             }
             if let Some(e) = l.failure() {
                 self.failure.get_or_insert(e);
@@ -44,45 +50,80 @@ impl Queue {
 struct StreamCore<C: Contract> {
     inner: Arc<Inner<C>>,
     q: Mutex<Queue>,
+    /// The most recent launch: the next one starts only when it is done (stream order).
+    last: Mutex<Option<Arc<LaunchState>>>,
 }
 
 impl<C: Contract> StreamCore<C> {
     fn new(inner: Arc<Inner<C>>) -> Self {
-        StreamCore { inner, q: Mutex::new(Queue { live: VecDeque::new(), next_seq: 0, failure: None }) }
+        StreamCore {
+            inner,
+            q: Mutex::new(Queue { live: VecDeque::new(), next_seq: 0, failure: None }),
+            last: Mutex::new(None),
+        }
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.q.lock().unwrap_or_else(|e| e.into_inner())
     }
-    fn push(&self, launch: Arc<LaunchState>) {
-        let mut q = self.lock();
-        let seq = q.next_seq;
-        q.next_seq += 1;
-        q.live.push_back((seq, launch));
+    /// Queue `launch`; `start` hands its jobs to the agents. Programs on one stream run in
+    /// order: a launch starts when the previous one has finished on every agent, and (for the
+    /// faithful model) everything the previous one did happens before it.
+    fn submit(&self, launch: Arc<LaunchState>, start: impl FnOnce() + Send + 'static) {
+        let host_vc = self.inner.launch_started();
+        {
+            let mut q = self.lock();
+            let seq = q.next_seq;
+            q.next_seq += 1;
+            q.live.push_back((seq, launch.clone()));
+        }
+        let pred = self.last.lock().unwrap_or_else(|e| e.into_inner()).replace(launch.clone());
+        let go = {
+            let pred = pred.clone();
+            move || {
+                let mut vc = host_vc;
+                if let Some(p) = &pred {
+                    let end = p.end_vc.lock().unwrap_or_else(|e| e.into_inner());
+                    for (a, b) in vc.iter_mut().zip(end.iter()) {
+                        *a = (*a).max(*b);
+                    }
+                }
+                let _ = launch.start_vc.set(vc);
+                start();
+            }
+        };
+        match pred {
+            Some(p) => p.then(Box::new(go)),
+            None => go(),
+        }
     }
     fn record(&self) -> SimEvent {
         SimEvent { seq: self.lock().next_seq }
     }
     fn query(&self, ev: SimEvent) -> bool {
         let mut q = self.lock();
-        q.prune();
+        q.prune(&self.inner);
         q.live.front().is_none_or(|(s, _)| *s >= ev.seq)
     }
     fn wait(&self, ev: SimEvent, timeout_us: u64) -> Result<(), SimError> {
         let deadline = Instant::now() + Duration::from_micros(timeout_us);
         let pending = self.lock().pending_upto(ev.seq);
-        for l in pending {
+        for l in &pending {
             if !l.wait_until(deadline) {
                 return Err(SimError::Timeout(timeout_us));
             }
         }
-        self.lock().prune();
-        Ok(())
+        self.lock().prune(&self.inner);
+        // A program before the event failed: say so (synchronize reports it again, then clears).
+        match pending.iter().find_map(|l| l.failure()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
     fn synchronize(&self, timeout_us: u64) -> Result<(), SimError> {
         let ev = self.record();
         self.wait(ev, timeout_us)?;
         let mut q = self.lock();
-        q.prune();
+        q.prune(&self.inner);
         match q.failure.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -149,14 +190,16 @@ impl<C: Contract> AicpuStream for SimAicpuStream<C> {
         if threads == 0 || threads > inner.topo.aicpu_threads {
             return Err(SimError::InvalidArgument("AICPU launch thread count outside 1..=board threads"));
         }
-        let launch = LaunchState::new(threads);
-        self.core.push(launch.clone());
-        for t in 0..threads {
-            inner.push_aicpu(
-                t,
-                Job::Aicpu { entry, args, thread_idx: t, thread_count: threads, launch: launch.clone() },
-            );
-        }
+        let launch = LaunchState::new(threads, inner.vc_len());
+        let (inner2, l2) = (inner.clone(), launch.clone());
+        self.core.submit(launch, move || {
+            for t in 0..threads {
+                inner2.push_aicpu(
+                    t,
+                    Job::Aicpu { entry, args, thread_idx: t, thread_count: threads, launch: l2.clone() },
+                );
+            }
+        });
         Ok(())
     }
 }
@@ -170,20 +213,22 @@ impl<C: Contract> AicoreStream for SimAicoreStream<C> {
             return Err(SimError::InvalidArgument("AICore launch cluster count outside 1..=board clusters"));
         }
         let topo = inner.topo;
-        let launch = LaunchState::new(clusters * 3);
-        self.core.push(launch.clone());
-        // The launch numbers its workers by the launched clusters (AIC `0..k`, AIV `k..3k`),
-        // whatever board cores host them.
-        let launched = pto_hal::Topology { clusters, aicpu_threads: topo.aicpu_threads };
-        for c in 0..clusters {
-            for (w, block_idx) in [
-                (topo.aic(c), launched.aic(c)),
-                (topo.aiv(c, 0), launched.aiv(c, 0)),
-                (topo.aiv(c, 1), launched.aiv(c, 1)),
-            ] {
-                inner.push_core(w, Job::Aicore { entry, args, block_idx, launch: launch.clone() });
+        let launch = LaunchState::new(clusters * 3, inner.vc_len());
+        let (inner2, l2) = (inner.clone(), launch.clone());
+        self.core.submit(launch, move || {
+            // The launch numbers its workers by the launched clusters (AIC `0..k`, AIV
+            // `k..3k`), whatever board cores host them.
+            let launched = pto_hal::Topology { clusters, aicpu_threads: topo.aicpu_threads };
+            for c in 0..clusters {
+                for (w, block_idx) in [
+                    (topo.aic(c), launched.aic(c)),
+                    (topo.aiv(c, 0), launched.aiv(c, 0)),
+                    (topo.aiv(c, 1), launched.aiv(c, 1)),
+                ] {
+                    inner2.push_core(w, Job::Aicore { entry, args, block_idx, launch: l2.clone() });
+                }
             }
-        }
+        });
         Ok(())
     }
 }

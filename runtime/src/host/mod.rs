@@ -219,6 +219,12 @@ where
         self.inner.topo
     }
 
+    /// Where pipeline slot `slot`'s launch descriptor lives (for tools and tests that inspect
+    /// the device side).
+    pub fn slot_descriptor(&self, slot: usize) -> Option<GmAddr> {
+        self.inner.slot_mem.get(slot).map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).arena)
+    }
+
     /// The platform device underneath (for platform-specific controls such as fault injection).
     pub fn platform(&self) -> &P::Device {
         &self.inner.dev
@@ -595,31 +601,44 @@ where
         self.finish()
     }
 
-    fn fence(&self) -> Result<(), Error> {
+    /// The completion fence: both boundaries (AICPU first, then AICore), each bounded by the
+    /// stream budget. `Err` only when a boundary never completed; a program that completed
+    /// but failed is returned as `Ok(Some(failure))`.
+    fn fence(&self) -> Result<Option<Error>, Error> {
         let inner = &*self.dev.inner;
         let budget = inner.timeouts.stream_us;
         let deadline = Instant::now() + Duration::from_micros(budget);
         let chunk = 2_000u64;
-        // AICPU boundary first, then AICore: the run is complete only when both are.
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now()).as_micros() as u64;
-            let s = inner.lock_streams();
-            match s.aicpu.wait_event(self.cpu_ev, chunk.min(left)) {
-                Ok(()) => break,
-                Err(e) if pto_hal::Error::kind(&e) == pto_hal::ErrorKind::Timeout && left > chunk => {}
-                Err(e) => return Err(timeout_or("AICPU program", budget, e)),
+        let mut failure = None;
+        for aicpu in [true, false] {
+            let what = if aicpu { "AICPU program" } else { "AICore program" };
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now()).as_micros() as u64;
+                let s = inner.lock_streams();
+                let r = if aicpu {
+                    s.aicpu.wait_event(self.cpu_ev, chunk.min(left))
+                } else {
+                    s.aicore.wait_event(self.core_ev, chunk.min(left))
+                };
+                match r {
+                    Ok(()) => break,
+                    Err(e) if pto_hal::Error::kind(&e) == pto_hal::ErrorKind::Timeout => {
+                        if left <= chunk {
+                            return Err(Error::Timeout { what, micros: budget });
+                        }
+                    }
+                    Err(e) => {
+                        failure.get_or_insert(Error::Platform {
+                            op: what,
+                            kind: pto_hal::Error::kind(&e),
+                            message: std::format!("{e}"),
+                        });
+                        break;
+                    }
+                }
             }
         }
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now()).as_micros() as u64;
-            let s = inner.lock_streams();
-            match s.aicore.wait_event(self.core_ev, chunk.min(left)) {
-                Ok(()) => break,
-                Err(e) if pto_hal::Error::kind(&e) == pto_hal::ErrorKind::Timeout && left > chunk => {}
-                Err(e) => return Err(timeout_or("AICore program", budget, e)),
-            }
-        }
-        Ok(())
+        Ok(failure)
     }
 
     fn finish(&mut self) -> Result<RunReport, Error> {
@@ -634,7 +653,17 @@ where
                 inner.mark_unusable(std::format!("run {} never completed: {e}", self.epoch));
                 Err(e)
             }
-            Ok(()) => self.collect(slot, wall),
+            Ok(None) => self.collect(slot, wall),
+            // A program failed (e.g. the platform found a coherence violation): that is the
+            // report; what the descriptor latched, if anything, is added to it.
+            Ok(Some(Error::Platform { op, kind, message })) => {
+                let also = match self.collect(slot, wall) {
+                    Err(e) => std::format!("; the run also reported: {e}"),
+                    Ok(_) => String::new(),
+                };
+                Err(Error::Platform { op, kind, message: message + &also })
+            }
+            Ok(Some(e)) => Err(e),
         };
         inner.slot_table.release(slot);
         result

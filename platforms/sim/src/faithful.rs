@@ -1,0 +1,838 @@
+//! The faithful cache model: the simulator as the silicon behaves, so coherence bugs fail here.
+//!
+//! * Every AICore has a **write-back** cache of 64-byte lines over GM: a store dirties the
+//!   core's copy; a load is served from the copy when present (stale or not) and fills it from
+//!   memory otherwise; a write-back emits the **whole** line, bytes the core never wrote
+//!   included; invalidate drops the copy (writing it back first when dirty, like `dcci`).
+//! * Every AICPU thread has a cache too. AICPU stores write through to memory (the AICPU and the
+//!   AICores share a coherence domain: an AICore write-back drops the AICPU's copy of the line,
+//!   an AICore fill sees the AICPU's stores). Host DMA writes memory, not caches: with the
+//!   host-non-coherent contract (a2a3) AICPU caches keep stale lines across it; with the
+//!   host-coherent contract (a5) host DMA drops them.
+//! * Device-direct loads/stores and atomics act on memory and bypass every cache.
+//! * Lines are evicted at seeded random points (and when a cache is full), so a run is
+//!   reproducible for a seed, and every report prints the seed.
+//!
+//! Happens-before is tracked with vector clocks over the synchronisation the device really has:
+//! register hand-offs (DMB/COND), GM atomics, and kernel launch/completion on the streams. A
+//! load that misses a write which happened before it is a **violation**, reported with the
+//! agent, address, line, last writer and the maintenance operation that was missing. So are
+//! a write-back that overwrote another agent's bytes, a line written through caches by two
+//! agents whose writes are not ordered (the whole-line rule), a register write (FIN, ACK, a
+//! report marker) issued while the core still holds dirty or unfenced lines, and a program that
+//! ends with dirty lines. Violations fail the launch that found them.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::device::LaunchState;
+use crate::gm::Gm;
+
+/// Agent id of the host (DMA). AICPU thread `t` is `1 + t`; AICore worker `w` is `1 + T + w`.
+pub const HOST: u16 = 0;
+const NONE: u16 = u16::MAX;
+const LINE: u64 = 64;
+
+/// Which cache model a simulated device runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CacheModel {
+    /// Accesses go straight to memory; maintenance is free. What a5 promises; fastest.
+    Coherent,
+    /// Per-agent write-back caches with seeded random eviction and violation reports.
+    Faithful {
+        /// Seed of the eviction points (printed by every report).
+        seed: u64,
+        /// Probability of an eviction at each cached access, per mille.
+        evict_per_mille: u32,
+    },
+}
+
+impl CacheModel {
+    /// The model named by `PTO_SIM_CACHE` (`coherent`, `faithful` or `faithful:SEED`), if set.
+    pub fn from_env() -> Option<CacheModel> {
+        let v = std::env::var("PTO_SIM_CACHE").ok()?;
+        let mut parts = v.splitn(2, ':');
+        match parts.next()? {
+            "coherent" => Some(CacheModel::Coherent),
+            "faithful" => {
+                let seed = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
+                Some(CacheModel::Faithful { seed, evict_per_mille: 20 })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The maintenance or ordering operation a violation shows was missing.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Missing {
+    /// The AICPU read host-DMA'd bytes from a stale line: invalidate before the first read.
+    InvalidateAfterHostDma,
+    /// The reader's cached copy predates a write that happened before the read: invalidate
+    /// (`observe_line`) before reading.
+    Invalidate,
+    /// The writer's bytes never reached memory: write the line back (`publish_line`).
+    WriteBack,
+    /// A register hand-off (FIN/ACK/report) was published while the core held dirty lines:
+    /// write back before signalling.
+    WriteBackBeforeSignal,
+    /// Write-backs were still in flight at a register hand-off: store barrier before signalling.
+    StoreBarrierBeforeSignal,
+    /// Two agents wrote one line through caches without ordering: one writer per line.
+    WholeLineRule,
+}
+
+impl Missing {
+    /// What to do about it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Missing::InvalidateAfterHostDma => {
+                "invalidate after host DMA (AICPU invalidate_range before the first read)"
+            }
+            Missing::Invalidate => "invalidate by the reader before reading (observe_line / invalidate_range)",
+            Missing::WriteBack => "write-back by the writer (publish_line / writeback_line)",
+            Missing::WriteBackBeforeSignal => {
+                "write-back of every dirty line before the register hand-off (publish before FIN)"
+            }
+            Missing::StoreBarrierBeforeSignal => "store barrier between the write-back and the register hand-off",
+            Missing::WholeLineRule => {
+                "one writer per cache line (two agents wrote this line through caches without ordering)"
+            }
+        }
+    }
+}
+
+/// One coherence violation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Who found it ("core 37 (AIV)", "aicpu 1", "host").
+    pub agent: String,
+    /// What it was doing.
+    pub op: &'static str,
+    /// Byte address involved.
+    pub addr: u64,
+    /// Its cache line.
+    pub line: u64,
+    /// Last writer of the byte ("core 12 (AIV) @ 41": agent and its clock at the store).
+    pub last_writer: String,
+    /// The missing operation.
+    pub missing: Missing,
+    /// The eviction seed of the run.
+    pub seed: u64,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} at {:#x} (line {:#x}, byte {}): last writer {}; missing: {} [faithful cache model, seed {}]",
+            self.agent,
+            self.op,
+            self.addr,
+            self.line,
+            self.addr - self.line,
+            self.last_writer,
+            self.missing.describe(),
+            self.seed
+        )
+    }
+}
+
+type Vc = Vec<u32>;
+
+fn join(into: &mut Vc, from: &Vc) {
+    for (a, b) in into.iter_mut().zip(from) {
+        *a = (*a).max(*b);
+    }
+}
+
+struct CLine {
+    data: [u8; 64],
+    dirty: u64,
+    ow: [u16; 64],
+    ot: [u32; 64],
+    fill_gen: u32,
+    fill_ok: bool,
+    owned: bool,
+}
+
+struct LineMeta {
+    /// Last logical store of each byte: (agent, clock).
+    tw: [u16; 64],
+    tt: [u32; 64],
+    /// Origin of the bytes now in memory.
+    mw: [u16; 64],
+    mt: [u32; 64],
+    /// Who put each byte in memory (a write-back, a direct store, DMA).
+    mby: [u16; 64],
+    /// Write-backs of this line so far.
+    r#gen: u32,
+    last_writer: u16,
+    last_wb_t: u32,
+    /// Agents holding this line dirty.
+    dirty_by: u128,
+}
+
+impl Default for LineMeta {
+    fn default() -> Self {
+        LineMeta {
+            tw: [NONE; 64],
+            tt: [0; 64],
+            mw: [NONE; 64],
+            mt: [0; 64],
+            mby: [NONE; 64],
+            r#gen: 0,
+            last_writer: NONE,
+            last_wb_t: 0,
+            dirty_by: 0,
+        }
+    }
+}
+
+struct AgentState {
+    vc: Vc,
+    cache: HashMap<u64, CLine>,
+    keys: Vec<u64>,
+    rng: u64,
+    unfenced: bool,
+    seen: HashMap<u32, u64>,
+    current: Option<Arc<LaunchState>>,
+}
+
+struct RegSync {
+    vc: Vc,
+    version: u64,
+}
+
+/// Status a launch reports when the faithful model found a violation during it.
+pub const COHERENCE_STATUS: i32 = -77;
+
+/// The faithful model's state for one device.
+pub struct Faithful {
+    seed: AtomicU64,
+    evict_per_mille: AtomicU32,
+    host_coherent: bool,
+    n_aicpu: u16,
+    agents: Box<[Mutex<AgentState>]>,
+    shards: Box<[Mutex<HashMap<u64, LineMeta>>]>,
+    regs: Box<[Mutex<RegSync>]>,
+    words: Mutex<HashMap<u64, Vc>>,
+    violations: Mutex<Vec<Violation>>,
+    capacity: usize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn is_core(n_aicpu: u16, a: u16) -> bool {
+    a != HOST && a > n_aicpu && a != NONE
+}
+
+impl Faithful {
+    /// A model for `aicpu` AICPU threads and `cores` AICores.
+    pub fn new(seed: u64, evict_per_mille: u32, host_coherent: bool, aicpu: u32, cores: u32) -> Faithful {
+        let n = 1 + aicpu as usize + cores as usize;
+        assert!(n <= 128, "the faithful model tracks at most 128 agents");
+        Faithful {
+            seed: AtomicU64::new(seed),
+            evict_per_mille: AtomicU32::new(evict_per_mille),
+            host_coherent,
+            n_aicpu: aicpu as u16,
+            agents: (0..n)
+                .map(|i| {
+                    Mutex::new(AgentState {
+                        vc: own_clock(n, i),
+                        cache: HashMap::new(),
+                        keys: Vec::new(),
+                        rng: (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1,
+                        unfenced: false,
+                        seen: HashMap::new(),
+                        current: None,
+                    })
+                })
+                .collect(),
+            shards: (0..64).map(|_| Mutex::new(HashMap::new())).collect(),
+            regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
+            words: Mutex::new(HashMap::new()),
+            violations: Mutex::new(Vec::new()),
+            capacity: 256,
+        }
+    }
+
+    /// The eviction seed.
+    pub fn seed(&self) -> u64 {
+        self.seed.load(Ordering::Relaxed)
+    }
+
+    /// Forget every cache, clock and line record (between runs, when no program is active).
+    pub fn reset(&self, seed: u64, evict_per_mille: u32) {
+        self.seed.store(seed, Ordering::Relaxed);
+        self.evict_per_mille.store(evict_per_mille, Ordering::Relaxed);
+        lock(&self.violations).clear();
+        let n = self.agents.len();
+        for (i, m) in self.agents.iter().enumerate() {
+            let mut st = lock(m);
+            st.vc = own_clock(n, i);
+            st.cache.clear();
+            st.keys.clear();
+            st.rng = (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1;
+            st.unfenced = false;
+            st.seen.clear();
+            st.current = None;
+        }
+        for s in self.shards.iter() {
+            lock(s).clear();
+        }
+        for r in self.regs.iter() {
+            let mut r = lock(r);
+            r.vc = vec![0; n];
+            r.version = 0;
+        }
+        lock(&self.words).clear();
+    }
+
+    /// Agent id of AICPU thread `t`.
+    pub fn aicpu_id(&self, t: u32) -> u16 {
+        1 + t as u16
+    }
+
+    /// Agent id of AICore worker `w`.
+    pub fn core_id(&self, w: u32) -> u16 {
+        1 + self.n_aicpu + w as u16
+    }
+
+    fn name(&self, a: u16) -> String {
+        if a == HOST {
+            "host".into()
+        } else if a == NONE {
+            "nobody (initial contents)".into()
+        } else if a <= self.n_aicpu {
+            format!("aicpu {}", a - 1)
+        } else {
+            format!("core {}", a - 1 - self.n_aicpu)
+        }
+    }
+
+    fn shard(&self, line: u64) -> MutexGuard<'_, HashMap<u64, LineMeta>> {
+        lock(&self.shards[((line / LINE) % self.shards.len() as u64) as usize])
+    }
+
+    fn report(&self, st: &AgentState, v: Violation) {
+        if let Some(l) = &st.current {
+            l.fail_with(COHERENCE_STATUS, v.to_string());
+        }
+        let mut vs = lock(&self.violations);
+        if vs.len() < 256 {
+            vs.push(v);
+        }
+    }
+
+    /// Every violation found so far (kept until [`Faithful::take_violations`]).
+    pub fn take_violations(&self) -> Vec<Violation> {
+        std::mem::take(&mut *lock(&self.violations))
+    }
+
+    fn violation(&self, a: u16, op: &'static str, addr: u64, writer: (u16, u32), missing: Missing) -> Violation {
+        Violation {
+            agent: self.name(a),
+            op,
+            addr,
+            line: addr & !(LINE - 1),
+            last_writer: format!("{} @ {}", self.name(writer.0), writer.1),
+            missing,
+            seed: self.seed(),
+        }
+    }
+
+    // ------------------------------------------------------------ launches
+
+    /// The host submits a launch: everything it did so far happens before the launch.
+    pub fn host_release(&self) -> Vc {
+        let mut h = lock(&self.agents[HOST as usize]);
+        let vc = h.vc.clone();
+        h.vc[HOST as usize] += 1;
+        vc
+    }
+
+    /// The host observed a launch's completion.
+    pub fn host_acquire(&self, vc: &Vc) {
+        join(&mut lock(&self.agents[HOST as usize]).vc, vc);
+    }
+
+    /// Agent `a` starts a program of `launch`, whose submission released `start`.
+    pub fn job_start(&self, a: u16, start: &[u32], launch: &Arc<LaunchState>) {
+        let mut st = lock(&self.agents[a as usize]);
+        for (x, y) in st.vc.iter_mut().zip(start) {
+            *x = (*x).max(*y);
+        }
+        st.current = Some(launch.clone());
+    }
+
+    /// Agent `a` ends its program: dirty lines left behind were never published.
+    pub fn job_end(&self, a: u16, gm: &Gm) -> Vc {
+        let mut st = lock(&self.agents[a as usize]);
+        let dirty: Vec<u64> = st.cache.iter().filter(|(_, l)| l.dirty != 0).map(|(&k, _)| k).collect();
+        for line in dirty {
+            let (first, w) = {
+                let l = &st.cache[&line];
+                let b = l.dirty.trailing_zeros() as usize;
+                (b, (l.ow[b], l.ot[b]))
+            };
+            let v = self.violation(a, "program end with a dirty line", line + first as u64, w, Missing::WriteBack);
+            self.report(&st, v);
+            // The bytes are lost, as on silicon they would reach memory at some later eviction.
+            self.drop_line(&mut st, a, line, gm, false);
+        }
+        st.unfenced = false;
+        let vc = st.vc.clone();
+        st.vc[a as usize] += 1;
+        st.current = None;
+        vc
+    }
+
+    // ------------------------------------------------------------ registers
+
+    /// Agent `a` writes register `reg` (0 = DMB, 1 = COND) of physical core `phys`: a release.
+    pub fn reg_write(&self, a: u16, phys: u32, reg: u32) {
+        let mut st = lock(&self.agents[a as usize]);
+        if is_core(self.n_aicpu, a) {
+            if let Some((&line, l)) = st.cache.iter().find(|(_, l)| l.dirty != 0) {
+                let b = l.dirty.trailing_zeros() as usize;
+                let v = self.violation(
+                    a,
+                    "register hand-off",
+                    line + b as u64,
+                    (l.ow[b], l.ot[b]),
+                    Missing::WriteBackBeforeSignal,
+                );
+                self.report(&st, v);
+            } else if st.unfenced {
+                let v = self.violation(
+                    a,
+                    "register hand-off",
+                    0,
+                    (a, st.vc[a as usize]),
+                    Missing::StoreBarrierBeforeSignal,
+                );
+                self.report(&st, v);
+            }
+        }
+        let mut r = lock(&self.regs[(phys * 2 + reg) as usize]);
+        r.vc.clone_from(&st.vc);
+        r.version += 1;
+        st.vc[a as usize] += 1;
+    }
+
+    /// Agent `a` read register `reg` of `phys`: an acquire when it changed since `a` last looked.
+    pub fn reg_read(&self, a: u16, phys: u32, reg: u32) {
+        let mut st = lock(&self.agents[a as usize]);
+        let r = lock(&self.regs[(phys * 2 + reg) as usize]);
+        let key = phys * 2 + reg;
+        if st.seen.get(&key) != Some(&r.version) {
+            st.seen.insert(key, r.version);
+            join(&mut st.vc, &r.vc);
+        }
+    }
+
+    // ------------------------------------------------------------ device-direct words
+
+    /// A device-direct load of the word at arena offset `off`: acquire, and check the word.
+    pub fn word_load(&self, a: u16, off: u64, addr: u64) {
+        let mut st = lock(&self.agents[a as usize]);
+        if let Some(vc) = lock(&self.words).get(&off) {
+            join(&mut st.vc, vc);
+        }
+        let line = addr & !(LINE - 1);
+        let shard = self.shard(line);
+        if let Some(m) = shard.get(&line) {
+            let b0 = (addr - line) as usize;
+            for b in b0..b0 + 8 {
+                if let Some(missing) = self.stale(a, &st, m, b, (m.mw[b], m.mt[b]), false) {
+                    let v = self.violation(a, "device-direct load", line + b as u64, (m.tw[b], m.tt[b]), missing);
+                    drop(shard);
+                    self.report(&st, v);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A device-direct store or RMW of the word at arena offset `off` (address `addr`): a
+    /// release (and acquire for RMW), and the bytes reach memory now.
+    pub fn word_store(&self, a: u16, off: u64, addr: u64, rmw: bool) {
+        let mut st = lock(&self.agents[a as usize]);
+        {
+            let mut words = lock(&self.words);
+            let w = words.entry(off).or_insert_with(|| vec![0; st.vc.len()]);
+            if rmw {
+                join(&mut st.vc, w);
+            }
+            join(w, &st.vc);
+        }
+        let stamp = st.vc[a as usize];
+        let line = addr & !(LINE - 1);
+        let mut shard = self.shard(line);
+        let m = shard.entry(line).or_default();
+        let b0 = (addr - line) as usize;
+        for b in b0..b0 + 8 {
+            m.tw[b] = a;
+            m.tt[b] = stamp;
+            m.mw[b] = a;
+            m.mt[b] = stamp;
+            m.mby[b] = a;
+        }
+        drop(shard);
+        st.vc[a as usize] += 1;
+    }
+
+    // ------------------------------------------------------------ host DMA
+
+    /// Host DMA wrote `[off, off+len)` at `addr`: memory now holds the host's bytes.
+    pub fn host_write(&self, addr: u64, len: u64) {
+        let stamp = lock(&self.agents[HOST as usize]).vc[HOST as usize];
+        for line in lines(addr, len) {
+            let (lo, hi) = span_in(line, addr, len);
+            let mut shard = self.shard(line);
+            let m = shard.entry(line).or_default();
+            for b in lo..hi {
+                m.tw[b] = HOST;
+                m.tt[b] = stamp;
+                m.mw[b] = HOST;
+                m.mt[b] = stamp;
+                m.mby[b] = HOST;
+            }
+            m.r#gen += 1;
+            m.last_writer = HOST;
+            m.last_wb_t = stamp;
+        }
+        if self.host_coherent {
+            for t in 0..self.n_aicpu {
+                let mut st = lock(&self.agents[1 + t as usize]);
+                for line in lines(addr, len) {
+                    remove_key(&mut st, line);
+                }
+            }
+        }
+    }
+
+    /// Host DMA read `[addr, addr+len)` after observing the run complete: every byte must be
+    /// the latest write that happened before the read.
+    pub fn host_read(&self, addr: u64, len: u64) -> Result<(), Violation> {
+        let st = lock(&self.agents[HOST as usize]);
+        for line in lines(addr, len) {
+            let (lo, hi) = span_in(line, addr, len);
+            let shard = self.shard(line);
+            if let Some(m) = shard.get(&line) {
+                for b in lo..hi {
+                    if let Some(missing) = self.stale(HOST, &st, m, b, (m.mw[b], m.mt[b]), false) {
+                        return Err(self.violation(HOST, "read (D2H)", line + b as u64, (m.tw[b], m.tt[b]), missing));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ cached accesses
+
+    /// Whether byte `b` as seen (`origin`) by the reader is stale in a way that matters: the
+    /// latest write happened before the read and the reader does not see it.
+    fn stale(
+        &self,
+        reader: u16,
+        st: &AgentState,
+        m: &LineMeta,
+        b: usize,
+        origin: (u16, u32),
+        hit: bool,
+    ) -> Option<Missing> {
+        let (w, t) = (m.tw[b], m.tt[b]);
+        if origin == (w, t) || w == NONE || st.vc[w as usize] < t {
+            return None;
+        }
+        let in_memory = (m.mw[b], m.mt[b]) == (w, t);
+        Some(if hit && in_memory {
+            let reader_aicpu = reader != HOST && !is_core(self.n_aicpu, reader);
+            if reader_aicpu && w == HOST { Missing::InvalidateAfterHostDma } else { Missing::Invalidate }
+        } else if m.dirty_by & (1u128 << w) != 0 {
+            Missing::WriteBack
+        } else if !in_memory && m.mby[b] != w {
+            Missing::WholeLineRule
+        } else {
+            Missing::WriteBack
+        })
+    }
+
+    fn rand(st: &mut AgentState) -> u64 {
+        let mut x = st.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        st.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn maybe_evict(&self, st: &mut AgentState, a: u16, gm: &Gm) {
+        let p = self.evict_per_mille.load(Ordering::Relaxed) as u64;
+        if p == 0 || st.keys.is_empty() {
+            return;
+        }
+        if Self::rand(st) % 1000 < p {
+            let r = Self::rand(st);
+            let k = st.keys[(r % st.keys.len() as u64) as usize];
+            self.drop_line(st, a, k, gm, true);
+        }
+    }
+
+    fn fill(&self, st: &mut AgentState, a: u16, line: u64, off_line: u64, gm: &Gm) {
+        if st.cache.len() >= self.capacity {
+            let r = Self::rand(st);
+            let k = st.keys[(r % st.keys.len() as u64) as usize];
+            self.drop_line(st, a, k, gm, true);
+        }
+        let mut data = [0u8; 64];
+        gm.read_bytes(off_line, &mut data);
+        let shard = self.shard(line);
+        let (ow, ot, fill_gen, fill_ok) = match shard.get(&line) {
+            Some(m) => {
+                let others_dirty = m.dirty_by & !(1u128 << a) != 0;
+                let lw = m.last_writer;
+                let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
+                (m.mw, m.mt, m.r#gen, !others_dirty && ordered)
+            }
+            None => ([NONE; 64], [0; 64], 0, true),
+        };
+        drop(shard);
+        st.cache.insert(line, CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false });
+        st.keys.push(line);
+    }
+
+    /// Write back (when dirty) and/or drop `line` from agent `a`'s cache.
+    fn drop_line(&self, st: &mut AgentState, a: u16, line: u64, gm: &Gm, write_back: bool) {
+        if write_back {
+            self.write_back(st, a, line, gm);
+        } else if let Some(l) = st.cache.get(&line) {
+            if l.dirty != 0 {
+                self.shard(line).entry(line).or_default().dirty_by &= !(1u128 << a);
+            }
+        }
+        remove_key(st, line);
+    }
+
+    fn write_back(&self, st: &mut AgentState, a: u16, line: u64, gm: &Gm) {
+        let Some(l) = st.cache.get_mut(&line) else { return };
+        if l.dirty == 0 {
+            return;
+        }
+        let stamp = st.vc[a as usize];
+        let mut clobber = None;
+        {
+            let mut shard = self.shard(line);
+            let m = shard.entry(line).or_default();
+            for b in 0..64 {
+                if l.dirty & (1 << b) == 0 && (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) && clobber.is_none() {
+                    clobber = Some((b, (m.mw[b], m.mt[b])));
+                }
+                m.mw[b] = l.ow[b];
+                m.mt[b] = l.ot[b];
+                m.mby[b] = a;
+            }
+            m.r#gen += 1;
+            m.last_writer = a;
+            m.last_wb_t = stamp;
+            m.dirty_by &= !(1u128 << a);
+            l.fill_gen = m.r#gen;
+        }
+        if let Some(off) = gm_offset(line) {
+            gm.write_bytes(off, &l.data);
+        }
+        l.dirty = 0;
+        st.unfenced = true;
+        if let Some((b, w)) = clobber {
+            let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);
+            self.report(st, v);
+        }
+        // The AICPU shares the AICores' coherence domain: its copy of the line is dropped.
+        if is_core(self.n_aicpu, a) {
+            for t in 0..self.n_aicpu {
+                remove_key(&mut lock(&self.agents[1 + t as usize]), line);
+            }
+        }
+    }
+
+    /// Agent `a` loads `dst.len()` bytes at `addr` (arena offset `off`).
+    pub fn load(&self, a: u16, addr: u64, off: u64, dst: &mut [u8], gm: &Gm) {
+        let mut st = lock(&self.agents[a as usize]);
+        self.maybe_evict(&mut st, a, gm);
+        let len = dst.len() as u64;
+        let mut done = 0usize;
+        for line in lines(addr, len) {
+            let (lo, hi) = span_in(line, addr, len);
+            let hit = st.cache.contains_key(&line);
+            if !hit {
+                self.fill(&mut st, a, line, off - (addr - line), gm);
+            }
+            let mut found = None;
+            {
+                let l = &st.cache[&line];
+                let shard = self.shard(line);
+                if let Some(m) = shard.get(&line) {
+                    for b in lo..hi {
+                        if let Some(missing) = self.stale(a, &st, m, b, (l.ow[b], l.ot[b]), hit) {
+                            found = Some(self.violation(a, "load", line + b as u64, (m.tw[b], m.tt[b]), missing));
+                            break;
+                        }
+                    }
+                }
+                dst[done..done + (hi - lo)].copy_from_slice(&l.data[lo..hi]);
+            }
+            done += hi - lo;
+            if let Some(v) = found {
+                self.report(&st, v);
+            }
+        }
+    }
+
+    /// Agent `a` stores `src` at `addr` (arena offset `off`).
+    pub fn store(&self, a: u16, addr: u64, off: u64, src: &[u8], gm: &Gm) {
+        let core = is_core(self.n_aicpu, a);
+        let mut st = lock(&self.agents[a as usize]);
+        self.maybe_evict(&mut st, a, gm);
+        let stamp = st.vc[a as usize];
+        let len = src.len() as u64;
+        let mut done = 0usize;
+        for line in lines(addr, len) {
+            let (lo, hi) = span_in(line, addr, len);
+            if !st.cache.contains_key(&line) {
+                self.fill(&mut st, a, line, off - (addr - line), gm);
+            }
+            let mut violation = None;
+            {
+                let mut shard = self.shard(line);
+                let m = shard.entry(line).or_default();
+                let l = st.cache.get_mut(&line).expect("filled above");
+                if !l.owned {
+                    l.owned = true;
+                    let others_dirty = m.dirty_by & !(1u128 << a) != 0;
+                    if !l.fill_ok || m.r#gen != l.fill_gen || others_dirty {
+                        let lw = if others_dirty {
+                            (m.dirty_by & !(1u128 << a)).trailing_zeros() as u16
+                        } else {
+                            m.last_writer
+                        };
+                        violation = Some(self.violation(
+                            a,
+                            "store",
+                            line + lo as u64,
+                            (lw, m.last_wb_t),
+                            Missing::WholeLineRule,
+                        ));
+                    }
+                }
+                for (i, b) in (lo..hi).enumerate() {
+                    l.data[b] = src[done + i];
+                    l.ow[b] = a;
+                    l.ot[b] = stamp;
+                    m.tw[b] = a;
+                    m.tt[b] = stamp;
+                    if core {
+                        l.dirty |= 1 << b;
+                    } else {
+                        // AICPU stores write through.
+                        m.mw[b] = a;
+                        m.mt[b] = stamp;
+                        m.mby[b] = a;
+                    }
+                }
+                if core {
+                    m.dirty_by |= 1u128 << a;
+                } else {
+                    m.r#gen += 1;
+                    m.last_writer = a;
+                    m.last_wb_t = stamp;
+                    l.fill_gen = m.r#gen;
+                }
+            }
+            if !core {
+                gm.write_bytes(off + done as u64, &src[done..done + (hi - lo)]);
+            }
+            done += hi - lo;
+            if let Some(v) = violation {
+                self.report(&st, v);
+            }
+        }
+    }
+
+    /// Write back every dirty line of `[addr, addr+len)` (a range clean).
+    pub fn clean(&self, a: u16, addr: u64, len: u64, gm: &Gm) {
+        let mut st = lock(&self.agents[a as usize]);
+        for line in lines(addr, len) {
+            self.write_back(&mut st, a, line, gm);
+        }
+    }
+
+    /// Write back (when dirty) and drop every line of `[addr, addr+len)`.
+    pub fn invalidate(&self, a: u16, addr: u64, len: u64, gm: &Gm) {
+        let mut st = lock(&self.agents[a as usize]);
+        for line in lines(addr, len) {
+            self.drop_line(&mut st, a, line, gm, true);
+        }
+    }
+
+    /// Write back and drop every line of agent `a`'s cache.
+    pub fn invalidate_all(&self, a: u16, gm: &Gm) {
+        let mut st = lock(&self.agents[a as usize]);
+        let keys = st.keys.clone();
+        for line in keys {
+            self.drop_line(&mut st, a, line, gm, true);
+        }
+    }
+
+    /// A barrier: write-backs issued so far have completed.
+    pub fn fence(&self, a: u16) {
+        lock(&self.agents[a as usize]).unfenced = false;
+    }
+}
+
+/// A fresh clock for agent `i` of `n`: its own entry starts at 1, so its first stores (stamp 1)
+/// are visible to others only after its first release.
+fn own_clock(n: usize, i: usize) -> Vc {
+    let mut v = vec![0; n];
+    v[i] = 1;
+    v
+}
+
+fn remove_key(st: &mut AgentState, line: u64) {
+    if st.cache.remove(&line).is_some() {
+        if let Some(i) = st.keys.iter().position(|&k| k == line) {
+            st.keys.swap_remove(i);
+        }
+    }
+}
+
+fn gm_offset(line: u64) -> Option<u64> {
+    line.checked_sub(crate::gm::GM_BASE)
+}
+
+/// The lines covering `[addr, addr+len)`.
+fn lines(addr: u64, len: u64) -> impl Iterator<Item = u64> {
+    let first = addr & !(LINE - 1);
+    let end = if len == 0 { first } else { (addr + len + LINE - 1) & !(LINE - 1) };
+    (first..end).step_by(LINE as usize)
+}
+
+/// The byte range of `line` that `[addr, addr+len)` covers.
+fn span_in(line: u64, addr: u64, len: u64) -> (usize, usize) {
+    let lo = addr.max(line) - line;
+    let hi = (addr + len).min(line + LINE) - line;
+    (lo as usize, hi as usize)
+}
+
+impl Faithful {
+    /// Eviction probability per access, per mille.
+    pub fn evict_per_mille(&self) -> u32 {
+        self.evict_per_mille.load(Ordering::Relaxed)
+    }
+}

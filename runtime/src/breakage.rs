@@ -1,0 +1,56 @@
+//! Deliberate breakage, for proving the faithful cache model catches each class of bug.
+//!
+//! With the `breakage` feature, a test can make the runtime drop exactly one maintenance or
+//! ordering operation (process-wide, so such tests run one at a time). Without the feature
+//! every check is a constant `false` and compiles away.
+
+/// The AICPU reads the host-published descriptor and image without invalidating first.
+pub const SKIP_HOST_INVALIDATE: u32 = 1 << 0;
+/// As the reference runtime places it: the AICPU invalidates the descriptor at the **end** of a
+/// run (for the next run), not before its first read — a slot's first run is uncovered.
+pub const INVALIDATE_AT_END: u32 = 1 << 1;
+/// The AICore never writes back its handshake report.
+pub const SKIP_REPORT_PUBLISH: u32 = 1 << 2;
+/// The AICore writes FIN before writing back the kernel's outputs.
+pub const FIN_BEFORE_PUBLISH: u32 = 1 << 3;
+/// The AICore reads its dispatch payload without invalidating its cached copy first.
+pub const SKIP_PAYLOAD_OBSERVE: u32 = 1 << 4;
+/// The reference's shared handshake line: the AICPU also writes a word of a core's handshake
+/// line after accepting the report (two writers of one cached line).
+pub const SHARED_HANDSHAKE_LINE: u32 = 1 << 5;
+
+#[cfg(feature = "breakage")]
+static ACTIVE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// Whether breakage `b` is active.
+#[inline(always)]
+pub fn broken(b: u32) -> bool {
+    #[cfg(feature = "breakage")]
+    {
+        ACTIVE.load(core::sync::atomic::Ordering::Relaxed) & b != 0
+    }
+    #[cfg(not(feature = "breakage"))]
+    {
+        let _ = b;
+        false
+    }
+}
+
+/// Activate `bits` until the returned guard is dropped.
+#[cfg(feature = "breakage")]
+pub fn activate(bits: u32) -> Active {
+    ACTIVE.store(bits, core::sync::atomic::Ordering::SeqCst);
+    Active(())
+}
+
+/// Breakage in force; dropping it restores the correct runtime.
+#[cfg(feature = "breakage")]
+#[derive(Debug)]
+pub struct Active(());
+
+#[cfg(feature = "breakage")]
+impl Drop for Active {
+    fn drop(&mut self) {
+        ACTIVE.store(0, core::sync::atomic::Ordering::SeqCst);
+    }
+}
