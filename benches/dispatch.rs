@@ -76,6 +76,7 @@ fn main() {
     }
 
     let vector_process = time_vector_process();
+    let cache_ratio = cache_model_cost(&dev, &k, rounds);
 
     println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
     println!(
@@ -109,15 +110,58 @@ fn main() {
             println!("vector example process: not measured (build it with `cargo build --release --example vector`)")
         }
     }
+    println!("faithful / coherent cache model, run time at N=1000 (same device, same graph):");
+    for (name, coherent, faithful) in &cache_ratio {
+        println!(
+            "  {name:<12} coherent {:>8.3} ms  faithful {:>8.3} ms  ratio {:.2}x",
+            us(*coherent) / 1e3,
+            us(*faithful) / 1e3,
+            faithful.as_secs_f64() / coherent.as_secs_f64()
+        );
+    }
     let doc = json!({
         "board": Selected::NAME,
         "rounds": rounds,
+        "cache_model_cost": cache_ratio.iter().map(|(n, c, f)| json!({
+            "shape": n, "n": 1000, "coherent_us": us(*c), "faithful_us": us(*f),
+            "ratio": f.as_secs_f64() / c.as_secs_f64(),
+        })).collect::<Vec<_>>(),
         "vector_process_ms": vector_process.map(|d| us(d) / 1e3),
         "shapes": shapes,
     });
     let text = serde_json::to_string_pretty(&doc).expect("JSON");
     println!("{text}");
     let _ = std::fs::write(target_dir().join("bench-dispatch.json"), &text);
+}
+
+/// Median run time of the chain and independent shapes at N=1000 under each cache model.
+fn cache_model_cost(dev: &Device, k: &common::Kernels, rounds: usize) -> Vec<(&'static str, Duration, Duration)> {
+    use pto_sim::CacheModel;
+    let mut out = Vec::new();
+    for kind in [ShapeKind::Chain, ShapeKind::Independent] {
+        let p = common::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
+        let mut t = [Duration::ZERO; 2];
+        for (i, model) in
+            [CacheModel::Coherent, CacheModel::Faithful { seed: 1, evict_per_mille: 20 }].into_iter().enumerate()
+        {
+            dev.platform().set_cache_model(model).expect("no launch is active");
+            let mut runs = Vec::new();
+            for r in 0..rounds + 2 {
+                p.reset().expect("reset");
+                let s = Instant::now();
+                let rep = dev.run(&p.graph).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+                let el = s.elapsed();
+                p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
+                if r >= 2 {
+                    runs.push(el);
+                }
+            }
+            t[i] = median(runs);
+        }
+        dev.platform().set_cache_model(CacheModel::Coherent).expect("no launch is active");
+        out.push((kind.name(), t[0], t[1]));
+    }
+    out
 }
 
 fn target_dir() -> std::path::PathBuf {
