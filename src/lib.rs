@@ -34,19 +34,29 @@ pub use pto_runtime::host::{Error, RunConfig, RunReport};
 
 /// Boards, and the one this build selected.
 pub mod board {
-    pub use pto_boards::{Board, BoardTimeouts, SimA2a3, SimA5};
+    pub use pto_boards::{Board, BoardTimeouts, SimA2a3, SimA5, SimMini};
 
-    #[cfg(feature = "board-sim-a5")]
+    // The default board (`board-sim-a2a3`) yields to one non-default board feature; two
+    // non-default boards, or none at all, is a compile error.
+
+    #[cfg(all(feature = "board-sim-a5", feature = "board-sim-mini"))]
+    compile_error!("pto: two boards selected (`board-sim-a5` and `board-sim-mini`). Enable exactly one board feature.");
+
+    #[cfg(feature = "board-sim-mini")]
+    /// The board selected by cargo feature (`board-sim-mini`).
+    pub type Selected = SimMini;
+
+    #[cfg(all(feature = "board-sim-a5", not(feature = "board-sim-mini")))]
     /// The board selected by cargo feature (`board-sim-a5`).
     pub type Selected = SimA5;
 
-    #[cfg(all(feature = "board-sim-a2a3", not(feature = "board-sim-a5")))]
+    #[cfg(all(feature = "board-sim-a2a3", not(any(feature = "board-sim-a5", feature = "board-sim-mini"))))]
     /// The board selected by cargo feature (`board-sim-a2a3`, the default).
     pub type Selected = SimA2a3;
 
-    #[cfg(not(any(feature = "board-sim-a2a3", feature = "board-sim-a5")))]
+    #[cfg(not(any(feature = "board-sim-a2a3", feature = "board-sim-a5", feature = "board-sim-mini")))]
     compile_error!(
-        "pto: no board selected. Enable exactly one board feature: `board-sim-a2a3` (the default) or `board-sim-a5`."
+        "pto: no board selected. Enable exactly one board feature: `board-sim-a2a3` (the default), `board-sim-a5` or `board-sim-mini`."
     );
 }
 

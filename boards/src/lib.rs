@@ -4,7 +4,7 @@
 //! `pto::board::Selected`.
 
 use pto_hal::{Platform, Topology};
-use pto_sim::{Sim, SimConfig, SimDevice, SimError};
+use pto_sim::{CacheModel, Sim, SimConfig, SimDevice, SimError};
 
 /// Budgets of a board, in microseconds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -64,6 +64,32 @@ impl Board for SimA5 {
     const TOPOLOGY: Topology = pto_a5::TOPOLOGY;
     fn open() -> Result<SimDevice<pto_a5::Contract>, SimError> {
         SimDevice::open(Self::TOPOLOGY, SimConfig { freq_hz: pto_a5::COUNTER_HZ, ..SimConfig::default() })
+    }
+    fn timeouts() -> BoardTimeouts {
+        SIM_TIMEOUTS
+    }
+}
+
+/// A small simulated board, the worked example of `docs/porting-a-board.md`: 2 clusters
+/// (6 cores), 2 AICPU threads, a 100 MHz counter, the a2a3 (host-non-coherent) contract, and
+/// the faithful cache model by default — so every run on it checks coherence.
+#[derive(Debug)]
+pub enum SimMini {}
+
+impl SimMini {
+    /// The board's cache model: faithful, with a fixed seed (override with `PTO_SIM_CACHE`).
+    pub const CACHE: CacheModel = CacheModel::Faithful { seed: 0x6d69_6e69, evict_per_mille: 20 };
+}
+
+impl Board for SimMini {
+    type Platform = Sim<pto_hal::HostNonCoherent>;
+    const NAME: &'static str = "sim-mini";
+    const TOPOLOGY: Topology = Topology { clusters: 2, aicpu_threads: 2 };
+    fn open() -> Result<SimDevice<pto_hal::HostNonCoherent>, SimError> {
+        SimDevice::open(
+            Self::TOPOLOGY,
+            SimConfig { freq_hz: 100_000_000, gm_bytes: 256 << 20, cache: Self::CACHE, ..SimConfig::default() },
+        )
     }
     fn timeouts() -> BoardTimeouts {
         SIM_TIMEOUTS

@@ -170,7 +170,8 @@ impl<'f> GraphBuilder<'f> {
         }
     }
 
-    /// A runtime-allocated tensor from this graph's heap (lives as long as the graph).
+    /// A runtime-allocated tensor from this graph's heap (lives as long as the graph). Its
+    /// contents are undefined until a task writes it.
     pub fn alloc_tensor(&mut self, dtype: DType, shape: &[u32]) -> Result<Tensor, GraphError> {
         let elems: u64 = shape.iter().map(|&d| d as u64).product();
         let bytes = elems * dtype.size() as u64;

@@ -28,13 +28,16 @@ pub(crate) struct CoreRegs {
     pub watcher: AtomicU32,
 }
 
+/// What starts the next launch of a stream.
+type Successor = Box<dyn FnOnce() + Send>;
+
 /// Completion state of one launch on a stream.
 pub(crate) struct LaunchState {
     /// What happened before the launch started: the submitter's clock at submission joined
     /// with the end of the previous launch on the same stream (faithful model only).
     pub start_vc: std::sync::OnceLock<Vec<u32>>,
     /// Stream order: the next launch of the stream starts when this one is done.
-    then: Mutex<(bool, Option<Box<dyn FnOnce() + Send>>)>,
+    then: Mutex<(bool, Option<Successor>)>,
     /// The join of every agent's clock at the end of its program (faithful model only).
     pub end_vc: Mutex<Vec<u32>>,
     remaining: AtomicU32,

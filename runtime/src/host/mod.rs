@@ -327,11 +327,9 @@ where
         b.check_acyclic()?;
         let heap = match b.heap_bytes() {
             0 => None,
-            n => {
-                let a = self.inner.dev.alloc(n, 64).map_err(platform("graph heap allocation"))?;
-                self.inner.dev.memset(a, 0, n).map_err(platform("graph heap zeroing"))?;
-                Some(a)
-            }
+            // Not cleared: a runtime-allocated tensor is written by its producer before any
+            // consumer reads it (the dependency guarantees it), as on the reference's heap.
+            n => Some(self.inner.dev.alloc(n, 64).map_err(platform("graph heap allocation"))?),
         };
         let image = match b.emit(heap.unwrap_or(GmAddr::NULL)) {
             Ok(i) => i,

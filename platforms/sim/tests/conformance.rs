@@ -1,0 +1,317 @@
+//! The HAL conformance suite (`pto-conformance`) on the simulator, in process.
+//!
+//! Every check runs where the runtime's code runs: inside an AICPU launch (both AICPU threads
+//! run `run_all`, then hand a payload to each other through a core's DMB and through a GM flag)
+//! and inside an AICore launch (every core runs `run_all` at the AICore tier, after checking that
+//! its launch reset DMB; core 0 is also the consumer of an AICPU → AICore register hand-off, the
+//! dispatch protocol: payload, `wmb`, DMB; DMB, `rmb`, `observe_lines`, payload). The host-side
+//! clock is checked against `std::time::Instant` too.
+//!
+//! Device programs report through GM: each agent writes a result slot (status, the checks that
+//! passed and were skipped, and an encoded `Failure`), which the host reads after the launch.
+//!
+//! Cache models: one line per model in the `conformance_on!` invocation at the bottom. The
+//! simulator also honours `PTO_SIM_CACHE` at open, so `PTO_SIM_CACHE=faithful cargo test -p
+//! pto-sim --test conformance` runs every line on the faithful model.
+
+use pto_conformance::handoff::{self, Handoff, RegisterSignal};
+use pto_conformance::{Check, FailureRecord, Outcome, Report, SCRATCH_BYTES, Status, StdHostClock, Target, Tier};
+use pto_hal::{
+    AicoreAgent, AicoreLaunch, AicoreStream, AicpuAgent, AicpuLaunch, AicpuStream, Clock, Contract, DeviceMemory,
+    Events, GmAddr, GmMemory, HostCoherent, HostNonCoherent, Platform, Registers, Stream, Topology,
+};
+use pto_sim::{Sim, SimAicpu, SimConfig, SimCore, SimDevice};
+
+/// Counter frequency of the simulated devices (the a2a3 frequency).
+const FREQ: u64 = 50_000_000;
+/// A small device: 2 clusters (6 cores), 2 AICPU threads.
+const TOPO: Topology = Topology { clusters: 2, aicpu_threads: 2 };
+/// Rounds of each hand-off.
+const ROUNDS: u32 = 2_000;
+/// Budget of every wait inside a check, and of the host's synchronize.
+const TIMEOUT_US: u64 = 20_000_000;
+
+// GM layout of a run, as offsets from the allocation (the launch argument).
+const SLOT_BYTES: u64 = 256;
+const SLOTS: u64 = 16;
+/// Slot of AICPU thread `t`: `t`; of AICore worker `w`: `AICORE_SLOT0 + w`.
+const AICORE_SLOT0: u64 = 8;
+const HANDOFF: u64 = SLOTS * SLOT_BYTES;
+const REG_DATA: u64 = HANDOFF;
+const REG_ACK: u64 = HANDOFF + 512;
+const FLAG_DATA: u64 = HANDOFF + 1024;
+const FLAG_ACK: u64 = HANDOFF + 1536;
+const FLAG_WORD: u64 = HANDOFF + 1600;
+const CORE_DATA: u64 = HANDOFF + 2048;
+const CORE_ACK: u64 = HANDOFF + 2560;
+/// The consumer core's physical id + 1, published by the core (0 until then).
+const CORE_PHYS: u64 = HANDOFF + 2624;
+const SCRATCH0: u64 = HANDOFF + 4096;
+const RUN_BYTES: u64 = SCRATCH0 + SLOTS * SCRATCH_BYTES;
+
+// Result slot layout.
+const ST_PASSED: u64 = 1;
+const ST_FAILED: u64 = 2;
+
+fn scratch(args: GmAddr, slot: u64) -> GmAddr {
+    args.offset(SCRATCH0 + slot * SCRATCH_BYTES)
+}
+
+fn mask(report: &Report, pick: impl Fn(Status) -> bool) -> u64 {
+    Check::ALL.iter().filter(|&&c| pick(report.status(c))).fold(0, |m, &c| m | 1 << c as u8)
+}
+
+/// Write agent `slot`'s result: `[status, passed mask, skipped mask, 0, failure (128 B)]`.
+fn publish<A: GmMemory + pto_hal::CacheMaintenance + ?Sized>(
+    a: &A,
+    args: GmAddr,
+    slot: u64,
+    out: Result<Report, pto_conformance::Failure>,
+) {
+    let mut b = [0u8; SLOT_BYTES as usize];
+    match out {
+        Ok(r) => {
+            b[0..8].copy_from_slice(&ST_PASSED.to_le_bytes());
+            b[8..16].copy_from_slice(&mask(&r, |s| s == Status::Passed).to_le_bytes());
+            b[16..24].copy_from_slice(&mask(&r, |s| matches!(s, Status::Skipped(_))).to_le_bytes());
+        }
+        Err(f) => {
+            b[0..8].copy_from_slice(&ST_FAILED.to_le_bytes());
+            b[32..160].copy_from_slice(&f.encode());
+        }
+    }
+    let at = args.offset(slot * SLOT_BYTES);
+    a.write(at, &b);
+    // Make the slot visible to the host's D2H copy on every tier and contract.
+    a.publish_lines(at, SLOT_BYTES);
+    a.flush_range(at, SLOT_BYTES);
+}
+
+/// Fold `out` of a two-party check into `r`.
+fn two_party(
+    r: Result<Report, pto_conformance::Failure>,
+    check: Check,
+    out: Outcome,
+) -> Result<Report, pto_conformance::Failure> {
+    let mut r = r?;
+    out?;
+    r.record(check, Status::Passed);
+    Ok(r)
+}
+
+/// A short bounded wait: parks the simulated agent for up to 20 µs.
+fn relax<A: Events + Clock + ?Sized>(a: &A) -> impl Fn() + '_ {
+    move || a.wait_for_event(a.now_ticks().saturating_add(a.ticks_from_micros(20)))
+}
+
+/// AICPU program of the AICPU suite: `run_all`, then thread 0 publishes to thread 1 through
+/// core 5's DMB (no program runs on the cores) and thread 1 publishes back through a GM flag.
+fn aicpu_entry<A: AicpuAgent>(a: &A, l: AicpuLaunch<'_>) -> i32 {
+    let host = StdHostClock::new();
+    let s = scratch(l.args, l.thread_idx as u64);
+    let mut t = Target::new(s, Tier::Aicpu);
+    t.registers = Some((a as &dyn Registers, l.thread_idx));
+    t.host_clock = Some(&host);
+    t.expected_hz = Some(FREQ);
+    let mut out = pto_conformance::run_all(a, &t);
+    let relax = relax(a);
+    let reg =
+        Handoff { data: l.args.offset(REG_DATA), ack: l.args.offset(REG_ACK), rounds: ROUNDS, timeout_us: TIMEOUT_US };
+    let flag = Handoff {
+        data: l.args.offset(FLAG_DATA),
+        ack: l.args.offset(FLAG_ACK),
+        rounds: ROUNDS,
+        timeout_us: TIMEOUT_US,
+    };
+    let sig = RegisterSignal { core: TOPO.workers() - 1 };
+    let fw = l.args.offset(FLAG_WORD);
+    if l.thread_idx == 0 {
+        out = two_party(out, Check::HandoffRegister, handoff::publish_via_register(a, &reg, sig, &relax));
+        out = two_party(out, Check::HandoffGmFlag, handoff::observe_via_gm_flag(a, &flag, fw, &relax));
+    } else {
+        out = two_party(out, Check::HandoffRegister, handoff::observe_via_register_aicpu(a, &reg, sig, &relax));
+        out = two_party(out, Check::HandoffGmFlag, handoff::publish_via_gm_flag(a, &flag, fw, &relax));
+    }
+    let ok = out.is_ok();
+    publish(a, l.args, l.thread_idx as u64, out);
+    if ok { 0 } else { 1 }
+}
+
+/// AICore program: DMB reset check (first), `run_all` at the AICore tier; worker 0 then
+/// consumes the AICPU → AICore register hand-off on its own DMB.
+fn aicore_entry<A: AicoreAgent>(a: &A, l: AicoreLaunch) -> i32 {
+    let host = StdHostClock::new();
+    let mut out = pto_conformance::core_registers_reset(a).map(|()| {
+        let mut r = Report::new();
+        r.record(Check::CoreRegistersReset, Status::Passed);
+        r
+    });
+    if let Ok(mut r) = out {
+        let mut t = Target::new(scratch(l.args, AICORE_SLOT0 + l.block_idx as u64), Tier::Aicore);
+        t.host_clock = Some(&host);
+        t.expected_hz = Some(FREQ);
+        out = pto_conformance::run_all(a, &t).map(|r2| {
+            r.merge(&r2);
+            r
+        });
+    }
+    if l.block_idx == 0 {
+        let h = Handoff {
+            data: l.args.offset(CORE_DATA),
+            ack: l.args.offset(CORE_ACK),
+            rounds: ROUNDS,
+            timeout_us: TIMEOUT_US,
+        };
+        a.store_direct(l.args.offset(CORE_PHYS), l.physical_core_id as u64 + 1);
+        out = two_party(out, Check::HandoffRegister, handoff::observe_via_register_aicore(a, &h, &relax(a)));
+    }
+    let slot = AICORE_SLOT0 + l.block_idx as u64;
+    a.publish_lines(scratch(l.args, slot), SCRATCH_BYTES);
+    let ok = out.is_ok();
+    publish(a, l.args, slot, out);
+    if ok { 0 } else { 1 }
+}
+
+/// AICPU program of the AICore suite: wait for core 0's physical id, then publish to it.
+fn dispatch_entry<A: AicpuAgent>(a: &A, l: AicpuLaunch<'_>) -> i32 {
+    let deadline = a.deadline_after_micros(TIMEOUT_US);
+    let phys = loop {
+        let v = a.query(l.args.offset(CORE_PHYS));
+        if v != 0 {
+            break Ok(v as u32 - 1);
+        }
+        if a.now_ticks() >= deadline {
+            break Err(pto_conformance::Failure::new(Check::HandoffRegister, "core 0 published its physical id", 1, 0));
+        }
+        a.wait_for_word(l.args.offset(CORE_PHYS), 0, a.now_ticks().saturating_add(a.ticks_from_micros(100)));
+    };
+    let h = Handoff {
+        data: l.args.offset(CORE_DATA),
+        ack: l.args.offset(CORE_ACK),
+        rounds: ROUNDS,
+        timeout_us: TIMEOUT_US,
+    };
+    let out = phys.and_then(|core| handoff::publish_via_register(a, &h, RegisterSignal { core }, &relax(a)));
+    let out = two_party(Ok(Report::new()), Check::HandoffRegister, out);
+    let ok = out.is_ok();
+    publish(a, l.args, 0, out);
+    if ok { 0 } else { 1 }
+}
+
+/// Open a device, allocate (zeroed) run memory.
+fn open<C: Contract>(config: SimConfig) -> (SimDevice<C>, GmAddr) {
+    let dev = SimDevice::<C>::open(TOPO, config).expect("open the simulated device");
+    let args = dev.alloc(RUN_BYTES, 64).expect("run memory");
+    dev.memset(args, 0, RUN_BYTES).unwrap();
+    (dev, args)
+}
+
+/// Read agent `slot`'s result; panic with the failure it reports.
+fn result<C: Contract>(
+    dev: &SimDevice<C>,
+    args: GmAddr,
+    slot: u64,
+    who: &str,
+    launch: &Result<(), pto_sim::SimError>,
+) -> (u64, u64) {
+    let mut b = [0u8; SLOT_BYTES as usize];
+    dev.copy_d2h(&mut b, args.offset(slot * SLOT_BYTES)).unwrap();
+    let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    match word(0) {
+        ST_PASSED => (word(8), word(16)),
+        ST_FAILED => {
+            let f = FailureRecord::decode(b[32..160].try_into().unwrap()).expect("an encoded failure");
+            panic!("{who}: {f}")
+        }
+        other => panic!("{who} wrote no result (status word {other}); the launch reported {launch:?}"),
+    }
+}
+
+fn print(who: &str, passed: u64, skipped: u64) {
+    let names = |m: u64| Check::ALL.iter().filter(|&&c| m & (1 << c as u8) != 0).map(|c| c.name()).collect::<Vec<_>>();
+    println!("{who}: passed {:?}; skipped {:?}", names(passed), names(skipped));
+}
+
+fn aicpu_suite<C: Contract>(config: SimConfig) {
+    let (dev, args) = open::<C>(config);
+    let (mut aicpu, _aicore) = Sim::<C>::create_streams(&dev).unwrap();
+    aicpu.launch_aicpu(aicpu_entry::<SimAicpu<C>>, args, TOPO.aicpu_threads).unwrap();
+    let done = aicpu.synchronize(TIMEOUT_US);
+    for t in 0..TOPO.aicpu_threads as u64 {
+        let (passed, skipped) = result(&dev, args, t, &format!("AICPU thread {t}"), &done);
+        print(&format!("AICPU thread {t}"), passed, skipped);
+        for c in [
+            Check::GmAtomic,
+            Check::CacheRanges,
+            Check::Registers,
+            Check::ClockRate,
+            Check::HandoffRegister,
+            Check::HandoffGmFlag,
+        ] {
+            assert!(passed & (1 << c as u8) != 0, "AICPU thread {t}: {c} did not pass");
+        }
+    }
+    done.expect("the AICPU launch reports success");
+}
+
+fn aicore_suite<C: Contract>(config: SimConfig) {
+    let (dev, args) = open::<C>(config);
+    let (mut aicpu, mut aicore) = Sim::<C>::create_streams(&dev).unwrap();
+    // AICore first, then AICPU, as the runtime launches.
+    aicore.launch_aicore(aicore_entry::<SimCore<C>>, args, TOPO.clusters).unwrap();
+    aicpu.launch_aicpu(dispatch_entry::<SimAicpu<C>>, args, 1).unwrap();
+    let cores = aicore.synchronize(TIMEOUT_US);
+    let cpu = aicpu.synchronize(TIMEOUT_US);
+    let (passed, _) = result(&dev, args, 0, "AICPU dispatcher", &cpu);
+    assert!(passed & (1 << Check::HandoffRegister as u8) != 0);
+    for w in 0..TOPO.workers() as u64 {
+        let (passed, skipped) = result(&dev, args, AICORE_SLOT0 + w, &format!("AICore worker {w}"), &cores);
+        print(&format!("AICore worker {w}"), passed, skipped);
+        for c in [
+            Check::CoreRegistersReset,
+            Check::GmCoherenceAicore,
+            Check::CacheLines,
+            Check::CacheInvalidateAll,
+            Check::Events,
+        ] {
+            assert!(passed & (1 << c as u8) != 0, "AICore worker {w}: {c} did not pass");
+        }
+        if w == 0 {
+            assert!(passed & (1 << Check::HandoffRegister as u8) != 0, "core 0's register hand-off");
+        }
+    }
+    cores.expect("the AICore launch reports success");
+    cpu.expect("the AICPU launch reports success");
+}
+
+fn host_clock<C: Contract>(config: SimConfig) {
+    let dev = SimDevice::<C>::open(TOPO, config).unwrap();
+    pto_conformance::clock(&dev).unwrap_or_else(|f| panic!("{f}"));
+    pto_conformance::clock_rate(&dev, &StdHostClock::new(), 20_000, Some(FREQ)).unwrap_or_else(|f| panic!("{f}"));
+}
+
+/// One line per (cache model, contract): a module with the AICPU, AICore and host-clock runs.
+macro_rules! conformance_on {
+    ($($model:ident: $contract:ty => $config:expr;)*) => {$(
+        mod $model {
+            use super::*;
+            #[test]
+            fn aicpu() {
+                aicpu_suite::<$contract>($config)
+            }
+            #[test]
+            fn aicore() {
+                aicore_suite::<$contract>($config)
+            }
+            #[test]
+            fn host_clock() {
+                super::host_clock::<$contract>($config)
+            }
+        }
+    )*};
+}
+
+conformance_on! {
+    coherent_a2a3: HostNonCoherent => SimConfig { freq_hz: FREQ, ..SimConfig::default() };
+    coherent_a5: HostCoherent => SimConfig { freq_hz: FREQ, ..SimConfig::default() };
+}
