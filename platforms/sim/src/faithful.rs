@@ -23,6 +23,7 @@
 //! ends with dirty lines. Violations fail the launch that found them.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -141,6 +142,30 @@ impl std::fmt::Display for Violation {
 
 type Vc = Vec<u32>;
 
+/// Hashes a line address (a multiple of 64) with one multiply: the maps below are keyed by
+/// nothing else, and SipHash dominated the model's cost.
+#[derive(Default)]
+struct LineHasher(u64);
+
+impl Hasher for LineHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v >> 6).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64 * 64);
+    }
+}
+
+type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
+
 fn join(into: &mut Vc, from: &Vc) {
     for (a, b) in into.iter_mut().zip(from) {
         *a = (*a).max(*b);
@@ -192,11 +217,11 @@ impl Default for LineMeta {
 
 struct AgentState {
     vc: Vc,
-    cache: HashMap<u64, CLine>,
+    cache: LineMap<Box<CLine>>,
     keys: Vec<u64>,
     rng: u64,
     unfenced: bool,
-    seen: HashMap<u32, u64>,
+    seen: HashMap<u32, u64, BuildHasherDefault<LineHasher>>,
     current: Option<Arc<LaunchState>>,
 }
 
@@ -215,9 +240,9 @@ pub struct Faithful {
     host_coherent: bool,
     n_aicpu: u16,
     agents: Box<[Mutex<AgentState>]>,
-    shards: Box<[Mutex<HashMap<u64, LineMeta>>]>,
+    shards: Box<[Mutex<LineMap<Box<LineMeta>>>]>,
     regs: Box<[Mutex<RegSync>]>,
-    words: Mutex<HashMap<u64, Vc>>,
+    words: Mutex<LineMap<Vc>>,
     violations: Mutex<Vec<Violation>>,
     capacity: usize,
 }
@@ -244,18 +269,18 @@ impl Faithful {
                 .map(|i| {
                     Mutex::new(AgentState {
                         vc: own_clock(n, i),
-                        cache: HashMap::new(),
+                        cache: LineMap::default(),
                         keys: Vec::new(),
                         rng: (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1,
                         unfenced: false,
-                        seen: HashMap::new(),
+                        seen: HashMap::default(),
                         current: None,
                     })
                 })
                 .collect(),
-            shards: (0..64).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..64).map(|_| Mutex::new(LineMap::default())).collect(),
             regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
-            words: Mutex::new(HashMap::new()),
+            words: Mutex::new(LineMap::default()),
             violations: Mutex::new(Vec::new()),
             capacity: 256,
         }
@@ -315,7 +340,7 @@ impl Faithful {
         }
     }
 
-    fn shard(&self, line: u64) -> MutexGuard<'_, HashMap<u64, LineMeta>> {
+    fn shard(&self, line: u64) -> MutexGuard<'_, LineMap<Box<LineMeta>>> {
         lock(&self.shards[((line / LINE) % self.shards.len() as u64) as usize])
     }
 
@@ -605,7 +630,7 @@ impl Faithful {
             None => ([NONE; 64], [0; 64], 0, true),
         };
         drop(shard);
-        st.cache.insert(line, CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false });
+        st.cache.insert(line, Box::new(CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false }));
         st.keys.push(line);
     }
 
