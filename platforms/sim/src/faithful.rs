@@ -861,3 +861,148 @@ impl Faithful {
         self.evict_per_mille.load(Ordering::Relaxed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Agents: host 0, AICPU thread 0 = 1, cores 0 and 1 = 2 and 3.
+    const CPU: u16 = 1;
+    const C0: u16 = 2;
+    const C1: u16 = 3;
+
+    fn setup(host_coherent: bool) -> (Gm, Faithful, u64, u64) {
+        let gm = Gm::new(1 << 20);
+        let a = gm.alloc(4096, 64).unwrap();
+        let off = gm.offset_of(a, 4096).unwrap();
+        (gm, Faithful::new(9, 0, host_coherent, 1, 2), a.0, off)
+    }
+
+    fn missing(f: &Faithful) -> Vec<Missing> {
+        f.take_violations().into_iter().map(|v| v.missing).collect()
+    }
+
+    /// Core 0 hands off to core 1 through the AICPU: COND of core 0, then DMB of core 1.
+    fn handoff(f: &Faithful) {
+        f.reg_write(C0, 0, 1);
+        f.reg_read(CPU, 0, 1);
+        f.reg_write(CPU, 1, 0);
+        f.reg_read(C1, 1, 0);
+    }
+
+    #[test]
+    fn unpublished_store_is_a_missing_write_back() {
+        let (gm, f, a, off) = setup(false);
+        f.store(C0, a, off, &[7; 8], &gm);
+        handoff(&f);
+        let mut b = [0u8; 8];
+        f.load(C1, a, off, &mut b, &gm);
+        assert_eq!(b, [0; 8], "the bytes never reached memory");
+        assert_eq!(missing(&f), [Missing::WriteBackBeforeSignal, Missing::WriteBack]);
+    }
+
+    #[test]
+    fn published_store_is_seen() {
+        let (gm, f, a, off) = setup(false);
+        f.store(C0, a, off, &[7; 8], &gm);
+        f.clean(C0, a, 8, &gm);
+        f.fence(C0);
+        handoff(&f);
+        let mut b = [0u8; 8];
+        f.load(C1, a, off, &mut b, &gm);
+        assert_eq!(b, [7; 8]);
+        assert_eq!(missing(&f), []);
+    }
+
+    #[test]
+    fn write_back_without_barrier_before_signal_is_caught() {
+        let (gm, f, a, off) = setup(false);
+        f.store(C0, a, off, &[7; 8], &gm);
+        f.clean(C0, a, 8, &gm);
+        handoff(&f);
+        assert_eq!(missing(&f), [Missing::StoreBarrierBeforeSignal]);
+    }
+
+    #[test]
+    fn stale_copy_needs_an_invalidate() {
+        for invalidate in [false, true] {
+            let (gm, f, a, off) = setup(false);
+            let mut b = [0u8; 8];
+            f.load(C1, a, off, &mut b, &gm); // core 1 caches the line
+            f.store(C0, a, off, &[7; 8], &gm);
+            f.clean(C0, a, 8, &gm);
+            f.fence(C0);
+            handoff(&f);
+            if invalidate {
+                f.invalidate(C1, a, 8, &gm);
+            }
+            f.load(C1, a, off, &mut b, &gm);
+            if invalidate {
+                assert_eq!((b, missing(&f)), ([7; 8], vec![]));
+            } else {
+                assert_eq!((b, missing(&f)), ([0; 8], vec![Missing::Invalidate]));
+            }
+        }
+    }
+
+    #[test]
+    fn host_dma_is_visible_to_the_aicpu_only_under_the_coherent_contract() {
+        for coherent in [false, true] {
+            let (gm, f, a, off) = setup(coherent);
+            let mut b = [0u8; 8];
+            f.load(CPU, a, off, &mut b, &gm); // the AICPU caches the line
+            gm.write_bytes(off, &[5; 8]);
+            f.host_write(a, 8);
+            let launch = LaunchState::new(1, 4);
+            f.job_start(CPU, &f.host_release(), &launch);
+            f.load(CPU, a, off, &mut b, &gm);
+            if coherent {
+                assert_eq!((b, missing(&f)), ([5; 8], vec![]));
+            } else {
+                assert_eq!((b, missing(&f)), ([0; 8], vec![Missing::InvalidateAfterHostDma]));
+            }
+        }
+    }
+
+    #[test]
+    fn two_unordered_writers_of_one_line_break_the_whole_line_rule() {
+        let (gm, f, a, off) = setup(false);
+        f.store(C0, a, off, &[1; 8], &gm);
+        f.store(C1, a + 32, off + 32, &[2; 8], &gm);
+        assert_eq!(missing(&f), [Missing::WholeLineRule]);
+        // Both write back: the second whole-line write-back clobbers the first one's bytes.
+        f.clean(C0, a, 64, &gm);
+        f.clean(C1, a, 64, &gm);
+        assert_eq!(missing(&f), [Missing::WholeLineRule]);
+        let mut b = [9u8; 8];
+        gm.read_bytes(off, &mut b);
+        assert_eq!(b, [0; 8], "core 0's bytes were overwritten by core 1's stale copy");
+    }
+
+    #[test]
+    fn ordered_writers_may_share_a_line() {
+        let (gm, f, a, off) = setup(false);
+        f.store(C0, a, off, &[1; 8], &gm);
+        f.clean(C0, a, 64, &gm);
+        f.fence(C0);
+        handoff(&f);
+        f.invalidate(C1, a, 64, &gm);
+        f.store(C1, a + 32, off + 32, &[2; 8], &gm);
+        f.clean(C1, a, 64, &gm);
+        assert_eq!(missing(&f), []);
+        let mut b = [0u8; 64];
+        gm.read_bytes(off, &mut b);
+        assert_eq!((&b[..8], &b[32..40]), (&[1u8; 8][..], &[2u8; 8][..]));
+    }
+
+    #[test]
+    fn dirty_lines_at_program_end_are_reported_and_lost() {
+        let (gm, f, a, off) = setup(false);
+        f.store(C0, a, off, &[3; 8], &gm);
+        f.job_end(C0, &gm);
+        assert_eq!(missing(&f), [Missing::WriteBack]);
+        let mut b = [9u8; 8];
+        gm.read_bytes(off, &mut b);
+        assert_eq!(b, [0; 8]);
+    }
+}
