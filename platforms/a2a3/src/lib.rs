@@ -1,11 +1,42 @@
-//! `pto-a2a3`: the a2a3 chip as the runtime needs to know it.
+//! `pto-a2a3`: the a2a3 chip as the runtime needs to know it, and its AICPU primitives.
 //!
-//! This crate holds the chip's facts — topology, counter frequency, register offsets and its
-//! cache contract (host DMA is **not** coherent with AICPU caches). The aarch64 device
-//! primitives (`dc civac`/`dc cvac`, `dsb`/`dmb`, MMIO register windows) and the vendor-runtime
-//! host side are not implemented yet: there is no `Platform` for real a2a3 hardware in this
-//! crate, and nothing pretends otherwise. Simulated a2a3 boards use these facts with `pto-sim`.
+//! * **Facts** — topology, counter frequency, register offsets and the cache contract: host DMA
+//!   is **not** coherent with AICPU caches ([`Contract`] = [`pto_hal::HostNonCoherent`]).
+//!   Simulated a2a3 boards use these with `pto-sim`.
+//! * **AICPU agent** — [`A2a3Aicpu`], what an AICPU thread (an aarch64 core running Linux user
+//!   space on the device) is: GM atomics over `AtomicU64::from_ptr`, plain GM copies, MMIO
+//!   register windows through `volatile` (open = FAST_PATH open then DMB := idle; close = DMB :=
+//!   idle, FAST_PATH close, then a read-back of FAST_PATH), and — on aarch64 only — `dsb`/`dmb`
+//!   barriers, `dc civac` / `dc cvac` maintenance loops stepping by the `CTR_EL0` line size,
+//!   the generic timer (`GenericTimer`, also an embedded-hal `DelayNs`) and spin-hint waits.
+//!   On other targets (host builds) only the portable traits exist — `GmAtomic`, `GmMemory`,
+//!   `Registers` — so the type is *not* an `AicpuAgent` there: there is no a2a3 AICPU that is
+//!   not aarch64, and cache maintenance never degrades into a silent no-op.
+//! * **Host side** — behind the `cann` feature, the `cann` module: device memory and streams
+//!   over the vendor runtime. It is **untested**: this repository has neither the vendor SDK
+//!   nor a device, so it is only type-checked (`cargo check --features cann`). What the HAL
+//!   asks that a real device cannot do — launch a host function pointer — is an `Unsupported`
+//!   error naming what is missing, never a fake success.
+//!
+//! The AICore side of real hardware is compiled by the vendor toolchain, not Rust; the Rust
+//! layouts are its ABI. There is no `Platform` for real a2a3 hardware in this crate yet.
+//!
+//! The aarch64 primitives are tested on an emulated CPU (qemu user mode, see the repository's
+//! `.cargo/config.toml`): `cargo test -p pto-a2a3 --target aarch64-unknown-linux-gnu`.
 #![no_std]
+
+#[cfg(feature = "cann")]
+extern crate std;
+
+mod aicpu;
+mod shared;
+
+pub use aicpu::{A2a3Aicpu, MaintenanceLines};
+#[cfg(feature = "cann")]
+pub use shared::acl as cann;
+#[cfg(target_arch = "aarch64")]
+pub use shared::arm::GenericTimer;
+pub use shared::gm::{GmRegion, MmioOp, Observer};
 
 /// The host-DMA coherence contract of a2a3: AICPU loads may see stale lines after host DMA.
 pub type Contract = pto_hal::HostNonCoherent;
@@ -26,6 +57,9 @@ pub const FAST_PATH_OFFSET: u32 = 0x18;
 pub const FAST_PATH_OPEN: u32 = 0xE;
 /// Fast-path control: close.
 pub const FAST_PATH_CLOSE: u32 = 0xF;
+/// Bytes of a core's register window the AICPU agent accesses: one 4 KiB page, which holds
+/// FAST_PATH, DMB and COND. The real mapping may be larger; it must cover at least this.
+pub const REG_WINDOW_BYTES: u32 = 0x1000;
 
 /// The chip's topology.
 pub const TOPOLOGY: pto_hal::Topology = pto_hal::Topology { clusters: CLUSTERS, aicpu_threads: AICPU_THREADS };

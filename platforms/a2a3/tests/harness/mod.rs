@@ -1,0 +1,109 @@
+//! Test harness shared by the a2a3 and a5 device tests (the a5 tests include this file with
+//! `#[path]`). The including test file names its platform crate `platform` (`use pto_a2a3 as
+//! platform;`) so the [`Recorder`] implements that crate's `Observer`.
+//!
+//! GM is a heap buffer, 64-byte aligned; register windows are heap buffers too, one per core.
+//! Under qemu there is no device memory: the buffers stand in for it. Two test threads that
+//! hand a value over through a "register" buffer use volatile 32-bit accesses on ordinary
+//! memory — outside Rust's memory model exactly as MMIO is, and single-copy atomic on aarch64.
+#![allow(dead_code)]
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pto_hal::GmAddr;
+
+use crate::platform::{MmioOp, Observer};
+
+/// A zeroed heap buffer standing in for device memory.
+pub struct Arena {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+impl Arena {
+    /// `len` zeroed bytes aligned to `align`.
+    pub fn new(len: usize, align: usize) -> Arena {
+        let layout = Layout::from_size_align(len, align).expect("arena layout");
+        assert!(len > 0);
+        // SAFETY: the layout is non-zero-sized (asserted above).
+        let ptr = unsafe { alloc_zeroed(layout) };
+        assert!(!ptr.is_null(), "arena allocation failed");
+        Arena { ptr, layout }
+    }
+    /// Its first byte as a device address.
+    pub fn addr(&self) -> GmAddr {
+        GmAddr(self.ptr as u64)
+    }
+    /// Its length.
+    pub fn len(&self) -> u64 {
+        self.layout.size() as u64
+    }
+    /// The 32-bit word at byte `off`, read directly (volatile).
+    pub fn word32(&self, off: usize) -> u32 {
+        assert!(off % 4 == 0 && off + 4 <= self.layout.size());
+        // SAFETY: in bounds and aligned (checked); the arena outlives the read.
+        unsafe { std::ptr::read_volatile(self.ptr.add(off) as *const u32) }
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout, freed once.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// Register windows: one zeroed buffer per core, and the table of their bases.
+pub struct Windows {
+    pub arenas: Vec<Arena>,
+    pub bases: Vec<u64>,
+}
+
+impl Windows {
+    /// `cores` windows of `bytes` each, page aligned; core `hole` (if any) has no window.
+    pub fn new(cores: usize, bytes: u32, hole: Option<usize>) -> Windows {
+        let arenas: Vec<Arena> = (0..cores).map(|_| Arena::new(bytes as usize, 4096)).collect();
+        let bases = arenas.iter().enumerate().map(|(i, a)| if Some(i) == hole { 0 } else { a.addr().0 }).collect();
+        Windows { arenas, bases }
+    }
+}
+
+/// An observer that counts `GmAtomic` stores and records every MMIO access.
+#[derive(Default)]
+pub struct Recorder {
+    pub stores: AtomicU64,
+    pub mmio: Mutex<Vec<MmioOp>>,
+}
+
+impl Recorder {
+    pub fn stores(&self) -> u64 {
+        self.stores.load(Ordering::SeqCst)
+    }
+    pub fn take_mmio(&self) -> Vec<MmioOp> {
+        std::mem::take(&mut *self.mmio.lock().unwrap())
+    }
+}
+
+impl Observer for Recorder {
+    fn gm_store(&self, _addr: GmAddr) {
+        self.stores.fetch_add(1, Ordering::SeqCst);
+    }
+    fn mmio(&self, op: MmioOp) {
+        self.mmio.lock().unwrap().push(op);
+    }
+}
+
+/// Write.
+pub fn w(core: u32, offset: u32, value: u32) -> MmioOp {
+    MmioOp::Write { core, offset, value }
+}
+
+/// Read.
+pub fn r(core: u32, offset: u32, value: u32) -> MmioOp {
+    MmioOp::Read { core, offset, value }
+}
+
+/// Rounds for the two-thread hand-off tests (each round is a full publish / acknowledge trip).
+pub const HANDOFF_ROUNDS: u32 = 20_000;
