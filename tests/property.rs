@@ -54,12 +54,11 @@ fn task() -> impl Strategy<Value = TaskSpec> {
             }
         }
         // ...nor reads a row it also writes through another argument (order inside a kernel).
-        for i in 0..args.len() {
-            if args[i].dir == Direction::In {
-                let rows: Vec<(usize, u32)> =
-                    (args[i].row..args[i].row + args[i].rows).map(|r| (args[i].buffer, r)).collect();
+        for a in args.iter_mut() {
+            if a.dir == Direction::In {
+                let rows: Vec<(usize, u32)> = (a.row..a.row + a.rows).map(|r| (a.buffer, r)).collect();
                 if rows.iter().any(|r| written.contains(r)) {
-                    args[i].dir = Direction::NoDep;
+                    a.dir = Direction::NoDep;
                 }
             }
         }

@@ -697,7 +697,7 @@ impl Faithful {
             let (lo, hi) = span_in(line, addr, len);
             let hit = st.cache.contains_key(&line);
             if !hit {
-                self.fill(&mut st, a, line, off - (addr - line), gm);
+                self.fill(&mut st, a, line, off + line - addr, gm);
             }
             let mut found = None;
             {
@@ -731,7 +731,7 @@ impl Faithful {
         for line in lines(addr, len) {
             let (lo, hi) = span_in(line, addr, len);
             if !st.cache.contains_key(&line) {
-                self.fill(&mut st, a, line, off - (addr - line), gm);
+                self.fill(&mut st, a, line, off + line - addr, gm);
             }
             let mut violation = None;
             {
