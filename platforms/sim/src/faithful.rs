@@ -788,6 +788,19 @@ impl Faithful {
                 self.report(&st, v);
             }
         }
+        if !core {
+            // The AICPU threads are one coherent SMP cluster: a store drops the other threads'
+            // copies (after this thread's own state is released: AICPUs never hold two locks).
+            drop(st);
+            for t in 0..self.n_aicpu {
+                if 1 + t != a {
+                    let mut other = lock(&self.agents[1 + t as usize]);
+                    for line in lines(addr, len) {
+                        remove_key(&mut other, line);
+                    }
+                }
+            }
+        }
     }
 
     /// Write back every dirty line of `[addr, addr+len)` (a range clean).

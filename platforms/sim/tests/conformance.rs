@@ -323,4 +323,9 @@ macro_rules! conformance_on {
 conformance_on! {
     coherent_a2a3: HostNonCoherent => SimConfig { freq_hz: FREQ, ..SimConfig::default() };
     coherent_a5: HostCoherent => SimConfig { freq_hz: FREQ, ..SimConfig::default() };
+    faithful_a2a3: HostNonCoherent => SimConfig { freq_hz: FREQ, cache: FAITHFUL, ..SimConfig::default() };
+    faithful_a5: HostCoherent => SimConfig { freq_hz: FREQ, cache: FAITHFUL, ..SimConfig::default() };
 }
+
+/// The faithful cache model with random eviction on.
+const FAITHFUL: pto_sim::CacheModel = pto_sim::CacheModel::Faithful { seed: 0xc0f, evict_per_mille: 20 };
