@@ -57,12 +57,19 @@ impl GmAddr {
 /// # use pto_hal::{GmAddr, line_span};
 /// assert_eq!(line_span(GmAddr(0x1030), 0x20), (GmAddr(0x1000), 2));
 /// assert_eq!(line_span(GmAddr(0x1000), 0), (GmAddr(0x1000), 0));
+/// // A range reaching the top of the address space does not overflow.
+/// assert_eq!(line_span(GmAddr(u64::MAX - 63), u64::MAX), (GmAddr(u64::MAX - 63), 1));
 /// ```
 pub const fn line_span(addr: GmAddr, len: u64) -> (GmAddr, u64) {
     let first = addr.line();
     if len == 0 {
         return (first, 0);
     }
-    let end = (addr.0 + len + LINE_BYTES - 1) & !(LINE_BYTES - 1);
-    (first, (end - first.0) / LINE_BYTES)
+    // Last byte of the range (saturating at the top of the address space), then its line.
+    let last = match addr.0.checked_add(len - 1) {
+        Some(l) => l,
+        None => u64::MAX,
+    };
+    let last_line = last & !(LINE_BYTES - 1);
+    (first, (last_line - first.0) / LINE_BYTES + 1)
 }

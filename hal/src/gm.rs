@@ -5,7 +5,10 @@ use crate::GmAddr;
 /// 64-bit operations on one GM word that bypass every cache.
 ///
 /// The only way to touch a word that more than one agent writes. Addresses must be 8-byte
-/// aligned (4-byte for the `u32` store). No 128-bit and no 8/16-bit atomics exist on the
+/// aligned (4-byte for the `u32` store). A word is accessed at one width by every agent at a
+/// time: `store_direct_u32` and `query_u32_pair` on a word other agents access as one `u64`
+/// concurrently is a mixed-size access, which the hardware defines but Rust's memory model does
+/// not; protocols keep such words to one width while they are shared. No 128-bit and no 8/16-bit atomics exist on the
 /// AICore; this trait deliberately offers none.
 ///
 /// Tier: AICPU, AICore. Ordering: each operation is single-copy atomic; RMW operations are

@@ -71,10 +71,15 @@ macro_rules! impl_common {
             fn compare_exchange(&self, addr: GmAddr, expected: u64, desired: u64) -> u64 {
                 match word(&self.inner, addr).compare_exchange(expected, desired, Ordering::AcqRel, Ordering::Acquire) {
                     Ok(v) => {
-                        self.inner.word_written(addr.0);
+                        self.direct_written(addr, true);
                         v
                     }
-                    Err(v) => v,
+                    Err(v) => {
+                        if let Some(f) = self.inner.model() {
+                            f.word_load(self.fid(), addr.0 - crate::GM_BASE, addr.0);
+                        }
+                        v
+                    }
                 }
             }
         }
@@ -210,12 +215,13 @@ pub(crate) fn monitor_wait<C: Contract>(inner: &Inner<C>, slot: usize, addr: GmA
 pub struct SimAicpu<C: Contract> {
     inner: Arc<Inner<C>>,
     idx: u32,
+    stores: std::sync::atomic::AtomicU64,
     _c: PhantomData<fn() -> C>,
 }
 
 impl<C: Contract> SimAicpu<C> {
     pub(crate) fn new(inner: Arc<Inner<C>>, idx: u32) -> Self {
-        SimAicpu { inner, idx, _c: PhantomData }
+        SimAicpu { inner, idx, stores: std::sync::atomic::AtomicU64::new(0), _c: PhantomData }
     }
 
     #[inline]
@@ -228,8 +234,15 @@ impl<C: Contract> SimAicpu<C> {
         self.inner.aicpu_cache_ops[i].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// How many GM words this agent has stored through `GmAtomic` (device-direct stores and
+    /// read-modify-writes that wrote): lets a test prove an operation did **not** write.
+    pub fn gm_atomic_stores(&self) -> u64 {
+        self.stores.load(Ordering::Relaxed)
+    }
+
     #[inline]
     fn direct_written(&self, addr: GmAddr, rmw: bool) {
+        self.stores.fetch_add(1, Ordering::Relaxed);
         if let Some(f) = self.inner.model() {
             f.word_store(self.fid(), addr.0 - crate::GM_BASE, addr.0, rmw);
         }
@@ -307,6 +320,7 @@ impl<C: Contract> AicpuAgent for SimAicpu<C> {}
 pub struct SimCore<C: Contract> {
     inner: Arc<Inner<C>>,
     worker: u32,
+    stores: std::sync::atomic::AtomicU64,
     phys: u32,
     core_type: CoreType,
     _c: PhantomData<fn() -> C>,
@@ -316,7 +330,7 @@ impl<C: Contract> SimCore<C> {
     pub(crate) fn new(inner: Arc<Inner<C>>, worker: u32) -> Self {
         let phys = inner.physical_id(worker);
         let core_type = inner.topo.core_type(worker);
-        SimCore { inner, worker, phys, core_type, _c: PhantomData }
+        SimCore { inner, worker, phys, core_type, stores: std::sync::atomic::AtomicU64::new(0), _c: PhantomData }
     }
 
     #[inline]
@@ -328,8 +342,15 @@ impl<C: Contract> SimCore<C> {
     #[inline(always)]
     fn count_range_op(&self, _i: usize) {}
 
+    /// How many GM words this agent has stored through `GmAtomic` (device-direct stores and
+    /// read-modify-writes that wrote): lets a test prove an operation did **not** write.
+    pub fn gm_atomic_stores(&self) -> u64 {
+        self.stores.load(Ordering::Relaxed)
+    }
+
     #[inline]
     fn direct_written(&self, addr: GmAddr, rmw: bool) {
+        self.stores.fetch_add(1, Ordering::Relaxed);
         if let Some(f) = self.inner.model() {
             f.word_store(self.fid(), addr.0 - crate::GM_BASE, addr.0, rmw);
         }

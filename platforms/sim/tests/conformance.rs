@@ -103,6 +103,23 @@ fn two_party(
     Ok(r)
 }
 
+/// The simulator counts each agent's `GmAtomic` stores, so the "no idle write" check runs here.
+trait CountsStores {
+    fn stores(&self) -> u64;
+}
+
+impl<C: Contract> CountsStores for SimAicpu<C> {
+    fn stores(&self) -> u64 {
+        self.gm_atomic_stores()
+    }
+}
+
+impl<C: Contract> CountsStores for SimCore<C> {
+    fn stores(&self) -> u64 {
+        self.gm_atomic_stores()
+    }
+}
+
 /// A short bounded wait: parks the simulated agent for up to 20 µs.
 fn relax<A: Events + Clock + ?Sized>(a: &A) -> impl Fn() + '_ {
     move || a.wait_for_event(a.now_ticks().saturating_add(a.ticks_from_micros(20)))
@@ -110,10 +127,12 @@ fn relax<A: Events + Clock + ?Sized>(a: &A) -> impl Fn() + '_ {
 
 /// AICPU program of the AICPU suite: `run_all`, then thread 0 publishes to thread 1 through
 /// core 5's DMB (no program runs on the cores) and thread 1 publishes back through a GM flag.
-fn aicpu_entry<A: AicpuAgent>(a: &A, l: AicpuLaunch<'_>) -> i32 {
+fn aicpu_entry<A: AicpuAgent + CountsStores>(a: &A, l: AicpuLaunch<'_>) -> i32 {
     let host = StdHostClock::new();
     let s = scratch(l.args, l.thread_idx as u64);
     let mut t = Target::new(s, Tier::Aicpu);
+    let writes = || a.stores();
+    t.writes = Some(&writes);
     t.registers = Some((a as &dyn Registers, l.thread_idx));
     t.host_clock = Some(&host);
     t.expected_hz = Some(FREQ);
@@ -143,7 +162,7 @@ fn aicpu_entry<A: AicpuAgent>(a: &A, l: AicpuLaunch<'_>) -> i32 {
 
 /// AICore program: DMB reset check (first), `run_all` at the AICore tier; worker 0 then
 /// consumes the AICPU → AICore register hand-off on its own DMB.
-fn aicore_entry<A: AicoreAgent>(a: &A, l: AicoreLaunch) -> i32 {
+fn aicore_entry<A: AicoreAgent + CountsStores>(a: &A, l: AicoreLaunch) -> i32 {
     let host = StdHostClock::new();
     let mut out = pto_conformance::core_registers_reset(a).map(|()| {
         let mut r = Report::new();
@@ -152,6 +171,8 @@ fn aicore_entry<A: AicoreAgent>(a: &A, l: AicoreLaunch) -> i32 {
     });
     if let Ok(mut r) = out {
         let mut t = Target::new(scratch(l.args, AICORE_SLOT0 + l.block_idx as u64), Tier::Aicore);
+        let writes = || a.stores();
+        t.writes = Some(&writes);
         t.host_clock = Some(&host);
         t.expected_hz = Some(FREQ);
         out = pto_conformance::run_all(a, &t).map(|r2| {
