@@ -135,7 +135,7 @@ fn aicpu_entry<A: AicpuAgent + CountsStores>(a: &A, l: AicpuLaunch<'_>) -> i32 {
     t.writes = Some(&writes);
     t.registers = Some((a as &dyn Registers, l.thread_idx));
     t.host_clock = Some(&host);
-    t.expected_hz = Some(FREQ);
+    t.expected_hz = Some(a.freq_hz());
     let mut out = pto_conformance::run_all(a, &t);
     let relax = relax(a);
     let reg =
@@ -174,7 +174,7 @@ fn aicore_entry<A: AicoreAgent + CountsStores>(a: &A, l: AicoreLaunch) -> i32 {
         let writes = || a.stores();
         t.writes = Some(&writes);
         t.host_clock = Some(&host);
-        t.expected_hz = Some(FREQ);
+        t.expected_hz = Some(a.freq_hz());
         out = pto_conformance::run_all(a, &t).map(|r2| {
             r.merge(&r2);
             r
@@ -317,7 +317,8 @@ fn aicore_suite<C: Contract>(config: SimConfig) {
 fn host_clock<C: Contract>(config: SimConfig) {
     let dev = SimDevice::<C>::open(TOPO, config).unwrap();
     pto_conformance::clock(&dev).unwrap_or_else(|f| panic!("{f}"));
-    pto_conformance::clock_rate(&dev, &StdHostClock::new(), 20_000, Some(FREQ)).unwrap_or_else(|f| panic!("{f}"));
+    pto_conformance::clock_rate(&dev, &StdHostClock::new(), 20_000, Some(dev.config().freq_hz))
+        .unwrap_or_else(|f| panic!("{f}"));
 }
 
 /// One line per (cache model, contract): a module with the AICPU, AICore and host-clock runs.
@@ -346,6 +347,13 @@ conformance_on! {
     coherent_a5: HostCoherent => SimConfig { freq_hz: FREQ, ..SimConfig::default() };
     faithful_a2a3: HostNonCoherent => SimConfig { freq_hz: FREQ, cache: FAITHFUL, ..SimConfig::default() };
     faithful_a5: HostCoherent => SimConfig { freq_hz: FREQ, cache: FAITHFUL, ..SimConfig::default() };
+    // The `sim-mini` board of `boards/` (same topology as `TOPO`): 100 MHz, faithful model.
+    mini_board: HostNonCoherent => SimConfig {
+        freq_hz: 100_000_000,
+        gm_bytes: 256 << 20,
+        cache: pto_sim::CacheModel::Faithful { seed: 0x6d69_6e69, evict_per_mille: 20 },
+        ..SimConfig::default()
+    };
 }
 
 /// The faithful cache model with random eviction on.
