@@ -5,24 +5,6 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::process::ExitCode;
-
-fn main() -> ExitCode {
-    let (dev, k) = match common::setup() {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("chain513: cannot open the device: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match common::chain513(&dev, &k) {
-        Ok(o) => {
-            println!("{}", o.summary());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("chain513 FAIL: {e}");
-            ExitCode::FAILURE
-        }
-    }
+fn main() -> std::process::ExitCode {
+    common::example_main("chain513", common::chain513)
 }

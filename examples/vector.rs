@@ -6,24 +6,6 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::process::ExitCode;
-
-fn main() -> ExitCode {
-    let (dev, k) = match common::setup() {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("vector: cannot open the device: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match common::vector(&dev, &k) {
-        Ok(o) => {
-            println!("{}", o.summary());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("vector FAIL: {e}");
-            ExitCode::FAILURE
-        }
-    }
+fn main() -> std::process::ExitCode {
+    common::example_main("vector", common::vector)
 }

@@ -414,6 +414,28 @@ impl Prepared {
     }
 }
 
+/// The `main` of a single-workload example: open the board, run `workload`, print its summary
+/// (or the failure) and exit accordingly.
+pub fn example_main(name: &str, workload: fn(&Device, &Kernels) -> Result<Outcome, Failure>) -> std::process::ExitCode {
+    let (dev, k) = match setup() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("{name}: cannot open the device: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match workload(&dev, &k) {
+        Ok(o) => {
+            println!("{}", o.summary());
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{name} FAIL: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Open the selected board and register the kernels.
 pub fn setup() -> Result<(Device, Kernels), Error> {
     let dev = pto::open()?;

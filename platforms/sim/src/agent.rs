@@ -28,6 +28,24 @@ fn word<C: Contract>(inner: &Inner<C>, addr: GmAddr) -> &std::sync::atomic::Atom
 
 macro_rules! impl_common {
     ($ty:ident) => {
+        impl<C: Contract> $ty<C> {
+            /// How many GM words this agent has stored through `GmAtomic` (device-direct stores
+            /// and read-modify-writes that wrote): lets a test prove an operation did **not**
+            /// write.
+            pub fn gm_atomic_stores(&self) -> u64 {
+                self.stores.load(Ordering::Relaxed)
+            }
+
+            #[inline]
+            fn direct_written(&self, addr: GmAddr, rmw: bool) {
+                self.stores.fetch_add(1, Ordering::Relaxed);
+                if let Some(f) = self.inner.model() {
+                    f.word_store(self.fid(), addr.0 - crate::GM_BASE, addr.0, rmw);
+                }
+                self.inner.word_written(addr.0);
+            }
+        }
+
         impl<C: Contract> GmAtomic for $ty<C> {
             #[inline]
             fn query(&self, addr: GmAddr) -> u64 {
@@ -233,21 +251,6 @@ impl<C: Contract> SimAicpu<C> {
     fn count_range_op(&self, i: usize) {
         self.inner.aicpu_cache_ops[i].fetch_add(1, Ordering::Relaxed);
     }
-
-    /// How many GM words this agent has stored through `GmAtomic` (device-direct stores and
-    /// read-modify-writes that wrote): lets a test prove an operation did **not** write.
-    pub fn gm_atomic_stores(&self) -> u64 {
-        self.stores.load(Ordering::Relaxed)
-    }
-
-    #[inline]
-    fn direct_written(&self, addr: GmAddr, rmw: bool) {
-        self.stores.fetch_add(1, Ordering::Relaxed);
-        if let Some(f) = self.inner.model() {
-            f.word_store(self.fid(), addr.0 - crate::GM_BASE, addr.0, rmw);
-        }
-        self.inner.word_written(addr.0);
-    }
 }
 
 impl_common!(SimAicpu);
@@ -346,21 +349,6 @@ impl<C: Contract> SimCore<C> {
     /// Range maintenance is an AICPU operation; only the AICPU's is counted.
     #[inline(always)]
     fn count_range_op(&self, _i: usize) {}
-
-    /// How many GM words this agent has stored through `GmAtomic` (device-direct stores and
-    /// read-modify-writes that wrote): lets a test prove an operation did **not** write.
-    pub fn gm_atomic_stores(&self) -> u64 {
-        self.stores.load(Ordering::Relaxed)
-    }
-
-    #[inline]
-    fn direct_written(&self, addr: GmAddr, rmw: bool) {
-        self.stores.fetch_add(1, Ordering::Relaxed);
-        if let Some(f) = self.inner.model() {
-            f.word_store(self.fid(), addr.0 - crate::GM_BASE, addr.0, rmw);
-        }
-        self.inner.word_written(addr.0);
-    }
 }
 
 impl_common!(SimCore);
