@@ -277,15 +277,6 @@ impl<'f> GraphBuilder<'f> {
         self.heap_bytes
     }
 
-    /// Shapes present in the graph: `[aic, aiv, mix, dummy]`.
-    pub fn shapes_present(&self) -> [bool; 4] {
-        let mut p = [false; 4];
-        for n in &self.nodes {
-            p[n.task.kind().shape() as usize] = true;
-        }
-        p
-    }
-
     /// First task of `shape`, if any.
     pub fn first_of(&self, shape: Shape) -> Option<u32> {
         self.nodes.iter().position(|n| n.task.kind().shape() == shape).map(|i| i as u32)
