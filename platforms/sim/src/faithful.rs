@@ -243,6 +243,10 @@ pub struct Faithful {
     shards: Box<[Mutex<LineMap<Box<LineMeta>>>]>,
     regs: Box<[Mutex<RegSync>]>,
     words: Mutex<LineMap<Vc>>,
+    /// What the AICPU threads know together: they synchronise with each other through their own
+    /// memory (ready queues, counters), which the model does not see, so every AICPU
+    /// acquire adds to this clock and every AICPU release carries it.
+    aicpu_shared: Mutex<Vc>,
     violations: Mutex<Vec<Violation>>,
     capacity: usize,
 }
@@ -281,6 +285,7 @@ impl Faithful {
             shards: (0..64).map(|_| Mutex::new(LineMap::default())).collect(),
             regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
             words: Mutex::new(LineMap::default()),
+            aicpu_shared: Mutex::new(vec![0; n]),
             violations: Mutex::new(Vec::new()),
             capacity: 256,
         }
@@ -316,6 +321,17 @@ impl Faithful {
             r.version = 0;
         }
         lock(&self.words).clear();
+        *lock(&self.aicpu_shared) = vec![0; n];
+    }
+
+    /// AICPU thread `a` exchanges what it knows with the other AICPU threads (see
+    /// `aicpu_shared`); other agents keep their own clocks.
+    fn cluster_sync(&self, a: u16, st: &mut AgentState) {
+        if a != HOST && !is_core(self.n_aicpu, a) {
+            let mut shared = lock(&self.aicpu_shared);
+            join(&mut shared, &st.vc);
+            join(&mut st.vc, &shared);
+        }
     }
 
     /// Agent id of AICPU thread `t`.
@@ -392,6 +408,7 @@ impl Faithful {
         for (x, y) in st.vc.iter_mut().zip(start) {
             *x = (*x).max(*y);
         }
+        self.cluster_sync(a, &mut st);
         st.current = Some(launch.clone());
     }
 
@@ -444,6 +461,7 @@ impl Faithful {
                 self.report(&st, v);
             }
         }
+        self.cluster_sync(a, &mut st);
         let mut r = lock(&self.regs[(phys * 2 + reg) as usize]);
         r.vc.clone_from(&st.vc);
         r.version += 1;
@@ -458,6 +476,8 @@ impl Faithful {
         if st.seen.get(&key) != Some(&r.version) {
             st.seen.insert(key, r.version);
             join(&mut st.vc, &r.vc);
+            drop(r);
+            self.cluster_sync(a, &mut st);
         }
     }
 
@@ -469,6 +489,7 @@ impl Faithful {
         if let Some(vc) = lock(&self.words).get(&off) {
             join(&mut st.vc, vc);
         }
+        self.cluster_sync(a, &mut st);
         let line = addr & !(LINE - 1);
         let shard = self.shard(line);
         if let Some(m) = shard.get(&line) {
@@ -488,6 +509,7 @@ impl Faithful {
     /// release (and acquire for RMW), and the bytes reach memory now.
     pub fn word_store(&self, a: u16, off: u64, addr: u64, rmw: bool) {
         let mut st = lock(&self.agents[a as usize]);
+        self.cluster_sync(a, &mut st);
         {
             let mut words = lock(&self.words);
             let w = words.entry(off).or_insert_with(|| vec![0; st.vc.len()]);
@@ -878,6 +900,7 @@ impl Faithful {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pto_hal::GmAddr;
 
     // Agents: host 0, AICPU thread 0 = 1, cores 0 and 1 = 2 and 3.
     const CPU: u16 = 1;
@@ -1006,6 +1029,26 @@ mod tests {
         let mut b = [0u8; 64];
         gm.read_bytes(off, &mut b);
         assert_eq!((&b[..8], &b[32..40]), (&[1u8; 8][..], &[2u8; 8][..]));
+    }
+
+    #[test]
+    fn aicpu_threads_hand_work_to_each_other() {
+        // Two AICPU threads (1, 2) and two cores (3, 4): thread 1 sees core 3 finish, thread 2
+        // (which learnt of it through the AICPU's own memory) dispatches the consumer to core 4.
+        let gm = Gm::new(1 << 20);
+        let a = gm.alloc(4096, 64).unwrap().0;
+        let off = gm.offset_of(GmAddr(a), 64).unwrap();
+        let f = Faithful::new(9, 0, false, 2, 2);
+        f.store(3, a, off, &[4; 8], &gm);
+        f.clean(3, a, 64, &gm);
+        f.fence(3);
+        f.reg_write(3, 0, 1);
+        f.reg_read(1, 0, 1);
+        f.reg_write(2, 1, 0);
+        f.reg_read(4, 1, 0);
+        let mut b = [0u8; 8];
+        f.load(4, a, off, &mut b, &gm);
+        assert_eq!((b, missing(&f)), ([4; 8], vec![]));
     }
 
     #[test]
