@@ -1046,9 +1046,13 @@ mod tests {
         f.reg_read(1, 0, 1);
         f.reg_write(2, 1, 0);
         f.reg_read(4, 1, 0);
-        let mut b = [0u8; 8];
-        f.load(4, a, off, &mut b, &gm);
-        assert_eq!((b, missing(&f)), ([4; 8], vec![]));
+        // Core 4 takes the line over (a WAW consumer): ordered after core 3's write-back.
+        f.store(4, a + 8, off + 8, &[5; 8], &gm);
+        f.clean(4, a, 64, &gm);
+        assert_eq!(missing(&f), []);
+        let mut b = [0u8; 16];
+        gm.read_bytes(off, &mut b);
+        assert_eq!(b, [4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5]);
     }
 
     #[test]
