@@ -28,7 +28,7 @@ const FREQ: u64 = 50_000_000;
 const TOPO: Topology = Topology { clusters: 2, aicpu_threads: 2 };
 /// Rounds of each hand-off.
 const ROUNDS: u32 = 1_000;
-/// Budget of every wait inside a check, and of the host's synchronize.
+/// Budget of every wait inside a check.
 const TIMEOUT_US: u64 = 20_000_000;
 /// Budget of the host's wait for a whole launch: every model's hand-offs, with every test of this
 /// file running at once on a two-core machine (the faithful model's are the slow ones).

@@ -4,9 +4,11 @@
 //!   ([`GmMemory`]) are `Relaxed` word loads/stores, exactly as the simulator's coherent model
 //!   performs them; device-direct accesses ([`GmAtomic`]) are `Acquire` loads, `Release`
 //!   stores and `AcqRel` read-modify-writes, again as in the simulator.
-//! * **Registers**: per core one DMB and one COND, loom `AtomicU32`, `Release` on write and
-//!   `Acquire` on read (the simulator's choice). Window open/close is a per-core flag with a
-//!   read-back, like the simulator's.
+//! * **Registers**: per core one DMB and one COND, loom `AtomicU32`. Two orderings
+//!   ([`RegOrder`]): the simulator's (`Release` on write, `Acquire` on read), or the HAL's
+//!   contract taken literally — plain accesses that "emit no barrier" (`Relaxed`), so only the
+//!   runtime's own `wmb` / `rmb` order a hand-off, and a missing barrier shows up as a stale
+//!   payload. Window open/close is a per-core flag with a read-back, like the simulator's.
 //! * **Barriers** are loom fences: `rmb` = acquire, `wmb` / `store_store` = release, `full` /
 //!   `store_barrier` = seq-cst.
 //! * **Cache maintenance** is a no-op and the contract is [`HostCoherent`].
@@ -23,9 +25,9 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 use pto_hal::{
     AicoreAgent, AicpuAgent, Barriers, CacheMaintenance, Clock, CoreRegisters, Events, GmAddr, GmAtomic, GmMemory,
-    HostCoherent, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
+    GmMemoryExt, HostCoherent, KernelContext, KernelContextExt, KernelFault, KernelFn, Reg, Registers, Ticks,
 };
-use pto_runtime::layout::{LAYOUT_VERSION, LaunchConfig, LaunchDesc, regs};
+use pto_runtime::layout::{DESC_MAGIC, LAYOUT_VERSION, LaunchConfig, LaunchDesc};
 use pto_runtime::lifecycle::RunMap;
 
 /// Address of the first GM word. Non-zero, so [`GmAddr::NULL`] is never inside GM.
@@ -65,32 +67,59 @@ impl GmPlan {
         ((self.end - GM_BASE) / 8) as usize
     }
 
-    /// A run map for this plan: epoch `epoch`, one cluster per three workers, the given budgets.
-    pub fn run_map(&self, workers: u32, epoch: u64, exit_ticks: u64, core_wait_ticks: u64) -> RunMap {
+    /// A run map for this plan: epoch `epoch`, `workers` workers of one cluster on a device of
+    /// `cores` physical cores, and the given budgets (in ticks of the device counter).
+    pub fn run_map(&self, workers: u32, cores: u32, epoch: u64, budgets: Budgets) -> RunMap {
         let cfg = LaunchConfig {
-            magic: pto_runtime::layout::DESC_MAGIC,
+            magic: DESC_MAGIC,
             version: LAYOUT_VERSION,
             epoch,
-            clusters: workers.div_ceil(3),
+            clusters: 1,
             workers,
             aicpu_threads: 1,
-            task_count: 0,
-            image: 0,
-            image_len: 0,
+            physical_cores: cores,
             handshakes: self.handshakes,
             gates: self.gates,
             payloads: self.payloads,
-            watchdog_ticks: u64::MAX / 4,
-            exit_ticks,
-            core_wait_ticks,
-            reserved: [0; 4],
+            watchdog_ticks: budgets.watchdog,
+            exit_ticks: budgets.exit,
+            core_wait_ticks: budgets.core_wait,
+            ..LaunchConfig::default()
         };
         RunMap { desc: GmAddr(self.desc), cfg }
     }
 }
 
+/// How register accesses are ordered.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RegOrder {
+    /// As the simulator does it: `Release` writes, `Acquire` reads.
+    Simulator,
+    /// As `pto_hal::Registers` promises it: no barrier at all (`Relaxed`); every ordering
+    /// must come from the caller's `wmb` / `rmb` (fences).
+    HalContract,
+}
+
+/// Watchdog budgets of a model's run, in ticks of the device counter (which advances on every
+/// read, so a budget of `n` expires after at most `n` clock reads by anyone).
+#[derive(Copy, Clone, Debug)]
+pub struct Budgets {
+    /// AICPU no-progress / handshake watchdog.
+    pub watchdog: u64,
+    /// AICPU budget for a core group's EXIT acknowledgements.
+    pub exit: u64,
+    /// AICore budget for any single wait.
+    pub core_wait: u64,
+}
+
+impl Budgets {
+    /// Budgets that never expire in a model (every loop is bounded by loom's yields instead).
+    pub const NEVER: Budgets = Budgets { watchdog: u64::MAX / 4, exit: u64::MAX / 4, core_wait: u64::MAX / 4 };
+}
+
 /// The loom device: GM words, per-core registers, the device clock and the witness flags.
 pub struct Device {
+    reg_order: RegOrder,
     words: Box<[AtomicU64]>,
     dmb: Box<[AtomicU32]>,
     cond: Box<[AtomicU32]>,
@@ -102,9 +131,10 @@ pub struct Device {
 
 impl Device {
     /// A device with `gm` as the initial GM contents (word `i` at `GM_BASE + 8 i`) and `cores`
-    /// cores whose DMB holds `dmb` and COND holds `cond`.
-    pub fn new(gm: &[u64], cores: usize, dmb: u32, cond: u32) -> Arc<Device> {
+    /// cores whose DMB holds `dmb` and COND holds `cond`; registers ordered as `reg_order`.
+    pub fn new(gm: &[u64], cores: usize, dmb: u32, cond: u32, reg_order: RegOrder) -> Arc<Device> {
         Arc::new(Device {
+            reg_order,
             words: gm.iter().map(|&v| AtomicU64::new(v)).collect(),
             dmb: (0..cores).map(|_| AtomicU32::new(dmb)).collect(),
             cond: (0..cores).map(|_| AtomicU32::new(cond)).collect(),
@@ -113,6 +143,20 @@ impl Device {
             closes: (0..cores).map(|_| AtomicU32::new(0)).collect(),
             left: (0..cores).map(|_| AtomicBool::new(false)).collect(),
         })
+    }
+
+    fn reg_load(&self) -> Ordering {
+        match self.reg_order {
+            RegOrder::Simulator => Ordering::Acquire,
+            RegOrder::HalContract => Ordering::Relaxed,
+        }
+    }
+
+    fn reg_store(&self) -> Ordering {
+        match self.reg_order {
+            RegOrder::Simulator => Ordering::Release,
+            RegOrder::HalContract => Ordering::Relaxed,
+        }
     }
 
     fn word(&self, addr: GmAddr) -> &AtomicU64 {
@@ -152,8 +196,10 @@ impl Device {
     }
 
     fn assert_present(&self, core: u32, what: &str) {
+        // A read-modify-write reads the newest value in modification order (a plain load may
+        // legally return an older one), and `Relaxed` adds no synchronisation to the protocol.
         assert!(
-            !self.left[core as usize].load(Ordering::SeqCst),
+            !self.left[core as usize].fetch_or(false, Ordering::Relaxed),
             "AICPU {what} core {core}'s registers after the core left its teardown gate"
         );
     }
@@ -330,15 +376,15 @@ impl Registers for LoomAicpu {
     fn read_reg(&self, core: u32, reg: Reg) -> u32 {
         self.dev.assert_present(core, "read");
         match reg {
-            Reg::Dmb => self.dev.dmb[core as usize].load(Ordering::Acquire),
-            Reg::Cond => self.dev.cond[core as usize].load(Ordering::Acquire),
+            Reg::Dmb => self.dev.dmb[core as usize].load(self.dev.reg_load()),
+            Reg::Cond => self.dev.cond[core as usize].load(self.dev.reg_load()),
         }
     }
     fn write_reg(&self, core: u32, reg: Reg, value: u32) {
         self.dev.assert_present(core, "wrote");
         match reg {
-            Reg::Dmb => self.dev.dmb[core as usize].store(value, Ordering::Release),
-            Reg::Cond => self.dev.cond[core as usize].store(value, Ordering::Release),
+            Reg::Dmb => self.dev.dmb[core as usize].store(value, self.dev.reg_store()),
+            Reg::Cond => self.dev.cond[core as usize].store(value, self.dev.reg_store()),
         }
     }
     fn open_window(&self, core: u32, idle: u32) {
@@ -361,22 +407,29 @@ impl AicpuAgent for LoomAicpu {}
 
 impl CoreRegisters for LoomCore {
     fn read_dmb(&self) -> u32 {
-        self.dev.dmb[self.phys as usize].load(Ordering::Acquire)
+        self.dev.dmb[self.phys as usize].load(self.dev.reg_load())
     }
     fn write_cond(&self, value: u32) {
-        self.dev.cond[self.phys as usize].store(value, Ordering::Release);
+        self.dev.cond[self.phys as usize].store(value, self.dev.reg_store());
     }
 }
 
-/// The one kernel the loom device knows, at binary address [`KERNEL_BIN`]: does nothing.
-fn noop_kernel(_ctx: &mut dyn KernelContext) {}
+/// The one kernel the loom device knows, at binary address [`KERNEL_BIN`]: with a scalar
+/// argument, it stores its task id (as a `u64`) at the GM address the scalar names — the
+/// kernel's "output", which must be visible to the AICPU once it sees the task's FIN.
+fn record_kernel(ctx: &mut dyn KernelContext) {
+    if ctx.scalar_count() > 0 {
+        let at = GmAddr(ctx.scalar_arg(0));
+        ctx.gm().write_u64(at, u64::from(ctx.task_id()));
+    }
+}
 
-/// Binary address of [`noop_kernel`].
+/// Binary address of the loom device's kernel.
 pub const KERNEL_BIN: u64 = 0xB1B0;
 
 impl AicoreAgent for LoomCore {
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
-        (bin == KERNEL_BIN).then_some(noop_kernel as KernelFn)
+        (bin == KERNEL_BIN).then_some(record_kernel as KernelFn)
     }
     fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
         kernel(ctx);
@@ -393,6 +446,3 @@ pub fn spin_until(mut cond: impl FnMut() -> bool) {
         loom::thread::yield_now();
     }
 }
-
-/// Register values re-exported for brevity in the models.
-pub use regs::{COND_EXITED, COND_IDLE, DMB_EXIT, DMB_IDLE};
