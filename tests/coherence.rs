@@ -249,3 +249,32 @@ fn contract_decides_the_aicpu_cache_operations() {
     let threads = SimA2a3::TOPOLOGY.aicpu_threads as u64;
     assert_eq!(per_run::<SimA2a3, _>(), (threads + 1, 0));
 }
+
+/// The cache model can be switched between runs, any number of times (a finished launch never
+/// counts as active), and a switch while a launch runs is refused.
+#[test]
+fn cache_model_switches_between_runs() {
+    let _s = serial();
+    let dev = pto::open_board::<SimA2a3>().unwrap();
+    let (_y, g) = rows_graph(&dev, 64);
+    for round in 0..6 {
+        for _ in 0..5 {
+            dev.run(&g).unwrap();
+        }
+        let model = if round % 2 == 0 {
+            CacheModel::Faithful { seed: round, evict_per_mille: 20 }
+        } else {
+            CacheModel::Coherent
+        };
+        dev.platform().set_cache_model(model).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(dev.platform().cache_model(), model);
+    }
+    let h = dev.prepare(&g, &RunConfig::default()).unwrap().launch().unwrap();
+    let refused = dev.platform().set_cache_model(CacheModel::Coherent);
+    let done = h.wait();
+    done.unwrap();
+    // The launch may have finished before the switch was tried; if not, it was refused.
+    if let Err(e) = refused {
+        assert!(e.to_string().contains("while a launch is active"), "{e}");
+    }
+}

@@ -70,11 +70,15 @@ impl LaunchState {
         }
     }
 
-    fn finish_one(&self, status: i32, message: Option<String>) {
+    /// One agent finished its program. The last one retires the launch from the device's
+    /// `active` count (before anyone can observe the launch done), wakes waiters, and starts
+    /// the stream's next launch.
+    fn finish_one(&self, status: i32, message: Option<String>, active: &AtomicU32) {
         if status != 0 && self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             *self.message.lock().unwrap_or_else(|e| e.into_inner()) = message;
         }
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            active.fetch_sub(1, Ordering::AcqRel);
             *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
             self.cv.notify_all();
             let next = {
@@ -212,13 +216,6 @@ impl<C: Contract> Inner<C> {
         self.core_wake[w as usize].notify();
     }
 
-    /// One agent of `launch` finished; the last one retires the launch from the active count.
-    pub fn launch_finished(&self, launch: &LaunchState) {
-        if launch.is_done() {
-            self.active_launches.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
     /// Submit-side bookkeeping of a new launch: its submission clock (faithful model).
     pub fn launch_started(&self) -> Vec<u32> {
         self.active_launches.fetch_add(1, Ordering::AcqRel);
@@ -299,10 +296,11 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
                 if let Some(f) = inner.model() {
                     launch.join_end(&f.job_end(id, &inner.gm));
                 }
-                launch.finish_one(s, m);
-                inner.launch_finished(&launch);
+                launch.finish_one(s, m, &inner.active_launches);
             }
-            Some(Job::Aicore { launch, .. }) => launch.finish_one(-1, Some("AICore job on an AICPU thread".into())),
+            Some(Job::Aicore { launch, .. }) => {
+                launch.finish_one(-1, Some("AICore job on an AICPU thread".into()), &inner.active_launches)
+            }
             None => {
                 if inner.shutdown.load(Ordering::Acquire) {
                     return;
@@ -322,8 +320,7 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
             Some(Job::Aicore { entry, args, block_idx, launch }) => {
                 if inner.take_silent(w) {
                     // Injected fault: this core never runs its program (never reports).
-                    launch.finish_one(0, None);
-                    inner.launch_finished(&launch);
+                    launch.finish_one(0, None, &inner.active_launches);
                     continue;
                 }
                 // Like the hardware, every kernel launch resets the core's registers: DMB = 0
@@ -346,10 +343,11 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                 if let Some(f) = inner.model() {
                     launch.join_end(&f.job_end(id, &inner.gm));
                 }
-                launch.finish_one(s, m);
-                inner.launch_finished(&launch);
+                launch.finish_one(s, m, &inner.active_launches);
             }
-            Some(Job::Aicpu { launch, .. }) => launch.finish_one(-1, Some("AICPU job on an AICore thread".into())),
+            Some(Job::Aicpu { launch, .. }) => {
+                launch.finish_one(-1, Some("AICPU job on an AICore thread".into()), &inner.active_launches)
+            }
             None => {
                 if inner.shutdown.load(Ordering::Acquire) {
                     return;
