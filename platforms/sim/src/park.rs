@@ -51,6 +51,15 @@ pub struct Wake {
     thread: OnceLock<Thread>,
     /// Current spin budget in nanoseconds (touched only by the owning thread).
     spin_ns: AtomicU64,
+    /// When the last notification was sent ([`now_ns`]): how long the answer really took,
+    /// whatever the wake-up latency of the host scheduler added afterwards.
+    notified_at: AtomicU64,
+}
+
+/// Nanoseconds since the first call in this process.
+fn now_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
 impl Wake {
@@ -62,6 +71,7 @@ impl Wake {
     /// Wake the agent (or make its next wait return at once).
     #[inline]
     pub fn notify(&self) {
+        self.notified_at.store(now_ns(), Ordering::Relaxed);
         self.flag.store(true, Ordering::Release);
         if let Some(t) = self.thread.get() {
             t.unpark();
@@ -81,6 +91,7 @@ impl Wake {
             return;
         }
         let start = Instant::now();
+        let start_ns = now_ns();
         let spin = Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed)).min(max_spin);
         if !spin.is_zero() && permits.acquire() {
             let woken = self.spin(start, spin, deadline);
@@ -89,12 +100,17 @@ impl Wake {
                 return;
             }
         }
-        self.park(deadline);
+        let woken = self.park(deadline);
         if !max_spin.is_zero() {
-            // Adapt: a wait that ended soon after parking says spinning would have paid off.
-            let waited = start.elapsed();
+            // Adapt on how soon the answer came (the notification's own time, not when this
+            // thread got the CPU back): an answer within the spin limit says spinning pays.
+            let answered = if woken {
+                Duration::from_nanos(self.notified_at.load(Ordering::Relaxed).saturating_sub(start_ns))
+            } else {
+                start.elapsed()
+            };
             let next =
-                if waited < max_spin { (waited * 2).max(Duration::from_micros(2)).min(max_spin) } else { spin / 2 };
+                if answered < max_spin { (answered * 2).max(Duration::from_micros(2)).min(max_spin) } else { spin / 2 };
             self.spin_ns.store(next.as_nanos() as u64, Ordering::Relaxed);
         }
     }
@@ -120,26 +136,27 @@ impl Wake {
         }
     }
 
-    fn park(&self, deadline: Option<Instant>) {
+    /// Park until notified (`true`) or until the deadline (`false`).
+    fn park(&self, deadline: Option<Instant>) -> bool {
         loop {
             if self.take() {
-                return;
+                return true;
             }
             match deadline {
                 None => std::thread::park(),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return;
+                        return false;
                     }
                     std::thread::park_timeout(d - now);
                 }
             }
             if self.take() {
-                return;
+                return true;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return;
+                return false;
             }
         }
     }
