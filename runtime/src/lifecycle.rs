@@ -119,22 +119,34 @@ pub fn read_config_core<A: AicoreAgent>(a: &A, desc: GmAddr) -> LaunchConfig {
 }
 
 /// AICore: publish this core's handshake report for run `epoch`.
+///
+/// Publication order (DESIGN §5.2): the fields first, with the marker cleared, published; then
+/// the marker (`report_epoch`) alone, published. An AICPU that sees this run's epoch therefore
+/// sees this run's fields.
 pub fn report<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch) {
     let hs = Handshake {
         aicore_done: launch.block_idx + 1,
         core_type: launch.core_type as u32,
         physical_core_id: launch.physical_core_id,
         reserved0: 0,
-        report_epoch: map.cfg.epoch,
+        report_epoch: 0,
         reserved: [0; 5],
     };
     let at = map.handshake(launch.block_idx);
+    let publish = !crate::breakage::broken(crate::breakage::SKIP_REPORT_PUBLISH);
     a.write(at, hs.as_bytes());
-    if !crate::breakage::broken(crate::breakage::SKIP_REPORT_PUBLISH) {
+    if publish {
+        a.publish_line(at);
+    }
+    a.write(at.offset(REPORT_EPOCH), &map.cfg.epoch.to_le_bytes());
+    if publish {
         a.publish_line(at);
     }
     a.send_event();
 }
+
+/// Offset of the report marker in a handshake line.
+const REPORT_EPOCH: u64 = core::mem::offset_of!(Handshake, report_epoch) as u64;
 
 /// Gate value that cancels a core before its window opened: this run's epoch with the top bit
 /// set. A core waiting for its window watches its gate and leaves when it reads this.
@@ -196,12 +208,18 @@ pub fn wait_release<A: AicoreAgent>(a: &A, gate: GmAddr, epoch: u64, deadline: T
 
 /// AICPU: worker `w`'s report of this run, if it has arrived (non-blocking).
 pub fn poll_report<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) -> Option<Handshake> {
-    let mut hs = Handshake::default();
     // AICore → AICPU shares a coherence domain: the core's write-back is visible to plain
     // AICPU loads without an invalidate (it is the producer that must write back).
+    // The marker first; only after it names this run (and an `rmb`) the fields it guards.
+    let mut marker = [0u8; 8];
+    a.read(map.handshake(w).offset(REPORT_EPOCH), &mut marker);
+    if u64::from_le_bytes(marker) != map.cfg.epoch {
+        return None;
+    }
+    a.rmb();
+    let mut hs = Handshake::default();
     a.read(map.handshake(w), hs.as_mut_bytes());
     if hs.report_epoch == map.cfg.epoch && hs.aicore_done == w + 1 {
-        a.rmb();
         if crate::breakage::broken(crate::breakage::SHARED_HANDSHAKE_LINE) {
             // The reference layout: the AICPU publishes `task` into the core's handshake line.
             let task = map.handshake(w).offset(core::mem::offset_of!(Handshake, reserved) as u64);

@@ -319,16 +319,20 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                         c.listed = true;
                         self.idle[c.ty as usize].push(i);
                     }
-                    Err(detail) => s.fail(
-                        a,
-                        Fault {
-                            code: ErrorCode::Device(DeviceFault::BadReport),
-                            site: Site::Handshake,
-                            task: None,
-                            core: Some(w),
-                            detail,
-                        },
-                    ),
+                    Err(detail) => {
+                        s.fail(
+                            a,
+                            Fault {
+                                code: ErrorCode::Device(DeviceFault::BadReport),
+                                site: Site::Handshake,
+                                task: None,
+                                core: Some(w),
+                                detail,
+                            },
+                        );
+                        // Never opened: it must not wait out its budget for a window.
+                        lifecycle::cancel_window(a, map, w);
+                    }
                 }
                 false
             });

@@ -854,19 +854,13 @@ fn legacy_executor_end_to_end() {
     check("legacy_executor_end_to_end", Some(1), || end_to_end_model(2, &[0, 1], true));
 }
 
-/// **Not an invariant the code keeps today** — a reproducer, hence ignored; run it with
-/// `--ignored` to see the counterexample (it needs no preemption at all). On a fresh pipeline
-/// slot the handshake line is zero. `lifecycle::report` writes the whole `Handshake` line in
-/// one plain `write` (marker words `aicore_done` at offset 0 and `report_epoch` at 16 together
-/// with `physical_core_id` at 8, no store-store barrier), and `lifecycle::poll_report` reads
-/// the whole line before checking the marker and only then issues its `rmb`. Under the HAL's
-/// ordering rules nothing stops the AICPU from seeing the new epoch and `aicore_done` next to
-/// the old (zero) physical id and core type: `check_report` accepts `(AIC, phys 0)` for an AIC
-/// worker, and the AICPU opens — and later drives — physical core 0 instead of core 1. The
-/// model fails with `left: Some(0), right: Some(1)`. DESIGN §5.2's rule (producer writes the
-/// marker last; consumer reads the marker, barriers, then reads the fields) fixes it.
+/// A slot's first run: the handshake line starts zero. Invariant: the AICPU never accepts the
+/// new epoch next to a stale physical id or core type — the core publishes its fields, then
+/// the marker (`report_epoch`) alone (`lifecycle::report`), and the AICPU reads the marker,
+/// issues `rmb`, then reads the fields (`lifecycle::poll_report`), as DESIGN §5.2 requires.
+/// (Before that order was kept, this model failed with no preemption at all: the AICPU opened
+/// and drove physical core 0 instead of core 1.)
 #[test]
-#[ignore = "reproducer: a first-run handshake can be accepted with a stale physical core id"]
 fn handshake_first_run_can_accept_a_stale_physical_id() {
     check("handshake_first_run_can_accept_a_stale_physical_id", Some(0), || end_to_end_model(1, &[0, 1], false));
 }

@@ -87,7 +87,7 @@ impl SlotTable {
     pub fn release(&self, slot: usize) {
         let mut cur = self.word.load(Ordering::Acquire);
         loop {
-            debug_assert_ne!(Self::state(cur, slot), FREE, "releasing a free slot");
+            assert_ne!(Self::state(cur, slot), FREE, "slot {slot} released while free: a runtime bug");
             let new = Self::with(cur, slot, FREE);
             match self.word.compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return,
@@ -99,7 +99,7 @@ impl SlotTable {
     fn transition(&self, slot: usize, from: u32, to: u32) {
         let mut cur = self.word.load(Ordering::Acquire);
         loop {
-            debug_assert_eq!(Self::state(cur, slot), from, "slot {slot} in an unexpected state");
+            assert_eq!(Self::state(cur, slot), from, "slot {slot} in an unexpected state: a runtime bug");
             let new = Self::with(cur, slot, to);
             match self.word.compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return,
