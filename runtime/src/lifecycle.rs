@@ -138,6 +138,8 @@ pub fn report<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch) {
     if publish {
         a.publish_line(at);
     }
+    // Maintenance completion is not store ordering: the marker is ordered after the fields.
+    a.store_store();
     a.write(at.offset(REPORT_EPOCH), &map.cfg.epoch.to_le_bytes());
     if publish {
         a.publish_line(at);
