@@ -135,7 +135,7 @@ mod aarch64 {
     use std::time::Instant;
 
     use embedded_hal::delay::DelayNs;
-    use pto_conformance::{Check, Status, StdHostClock, Target, Tier, handoff};
+    use pto_conformance::{Check, Status, StdHostClock, Target, Tier};
     use pto_hal::{AicpuAgent, Clock};
 
     use super::*;
@@ -175,29 +175,13 @@ mod aarch64 {
     #[test]
     fn handoff_through_a_register_on_two_threads() {
         let rig = Rig::new();
-        let (p, c) = (rig.agent(), rig.agent());
-        let h = handoff::Handoff {
-            data: rig.gm.addr().offset(8192),
-            ack: rig.gm.addr().offset(8192 + 512),
-            rounds: harness::HANDOFF_ROUNDS,
-            timeout_us: 10_000_000,
-        };
-        let start = Instant::now();
-        handoff::run_pair(&p, &c, &h, 1, None).unwrap_or_else(|f| panic!("{f}"));
-        println!("register hand-off: {} rounds in {:?}", h.rounds, start.elapsed());
+        harness::handoff_pair(&rig.agent(), &rig.agent(), rig.gm.addr().offset(8192), 1, false, "register");
     }
 
     #[test]
     fn handoff_through_a_gm_flag_on_two_threads() {
         let rig = Rig::new();
-        let (p, c) = (rig.agent(), rig.agent());
-        let h = handoff::Handoff {
-            data: rig.gm.addr().offset(16384),
-            ack: rig.gm.addr().offset(16384 + 512),
-            rounds: harness::HANDOFF_ROUNDS,
-            timeout_us: 10_000_000,
-        };
-        handoff::run_pair(&p, &c, &h, 0, Some(rig.gm.addr().offset(16384 + 1024))).unwrap_or_else(|f| panic!("{f}"));
+        harness::handoff_pair(&rig.agent(), &rig.agent(), rig.gm.addr().offset(16384), 0, true, "GM-flag");
     }
 
     #[test]

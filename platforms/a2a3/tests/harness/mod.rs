@@ -107,3 +107,23 @@ pub fn r(core: u32, offset: u32, value: u32) -> MmioOp {
 
 /// Rounds for the two-thread hand-off tests (each round is a full publish / acknowledge trip).
 pub const HANDOFF_ROUNDS: u32 = 20_000;
+
+/// The two-thread hand-off through core `core`'s DMB (register) or, with `flag`, through a GM
+/// flag word; `base` is 1 KiB of GM for the payload and the acknowledgement. Shared by both
+/// platform crates' tests; panics with the check's failure.
+#[cfg(target_arch = "aarch64")]
+pub fn handoff_pair<A>(p: &A, c: &A, base: GmAddr, core: u32, flag: bool, what: &str)
+where
+    A: pto_hal::GmMemory + pto_hal::GmAtomic + pto_hal::Barriers + pto_hal::Registers + pto_hal::Clock + Sync,
+{
+    let h = pto_conformance::handoff::Handoff {
+        data: base,
+        ack: base.offset(512),
+        rounds: HANDOFF_ROUNDS,
+        timeout_us: 10_000_000,
+    };
+    let start = std::time::Instant::now();
+    pto_conformance::handoff::run_pair(p, c, &h, core, flag.then(|| base.offset(1024)))
+        .unwrap_or_else(|f| panic!("{f}"));
+    println!("{what} hand-off: {} rounds in {:?}", h.rounds, start.elapsed());
+}
