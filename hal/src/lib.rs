@@ -45,7 +45,8 @@ pub use gm::{GmAtomic, GmMemory, GmMemoryExt};
 pub use kernel::{CoreType, KernelContext, KernelContextExt, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg};
 pub use memory::DeviceMemory;
 pub use platform::{
-    AicoreAgent, AicoreEntry, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, KernelLoader, Platform, Topology,
+    AicoreAgent, AicoreEntry, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, KernelLoader, Platform, ProgramLoader,
+    Topology,
 };
 pub use regs::{CoreRegisters, Reg, Registers};
 pub use stream::{AicoreStream, AicpuStream, Stream};

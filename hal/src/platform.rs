@@ -42,8 +42,16 @@ impl Topology {
     }
 }
 
-/// What an AICPU thread can do: GM, caches, barriers, registers of the cores, time, events.
-pub trait AicpuAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + Registers + Clock + Events {}
+/// What an AICPU thread can do: GM, caches, barriers, registers of the cores, time, events,
+/// and run orchestration programs.
+pub trait AicpuAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + Registers + Clock + Events {
+    /// The program loaded as `handle` by [`ProgramLoader::load_program`], if it exists and is
+    /// of type `F`. The type is checked: a handle of another program type resolves to `None`.
+    fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F>;
+    /// Run `body` (a call into a user program) on this thread. A program that panics
+    /// (simulator) is reported as a [`KernelFault`] carrying its message; the thread goes on.
+    fn run_program(&self, body: &mut dyn FnMut()) -> Result<(), KernelFault>;
+}
 
 /// What an AICore can do: GM, its cache, barriers, its own registers, time, and run kernels.
 pub trait AicoreAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + CoreRegisters + Clock + Events {
@@ -96,6 +104,16 @@ pub trait KernelLoader: ErrorType {
     fn load_kernel(&self, kernel: KernelFn, core: CoreType) -> Result<u64, Self::Error>;
 }
 
+/// Host side: placing orchestration programs where AICPU threads can call them.
+///
+/// A program is any `Copy + 'static` value (the runtime uses a function pointer); the HAL
+/// only carries it from the host to [`AicpuAgent::resolve_program`] and checks its type.
+pub trait ProgramLoader: ErrorType {
+    /// Load `program`; returns its handle. Loading the same program twice may return the same
+    /// handle.
+    fn load_program<F: Copy + Send + Sync + PartialEq + 'static>(&self, program: F) -> Result<u64, Self::Error>;
+}
+
 /// A platform: the agents its device code runs as and the host handles that drive it.
 ///
 /// Runtime code is generic over `P: Platform` and names nothing else of the machine.
@@ -105,7 +123,8 @@ pub trait Platform: 'static {
     /// The error every host-side operation of this platform returns.
     type Error: crate::Error;
     /// The host's handle on an opened device.
-    type Device: ErrorType<Error = Self::Error> + DeviceMemory + KernelLoader + Clock;
+    type Device: ErrorType<Error = Self::Error> + DeviceMemory + KernelLoader + ProgramLoader + Clock;
+
     /// What an AICPU thread is.
     type Aicpu: AicpuAgent + CacheMaintenance<Contract = Self::Contract>;
     /// What an AICore is.

@@ -9,18 +9,19 @@
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr, GmMemory};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::layout::{
-    ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig, Shape, TaskRecord,
-    offsets,
+    ARGS_HEAD, ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig, Shape,
+    TaskRecord, args_flags, offsets,
 };
+
 use crate::lifecycle::{self, Fault, RunMap};
-use crate::sched::{Graph, Scheduler, Shared, lanes_match};
+use crate::sched::{self, Base, Scheduler, TaskInfo, TaskSource, lanes_match};
 
 /// Status when the descriptor cannot be used at all.
 pub const STATUS_BAD_DESC: i32 = -202;
@@ -57,9 +58,10 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         // The reference's placement: invalidate for the next run, at the end of this one.
         crate::observe_host::<A>(a, launch.args, core::mem::size_of::<crate::layout::LaunchConfig>() as u64);
     }
-    if shared.departed.fetch_add(1, Ordering::AcqRel) + 1 == launch.thread_count {
+    let base = shared.base();
+    if base.departed.fetch_add(1, Ordering::AcqRel) + 1 == launch.thread_count {
         // Last out: every completion of the run has happened; record the total.
-        a.store_direct(shared.map.desc.offset(offsets::RUN_COMPLETED), shared.completed() as u64);
+        a.store_direct(base.map.desc.offset(offsets::RUN_COMPLETED), base.completed());
         let ptr = launch.scratch.swap(core::ptr::null_mut(), Ordering::AcqRel) as *mut Shared;
         // SAFETY: every thread of the launch has departed (the counter reached the thread
         // count), so no reference to the state remains; `ptr` came from `Box::into_raw` in
@@ -67,6 +69,116 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         drop(unsafe { Box::from_raw(ptr) });
     }
     0
+}
+
+/// The graph as the AICPU holds it: task records, fan-out lists, func table, args records.
+pub struct Graph {
+    /// Task records.
+    pub tasks: Vec<TaskRecord>,
+    /// Fan-out ids.
+    pub fanout: Vec<u32>,
+    /// Func table.
+    pub funcs: Vec<FuncEntry>,
+    /// GM address of each task's args record.
+    pub args: Vec<u64>,
+    /// Predicate address (0 = none) and sync-start flag of each task.
+    pub extra: Vec<(u64, bool)>,
+}
+
+/// The host-built graph as a scheduler task source: a task's handle is its index.
+pub struct Shared {
+    base: Base,
+    /// The graph.
+    pub g: Graph,
+    fanin_left: Vec<AtomicU32>,
+    next_block: Vec<AtomicU32>,
+    subtasks_done: Vec<AtomicU32>,
+}
+
+impl Shared {
+    /// Shared state for `g`, with every producer-free task queued or completed inline.
+    pub fn new<A: AicpuAgent>(a: &A, map: RunMap, g: Graph) -> Shared {
+        let n = g.tasks.len();
+        let mut per_shape = [1usize; Shape::QUEUED];
+        for t in &g.tasks {
+            if (t.shape as usize) < Shape::QUEUED {
+                per_shape[t.shape as usize] += 1;
+            }
+        }
+        let s = Shared {
+            base: Base::new(a, map, per_shape),
+            fanin_left: g.tasks.iter().map(|t| AtomicU32::new(t.fanin)).collect(),
+            next_block: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            subtasks_done: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            g,
+        };
+        for (i, t) in s.g.tasks.iter().enumerate() {
+            if t.fanin == 0 {
+                sched::became_ready(a, &s, i as u32, Site::Boot);
+            }
+        }
+        s
+    }
+
+    /// An empty state for a launch whose image failed validation: threads still handshake
+    /// and retire their cores.
+    pub fn failed<A: AicpuAgent>(a: &A, map: RunMap) -> Shared {
+        let s = Shared {
+            base: Base::new(a, map, [1; Shape::QUEUED]),
+            g: Graph { tasks: Vec::new(), fanout: Vec::new(), funcs: Vec::new(), args: Vec::new(), extra: Vec::new() },
+            fanin_left: Vec::new(),
+            next_block: Vec::new(),
+            subtasks_done: Vec::new(),
+        };
+        s.base.stop.store(true, Ordering::Release);
+        s
+    }
+}
+
+impl TaskSource for Shared {
+    fn base(&self) -> &Base {
+        &self.base
+    }
+    fn info(&self, t: u32) -> TaskInfo {
+        let rec = &self.g.tasks[t as usize];
+        let mut bins = [0u64; 3];
+        for (lane, bin) in bins.iter_mut().enumerate() {
+            if rec.lanes & (1 << lane) != 0 {
+                // Validated at boot: every active lane has a binary for its core type.
+                let f = self.g.funcs.get(rec.funcs[lane] as usize).copied().unwrap_or_default();
+                *bin = if lane == 0 { f.aic } else { f.aiv };
+            }
+        }
+        let (predicate, sync_start) = self.g.extra[t as usize];
+        TaskInfo {
+            shape: Shape::try_from(rec.shape).unwrap_or(Shape::Dummy),
+            lanes: rec.lanes,
+            bins,
+            block_num: rec.block_num,
+            args: self.g.args[t as usize],
+            report_id: t,
+            predicate,
+            sync_start,
+        }
+    }
+    fn next_block(&self, t: u32) -> &AtomicU32 {
+        &self.next_block[t as usize]
+    }
+    fn subtasks_done(&self, t: u32) -> &AtomicU32 {
+        &self.subtasks_done[t as usize]
+    }
+    fn finish<A: AicpuAgent>(&self, _a: &A, t: u32, ready: &mut Vec<u32>) {
+        let rec = &self.g.tasks[t as usize];
+        let fo = &self.g.fanout[rec.fanout_start as usize..(rec.fanout_start + rec.fanout_count) as usize];
+        for &c in fo {
+            if self.fanin_left[c as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+                ready.push(c);
+            }
+        }
+    }
+    fn total(&self) -> Option<u64> {
+        Some(self.g.tasks.len() as u64)
+    }
 }
 
 fn wait_shared<'l, A: AicpuAgent>(a: &A, launch: &AicpuLaunch<'l>) -> Option<&'l Shared> {
@@ -98,8 +210,8 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
     match load_graph(a, &cfg) {
         Ok(g) => Some(Shared::new(a, map, g)),
         Err(detail) => {
-            let s = Shared::failed(map);
-            s.fail(
+            let s = Shared::failed(a, map);
+            s.base().fail(
                 a,
                 Fault {
                     code: ErrorCode::Device(DeviceFault::BadImage),
@@ -151,11 +263,13 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
     let fanout: Vec<u32> = read_vec(a, img.offset(h.fanout_off), h.fanout_len as usize, 0u32);
     let funcs: Vec<FuncEntry> = read_vec(a, img.offset(h.funcs_off), h.func_count as usize, FuncEntry::default());
     let mut args = Vec::with_capacity(n);
+    let mut extra = Vec::with_capacity(n);
     let mut fanin_total = 0u64;
     for (i, t) in tasks.iter().enumerate() {
         let rec_off = h.tasks_off + i as u64 * 32;
         let args_off = rec_off as i64 + t.args_rel as i64;
-        if args_off < 0 || !within(args_off as u64, t.args_len as u64) || t.args_len < 8 {
+        if args_off < 0 || !within(args_off as u64, t.args_len as u64) || (t.args_len as u64) < ARGS_HEAD {
+
             return Err(0x100 | ((i as u64) << 16));
         }
         if !lanes_match(t) || t.block_num == 0 || (t.shape == Shape::Dummy as u8 && t.block_num != 1) {
@@ -176,14 +290,18 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
         }
         let mut ah = ArgsHeader::default();
         a.read(img.offset(args_off as u64), ah.as_mut_bytes());
-        if 8 + ah.tensors as u64 * 64 + ah.scalars as u64 * 8 != t.args_len as u64 {
+        if ARGS_HEAD + ah.tensors as u64 * 64 + ah.scalars as u64 * 8 != t.args_len as u64 {
             return Err(0x400 | ((i as u64) << 16));
         }
+        if ah.predicate % 4 != 0 || ah.flags & !args_flags::ALL != 0 {
+            return Err(0x700 | ((i as u64) << 16));
+        }
+        extra.push((ah.predicate, ah.flags & args_flags::SYNC_START != 0));
         fanin_total += t.fanin as u64;
         args.push(img.0 + args_off as u64);
     }
     if fanin_total != h.fanout_len || fanout.iter().any(|&c| c as usize >= n) {
         return Err(5);
     }
-    Ok(Graph { tasks, fanout, funcs, args })
+    Ok(Graph { tasks, fanout, funcs, args, extra })
 }

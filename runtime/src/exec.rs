@@ -172,7 +172,7 @@ pub mod legacy {
             let nt = (h.tensors as usize).min(MAX_TENSOR_ARGS);
             let ns = (h.scalars as usize).min(MAX_SCALAR_ARGS);
             let tb = (nt * 64) as u64;
-            let body = args.offset(8);
+            let body = args.offset(crate::layout::ARGS_HEAD);
             a.observe_lines(body, tb + ns as u64 * 8);
             a.read(body, ctx.tensors[..nt].as_mut_bytes());
             a.read(body.offset(tb), ctx.scalars[..ns].as_mut_bytes());

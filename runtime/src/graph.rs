@@ -6,6 +6,8 @@ use alloc::vec::Vec;
 use pto_hal::{CoreType, GmAddr, MAX_TENSOR_DIMS};
 
 use crate::layout::{MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, Shape, lanes};
+use crate::orch::AsTensor;
+use crate::orch::sealed::Sealed;
 
 /// Element data types.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, num_enum::IntoPrimitive, num_enum::TryFromPrimitive)]
@@ -67,6 +69,14 @@ pub enum Placement {
     External(GmAddr),
     /// Runtime-allocated by a graph: an offset into that graph's heap, resolved at emission.
     Heap(u64),
+    /// Runtime-allocated on the device by a scope: its address in a ring's heap and the
+    /// allocation record (a task id) that owns it until the scope and its readers are done.
+    Ring {
+        /// Address of the buffer.
+        addr: GmAddr,
+        /// The owning allocation record.
+        owner: TaskId,
+    },
 }
 
 /// A buffer as graphs see it: identity, placement, size, element type.
@@ -330,12 +340,22 @@ pub struct Task {
     scalars: Vec<u64>,
     block_num: u32,
     after: Vec<TaskId>,
+    predicate: Option<Tensor>,
+    sync_start: bool,
 }
 
 impl Task {
     /// A task of `kind`.
     pub fn new(kind: Kind) -> Task {
-        Task { kind, args: Vec::new(), scalars: Vec::new(), block_num: 1, after: Vec::new() }
+        Task {
+            kind,
+            args: Vec::new(),
+            scalars: Vec::new(),
+            block_num: 1,
+            after: Vec::new(),
+            predicate: None,
+            sync_start: false,
+        }
     }
     /// An AIC task.
     pub fn aic(f: FuncId) -> Task {
@@ -354,29 +374,42 @@ impl Task {
         Task::new(Kind::Dummy)
     }
     /// Add an argument with an explicit direction.
-    pub fn arg(mut self, tensor: &Tensor, dir: Direction) -> Task {
-        self.args.push(Arg { tensor: *tensor, dir });
+    pub fn arg(mut self, tensor: &impl AsTensor, dir: Direction) -> Task {
+        self.args.push(Arg { tensor: Sealed::raw(tensor), dir });
         self
     }
     /// Add an input.
-    pub fn input(self, t: &Tensor) -> Task {
+    pub fn input(self, t: &impl AsTensor) -> Task {
         self.arg(t, Direction::In)
     }
     /// Add an output.
-    pub fn output(self, t: &Tensor) -> Task {
+    pub fn output(self, t: &impl AsTensor) -> Task {
         self.arg(t, Direction::Out)
     }
     /// Add an input-output.
-    pub fn inout(self, t: &Tensor) -> Task {
+    pub fn inout(self, t: &impl AsTensor) -> Task {
         self.arg(t, Direction::InOut)
     }
     /// Add an output into an existing buffer, without an overlap lookup.
-    pub fn output_existing(self, t: &Tensor) -> Task {
+    pub fn output_existing(self, t: &impl AsTensor) -> Task {
         self.arg(t, Direction::OutputExisting)
     }
     /// Add an untracked argument.
-    pub fn no_dep(self, t: &Tensor) -> Task {
+    pub fn no_dep(self, t: &impl AsTensor) -> Task {
         self.arg(t, Direction::NoDep)
+    }
+    /// Predicate: run only if the first element of `t` (a 4-byte integer, written by an
+    /// earlier task) is non-zero; otherwise the task is skipped — it still completes and
+    /// releases its consumers. `t` is read like an input (the task waits for its writers).
+    pub fn when(mut self, t: &impl AsTensor) -> Task {
+        self.predicate = Some(Sealed::raw(t));
+        self
+    }
+    /// Sync-start: all SPMD blocks must start together, as one cohort (the cohort must fit
+    /// the run's cores of the task's shape).
+    pub fn sync_start(mut self) -> Task {
+        self.sync_start = true;
+        self
     }
     /// Add a raw 64-bit scalar.
     pub fn scalar(mut self, v: u64) -> Task {
@@ -417,6 +450,14 @@ impl Task {
     pub fn explicit_deps(&self) -> &[TaskId] {
         &self.after
     }
+    /// The predicate tensor, if any.
+    pub fn predicate(&self) -> Option<&Tensor> {
+        self.predicate.as_ref()
+    }
+    /// Whether the blocks must start together.
+    pub fn is_sync_start(&self) -> bool {
+        self.sync_start
+    }
 
     /// Check the task on its own (argument counts, block count, views).
     pub fn validate(&self, task: u32) -> Result<(), GraphError> {
@@ -437,6 +478,15 @@ impl Task {
             if end > a.tensor.buffer.bytes {
                 return Err(GraphError::ArgOutsideBuffer { task, arg: i as u32, end, bytes: a.tensor.buffer.bytes });
             }
+        }
+        if let Some(p) = &self.predicate {
+            let (s, _) = p.byte_range();
+            if p.dtype().size() != 4 || s % 4 != 0 {
+                return Err(GraphError::BadPredicate { task });
+            }
+        }
+        if self.sync_start && self.kind == Kind::Dummy {
+            return Err(GraphError::BadBlockNum { task, block_num: self.block_num });
         }
         Ok(())
     }
@@ -600,7 +650,14 @@ pub enum GraphError {
         /// The capacity.
         max: u32,
     },
+    /// A predicate tensor that is not a 4-byte integer element.
+    #[error("task {task} has a predicate that is not an aligned 4-byte element")]
+    BadPredicate {
+        /// The task.
+        task: u32,
+    },
     /// A tensor of another graph's heap.
+
     #[error("task {task} argument {arg} is a runtime-allocated tensor of another graph")]
     ForeignHeapTensor {
         /// The task.

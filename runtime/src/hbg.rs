@@ -19,10 +19,10 @@ use alloc::vec::Vec;
 use pto_hal::{CoreType, GmAddr};
 use zerocopy::IntoBytes;
 
-use crate::graph::{Arg, BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor};
+use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor};
 use crate::layout::{
-    ArgsHeader, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, MAX_FUNC_ID, NO_FUNC, Shape, TENSOR_WRITTEN,
-    TaskRecord, TensorDesc,
+    FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, MAX_FUNC_ID, NO_FUNC, Shape, TaskRecord,
+
 };
 
 /// Most tasks of one graph.
@@ -362,7 +362,7 @@ impl<'f> GraphBuilder<'f> {
         let func_count = self.funcs.len();
         let args_off = funcs_off + func_count * core::mem::size_of::<FuncEntry>();
         let args_bytes: usize =
-            self.nodes.iter().map(|x| 8 + x.task.args().len() * 64 + x.task.scalars().len() * 8).sum();
+            self.nodes.iter().map(|x| crate::args::record_len(&x.task) as usize).sum();
         let total = args_off + args_bytes;
         let mut img = alloc::vec![0u8; total];
 
@@ -400,7 +400,7 @@ impl<'f> GraphBuilder<'f> {
                     funcs[lane] = f.0;
                 }
             }
-            let args_len = 8 + t.args().len() * 64 + t.scalars().len() * 8;
+            let args_len = crate::args::record_len(t) as usize;
             let rec = TaskRecord {
                 funcs,
                 shape: t.kind().shape() as u8,
@@ -413,18 +413,7 @@ impl<'f> GraphBuilder<'f> {
                 args_len: args_len as u32,
             };
             img[rec_pos..rec_pos + 32].copy_from_slice(rec.as_bytes());
-            let ah = ArgsHeader { tensors: t.args().len() as u32, scalars: t.scalars().len() as u32 };
-            img[args_pos..args_pos + 8].copy_from_slice(ah.as_bytes());
-            let mut p = args_pos + 8;
-            for a in t.args() {
-                let d = tensor_desc(a, heap_base);
-                img[p..p + 64].copy_from_slice(d.as_bytes());
-                p += 64;
-            }
-            for s in t.scalars() {
-                img[p..p + 8].copy_from_slice(&s.to_le_bytes());
-                p += 8;
-            }
+            crate::args::encode(t, heap_base, &mut img[args_pos..args_pos + args_len]);
             args_pos += args_len;
         }
         debug_assert_eq!(args_pos, total);
@@ -432,29 +421,11 @@ impl<'f> GraphBuilder<'f> {
     }
 }
 
-fn tensor_desc(a: &Arg, heap_base: GmAddr) -> TensorDesc {
-    let t = &a.tensor;
-    let base = match t.buffer.placement {
-        Placement::External(addr) => addr.0,
-        Placement::Heap(off) => heap_base.0 + off,
-    };
-    let es = t.buffer.dtype.size();
-    TensorDesc {
-        addr: base + t.offset * es as u64,
-        dtype: t.buffer.dtype.into(),
-        elem_bytes: es,
-        ndims: t.ndims,
-        shape: t.shape,
-        strides: t.strides,
-        // NoDep arguments may be written too: the executor publishes them as well.
-        flags: if a.dir.writes() || a.dir == Direction::NoDep { TENSOR_WRITTEN } else { 0 },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::graph::FuncId;
+    use crate::layout::{ArgsHeader, TensorDesc};
 
     fn ext(id: u64, bytes: u64) -> BufferRef {
         BufferRef { id, placement: Placement::External(GmAddr(0x10000 * id)), bytes, dtype: DType::F32 }
@@ -569,7 +540,7 @@ mod tests {
         let args = h.tasks_off as i64 + r0.args_rel as i64;
         let ah = ArgsHeader::read_from_prefix(&img[args as usize..]).unwrap().0;
         assert_eq!((ah.tensors, ah.scalars), (2, 1));
-        let d1 = TensorDesc::read_from_prefix(&img[args as usize + 8 + 64..]).unwrap().0;
+        let d1 = TensorDesc::read_from_prefix(&img[args as usize + crate::layout::ARGS_HEAD as usize + 64..]).unwrap().0;
         assert_eq!(d1.addr, 0x9000_0000, "heap tensor resolved against the heap base");
     }
 }

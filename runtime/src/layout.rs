@@ -326,6 +326,23 @@ pub struct ArgsHeader {
     pub tensors: u32,
     /// Scalar arguments.
     pub scalars: u32,
+    /// GM address of the task's 4-byte predicate, 0 when it has none.
+    pub predicate: u64,
+    /// [`args_flags`].
+    pub flags: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
+}
+
+/// Bytes of an [`ArgsHeader`]: where the tensor descriptors of an argument record start.
+pub const ARGS_HEAD: u64 = size_of::<ArgsHeader>() as u64;
+
+/// Bits of [`ArgsHeader::flags`].
+pub mod args_flags {
+    /// All SPMD blocks start together.
+    pub const SYNC_START: u32 = 1;
+    /// Every defined bit.
+    pub const ALL: u32 = SYNC_START;
 }
 
 /// A tensor argument as stored in the image.
@@ -390,7 +407,8 @@ const _: () = {
     assert!(size_of::<ImageHeader>() == 64);
     assert!(size_of::<TaskRecord>() == 32);
     assert!(size_of::<FuncEntry>() == 16);
-    assert!(size_of::<ArgsHeader>() == 8);
+    assert!(size_of::<ArgsHeader>() == 24);
+
     assert!(size_of::<TensorDesc>() == 64);
     assert!(offset_of!(TensorDesc, shape) == 20);
 };

@@ -11,6 +11,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod aicpu;
+pub mod args;
 pub mod breakage;
 pub mod codes;
 pub mod exec;
@@ -19,9 +20,11 @@ pub mod hbg;
 pub mod kernel;
 pub mod layout;
 pub mod lifecycle;
+pub mod orch;
 pub mod queue;
 pub mod sched;
 mod sync;
+pub mod tensormap;
 
 #[cfg(feature = "std")]
 pub mod host;

@@ -14,37 +14,61 @@
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use pto_hal::{AicpuAgent, CoreType, Reg};
+use pto_hal::{AicpuAgent, CoreType, GmAddr, Reg};
 use zerocopy::IntoBytes;
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
-use crate::layout::{DispatchPayload, FuncEntry, Shape, TaskRecord, lanes, offsets, regs};
+use crate::layout::{DispatchPayload, Shape, TaskRecord, lanes, offsets, regs};
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::queue::ReadyQueue;
 
-/// The graph as the AICPU holds it: task records, fan-out lists, func table, args addresses.
-pub struct Graph {
-    /// Task records.
-    pub tasks: Vec<TaskRecord>,
-    /// Fan-out ids.
-    pub fanout: Vec<u32>,
-    /// Func table.
-    pub funcs: Vec<FuncEntry>,
-    /// GM address of each task's args record.
-    pub args: Vec<u64>,
+/// What the scheduler needs to know of one task.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TaskInfo {
+    /// Which cores it occupies.
+    pub shape: Shape,
+    /// Active lanes ([`lanes`]).
+    pub lanes: u8,
+    /// Kernel binary per lane (AIC, AIV0, AIV1); 0 where the lane is unused.
+    pub bins: [u64; 3],
+    /// SPMD blocks.
+    pub block_num: u32,
+    /// GM address of the task's argument record.
+    pub args: u64,
+    /// The id kernels and fault reports see.
+    pub report_id: u32,
+    /// GM address of a 4-byte predicate (0 = none): zero there means "skip the task".
+    pub predicate: u64,
+    /// All blocks must start together.
+    pub sync_start: bool,
 }
 
-/// State shared by the AICPU threads of one run (AICPU-private memory, not GM).
-pub struct Shared {
+/// A run's tasks as the scheduler sees them: the host-built graph or the device-side rings.
+/// Tasks are named by a `u32` handle the source chooses.
+pub trait TaskSource: Sync {
+    /// State every source shares.
+    fn base(&self) -> &Base;
+    /// Task `t`.
+    fn info(&self, t: u32) -> TaskInfo;
+    /// Next SPMD block of `t` to place.
+    fn next_block(&self, t: u32) -> &AtomicU32;
+    /// Subtasks of `t` finished so far.
+    fn subtasks_done(&self, t: u32) -> &AtomicU32;
+    /// `t` is done (it ran, or was skipped): push every consumer whose producers are now all
+    /// done onto `ready`.
+    fn finish<A: AicpuAgent>(&self, a: &A, t: u32, ready: &mut Vec<u32>);
+    /// Tasks the run completes in all, once known (the rings know it when the orchestrator
+    /// is done).
+    fn total(&self) -> Option<u64>;
+}
+
+/// Scheduler state shared by the AICPU threads of one run, whatever the task source
+/// (AICPU-private memory, not GM).
+pub struct Base {
     /// Where the run's device structures are.
     pub map: RunMap,
-    /// The graph.
-    pub g: Graph,
-    fanin_left: Vec<AtomicU32>,
-    next_block: Vec<AtomicU32>,
-    subtasks_done: Vec<AtomicU32>,
     queues: [ReadyQueue; Shape::QUEUED],
-    completed: AtomicU32,
+    completed: AtomicU64,
     /// Set when a fault is latched: every thread stops dispatching and retires its cores.
     pub stop: AtomicBool,
     progress_tick: AtomicU64,
@@ -52,75 +76,33 @@ pub struct Shared {
     pub departed: AtomicU32,
 }
 
-impl Shared {
-    /// Shared state for `g`, with every producer-free task queued or (dummy) completed.
-    pub fn new<A: AicpuAgent>(a: &A, map: RunMap, g: Graph) -> Shared {
-        let n = g.tasks.len();
-        let mut per_shape = [1usize; Shape::QUEUED];
-        for t in &g.tasks {
-            if (t.shape as usize) < Shape::QUEUED {
-                per_shape[t.shape as usize] += 1;
-            }
-        }
-        let s = Shared {
+impl Base {
+    /// State for a run whose ready queues must hold `capacity[shape]` tasks at once.
+    pub fn new<A: AicpuAgent>(a: &A, map: RunMap, capacity: [usize; Shape::QUEUED]) -> Base {
+        Base {
             map,
-            fanin_left: g.tasks.iter().map(|t| AtomicU32::new(t.fanin)).collect(),
-            next_block: (0..n).map(|_| AtomicU32::new(0)).collect(),
-            subtasks_done: (0..n).map(|_| AtomicU32::new(0)).collect(),
-            queues: per_shape.map(ReadyQueue::with_capacity),
-            completed: AtomicU32::new(0),
+            queues: capacity.map(ReadyQueue::with_capacity),
+            completed: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             progress_tick: AtomicU64::new(a.now_ticks()),
             departed: AtomicU32::new(0),
-            g,
-        };
-        let mut inline = Vec::new();
-        for (i, t) in s.g.tasks.iter().enumerate() {
-            if t.fanin == 0 {
-                if t.shape == Shape::Dummy as u8 {
-                    inline.push(i as u32);
-                } else {
-                    s.push_ready(a, i as u32, Site::Boot);
-                }
-            }
-        }
-        s.drain_inline(a, &mut inline);
-        s
-    }
-
-    /// An empty state for a launch whose image failed validation: threads still handshake
-    /// and retire their cores.
-    pub fn failed(map: RunMap) -> Shared {
-        Shared {
-            map,
-            g: Graph { tasks: Vec::new(), fanout: Vec::new(), funcs: Vec::new(), args: Vec::new() },
-            fanin_left: Vec::new(),
-            next_block: Vec::new(),
-            subtasks_done: Vec::new(),
-            queues: [1, 1, 1].map(ReadyQueue::with_capacity),
-            completed: AtomicU32::new(0),
-            stop: AtomicBool::new(true),
-            progress_tick: AtomicU64::new(0),
-            departed: AtomicU32::new(0),
         }
     }
 
-    /// Tasks completed so far (including dummy tasks completed inline at boot).
-    pub fn completed(&self) -> u32 {
+    /// Tasks completed so far (including tasks completed inline: dummy and skipped ones).
+    pub fn completed(&self) -> u64 {
         self.completed.load(Ordering::Acquire)
     }
 
-    fn task_count(&self) -> u32 {
-        self.g.tasks.len() as u32
+    /// Latch `f` (first wins) and stop every thread.
+    pub fn fail<A: AicpuAgent>(&self, a: &A, f: Fault) {
+        lifecycle::latch(a, self.map.desc, f, "");
+        self.stop.store(true, Ordering::Release);
+        a.send_event();
     }
 
-    fn all_done(&self) -> bool {
-        self.completed.load(Ordering::Acquire) == self.task_count()
-    }
-
-    fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32, site: Site) {
-        let shape = self.g.tasks[t as usize].shape as usize;
-        if self.queues[shape].push(t).is_err() {
+    fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32, shape: Shape, site: Site) {
+        if self.queues[shape as usize].push(t).is_err() {
             self.fail(
                 a,
                 Fault {
@@ -134,43 +116,62 @@ impl Shared {
         }
     }
 
-    /// Latch `f` (first wins) and stop every thread.
-    pub fn fail<A: AicpuAgent>(&self, a: &A, f: Fault) {
-        lifecycle::latch(a, self.map.desc, f, "");
-        self.stop.store(true, Ordering::Release);
-        a.send_event();
+    /// Whether any ready queue looks non-empty.
+    pub fn any_ready(&self) -> bool {
+        self.queues.iter().any(|q| !q.is_empty_hint())
     }
+}
 
-    /// Task `t` finished: release its consumers; dummy consumers complete inline.
-    fn complete<A: AicpuAgent>(&self, a: &A, t: u32) {
-        let mut inline = Vec::new();
-        self.release(a, t, &mut inline);
-        self.drain_inline(a, &mut inline);
+/// Whether every task of the run completed.
+pub fn all_done<S: TaskSource>(s: &S) -> bool {
+    s.total().is_some_and(|n| s.base().completed() == n)
+}
+
+/// Task `t`'s producers are all done: queue it by shape, or complete it inline when it needs
+/// no core (dummy) or its predicate says skip.
+pub fn became_ready<A: AicpuAgent, S: TaskSource>(a: &A, s: &S, t: u32, site: Site) {
+    let mut inline = Vec::new();
+    route(a, s, t, site, &mut inline);
+    drain(a, s, &mut inline);
+}
+
+/// Task `t` finished on its cores: release its consumers.
+pub fn complete<A: AicpuAgent, S: TaskSource>(a: &A, s: &S, t: u32) {
+    let mut inline = alloc::vec![t];
+    drain(a, s, &mut inline);
+}
+
+fn route<A: AicpuAgent, S: TaskSource>(a: &A, s: &S, t: u32, site: Site, inline: &mut Vec<u32>) {
+    let info = s.info(t);
+    if info.shape == Shape::Dummy || (info.predicate != 0 && !predicate_holds(a, info.predicate)) {
+        inline.push(t);
+    } else {
+        s.base().push_ready(a, t, info.shape, site);
     }
+}
 
-    fn drain_inline<A: AicpuAgent>(&self, a: &A, inline: &mut Vec<u32>) {
-        while let Some(d) = inline.pop() {
-            self.release(a, d, inline);
-        }
-    }
-
-    fn release<A: AicpuAgent>(&self, a: &A, t: u32, inline: &mut Vec<u32>) {
-        let rec = &self.g.tasks[t as usize];
-        let fo = &self.g.fanout[rec.fanout_start as usize..(rec.fanout_start + rec.fanout_count) as usize];
-        for &c in fo {
-            if self.fanin_left[c as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
-                if self.g.tasks[c as usize].shape == Shape::Dummy as u8 {
-                    inline.push(c);
-                } else {
-                    self.push_ready(a, c, Site::Completion);
-                }
-            }
-        }
-        self.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
-        if self.completed.fetch_add(1, Ordering::AcqRel) + 1 == self.task_count() {
+fn drain<A: AicpuAgent, S: TaskSource>(a: &A, s: &S, inline: &mut Vec<u32>) {
+    let base = s.base();
+    let mut ready = Vec::new();
+    while let Some(t) = inline.pop() {
+        s.finish(a, t, &mut ready);
+        base.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
+        let done = base.completed.fetch_add(1, Ordering::AcqRel) + 1;
+        if s.total() == Some(done) {
             a.send_event();
         }
+        for c in ready.drain(..) {
+            route(a, s, c, Site::Completion, inline);
+        }
     }
+}
+
+/// Read a producer-written 4-byte predicate with a device-direct load (no cached copy can
+/// be stale): the producer published it before its FIN, which was observed before this.
+fn predicate_holds<A: AicpuAgent>(a: &A, addr: u64) -> bool {
+    let word = a.query(GmAddr(addr & !7));
+    let v = (word >> ((addr & 4) * 8)) as u32;
+    v != 0
 }
 
 /// One subtask on a core: a block of one lane of one task, under a dispatch id.
@@ -254,23 +255,27 @@ impl CoreSlot {
 }
 
 /// One AICPU thread's scheduler.
-pub struct Scheduler<'s, A: AicpuAgent> {
+pub struct Scheduler<'s, A: AicpuAgent, S: TaskSource> {
     a: &'s A,
-    s: &'s Shared,
+    s: &'s S,
+    b: &'s Base,
     cores: Vec<CoreSlot>,
     /// Idle cores by type, most recently idle last (reused first: it is likely still awake).
     idle: [Vec<usize>; 2],
     batch: Vec<(u32, u32)>,
     dispatched: u64,
     pushed: bool,
+    /// A sync-start task waiting for enough idle cores of its shape.
+    cohort: Option<(u32, Shape)>,
 }
 
 const MIX_LANES: [(usize, u8, u32); 3] = [(0, 0, 0), (1, 1, 0), (2, 2, 1)];
 
-impl<'s, A: AicpuAgent> Scheduler<'s, A> {
+impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
     /// The scheduler of thread `t` of `threads`.
-    pub fn new(a: &'s A, s: &'s Shared, t: u32, threads: u32) -> Self {
-        let clusters = s.map.cfg.clusters;
+    pub fn new(a: &'s A, s: &'s S, t: u32, threads: u32) -> Self {
+        let b = s.base();
+        let clusters = b.map.cfg.clusters;
         let mut cores = Vec::new();
         let mut c = t;
         while c < clusters {
@@ -292,14 +297,25 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
             }
             c += threads;
         }
-        Scheduler { a, s, cores, idle: [Vec::new(), Vec::new()], batch: Vec::new(), dispatched: 0, pushed: false }
+        Scheduler {
+            a,
+            s,
+            b,
+            cores,
+            idle: [Vec::new(), Vec::new()],
+            batch: Vec::new(),
+            dispatched: 0,
+            pushed: false,
+            cohort: None,
+        }
+
     }
 
     /// Handshake every owned core: sweep the reports as they arrive, validate each, open its
     /// window. Bounded by the watchdog; a core that never reports is a scheduler timeout.
     pub fn handshake(&mut self) {
         let a = self.a;
-        let s = self.s;
+        let s = self.b;
         let map = &s.map;
         let deadline = a.now_ticks().saturating_add(map.cfg.watchdog_ticks);
         let mut waiting: Vec<usize> = (0..self.cores.len()).collect();
@@ -373,19 +389,19 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
     /// Run the dispatch loop until every task completed or a fault stopped the run.
     pub fn run(&mut self) {
         let a = self.a;
-        let s = self.s;
+        let s = self.b;
         let watchdog = s.map.cfg.watchdog_ticks;
         let mut last_progress = a.now_ticks();
         let mut iter: u32 = 0;
         loop {
-            if s.stop.load(Ordering::Acquire) || s.all_done() {
+            if s.stop.load(Ordering::Acquire) || all_done(self.s) {
                 break;
             }
             let mut progress = self.poll_completions();
             progress |= self.dispatch();
             if self.pushed {
                 self.pushed = false;
-                if self.s.queues.iter().any(|q| !q.is_empty_hint()) {
+                if s.any_ready() {
                     a.send_event();
                 }
             }
@@ -418,7 +434,10 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                     );
                     break;
                 }
-            } else if now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress)) > watchdog {
+            } else if self.s.total().is_some()
+                && now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress)) > watchdog
+            {
+
                 s.fail(
                     a,
                     Fault {
@@ -426,7 +445,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
                         site: Site::Stall,
                         task: None,
                         core: None,
-                        detail: s.completed.load(Ordering::Relaxed) as u64,
+                        detail: s.completed(),
                     },
                 );
                 break;
@@ -440,9 +459,9 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
     pub fn retire(&mut self) -> u32 {
         let ups: Vec<(u32, u32)> = self.cores.iter().filter(|c| c.up).map(|c| (c.w, c.phys)).collect();
         let mut exited = alloc::vec![false; ups.len()];
-        let r = lifecycle::retire_group(self.a, &self.s.map, &ups, &mut exited);
+        let r = lifecycle::retire_group(self.a, &self.b.map, &ups, &mut exited);
         if let Some(w) = r.silent {
-            self.s.fail(
+            self.b.fail(
                 self.a,
                 Fault {
                     code: ErrorCode::Device(DeviceFault::ExitTimeout),
@@ -459,7 +478,7 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
     /// Publish this thread's counters to the run line.
     pub fn publish_counters(&self, released: u32) {
         let a = self.a;
-        let d = self.s.map.desc;
+        let d = self.b.map.desc;
         a.fetch_add(d.offset(offsets::RUN_DISPATCHED), self.dispatched);
         a.fetch_add(d.offset(offsets::RUN_CORES_READY), self.cores.iter().filter(|c| c.up).count() as u64);
         a.fetch_add(d.offset(offsets::RUN_CORES_RELEASED), released as u64);
@@ -514,23 +533,35 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
 
     fn subtask_done(&mut self, sub: Sub) {
         let s = self.s;
-        let rec = &s.g.tasks[sub.task as usize];
-        let need = rec.block_num * (rec.lanes.count_ones());
-        if s.subtasks_done[sub.task as usize].fetch_add(1, Ordering::AcqRel) + 1 == need {
-            s.complete(self.a, sub.task);
+        let info = s.info(sub.task);
+        let need = info.block_num * info.lanes.count_ones();
+        if s.subtasks_done(sub.task).fetch_add(1, Ordering::AcqRel) + 1 == need {
+            complete(self.a, s, sub.task);
             self.pushed = true;
         }
     }
 
     fn dispatch(&mut self) -> bool {
         let mut any = false;
+        if let Some((t, shape)) = self.cohort {
+            any |= self.place(t, shape);
+        }
         // MIX first: it needs a whole cluster, the scarcest resource.
         for shape in [Shape::Mix, Shape::Aic, Shape::Aiv] {
+            // A held sync-start cohort keeps the cores it waits for free of new work.
+            let blocked = match self.cohort {
+                None => false,
+                Some((_, Shape::Mix)) => true,
+                Some((_, held)) => held == shape || shape == Shape::Mix,
+            };
+            if blocked {
+                continue;
+            }
             loop {
                 if !self.has_capacity(shape) {
                     break;
                 }
-                let Some(t) = self.s.queues[shape as usize].pop() else {
+                let Some(t) = self.b.queues[shape as usize].pop() else {
                     break;
                 };
                 any |= self.place(t, shape);
@@ -580,62 +611,81 @@ impl<'s, A: AicpuAgent> Scheduler<'s, A> {
     /// Place as many blocks of task `t` as this thread has room for; requeue the rest.
     fn place(&mut self, t: u32, shape: Shape) -> bool {
         let s = self.s;
-        let rec = s.g.tasks[t as usize];
+        let info = s.info(t);
+        let next = s.next_block(t);
+        if info.sync_start {
+            // The whole cohort starts in one pass on idle cores, or waits (holding this
+            // thread's cores of its type) until enough are idle.
+            let left = info.block_num.saturating_sub(next.load(Ordering::Relaxed));
+            if self.idle_capacity(shape) < left {
+                self.cohort = Some((t, shape));
+                return false;
+            }
+            self.cohort = None;
+        }
         let mut placed = false;
         loop {
-            let b = s.next_block[t as usize].load(Ordering::Relaxed);
-            if b >= rec.block_num {
+            let b = next.load(Ordering::Relaxed);
+            if b >= info.block_num {
                 break;
             }
             match shape {
                 Shape::Mix => {
                     let Some(k) = self.free_cluster() else { break };
-                    s.next_block[t as usize].store(b + 1, Ordering::Relaxed);
+                    next.store(b + 1, Ordering::Relaxed);
                     for (off, lane, sub_block) in MIX_LANES {
-                        if rec.lanes & (1 << lane) != 0 {
-                            self.assign(3 * k + off, t, b, lane, sub_block);
+                        if info.lanes & (1 << lane) != 0 {
+                            self.assign(3 * k + off, t, &info, b, lane, sub_block);
                         }
                     }
                 }
                 _ => {
                     let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
                     let Some(i) = self.take_core(ty) else { break };
-                    s.next_block[t as usize].store(b + 1, Ordering::Relaxed);
+                    next.store(b + 1, Ordering::Relaxed);
                     let lane = if shape == Shape::Aic { 0 } else { 1 };
-                    self.assign(i, t, b, lane, 0);
+                    self.assign(i, t, &info, b, lane, 0);
                 }
             }
             placed = true;
         }
-        if s.next_block[t as usize].load(Ordering::Relaxed) < rec.block_num {
-            s.push_ready(self.a, t, Site::Dispatch);
+        if next.load(Ordering::Relaxed) < info.block_num {
+            self.b.push_ready(self.a, t, shape, Site::Dispatch);
             self.pushed = true;
         }
         placed
     }
 
-    fn assign(&mut self, i: usize, t: u32, block: u32, lane: u8, sub_block: u32) {
-        let s = self.s;
-        let rec = &s.g.tasks[t as usize];
-        let func = rec.funcs[lane as usize];
-        let core_ty = self.cores[i].ty;
-        // Validated at boot: every active lane has a binary for its core type.
-        let bin = s.g.funcs.get(func as usize).map_or(0, |f| if core_ty == CoreType::Aic { f.aic } else { f.aiv });
+    /// Blocks of `shape` this thread could start right now on idle cores.
+    fn idle_capacity(&self, shape: Shape) -> u32 {
+        let idle = |ty: CoreType| self.cores.iter().filter(|c| c.ty == ty && c.is_idle()).count() as u32;
+        match shape {
+            Shape::Aic => idle(CoreType::Aic),
+            Shape::Aiv => idle(CoreType::Aiv),
+            Shape::Mix => {
+                let n = self.cores.len() / 3;
+                (0..n).filter(|&k| (0..3).all(|l| self.cores[3 * k + l].is_idle())).count() as u32
+            }
+            Shape::Dummy => 0,
+        }
+    }
+
+    fn assign(&mut self, i: usize, t: u32, info: &TaskInfo, block: u32, lane: u8, sub_block: u32) {
         let c = &mut self.cores[i];
         c.seq = regs::next_id(c.seq);
         let reg = c.seq;
         let p = DispatchPayload {
-            bin,
-            args: s.g.args[t as usize],
-            task_id: t,
+            bin: info.bins[lane as usize],
+            args: info.args,
+            task_id: info.report_id,
             block_idx: block,
-            block_num: rec.block_num,
+            block_num: info.block_num,
             lane: sub_block,
             reg_task_id: reg,
             reserved0: 0,
             reserved: [0; 3],
         };
-        self.a.write(s.map.payload(c.w, reg & 1), p.as_bytes());
+        self.a.write(self.b.map.payload(c.w, reg & 1), p.as_bytes());
         let sub = Sub { task: t, block, lane, reg };
         if c.running.is_none() {
             c.running = Some(sub);

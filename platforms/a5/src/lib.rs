@@ -38,6 +38,7 @@ pub use shared::acl as cann;
 #[cfg(target_arch = "aarch64")]
 pub use shared::arm::GenericTimer;
 pub use shared::gm::{GmRegion, MmioOp, Observer};
+pub use shared::programs::{ProgramTable, install_programs, resolve_program};
 
 /// The host-DMA coherence contract of a5: coherent.
 pub type Contract = pto_hal::HostCoherent;

@@ -322,7 +322,20 @@ impl<C: Contract> Events for SimAicpu<C> {
     }
 }
 
-impl<C: Contract> AicpuAgent for SimAicpu<C> {}
+impl<C: Contract> AicpuAgent for SimAicpu<C> {
+    fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F> {
+        let idx = handle.checked_sub(crate::device::PROGRAM_BASE)? as usize;
+        let table = self.inner.programs.read().unwrap_or_else(|e| e.into_inner());
+        table.get(idx)?.downcast_ref::<F>().copied()
+    }
+
+    fn run_program(&self, body: &mut dyn FnMut()) -> Result<(), KernelFault> {
+        crate::panics::install_quiet_hook();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+            .map_err(|p| KernelFault::new(&crate::panics::take_message(&*p)))
+    }
+}
+
 
 /// An AICore of the simulated device.
 pub struct SimCore<C: Contract> {

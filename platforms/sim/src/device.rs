@@ -159,6 +159,8 @@ pub(crate) struct Inner<C: Contract> {
     aicpu_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     core_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     pub kernels: RwLock<Vec<(KernelFn, CoreType)>>,
+    /// Loaded orchestration programs, by handle − [`PROGRAM_BASE`].
+    pub programs: RwLock<Vec<Box<dyn std::any::Any + Send + Sync>>>,
     /// Per agent (AICPU threads, then cores): the GM word it waits on, 0 when none.
     pub monitors: Box<[std::sync::atomic::AtomicU64]>,
     /// Number of agents currently waiting on a GM word (skip the scan when 0).
@@ -179,6 +181,9 @@ pub(crate) struct Inner<C: Contract> {
 
 /// Base of kernel binary addresses on the simulator (index 0 is never a valid binary).
 pub(crate) const KERNEL_BASE: u64 = 0x4b00_0000;
+/// Handles of loaded orchestration programs start here.
+pub(crate) const PROGRAM_BASE: u64 = 0x5000_0000;
+
 
 impl<C: Contract> Inner<C> {
     /// Physical core id of worker `w`: the sim numbers them in reverse so the runtime must use
@@ -394,6 +399,8 @@ impl<C: Contract> SimDevice<C> {
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),
             core_jobs: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
             kernels: RwLock::new(Vec::new()),
+            programs: RwLock::new(Vec::new()),
+
             monitors: (0..nthreads + workers).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),
             monitoring: AtomicU32::new(0),
             faithful: {

@@ -37,7 +37,8 @@ mod stream;
 use std::marker::PhantomData;
 
 use pto_hal::{
-    Clock, Contract, CoreType, DeviceMemory, ErrorType, GmAddr, KernelFn, KernelLoader, Platform, Ticks, Topology,
+    Clock, Contract, CoreType, DeviceMemory, ErrorType, GmAddr, KernelFn, KernelLoader, Platform, ProgramLoader, Ticks,
+    Topology,
 };
 
 pub use agent::{SimAicpu, SimCore};
@@ -158,7 +159,19 @@ impl<C: Contract> KernelLoader for SimDevice<C> {
     }
 }
 
+impl<C: Contract> ProgramLoader for SimDevice<C> {
+    fn load_program<F: Copy + Send + Sync + PartialEq + 'static>(&self, program: F) -> Result<u64, SimError> {
+        let mut t = self.inner.programs.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = t.iter().position(|p| p.downcast_ref::<F>() == Some(&program)) {
+            return Ok(device::PROGRAM_BASE + i as u64);
+        }
+        t.push(Box::new(program));
+        Ok(device::PROGRAM_BASE + (t.len() - 1) as u64)
+    }
+}
+
 impl<C: Contract> Clock for SimDevice<C> {
+
     fn now_ticks(&self) -> Ticks {
         self.inner.now_ticks()
     }

@@ -403,7 +403,16 @@ impl Registers for LoomAicpu {
     }
 }
 
-impl AicpuAgent for LoomAicpu {}
+impl AicpuAgent for LoomAicpu {
+    fn resolve_program<F: Copy + 'static>(&self, _handle: u64) -> Option<F> {
+        None
+    }
+    fn run_program(&self, body: &mut dyn FnMut()) -> Result<(), pto_hal::KernelFault> {
+        body();
+        Ok(())
+    }
+}
+
 
 impl CoreRegisters for LoomCore {
     fn read_dmb(&self) -> u32 {

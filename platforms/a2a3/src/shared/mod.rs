@@ -8,6 +8,8 @@
 
 pub mod gm;
 pub mod mmio;
+pub mod programs;
+
 
 #[cfg(target_arch = "aarch64")]
 pub mod arm;
