@@ -2,17 +2,16 @@
 //! regions, and emits one position-independent image the device runs.
 //!
 //! Dependencies:
-//! * read-after-write and write-after-write are found by byte-range overlap of each argument's
-//!   view with earlier writers of the same buffer (a per-buffer interval map, so each lookup is
-//!   `O(log n + k)` and building a graph is linear in its size);
+//! * read-after-write and write-after-write are found by region overlap of each argument's
+//!   view with earlier writers of the same buffer, per dimension ([`crate::tensormap`]: each
+//!   lookup is `O(log n + k)`, so building a graph is linear in its size);
 //! * write-after-read is **not** discovered: declare it with [`Task::after`] or
 //!   [`GraphBuilder::depend`];
-//! * a strided view is tracked by its bounding byte range, which can only add dependencies,
-//!   never lose one.
+//! * views of one layout are compared exactly per dimension; anything else conservatively
+//!   (a dependency may be added, never lost).
 //!
 //! The image holds ids and self-relative offsets only, so it runs from wherever it is copied.
 
-use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -20,10 +19,8 @@ use pto_hal::{CoreType, GmAddr};
 use zerocopy::IntoBytes;
 
 use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor};
-use crate::layout::{
-    FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, MAX_FUNC_ID, NO_FUNC, Shape, TaskRecord,
-
-};
+use crate::layout::{FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, MAX_FUNC_ID, NO_FUNC, Shape, TaskRecord};
+use crate::tensormap::{Region, TensorMap};
 
 /// Most tasks of one graph.
 pub const MAX_TASKS: u32 = 1 << 24;
@@ -84,46 +81,6 @@ impl FuncTable {
     }
 }
 
-/// Latest writer of each byte of one buffer: disjoint `[start, end) → task` segments.
-#[derive(Default, Debug)]
-struct WriterMap {
-    segs: BTreeMap<u64, (u64, u32)>,
-}
-
-impl WriterMap {
-    /// Writers of bytes overlapping `[s, e)`.
-    fn overlapping(&self, s: u64, e: u64, out: &mut Vec<u32>) {
-        for (_, &(end, task)) in self.segs.range(..e).rev() {
-            if end <= s {
-                break;
-            }
-            out.push(task);
-        }
-    }
-    /// Make `task` the latest writer of `[s, e)`.
-    fn assign(&mut self, s: u64, e: u64, task: u32) {
-        // Trim the segment that starts before `s` and reaches into the range.
-        if let Some((&ps, &(pe, pt))) = self.segs.range(..s).next_back() {
-            if pe > s {
-                self.segs.insert(ps, (s, pt));
-                if pe > e {
-                    self.segs.insert(e, (pe, pt));
-                }
-            }
-        }
-        // Remove or trim segments starting inside the range.
-        let inside: Vec<u64> = self.segs.range(s..e).map(|(&k, _)| k).collect();
-        for k in inside {
-            if let Some((ke, kt)) = self.segs.remove(&k) {
-                if ke > e {
-                    self.segs.insert(e, (ke, kt));
-                }
-            }
-        }
-        self.segs.insert(s, (e, task));
-    }
-}
-
 struct Node {
     task: Task,
     fanin: Vec<u32>,
@@ -150,7 +107,7 @@ pub struct GraphBuilder<'f> {
     heap_bytes: u64,
     heap_buffers: u64,
     nodes: Vec<Node>,
-    writers: BTreeMap<u64, WriterMap>,
+    writers: TensorMap<u32>,
     backward_edges: bool,
     scratch: Vec<u32>,
 }
@@ -164,7 +121,7 @@ impl<'f> GraphBuilder<'f> {
             heap_bytes: 0,
             heap_buffers: 0,
             nodes: Vec::new(),
-            writers: BTreeMap::new(),
+            writers: TensorMap::new(usize::MAX),
             backward_edges: false,
             scratch: Vec::new(),
         }
@@ -220,16 +177,16 @@ impl<'f> GraphBuilder<'f> {
         }
         for a in task.args() {
             if a.dir.reads() || matches!(a.dir, Direction::Out | Direction::InOut) {
-                if let Some(m) = self.writers.get(&a.tensor.buffer.id) {
-                    let (s, e) = a.tensor.byte_range();
-                    m.overlapping(s, e, &mut fanin);
-                }
+                self.writers.lookup(&Region::of(&a.tensor), &mut fanin);
             }
+        }
+        if let Some(p) = task.predicate() {
+            self.writers.lookup(&Region::of(p), &mut fanin);
         }
         for a in task.args() {
             if a.dir.writes() {
-                let (s, e) = a.tensor.byte_range();
-                self.writers.entry(a.tensor.buffer.id).or_default().assign(s, e, id);
+                // Unbounded on the host: the map never refuses.
+                let _ = self.writers.insert(&Region::of(&a.tensor), id);
             }
         }
         fanin.sort_unstable();
@@ -361,8 +318,7 @@ impl<'f> GraphBuilder<'f> {
         let funcs_off = (fanout_off + fanout_len * 4).div_ceil(8) * 8;
         let func_count = self.funcs.len();
         let args_off = funcs_off + func_count * core::mem::size_of::<FuncEntry>();
-        let args_bytes: usize =
-            self.nodes.iter().map(|x| crate::args::record_len(&x.task) as usize).sum();
+        let args_bytes: usize = self.nodes.iter().map(|x| crate::args::record_len(&x.task) as usize).sum();
         let total = args_off + args_bytes;
         let mut img = alloc::vec![0u8; total];
 
@@ -439,24 +395,18 @@ mod tests {
     }
 
     #[test]
-    fn writer_map_splits_and_finds_overlaps() {
-        let mut m = WriterMap::default();
-        m.assign(0, 100, 1);
-        m.assign(40, 60, 2);
-        let mut out = Vec::new();
-        m.overlapping(0, 100, &mut out);
-        out.sort();
-        assert_eq!(out, [1, 1, 2]);
-        out.clear();
-        m.overlapping(45, 50, &mut out);
-        assert_eq!(out, [2]);
-        out.clear();
-        m.overlapping(60, 61, &mut out);
-        assert_eq!(out, [1]);
-        m.assign(0, 100, 3);
-        out.clear();
-        m.overlapping(0, 100, &mut out);
-        assert_eq!(out, [3]);
+    fn column_tiles_keep_both_writers() {
+        // Two writers of interleaved column tiles: a reader of rows 1.. of the left tile must
+        // still depend on the left writer (a bounding-range "latest writer" map loses it).
+        let f = table();
+        let mut g = GraphBuilder::new(&f, 1);
+        let x = Tensor::whole(ext(1, 8 * 8 * 4), &[8, 8]).unwrap();
+        let left = g.submit(Task::aiv(FuncId(0)).output(&x.view(&[0, 0], &[8, 4]).unwrap())).unwrap();
+        let right = g.submit(Task::aiv(FuncId(0)).output(&x.view(&[0, 4], &[8, 4]).unwrap())).unwrap();
+        let r = g.submit(Task::aiv(FuncId(0)).input(&x.view(&[1, 0], &[7, 4]).unwrap())).unwrap();
+        assert_eq!(g.producers(r), &[left.0]);
+        let both = g.submit(Task::aiv(FuncId(0)).input(&x.view(&[2, 3], &[1, 2]).unwrap())).unwrap();
+        assert_eq!(g.producers(both), &[left.0, right.0]);
     }
 
     #[test]
@@ -540,7 +490,8 @@ mod tests {
         let args = h.tasks_off as i64 + r0.args_rel as i64;
         let ah = ArgsHeader::read_from_prefix(&img[args as usize..]).unwrap().0;
         assert_eq!((ah.tensors, ah.scalars), (2, 1));
-        let d1 = TensorDesc::read_from_prefix(&img[args as usize + crate::layout::ARGS_HEAD as usize + 64..]).unwrap().0;
+        let d1 =
+            TensorDesc::read_from_prefix(&img[args as usize + crate::layout::ARGS_HEAD as usize + 64..]).unwrap().0;
         assert_eq!(d1.addr, 0x9000_0000, "heap tensor resolved against the heap base");
     }
 }

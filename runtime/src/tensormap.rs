@@ -1,0 +1,945 @@
+//! The tensor map: dependency discovery from tensor regions.
+//!
+//! A task that reads or writes a tensor region must run after every earlier task that wrote
+//! any byte of it (read-after-write and write-after-write). The map remembers, per buffer,
+//! which task last wrote which [`Region`], answers "which writers overlap this region?" and
+//! registers new writers. It is `no_std + alloc` and generic over the producer handle `P`,
+//! so the host graph builder (task indexes, `u32`) and the device orchestrator (task ids,
+//! `u64`) share it.
+//!
+//! # Three-way classification
+//!
+//! [`classify`] says how a new region relates to an old one:
+//!
+//! * [`Overlap::None`]: the two share no element byte. Only said when that is certain: the
+//!   regions lie in different buffers, their bounding byte ranges are disjoint, or an exact
+//!   per-dimension test proves it.
+//! * [`Overlap::Covered`]: every byte the old region can touch is touched by the new one.
+//!   Only said when certain, too.
+//! * [`Overlap::Partial`]: everything else, including "cannot tell cheaply". A spurious
+//!   `Partial` costs at most an extra dependency; a wrong `None` would lose one, so the
+//!   classification leans to `Partial` whenever it is unsure.
+//!
+//! The exact test applies when both regions are views of one row-major layout: same element
+//! size, same rank, identical strides ending in 1, each stride a multiple of the next one
+//! and every view staying inside its row in every dimension but the outermost. Then an
+//! element offset has one coordinate per dimension, each region is a box of coordinates,
+//! and overlap and containment are decided one dimension at a time. Any other pair is
+//! judged by bounding byte ranges: disjoint ranges give `None`; a dense new region (no
+//! holes) whose range contains the old range gives `Covered`; anything else is `Partial`.
+//!
+//! # Why covered writers are dropped on insert
+//!
+//! A new writer looks its region up before it is inserted, so it depends on every live
+//! writer it overlaps (write-after-write). When it covers an old writer completely, any
+//! later task touching the old writer's bytes also touches the new writer's, finds the new
+//! writer and reaches the old one transitively through that write-after-write edge. So
+//! [`TensorMap::insert`] removes the entries its region covers: the map stays as small as
+//! the set of writers that are still individually visible. Entries only partly overwritten
+//! stay whole (they are never split), so a reader of the overwritten part still finds the
+//! older writer as well; that dependency is redundant but harmless.
+//!
+//! # What is not tracked
+//!
+//! Write-after-read is **not** discovered: the map records writers only, so a writer does
+//! not wait for earlier readers of its bytes. Callers declare such edges explicitly.
+//!
+//! # Cost
+//!
+//! Entries of one buffer are grouped by the power-of-two class of their byte span (class `c`
+//! holds spans in `(2^(c-1), 2^c]`) and kept in a B-tree per class ordered by first byte. A
+//! query for bytes `[s, e)` scans, in each class present in the buffer, only the entries
+//! starting in `[s - 2^c + 1, e)`: no entry of that class starting earlier can reach `s`.
+//! Per call ([`TensorMap::lookup`], [`TensorMap::lookup_pruning`], [`TensorMap::insert`])
+//! this is `O(c · log n + k)`: `c` is the number of span classes present in the buffer (at
+//! most 65, a handful in practice), `n` the number of entries and `k` the entries visited.
+//! Those are the entries whose bounding byte ranges overlap the query, plus, per class,
+//! entries that end just before `s`; the latter all contain byte `s - 2^(c-1)`, so there are
+//! no more of them than writers live on one byte. A single large span (say, an initial
+//! whole-buffer write) therefore does not widen the scans of small views. N views of one
+//! buffer, each inserted and looked up once, cost `O(N log N)` overall rather than `O(N²)`.
+//! [`TensorMap::prune`] walks every entry and is linear in the map's size.
+//!
+//! All byte arithmetic assumes regions lie below `2^64` bytes, as every real buffer does;
+//! [`Region::byte_range`] saturates beyond that.
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+
+use pto_hal::MAX_TENSOR_DIMS;
+
+use crate::graph::Tensor;
+
+/// A tensor's footprint for dependency discovery: which buffer, and which elements of it.
+///
+/// The element set is `{ offset + Σ i_k · strides[k] : 0 ≤ i_k < shape[k], k < ndims }`;
+/// element `x` occupies bytes `[x · elem_bytes, (x + 1) · elem_bytes)` of the buffer. A
+/// region with a zero extent or a zero element size touches no byte. `ndims` above
+/// [`MAX_TENSOR_DIMS`] is read as [`MAX_TENSOR_DIMS`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// The buffer's id ([`crate::graph::BufferRef::id`]).
+    pub buffer: u64,
+    /// Element offset of the first element.
+    pub offset: u64,
+    /// Bytes per element.
+    pub elem_bytes: u32,
+    /// Dimensions in use.
+    pub ndims: u32,
+    /// Extents (entries past `ndims` are ignored).
+    pub shape: [u32; MAX_TENSOR_DIMS],
+    /// Strides in elements (entries past `ndims` are ignored).
+    pub strides: [u32; MAX_TENSOR_DIMS],
+}
+
+impl Region {
+    /// The region a tensor view names.
+    pub fn of(t: &Tensor) -> Region {
+        Region {
+            buffer: t.buffer.id,
+            offset: t.offset,
+            elem_bytes: t.buffer.dtype.size(),
+            ndims: t.ndims,
+            shape: t.shape,
+            strides: t.strides,
+        }
+    }
+
+    /// `[first byte, one past the last byte)` the region can touch, relative to its buffer:
+    /// its bounding byte range. Empty (`start == end`) when the region touches no byte.
+    pub fn byte_range(&self) -> (u64, u64) {
+        let (s, e) = self.bounds();
+        (sat(s), sat(e))
+    }
+
+    /// Dimensions actually in use.
+    fn dims(&self) -> usize {
+        (self.ndims as usize).min(MAX_TENSOR_DIMS)
+    }
+
+    /// Whether the region touches no byte at all.
+    fn is_void(&self) -> bool {
+        self.elem_bytes == 0 || self.shape[..self.dims()].contains(&0)
+    }
+
+    /// Exact bounding byte range, without overflow.
+    fn bounds(&self) -> (u128, u128) {
+        if self.is_void() {
+            let s = self.offset as u128 * self.elem_bytes as u128;
+            return (s, s);
+        }
+        let n = self.dims();
+        let reach: u128 =
+            self.shape[..n].iter().zip(&self.strides[..n]).map(|(&d, &st)| (d as u128 - 1) * st as u128).sum();
+        let es = self.elem_bytes as u128;
+        (self.offset as u128 * es, (self.offset as u128 + reach + 1) * es)
+    }
+
+    /// Whether the region's elements fill its bounding range with no hole.
+    ///
+    /// Sufficient, not necessary: taking dimensions by increasing stride, the elements seen
+    /// so far fill `[0, reach]`; a dimension with stride at most `reach + 1` repeats that run
+    /// with no gap, so the run stays contiguous. A region failing the test is treated as
+    /// having holes, which can only make the classification more conservative.
+    fn is_dense(&self) -> bool {
+        let n = self.dims();
+        let mut order: [usize; MAX_TENSOR_DIMS] = core::array::from_fn(|k| k);
+        order[..n].sort_unstable_by_key(|&k| self.strides[k]);
+        let mut reach: u128 = 0;
+        for &k in &order[..n] {
+            if self.shape[k] <= 1 {
+                continue;
+            }
+            let st = self.strides[k] as u128;
+            if st > reach + 1 {
+                return false;
+            }
+            reach += (self.shape[k] as u128 - 1) * st;
+        }
+        true
+    }
+}
+
+fn sat(x: u128) -> u64 {
+    u64::try_from(x).unwrap_or(u64::MAX)
+}
+
+/// How a new region relates to an old one (see the [module documentation](self)).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Overlap {
+    /// No element byte in common.
+    None,
+    /// The new region touches every byte the old one can touch.
+    Covered,
+    /// Anything else, including "could not tell cheaply".
+    Partial,
+}
+
+/// Classify `new` against `old`: [`Overlap::None`] only when they certainly share no element
+/// byte, [`Overlap::Covered`] only when `new` certainly touches every byte `old` touches,
+/// [`Overlap::Partial`] otherwise.
+pub fn classify(new: &Region, old: &Region) -> Overlap {
+    if new.buffer != old.buffer || new.is_void() || old.is_void() {
+        return Overlap::None;
+    }
+    let (ns, ne) = new.bounds();
+    let (os, oe) = old.bounds();
+    if ne <= os || oe <= ns {
+        return Overlap::None;
+    }
+    if let Some(o) = classify_exact(new, old) {
+        return o;
+    }
+    if new.is_dense() && ns <= os && oe <= ne { Overlap::Covered } else { Overlap::Partial }
+}
+
+/// The per-dimension test; `None` when it does not apply.
+///
+/// With strides `s_0 ≥ … ≥ s_{n-1} = 1`, each dividing the one before, and every coordinate
+/// of dimension `k ≥ 1` below the radix `s_{k-1} / s_k`, an element offset is a mixed-radix
+/// number: its coordinates are unique, and the outermost one is unbounded. Both regions are
+/// then coordinate boxes under one injective map, so their element (and, with one element
+/// size, byte) sets meet exactly when the boxes meet, and contain each other exactly when
+/// the boxes do. A view whose box would run past the radix in some inner dimension (it
+/// wraps into the next row) breaks uniqueness, so the test declines it.
+fn classify_exact(new: &Region, old: &Region) -> Option<Overlap> {
+    let n = new.dims();
+    if n == 0 || new.elem_bytes != old.elem_bytes || n != old.dims() {
+        return None;
+    }
+    let st = &new.strides[..n];
+    if st != &old.strides[..n] || st[n - 1] != 1 {
+        return None;
+    }
+    for k in 1..n {
+        if st[k] == 0 || st[k - 1] % st[k] != 0 {
+            return None;
+        }
+    }
+    let a = boxes(new)?;
+    let b = boxes(old)?;
+    let mut covered = true;
+    for k in 0..n {
+        let (a0, a1) = a[k];
+        let (b0, b1) = b[k];
+        if a1 <= b0 || b1 <= a0 {
+            return Some(Overlap::None);
+        }
+        covered &= a0 <= b0 && b1 <= a1;
+    }
+    Some(if covered { Overlap::Covered } else { Overlap::Partial })
+}
+
+/// Per-dimension coordinate intervals `[c_k, c_k + shape_k)` of a region whose strides were
+/// checked to be nested; `None` when the offset does not decompose or the box leaves the
+/// radix of an inner dimension.
+fn boxes(r: &Region) -> Option<[(u128, u128); MAX_TENSOR_DIMS]> {
+    let n = r.dims();
+    let st = &r.strides[..n];
+    let mut out = [(0u128, 0u128); MAX_TENSOR_DIMS];
+    let mut rebuilt: u128 = 0;
+    for k in 0..n {
+        let s = st[k] as u64;
+        let c = if k == 0 { r.offset / s } else { (r.offset % st[k - 1] as u64) / s };
+        let end = c as u128 + r.shape[k] as u128;
+        if k > 0 && end > (st[k - 1] / st[k]) as u128 {
+            return None;
+        }
+        rebuilt += c as u128 * s as u128;
+        out[k] = (c as u128, end);
+    }
+    (rebuilt == r.offset as u128).then_some(out)
+}
+
+/// [`TensorMap::insert`] refused a new entry: the map holds its capacity of live entries.
+/// Retire producers ([`TensorMap::prune`]) and try again.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("tensor map is full")]
+pub struct MapFull;
+
+/// One live writer.
+#[derive(Copy, Clone, Debug)]
+struct Entry<P> {
+    /// One past the last byte of the bounding range (the start is in the key).
+    end: u64,
+    region: Region,
+    producer: P,
+}
+
+/// Key of an entry inside its span class: first byte, then insertion sequence number.
+type Key = (u64, u64);
+
+/// One buffer's entries: span class → entries of that class ordered by first byte.
+type Classes<P> = BTreeMap<u8, BTreeMap<Key, Entry<P>>>;
+
+/// Span class of a byte span: the smallest `c` with `span ≤ 2^c`.
+fn class_of(span: u64) -> u8 {
+    if span <= 1 { 0 } else { (u64::BITS - (span - 1).leading_zeros()) as u8 }
+}
+
+/// Largest span in class `c`.
+fn class_width(c: u8) -> u64 {
+    if c >= 64 { u64::MAX } else { 1 << c }
+}
+
+/// Visit every entry of `classes` whose bounding range can overlap `[s, e)` (and a few that
+/// cannot, see the module's cost note), calling `f(class, key, entry)` for those whose
+/// bounding range really does; returns how many entries were examined.
+fn scan<P>(classes: &Classes<P>, s: u64, e: u64, mut f: impl FnMut(u8, &Key, &Entry<P>)) -> usize {
+    let mut visited = 0;
+    for (&c, entries) in classes {
+        // An entry of span `≤ w` that reaches byte `s` starts at `s - (w - 1)` or later.
+        let lo = s.saturating_sub(class_width(c) - 1);
+        for (key, ent) in entries.range((lo, 0)..(e, 0)) {
+            visited += 1;
+            if ent.end > s {
+                f(c, key, ent);
+            }
+        }
+    }
+    visited
+}
+
+/// Remove `keys` from `classes`, dropping classes left empty.
+fn remove_keys<P>(classes: &mut Classes<P>, keys: &[(u8, Key)]) {
+    for (c, key) in keys {
+        if let Some(entries) = classes.get_mut(c) {
+            entries.remove(key);
+            if entries.is_empty() {
+                classes.remove(c);
+            }
+        }
+    }
+}
+
+/// The live writers of tensor regions, per buffer: see the [module documentation](self).
+#[derive(Clone, Debug)]
+pub struct TensorMap<P> {
+    bufs: BTreeMap<u64, Classes<P>>,
+    len: usize,
+    capacity: usize,
+    seq: u64,
+    /// Keys to remove, reused across calls.
+    scratch: Vec<(u8, Key)>,
+}
+
+impl<P: Copy + Eq> TensorMap<P> {
+    /// An empty map holding at most `capacity` live entries (`usize::MAX`: unbounded).
+    pub fn new(capacity: usize) -> Self {
+        TensorMap { bufs: BTreeMap::new(), len: 0, capacity, seq: 0, scratch: Vec::new() }
+    }
+
+    /// Push onto `out` the producer of every entry whose region overlaps `r`
+    /// (`classify(r, entry) != Overlap::None`). Nothing is deduplicated: a producer with
+    /// several overlapping entries appears once per entry, and `out` keeps what it held.
+    pub fn lookup(&self, r: &Region, out: &mut Vec<P>) {
+        self.lookup_counted(r, out);
+    }
+
+    /// [`lookup`](Self::lookup), returning how many entries were examined.
+    fn lookup_counted(&self, r: &Region, out: &mut Vec<P>) -> usize {
+        let Some(classes) = self.bufs.get(&r.buffer) else { return 0 };
+        if r.is_void() {
+            return 0;
+        }
+        let (s, e) = r.byte_range();
+        scan(classes, s, e, |_, _, ent| {
+            if classify(r, &ent.region) != Overlap::None {
+                out.push(ent.producer);
+            }
+        })
+    }
+
+    /// Like [`lookup`](Self::lookup), but an overlapping entry whose producer is retired
+    /// (`retired(producer)` is true) is removed from the map instead of reported. Entries
+    /// that do not overlap `r` are left alone, retired or not.
+    pub fn lookup_pruning(&mut self, r: &Region, mut retired: impl FnMut(P) -> bool, out: &mut Vec<P>) {
+        if r.is_void() {
+            return;
+        }
+        let Some(classes) = self.bufs.get_mut(&r.buffer) else { return };
+        let (s, e) = r.byte_range();
+        let mut doomed = core::mem::take(&mut self.scratch);
+        doomed.clear();
+        scan(classes, s, e, |c, key, ent| {
+            if classify(r, &ent.region) != Overlap::None {
+                if retired(ent.producer) {
+                    doomed.push((c, *key));
+                } else {
+                    out.push(ent.producer);
+                }
+            }
+        });
+        remove_keys(classes, &doomed);
+        if classes.is_empty() {
+            self.bufs.remove(&r.buffer);
+        }
+        self.len -= doomed.len();
+        self.scratch = doomed;
+    }
+
+    /// Register `producer` as the latest writer of `r`.
+    ///
+    /// Every entry of the same buffer whose region `r` covers ([`Overlap::Covered`]) is
+    /// removed: the new writer depends on it (write-after-write), so later tasks reach it
+    /// through the new writer. Callers look `r` up *before* inserting it so that edge
+    /// exists. Fails with [`MapFull`], changing nothing, when the map would still hold
+    /// `capacity` entries after those removals. A region touching no byte is not stored.
+    pub fn insert(&mut self, r: &Region, producer: P) -> Result<(), MapFull> {
+        self.insert_counted(r, producer).0
+    }
+
+    /// [`insert`](Self::insert), also returning how many entries were examined.
+    fn insert_counted(&mut self, r: &Region, producer: P) -> (Result<(), MapFull>, usize) {
+        if r.is_void() {
+            return (Ok(()), 0);
+        }
+        let (s, e) = r.byte_range();
+        let mut doomed = core::mem::take(&mut self.scratch);
+        doomed.clear();
+        let mut visited = 0;
+        if let Some(classes) = self.bufs.get(&r.buffer) {
+            visited = scan(classes, s, e, |c, key, ent| {
+                if classify(r, &ent.region) == Overlap::Covered {
+                    doomed.push((c, *key));
+                }
+            });
+        }
+        if self.len - doomed.len() >= self.capacity {
+            self.scratch = doomed;
+            return (Err(MapFull), visited);
+        }
+        let classes = self.bufs.entry(r.buffer).or_default();
+        remove_keys(classes, &doomed);
+        self.len -= doomed.len();
+        classes.entry(class_of(e - s)).or_default().insert((s, self.seq), Entry { end: e, region: *r, producer });
+        self.seq += 1;
+        self.len += 1;
+        self.scratch = doomed;
+        (Ok(()), visited)
+    }
+
+    /// Remove every entry whose producer is retired; returns how many were removed.
+    /// Walks the whole map.
+    pub fn prune(&mut self, mut retired: impl FnMut(P) -> bool) -> usize {
+        let before = self.len;
+        let mut kept = 0;
+        self.bufs.retain(|_, classes| {
+            classes.retain(|_, entries| {
+                entries.retain(|_, ent| !retired(ent.producer));
+                kept += entries.len();
+                !entries.is_empty()
+            });
+            !classes.is_empty()
+        });
+        self.len = kept;
+        before - kept
+    }
+
+    /// Live entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the map holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Most live entries ([`insert`](Self::insert) refuses beyond it).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Remove every entry.
+    pub fn clear(&mut self) {
+        self.bufs.clear();
+        self.len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{BufferRef, DType, Placement};
+    use pto_hal::GmAddr;
+
+    /// xorshift64*: deterministic, dependency-free.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        /// Uniform-ish in `[lo, hi]`.
+        fn range(&mut self, lo: u64, hi: u64) -> u64 {
+            lo + self.next() % (hi - lo + 1)
+        }
+        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+            xs[self.next() as usize % xs.len()]
+        }
+    }
+
+    fn region(buffer: u64, elem_bytes: u32, offset: u64, shape: &[u32], strides: &[u32]) -> Region {
+        let mut r = Region { buffer, offset, elem_bytes, ndims: shape.len() as u32, shape: [1; 5], strides: [0; 5] };
+        r.shape[..shape.len()].copy_from_slice(shape);
+        r.strides[..strides.len()].copy_from_slice(strides);
+        r
+    }
+
+    /// Row-major strides of a dense shape.
+    fn dense_strides(dims: &[u32]) -> Vec<u32> {
+        let mut st = alloc::vec![1u32; dims.len()];
+        for k in (0..dims.len().saturating_sub(1)).rev() {
+            st[k] = st[k + 1] * dims[k + 1];
+        }
+        st
+    }
+
+    /// The box `[lo_k, lo_k + ext_k)` of a dense row-major buffer of shape `dims`.
+    fn tile(buffer: u64, es: u32, dims: &[u32], lo: &[u32], ext: &[u32]) -> Region {
+        let st = dense_strides(dims);
+        let off = lo.iter().zip(&st).map(|(&l, &s)| l as u64 * s as u64).sum();
+        region(buffer, es, off, ext, &st)
+    }
+
+    /// The exact byte set of a region, as flags over `nbytes` bytes.
+    fn byte_set(r: &Region, nbytes: usize) -> Vec<bool> {
+        let mut set = alloc::vec![false; nbytes];
+        if r.is_void() {
+            return set;
+        }
+        let n = r.dims();
+        let mut idx = [0u32; MAX_TENSOR_DIMS];
+        loop {
+            let el = r.offset + (0..n).map(|k| idx[k] as u64 * r.strides[k] as u64).sum::<u64>();
+            for b in 0..r.elem_bytes as u64 {
+                set[(el * r.elem_bytes as u64 + b) as usize] = true;
+            }
+            let mut k = n;
+            loop {
+                if k == 0 {
+                    return set;
+                }
+                k -= 1;
+                idx[k] += 1;
+                if idx[k] < r.shape[k] {
+                    break;
+                }
+                idx[k] = 0;
+            }
+        }
+    }
+
+    /// The precise three-way answer, from byte sets.
+    fn truth(new: &Region, old: &Region, nbytes: usize) -> Overlap {
+        let a = byte_set(new, nbytes);
+        let b = byte_set(old, nbytes);
+        if !a.iter().zip(&b).any(|(&x, &y)| x && y) {
+            Overlap::None
+        } else if b.iter().zip(&a).all(|(&y, &x)| !y || x) {
+            Overlap::Covered
+        } else {
+            Overlap::Partial
+        }
+    }
+
+    /// Whether `got` is an allowed answer when the precise one is `want`: `None` and
+    /// `Covered` must be right, `Partial` is always a safe answer.
+    fn sound(got: Overlap, want: Overlap) -> bool {
+        got == Overlap::Partial || got == want
+    }
+
+    const BUF_BYTES: u64 = 192;
+
+    /// A random sub-box of a dense row-major buffer (the exact test's home ground).
+    fn random_tile(rng: &mut Rng, es: u32) -> Region {
+        let dims: &[u32] = match rng.range(0, 2) {
+            0 => &[6, 8],
+            1 => &[48],
+            _ => &[3, 4, 4],
+        };
+        let scale = 4 / es; // keep the buffer at 192 bytes for every element size
+        let mut dims = dims.to_vec();
+        *dims.last_mut().unwrap() *= scale;
+        let mut lo = Vec::new();
+        let mut ext = Vec::new();
+        for &d in &dims {
+            let l = rng.range(0, d as u64 - 1) as u32;
+            lo.push(l);
+            ext.push(rng.range(1, (d - l) as u64) as u32);
+        }
+        tile(1, es, &dims, &lo, &ext)
+    }
+
+    /// A random strided region inside the buffer: arbitrary strides (zero, unsorted,
+    /// overlapping, non-nested), offsets that wrap rows, ranks 1 to 5.
+    fn random_strided(rng: &mut Rng, es: u32) -> Region {
+        let elems = BUF_BYTES / es as u64;
+        loop {
+            let n = rng.range(1, 5) as usize;
+            let mut shape = Vec::new();
+            let mut st = Vec::new();
+            for _ in 0..n {
+                shape.push(rng.range(1, if n > 3 { 2 } else { 5 }) as u32);
+                st.push(match rng.range(0, 3) {
+                    0 => rng.pick(&[0u32, 1, 2, 4, 8, 16]),
+                    _ => rng.range(0, 12) as u32,
+                });
+            }
+            let reach: u64 = shape.iter().zip(&st).map(|(&d, &s)| (d as u64 - 1) * s as u64).sum();
+            if reach + 1 > elems {
+                continue;
+            }
+            let off = rng.range(0, elems - reach - 1);
+            return region(1, es, off, &shape, &st);
+        }
+    }
+
+    /// A 2-D `[.., 8 * 4 / es]`-strided view at an arbitrary offset: nested strides, but the
+    /// box may run past the end of a row.
+    fn random_wrapping(rng: &mut Rng, es: u32) -> Region {
+        let row = 8 * 4 / es;
+        let elems = BUF_BYTES / es as u64;
+        loop {
+            let h = rng.range(1, 3) as u32;
+            let w = rng.range(1, row as u64) as u32;
+            let reach = (h as u64 - 1) * row as u64 + w as u64 - 1;
+            if reach + 1 > elems {
+                continue;
+            }
+            let off = rng.range(0, elems - reach - 1);
+            return region(1, es, off, &[h, w], &[row, 1]);
+        }
+    }
+
+    fn random_region(rng: &mut Rng) -> Region {
+        let es = rng.pick(&[1u32, 2, 4]);
+        match rng.range(0, 3) {
+            0 | 1 => random_tile(rng, es),
+            2 => random_strided(rng, es),
+            _ => random_wrapping(rng, es),
+        }
+    }
+
+    #[test]
+    fn classify_is_sound_against_brute_force() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut seen = [0usize; 3];
+        for i in 0..40_000 {
+            let a = random_region(&mut rng);
+            // Half the pairs share the element size and layout family, to hit the exact test.
+            let b = if i % 2 == 0 { random_region(&mut rng) } else { random_tile(&mut rng, a.elem_bytes) };
+            for (new, old) in [(a, b), (b, a)] {
+                let got = classify(&new, &old);
+                let want = truth(&new, &old, BUF_BYTES as usize);
+                assert!(sound(got, want), "classify({new:?}, {old:?}) = {got:?}, brute force says {want:?}");
+                seen[got as usize] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 1000), "every outcome exercised: {seen:?}");
+    }
+
+    #[test]
+    fn classify_is_exact_on_tiles_of_one_layout() {
+        let mut rng = Rng(42);
+        for _ in 0..20_000 {
+            let es = rng.pick(&[1u32, 2, 4]);
+            let a = random_tile(&mut rng, es);
+            let b = loop {
+                let b = random_tile(&mut rng, es);
+                if b.ndims == a.ndims {
+                    break b;
+                }
+            };
+            assert_eq!(classify(&a, &b), truth(&a, &b, BUF_BYTES as usize), "{a:?} vs {b:?}");
+        }
+    }
+
+    #[test]
+    fn classify_exact_cases() {
+        let d = [8, 8];
+        let left = tile(1, 4, &d, &[0, 0], &[8, 4]);
+        let right = tile(1, 4, &d, &[0, 4], &[8, 4]);
+        // Column tiles of the same rows: bounding ranges overlap, elements do not.
+        assert_eq!(classify(&left, &right), Overlap::None);
+        assert_eq!(classify(&right, &left), Overlap::None);
+        let big = tile(1, 4, &d, &[1, 1], &[6, 6]);
+        let small = tile(1, 4, &d, &[2, 3], &[3, 2]);
+        assert_eq!(classify(&big, &small), Overlap::Covered);
+        assert_eq!(classify(&small, &big), Overlap::Partial);
+        assert_eq!(classify(&big, &big), Overlap::Covered);
+        // Different buffers never overlap.
+        let mut other = big;
+        other.buffer = 2;
+        assert_eq!(classify(&other, &big), Overlap::None);
+        // A view running past its row: `[2, 4]` at (0, 6) touches (1, 0) and (1, 1).
+        let wrapped = region(1, 4, 6, &[2, 4], &[8, 1]);
+        let row1 = tile(1, 4, &d, &[1, 0], &[1, 4]);
+        assert_eq!(classify(&wrapped, &row1), Overlap::Partial);
+        assert_eq!(classify(&row1, &wrapped), Overlap::Partial);
+        // A dense whole covers any view of another rank or element size.
+        let whole = region(1, 1, 0, &[256], &[1]);
+        assert_eq!(classify(&whole, &small), Overlap::Covered);
+        assert_eq!(classify(&small, &whole), Overlap::Partial);
+        // Overlapping strides that still fill their range count as dense.
+        let folded = region(1, 4, 0, &[3, 4], &[2, 1]);
+        assert!(folded.is_dense());
+        assert_eq!(classify(&tile(1, 4, &d, &[0, 0], &[1, 4]), &folded), Overlap::Partial);
+        assert_eq!(classify(&folded, &tile(1, 4, &d, &[0, 0], &[1, 8])), Overlap::Covered);
+        // A zero-sized region overlaps nothing.
+        let mut void = big;
+        void.shape[0] = 0;
+        assert_eq!(classify(&void, &big), Overlap::None);
+        assert_eq!(classify(&big, &void), Overlap::None);
+    }
+
+    #[test]
+    fn region_of_tensor() {
+        let buf = BufferRef { id: 7, placement: Placement::External(GmAddr(0x1000)), bytes: 64 * 4, dtype: DType::F32 };
+        let t = Tensor::whole(buf, &[8, 8]).unwrap().view(&[2, 4], &[3, 4]).unwrap();
+        let r = Region::of(&t);
+        assert_eq!(r.buffer, 7);
+        assert_eq!(r.elem_bytes, 4);
+        assert_eq!(r.offset, 2 * 8 + 4);
+        assert_eq!(r.byte_range(), t.byte_range());
+    }
+
+    fn rows(buffer: u64, lo: u32, n: u32) -> Region {
+        tile(buffer, 4, &[8, 16], &[lo, 0], &[n, 16])
+    }
+
+    fn found(m: &TensorMap<u32>, r: &Region) -> Vec<u32> {
+        let mut out = Vec::new();
+        m.lookup(r, &mut out);
+        out.sort_unstable();
+        out
+    }
+
+    #[test]
+    fn read_after_write() {
+        let mut m = TensorMap::new(usize::MAX);
+        m.insert(&rows(1, 0, 4), 1).unwrap();
+        assert_eq!(found(&m, &rows(1, 2, 1)), [1]);
+        assert_eq!(found(&m, &rows(1, 5, 3)), []);
+        assert_eq!(found(&m, &rows(2, 0, 8)), [], "another buffer");
+    }
+
+    #[test]
+    fn write_after_write_covered_replaces() {
+        let mut m = TensorMap::new(usize::MAX);
+        m.insert(&rows(1, 0, 8), 1).unwrap();
+        assert_eq!(found(&m, &rows(1, 0, 8)), [1], "the second writer's own lookup");
+        m.insert(&rows(1, 0, 8), 2).unwrap();
+        assert_eq!(m.len(), 1);
+        assert_eq!(found(&m, &rows(1, 0, 8)), [2]);
+    }
+
+    #[test]
+    fn write_after_write_partial_keeps_both() {
+        let mut m = TensorMap::new(usize::MAX);
+        m.insert(&rows(1, 0, 8), 1).unwrap();
+        m.insert(&rows(1, 3, 1), 2).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(found(&m, &rows(1, 0, 8)), [1, 2]);
+        // Entries are not split: task 1's entry still spans row 3.
+        assert_eq!(found(&m, &rows(1, 3, 1)), [1, 2]);
+        assert_eq!(found(&m, &rows(1, 5, 1)), [1]);
+    }
+
+    #[test]
+    fn column_tiles_are_told_apart() {
+        let d = [8, 8];
+        let mut m = TensorMap::new(usize::MAX);
+        m.insert(&tile(1, 4, &d, &[0, 0], &[8, 4]), 1).unwrap();
+        m.insert(&tile(1, 4, &d, &[0, 4], &[8, 4]), 2).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(found(&m, &tile(1, 4, &d, &[2, 0], &[3, 4])), [1]);
+        assert_eq!(found(&m, &tile(1, 4, &d, &[2, 5], &[3, 2])), [2]);
+        assert_eq!(found(&m, &tile(1, 4, &d, &[2, 3], &[1, 2])), [1, 2]);
+    }
+
+    #[test]
+    fn pruning_and_capacity() {
+        let mut m = TensorMap::new(8);
+        for t in 0..8u32 {
+            m.insert(&rows(1, t, 1), t).unwrap();
+        }
+        assert_eq!(m.insert(&rows(1, 0, 1), 100), Ok(()), "covers row 0: replaces it");
+        assert_eq!(m.len(), 8);
+        assert_eq!(m.insert(&rows(2, 0, 1), 9), Err(MapFull));
+        assert_eq!(m.len(), 8, "a refused insert changes nothing");
+        let mut out = Vec::new();
+        m.lookup_pruning(&rows(1, 0, 8), |p| p < 5, &mut out);
+        out.sort_unstable();
+        assert_eq!(out, [5, 6, 7, 100]);
+        assert_eq!(m.len(), 4);
+        m.insert(&rows(2, 0, 1), 9).unwrap();
+        assert_eq!(m.prune(|p| p == 100 || p == 6), 2);
+        assert_eq!(m.prune(|p| p == 100), 0);
+        assert_eq!(m.len(), 3);
+        assert_eq!(found(&m, &rows(1, 0, 8)), [5, 7]);
+        assert_eq!(m.prune(|_| true), 3);
+        assert!(m.is_empty());
+        assert!(m.bufs.is_empty(), "empty buffers are dropped");
+        m.insert(&rows(1, 0, 1), 1).unwrap();
+        m.clear();
+        assert!(m.is_empty() && found(&m, &rows(1, 0, 8)).is_empty());
+        assert!(TensorMap::<u64>::new(0).insert(&rows(1, 0, 1), 1).is_err());
+    }
+
+    #[test]
+    fn lookup_pruning_leaves_disjoint_entries() {
+        let mut m = TensorMap::new(usize::MAX);
+        m.insert(&rows(1, 0, 1), 1u64).unwrap();
+        m.insert(&rows(1, 4, 1), 2).unwrap();
+        let mut out = Vec::new();
+        m.lookup_pruning(&rows(1, 0, 2), |_| true, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(m.len(), 1);
+        m.lookup_pruning(&rows(1, 4, 1), |_| true, &mut out);
+        assert!(m.is_empty() && m.bufs.is_empty());
+    }
+
+    /// Many views of one buffer: each call examines a bounded number of entries, also with a
+    /// whole-buffer writer sitting underneath all of them.
+    #[test]
+    fn scans_stay_small() {
+        const N: u32 = 20_000;
+        for with_whole in [false, true] {
+            let mut m = TensorMap::new(usize::MAX);
+            let row = |i: u32| region(3, 4, i as u64 * 16, &[1, 16], &[16, 1]);
+            let whole = region(3, 4, 0, &[N, 16], &[16, 1]);
+            if with_whole {
+                m.insert(&whole, u32::MAX).unwrap();
+            }
+            let mut out = Vec::new();
+            let mut worst = 0;
+            for i in 0..N {
+                out.clear();
+                worst = worst.max(m.lookup_counted(&row(i), &mut out));
+                assert_eq!(out, if with_whole { alloc::vec![u32::MAX] } else { alloc::vec![] });
+                let (res, visited) = m.insert_counted(&row(i), i);
+                res.unwrap();
+                worst = worst.max(visited);
+            }
+            for i in 0..N {
+                out.clear();
+                worst = worst.max(m.lookup_counted(&row(i), &mut out));
+                out.sort_unstable();
+                assert_eq!(out, if with_whole { alloc::vec![i, u32::MAX] } else { alloc::vec![i] });
+            }
+            assert_eq!(m.len(), N as usize + with_whole as usize);
+            assert!(worst <= 3, "a scan examined {worst} entries");
+            // Rewriting the whole buffer replaces every entry and leaves one.
+            let (res, _) = m.insert_counted(&whole, 0);
+            res.unwrap();
+            assert_eq!(m.len(), 1);
+        }
+    }
+
+    /// Random operations against a list-based model with the same removal rule.
+    #[test]
+    fn map_matches_a_linear_model() {
+        let mut rng = Rng(7);
+        for round in 0..200 {
+            let cap = if round % 3 == 0 { 10 } else { usize::MAX };
+            let mut m = TensorMap::new(cap);
+            let mut model: Vec<(Region, u32)> = Vec::new();
+            for op in 0..120u32 {
+                let mut r = random_region(&mut rng);
+                r.buffer = rng.range(1, 2);
+                match rng.range(0, 9) {
+                    0..=4 => {
+                        let covered = model.iter().filter(|(o, _)| classify(&r, o) == Overlap::Covered).count();
+                        let res = m.insert(&r, op);
+                        if model.len() - covered >= cap {
+                            assert_eq!(res, Err(MapFull));
+                        } else {
+                            res.unwrap();
+                            model.retain(|(o, _)| classify(&r, o) != Overlap::Covered);
+                            model.push((r, op));
+                        }
+                    }
+                    5..=6 => {
+                        let mut want: Vec<u32> =
+                            model.iter().filter(|(o, _)| classify(&r, o) != Overlap::None).map(|e| e.1).collect();
+                        want.sort_unstable();
+                        assert_eq!(found(&m, &r), want);
+                    }
+                    7 => {
+                        let cut = op.saturating_sub(rng.range(0, 40) as u32);
+                        let mut want: Vec<u32> = model
+                            .iter()
+                            .filter(|(o, p)| classify(&r, o) != Overlap::None && *p >= cut)
+                            .map(|e| e.1)
+                            .collect();
+                        want.sort_unstable();
+                        model.retain(|(o, p)| classify(&r, o) == Overlap::None || *p >= cut);
+                        let mut out = Vec::new();
+                        m.lookup_pruning(&r, |p| p < cut, &mut out);
+                        out.sort_unstable();
+                        assert_eq!(out, want);
+                    }
+                    _ => {
+                        let cut = op.saturating_sub(rng.range(0, 60) as u32);
+                        let before = model.len();
+                        model.retain(|(_, p)| *p >= cut);
+                        assert_eq!(m.prune(|p| p < cut), before - model.len());
+                    }
+                }
+                assert_eq!(m.len(), model.len());
+            }
+        }
+    }
+
+    /// The property callers rely on: when every writer looks its region up before it is
+    /// inserted, a reader reaches (directly or through recorded write-after-write edges)
+    /// every earlier writer that shares a byte with it.
+    #[test]
+    fn readers_reach_every_overlapping_writer() {
+        let mut rng = Rng(0xDEAD_BEEF);
+        for _ in 0..300 {
+            let mut m = TensorMap::new(usize::MAX);
+            let mut writers: Vec<(Vec<bool>, Vec<usize>)> = Vec::new();
+            for _ in 0..40 {
+                let r = random_region(&mut rng);
+                let mut deps = Vec::new();
+                m.lookup(&r, &mut deps);
+                let id = writers.len();
+                m.insert(&r, id).unwrap();
+                writers.push((byte_set(&r, BUF_BYTES as usize), deps));
+
+                let reader = random_region(&mut rng);
+                let bytes = byte_set(&reader, BUF_BYTES as usize);
+                let mut reached = alloc::vec![false; writers.len()];
+                let mut stack = Vec::new();
+                m.lookup(&reader, &mut stack);
+                while let Some(w) = stack.pop() {
+                    if !core::mem::replace(&mut reached[w], true) {
+                        stack.extend_from_slice(&writers[w].1);
+                    }
+                }
+                for (w, (set, _)) in writers.iter().enumerate() {
+                    let shares = set.iter().zip(&bytes).any(|(&a, &b)| a && b);
+                    assert!(!shares || reached[w], "reader {reader:?} misses writer {w}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn span_classes() {
+        assert_eq!(class_of(1), 0);
+        assert_eq!(class_of(2), 1);
+        assert_eq!(class_of(3), 2);
+        assert_eq!(class_of(64), 6);
+        assert_eq!(class_of(65), 7);
+        assert_eq!(class_of(u64::MAX), 64);
+        for span in [1u64, 2, 3, 63, 64, 65, 1 << 40, u64::MAX] {
+            assert!(span <= class_width(class_of(span)));
+        }
+    }
+}
