@@ -269,7 +269,6 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
         let rec_off = h.tasks_off + i as u64 * 32;
         let args_off = rec_off as i64 + t.args_rel as i64;
         if args_off < 0 || !within(args_off as u64, t.args_len as u64) || (t.args_len as u64) < ARGS_HEAD {
-
             return Err(0x100 | ((i as u64) << 16));
         }
         if !lanes_match(t) || t.block_num == 0 || (t.shape == Shape::Dummy as u8 && t.block_num != 1) {

@@ -247,6 +247,9 @@ pub enum Site {
     Window = 8,
     /// AICore: waiting for the next dispatch.
     CoreIdle = 9,
+    /// The orchestration (on the host for the host-built graph, on the highest AICPU thread
+    /// for the device-side runtime).
+    Orchestrator = 10,
 }
 
 impl Site {
@@ -262,6 +265,8 @@ impl Site {
             Site::Kernel => "aicore kernel",
             Site::Window => "aicore window wait",
             Site::CoreIdle => "aicore dispatch wait",
+            Site::Orchestrator => "orchestrator",
+
         }
     }
 }

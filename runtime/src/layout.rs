@@ -81,9 +81,9 @@ pub struct LaunchConfig {
     pub task_count: u32,
     /// Physical cores of the device (bound on a reported physical core id).
     pub physical_cores: u32,
-    /// Reserved, zero.
-    pub reserved0: u32,
-    /// GM address of the graph image.
+    /// Which runtime the AICPU program runs: [`RUNTIME_HBG`] or [`RUNTIME_TRB`].
+    pub runtime: u32,
+    /// GM address of the graph image (host-built graph) or the [`OrchImage`] (rings).
     pub image: u64,
     /// Length of the graph image in bytes.
     pub image_len: u64,
@@ -198,6 +198,78 @@ pub struct TeardownGate {
     pub release: u64,
     /// Reserved: nothing else may live on this line.
     pub reserved: [u64; 7],
+}
+
+/// [`LaunchConfig::runtime`]: the host-built graph.
+pub const RUNTIME_HBG: u32 = 0;
+/// [`LaunchConfig::runtime`]: device-side orchestration over the tensor map and rings.
+pub const RUNTIME_TRB: u32 = 1;
+/// Magic of an orchestration image ("PTOR").
+pub const ORCH_MAGIC: u32 = 0x524f_5450;
+/// Ring depths of the device-side runtime (scope depth `d` uses ring `min(d, RINGS - 1)`).
+pub const RINGS: usize = 4;
+
+/// Sizes and placement of one ring of the device-side runtime.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct RingSpec {
+    /// Task-window slots (a power of two).
+    pub window: u32,
+    /// Dependency-list pool entries.
+    pub dep_pool: u32,
+    /// Heap bytes.
+    pub heap: u64,
+    /// GM address of the heap.
+    pub heap_base: u64,
+}
+
+/// What the host hands the device-side orchestrator: the program, its arguments, the rings.
+/// Followed by `FuncEntry[func_count]`, `OrchTensor[tensor_count]`, `u64[scalar_count]`.
+#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct OrchImage {
+    /// [`ORCH_MAGIC`].
+    pub magic: u32,
+    /// [`LAYOUT_VERSION`].
+    pub version: u32,
+    /// The orchestration program's handle.
+    pub program: u64,
+    /// Total length in bytes.
+    pub total_len: u64,
+    /// Entries of the func table.
+    pub func_count: u32,
+    /// Tensor arguments.
+    pub tensor_count: u32,
+    /// Scalar arguments.
+    pub scalar_count: u32,
+    /// Most live tensor-map entries.
+    pub tensormap_entries: u32,
+    /// Budget of an orchestrator wait (tensor data, flow control), in ticks.
+    pub wait_ticks: u64,
+    /// The rings.
+    pub rings: [RingSpec; RINGS],
+}
+
+/// A tensor argument of an orchestration.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub struct OrchTensor {
+    /// Buffer identity (for dependency discovery).
+    pub buffer_id: u64,
+    /// Buffer address.
+    pub addr: u64,
+    /// Buffer bytes.
+    pub bytes: u64,
+    /// Element offset of the view.
+    pub offset: u64,
+    /// `DType` code.
+    pub dtype: u32,
+    /// Dimensions in use.
+    pub ndims: u32,
+    /// Extents.
+    pub shape: [u32; 5],
+    /// Strides in elements.
+    pub strides: [u32; 5],
 }
 
 /// One dispatch: what a core runs for one per-core dispatch id. Two per worker.
@@ -410,6 +482,10 @@ const _: () = {
     assert!(size_of::<ArgsHeader>() == 24);
 
     assert!(size_of::<TensorDesc>() == 64);
+    assert!(size_of::<RingSpec>() == 24);
+    assert!(size_of::<OrchImage>() == 48 + 24 * RINGS);
+    assert!(size_of::<OrchTensor>() == 80);
+
     assert!(offset_of!(TensorDesc, shape) == 20);
 };
 

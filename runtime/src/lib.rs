@@ -25,6 +25,7 @@ pub mod queue;
 pub mod sched;
 mod sync;
 pub mod tensormap;
+pub mod trb;
 
 #[cfg(feature = "std")]
 pub mod host;

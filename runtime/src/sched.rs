@@ -116,7 +116,13 @@ impl Base {
         }
     }
 
+    /// Record progress (the stall watchdog measures from the last one).
+    pub fn touch<A: AicpuAgent>(&self, a: &A) {
+        self.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
+    }
+
     /// Whether any ready queue looks non-empty.
+
     pub fn any_ready(&self) -> bool {
         self.queues.iter().any(|q| !q.is_empty_hint())
     }
@@ -308,7 +314,6 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             pushed: false,
             cohort: None,
         }
-
     }
 
     /// Handshake every owned core: sweep the reports as they arrive, validate each, open its
@@ -437,7 +442,6 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             } else if self.s.total().is_some()
                 && now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress)) > watchdog
             {
-
                 s.fail(
                     a,
                     Fault {

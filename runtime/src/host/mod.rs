@@ -457,7 +457,7 @@ where
             aicpu_threads: threads,
             task_count: graph.task_count,
             physical_cores: inner.topo.workers(),
-            reserved0: 0,
+            runtime: crate::layout::RUNTIME_HBG,
             image: image.0,
             image_len: need,
             handshakes: arena.0 + desc_len,

@@ -1,0 +1,275 @@
+//! The tensormap-and-ringbuffer runtime: orchestration on the device.
+//!
+//! The highest AICPU thread boots the run and then runs the user's orchestration
+//! ([`orchestrator`]); every other thread schedules ([`crate::sched`]) from the first
+//! submitted task on, so orchestration and execution overlap. Dependencies are discovered by
+//! the tensor map; tasks, edges and heap bytes live in [`ring`]s that are reclaimed as tasks
+//! are consumed, so a run of any length needs bounded memory.
+
+pub mod orchestrator;
+pub mod ring;
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr};
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::codes::{DeviceFault, ErrorCode, Site};
+use crate::layout::{
+    DESC_MAGIC, FuncEntry, LAYOUT_VERSION, ORCH_MAGIC, OrchImage, OrchTensor, RINGS, Shape, offsets,
+};
+use crate::lifecycle::{self, Fault, RunMap};
+use crate::sched::{Base, Scheduler, TaskInfo, TaskSource};
+use ring::{COMPLETED, Ring, unhandle};
+
+/// Status when the descriptor cannot be used at all.
+pub const STATUS_BAD_DESC: i32 = -202;
+/// Status when a thread never received the shared state from the orchestrator thread.
+pub const STATUS_NO_BOOT: i32 = -201;
+/// Status when the run has fewer than two AICPU threads (one orchestrates, one schedules).
+pub const STATUS_TOO_FEW_THREADS: i32 = -203;
+
+/// State shared by the AICPU threads of one run: the rings and the scheduler base.
+pub struct Shared {
+    base: Base,
+    /// The rings.
+    pub rings: Vec<Ring>,
+    /// Kernel binaries by func id.
+    pub funcs: Vec<FuncEntry>,
+    /// The orchestration image header.
+    pub image: OrchImage,
+    /// Tensor arguments of the orchestration.
+    pub tensors: Vec<OrchTensor>,
+    /// Scalar arguments of the orchestration.
+    pub scalars: Vec<u64>,
+    /// Tasks submitted that complete through the scheduler (not allocation records).
+    submitted: AtomicU64,
+    /// Set once the orchestration returned and its outer scope ended.
+    orch_done: AtomicBool,
+}
+
+impl Shared {
+    fn slot(&self, h: u32) -> &ring::Slot {
+        let (r, s) = unhandle(h);
+        &self.rings[r].slots[s as usize]
+    }
+}
+
+impl TaskSource for Shared {
+    fn base(&self) -> &Base {
+        &self.base
+    }
+
+    fn info(&self, t: u32) -> TaskInfo {
+        let s = self.slot(t);
+        let d = s.desc.load(Ordering::Relaxed);
+        let (r, _) = unhandle(t);
+        TaskInfo {
+            shape: Shape::try_from(d as u8).unwrap_or(Shape::Dummy),
+            lanes: (d >> 8) as u8,
+            sync_start: (d >> 16) & 1 != 0,
+            block_num: (d >> 32) as u32,
+            bins: [0, 1, 2].map(|i| s.bins[i].load(Ordering::Relaxed)),
+            args: s.args.load(Ordering::Relaxed),
+            predicate: s.predicate.load(Ordering::Relaxed),
+            report_id: ring::task_id(r, s.local.load(Ordering::Relaxed)),
+        }
+    }
+
+    fn next_block(&self, t: u32) -> &AtomicU32 {
+        &self.slot(t).next_block
+    }
+
+    fn subtasks_done(&self, t: u32) -> &AtomicU32 {
+        &self.slot(t).subtasks_done
+    }
+
+    fn finish<A: AicpuAgent>(&self, _a: &A, t: u32, ready: &mut Vec<u32>) {
+        let s = self.slot(t);
+        s.lock();
+        s.state.store(COMPLETED, Ordering::Release);
+        let mut head = s.fanout_head.load(Ordering::Relaxed);
+        s.unlock();
+        // Wake the consumers. Read `next` before the increment: once a consumer's count is
+        // complete it may run, finish and have its edges reclaimed.
+        while head != 0 {
+            let (er, ei) = edge_unref(head);
+            let e = &self.rings[er].edges[ei as usize];
+            let next = e.next.load(Ordering::Relaxed);
+            let c = e.consumer.load(Ordering::Relaxed);
+            let cs = self.slot(c);
+            let need = cs.fanin_need.load(Ordering::Relaxed);
+            if cs.fanin_done.fetch_add(1, Ordering::AcqRel) + 1 == need {
+                ready.push(c);
+            }
+            head = next;
+        }
+        // Release the producers this task named, then its own completion reference.
+        let start = s.edges_start.load(Ordering::Relaxed);
+        let len = s.edges_len.load(Ordering::Relaxed) as u64;
+        let (tr, _) = unhandle(t);
+        for k in 0..len {
+            let (_, e) = self.rings[tr].edge(start + k);
+            self.slot(e.producer.load(Ordering::Relaxed)).release();
+        }
+        s.release();
+    }
+
+    fn total(&self) -> Option<u64> {
+        self.orch_done.load(Ordering::Acquire).then(|| self.submitted.load(Ordering::Acquire))
+    }
+}
+
+/// A fan-out list link to edge `idx` of `ring`'s pool (0 is the end of a list).
+pub fn edge_ref(ring: usize, idx: u32) -> u32 {
+    (((ring as u32) << ring::HANDLE_SLOT_BITS) | idx) + 1
+}
+
+/// `(ring, edge index)` of a non-zero link.
+pub fn edge_unref(link: u32) -> (usize, u32) {
+    unhandle(link - 1)
+}
+
+/// The AICPU program entry point of the device-side runtime.
+
+pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
+    let orch_thread = launch.thread_count.saturating_sub(1);
+    let shared: &Shared = if launch.thread_idx == orch_thread {
+        let Some(state) = boot(a, launch.args, launch.thread_count) else {
+            return STATUS_BAD_DESC;
+        };
+        let ptr = Box::into_raw(Box::new(state));
+        launch.scratch.store(ptr.cast(), Ordering::Release);
+        a.send_event();
+        // SAFETY: `ptr` came from `Box::into_raw` just above and is freed only by the last
+        // thread to depart (below), which cannot happen before this thread departs.
+        unsafe { &*ptr }
+    } else {
+        match wait_shared(a, &launch) {
+            Some(s) => s,
+            None => return STATUS_NO_BOOT,
+        }
+    };
+
+    if launch.thread_idx == orch_thread {
+        orchestrator::run(a, shared);
+    } else {
+        let mut sched = Scheduler::new(a, shared, launch.thread_idx, orch_thread.max(1));
+        sched.handshake();
+        sched.run();
+        let released = sched.retire();
+        sched.publish_counters(released);
+    }
+
+    let base = shared.base();
+    if base.departed.fetch_add(1, Ordering::AcqRel) + 1 == launch.thread_count {
+        a.store_direct(base.map.desc.offset(offsets::RUN_COMPLETED), base.completed());
+        let ptr = launch.scratch.swap(core::ptr::null_mut(), Ordering::AcqRel) as *mut Shared;
+        // SAFETY: every thread of the launch has departed (the counter reached the thread
+        // count), so no reference to the state remains; `ptr` came from `Box::into_raw` in
+        // the orchestrator thread and is freed exactly once because the cell was swapped.
+        drop(unsafe { Box::from_raw(ptr) });
+    }
+    0
+}
+
+fn wait_shared<'l, A: AicpuAgent>(a: &A, launch: &AicpuLaunch<'l>) -> Option<&'l Shared> {
+    let cfg = lifecycle::read_config(a, launch.args);
+    let deadline = a.now_ticks().saturating_add(cfg.watchdog_ticks.max(a.ticks_from_micros(1_000)));
+    loop {
+        let p = launch.scratch.load(Ordering::Acquire) as *const Shared;
+        if !p.is_null() {
+            // SAFETY: the orchestrator thread published a pointer from `Box::into_raw`; it
+            // stays valid until every thread, this one included, has departed.
+            return Some(unsafe { &*p });
+        }
+        if a.now_ticks() >= deadline {
+            return None;
+        }
+        a.wait_for_event(deadline);
+    }
+}
+
+/// Read and validate the descriptor and the orchestration image; `None` only when the
+/// descriptor is unusable.
+fn boot<A: AicpuAgent>(a: &A, desc: GmAddr, threads: u32) -> Option<Shared> {
+    let cfg = lifecycle::read_config(a, desc);
+    if cfg.magic != DESC_MAGIC || cfg.version != LAYOUT_VERSION || cfg.workers != cfg.clusters * 3 || cfg.clusters == 0
+    {
+        return None;
+    }
+    let map = RunMap { desc, cfg };
+    let (image, funcs, tensors, scalars, detail) = match load_image(a, &cfg) {
+        Ok((i, f, t, s)) => (i, f, t, s, None),
+        Err(d) => (OrchImage::default(), Vec::new(), Vec::new(), Vec::new(), Some(d)),
+    };
+    let detail = detail.or((threads < 2).then_some(0x900));
+    let window_total: usize = image.rings.iter().map(|r| r.window as usize).sum();
+    let q = window_total.max(1) + 1;
+    let s = Shared {
+        base: Base::new(a, map, [q; Shape::QUEUED]),
+        rings: if detail.is_none() {
+            image.rings.iter().map(|r| Ring::new(r.window, r.dep_pool)).collect()
+        } else {
+            Vec::new()
+        },
+        funcs,
+        image,
+        tensors,
+        scalars,
+        submitted: AtomicU64::new(0),
+        orch_done: AtomicBool::new(detail.is_some()),
+    };
+    if let Some(detail) = detail {
+        s.base.fail(
+            a,
+            Fault { code: ErrorCode::Device(DeviceFault::BadImage), site: Site::Boot, task: None, core: None, detail },
+        );
+    }
+    Some(s)
+}
+
+type Loaded = (OrchImage, Vec<FuncEntry>, Vec<OrchTensor>, Vec<u64>);
+
+fn load_image<A: AicpuAgent>(a: &A, cfg: &crate::layout::LaunchConfig) -> Result<Loaded, u64> {
+    let img = GmAddr(cfg.image);
+    crate::observe_host::<A>(a, img, cfg.image_len);
+    let head = core::mem::size_of::<OrchImage>() as u64;
+    if cfg.image_len < head {
+        return Err(1);
+    }
+    let mut h = OrchImage::default();
+    a.read(img, h.as_mut_bytes());
+    if h.magic != ORCH_MAGIC || h.version != LAYOUT_VERSION || h.total_len != cfg.image_len {
+        return Err(2);
+    }
+    let need = head + h.func_count as u64 * 16 + h.tensor_count as u64 * 80 + h.scalar_count as u64 * 8;
+    if need != h.total_len {
+        return Err(3);
+    }
+    for r in &h.rings {
+        let window_ok = r.window.is_power_of_two() && r.window <= 1 << ring::HANDLE_SLOT_BITS;
+        if !window_ok || r.dep_pool == 0 || r.heap % 64 != 0 || r.heap_base % 64 != 0 {
+            return Err(4);
+        }
+    }
+    let read_vec = |at: u64, n: usize, each: u64| -> Vec<u8> {
+        let mut v = alloc::vec![0u8; n * each as usize];
+        a.read(img.offset(at), &mut v);
+        v
+    };
+    let mut at = head;
+    let fb = read_vec(at, h.func_count as usize, 16);
+    at += fb.len() as u64;
+    let tb = read_vec(at, h.tensor_count as usize, 80);
+    at += tb.len() as u64;
+    let sb = read_vec(at, h.scalar_count as usize, 8);
+    let funcs = fb.chunks_exact(16).map(|c| FuncEntry::read_from_bytes(c).unwrap_or_default()).collect();
+    let tensors = tb.chunks_exact(80).map(|c| OrchTensor::read_from_bytes(c).unwrap_or_default()).collect();
+    let scalars = sb.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+    Ok((h, funcs, tensors, scalars))
+}
+
+const _: () = assert!(RINGS == 4);
