@@ -30,7 +30,7 @@
 
 pub use pto_hal as hal;
 pub use pto_runtime as runtime;
-pub use pto_runtime::host::{Error, RunConfig, RunReport};
+pub use pto_runtime::host::{Error, Program, RingConfig, RunConfig, RunReport};
 
 /// Boards, and the one this build selected.
 pub mod board {
@@ -100,5 +100,8 @@ pub mod prelude {
     pub use crate::runtime::graph::{DType, Direction, FuncId, GraphError, Kind, Task, TaskId, Tensor};
     pub use crate::runtime::hbg::GraphBuilder;
     pub use crate::runtime::kernel::KernelIo;
-    pub use crate::{Device, DeviceTensor, Error, Graph, RunConfig, RunReport};
+    pub use crate::runtime::orch::{Local, Orch, OrchArgs, OrchFail, OrchFn, RuntimeKind, ScopeMode};
+    pub use crate::runtime::codes::{ErrorCode, OrchError};
+    pub use crate::{Device, DeviceTensor, Error, Graph, Program, RingConfig, RunConfig, RunReport};
+
 }

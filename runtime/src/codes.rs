@@ -266,7 +266,6 @@ impl Site {
             Site::Window => "aicore window wait",
             Site::CoreIdle => "aicore dispatch wait",
             Site::Orchestrator => "orchestrator",
-
         }
     }
 }

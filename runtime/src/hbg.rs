@@ -18,8 +18,10 @@ use alloc::vec::Vec;
 use pto_hal::{CoreType, GmAddr};
 use zerocopy::IntoBytes;
 
+use crate::codes::OrchError;
 use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor};
 use crate::layout::{FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, MAX_FUNC_ID, NO_FUNC, Shape, TaskRecord};
+use crate::orch::{OrchFail, Orchestrator, RuntimeKind, ScopeMode};
 use crate::tensormap::{Region, TensorMap};
 
 /// Most tasks of one graph.
@@ -110,6 +112,13 @@ pub struct GraphBuilder<'f> {
     writers: TensorMap<u32>,
     backward_edges: bool,
     scratch: Vec<u32>,
+    /// Open scopes (true = manual).
+    scopes: Vec<ScopeMode>,
+    /// Largest sync-start cohort per shape, with its task.
+    sync_max: [Option<(u32, u32)>; Shape::QUEUED],
+    /// Text of an error the orchestration API raised.
+    fatal: Option<String>,
+    clusters: u32,
 }
 
 impl<'f> GraphBuilder<'f> {
@@ -124,7 +133,31 @@ impl<'f> GraphBuilder<'f> {
             writers: TensorMap::new(usize::MAX),
             backward_edges: false,
             scratch: Vec::new(),
+            scopes: Vec::new(),
+            sync_max: [None; Shape::QUEUED],
+            fatal: None,
+            clusters: 0,
         }
+    }
+
+    /// The largest sync-start cohort of `shape`: `(task, block_num)`.
+    pub fn sync_start_max(&self, shape: Shape) -> Option<(u32, u32)> {
+        self.sync_max.get(shape as usize).copied().flatten()
+    }
+
+    /// The message of an error the orchestration API raised (EXPLICIT_ORCH_FATAL, misuse).
+    pub fn fatal_message(&self) -> Option<&str> {
+        self.fatal.as_deref()
+    }
+
+    /// Tell the orchestration how many clusters the device has.
+    pub fn set_clusters(&mut self, clusters: u32) {
+        self.clusters = clusters;
+    }
+
+    fn refuse(&mut self, message: &str) -> OrchFail {
+        self.fatal.get_or_insert_with(|| String::from(message));
+        OrchFail::Code { code: OrchError::InvalidArgs, detail: 0 }
     }
 
     /// A runtime-allocated tensor from this graph's heap (lives as long as the graph). Its
@@ -175,18 +208,28 @@ impl<'f> GraphBuilder<'f> {
             }
             fanin.push(d.0);
         }
-        for a in task.args() {
-            if a.dir.reads() || matches!(a.dir, Direction::Out | Direction::InOut) {
-                self.writers.lookup(&Region::of(&a.tensor), &mut fanin);
+        let auto = self.scopes.last() != Some(&ScopeMode::Manual);
+        if auto {
+            for a in task.args() {
+                if a.dir.reads() || matches!(a.dir, Direction::Out | Direction::InOut) {
+                    self.writers.lookup(&Region::of(&a.tensor), &mut fanin);
+                }
+            }
+            if let Some(p) = task.predicate() {
+                self.writers.lookup(&Region::of(p), &mut fanin);
+            }
+            for a in task.args() {
+                if a.dir.writes() {
+                    // Unbounded on the host: the map never refuses.
+                    let _ = self.writers.insert(&Region::of(&a.tensor), id);
+                }
             }
         }
-        if let Some(p) = task.predicate() {
-            self.writers.lookup(&Region::of(p), &mut fanin);
-        }
-        for a in task.args() {
-            if a.dir.writes() {
-                // Unbounded on the host: the map never refuses.
-                let _ = self.writers.insert(&Region::of(&a.tensor), id);
+        let shape = task.kind().shape();
+        if task.is_sync_start() && (shape as usize) < Shape::QUEUED {
+            let m = &mut self.sync_max[shape as usize];
+            if m.is_none_or(|(_, b)| task.block_num() > b) {
+                *m = Some((id, task.block_num()));
             }
         }
         fanin.sort_unstable();
@@ -374,6 +417,50 @@ impl<'f> GraphBuilder<'f> {
         }
         debug_assert_eq!(args_pos, total);
         Ok(img)
+    }
+}
+
+/// The host-built graph runs the orchestration API on the host: scopes only select the
+/// discovery mode (the graph heap lives as long as the graph), and tensor data cannot be read
+/// or written while the graph is being built (nothing has run yet).
+impl Orchestrator for GraphBuilder<'_> {
+    fn runtime(&self) -> RuntimeKind {
+        RuntimeKind::HostBuiltGraph
+    }
+    fn submit_task(&mut self, task: Task) -> Result<TaskId, OrchFail> {
+        Ok(self.submit(task)?)
+    }
+    fn alloc(&mut self, dtype: DType, shape: &[u32]) -> Result<Tensor, OrchFail> {
+        Ok(self.alloc_tensor(dtype, shape)?)
+    }
+    fn scope_begin(&mut self, mode: ScopeMode) -> Result<(), OrchFail> {
+        if mode == ScopeMode::Auto && self.scopes.last() == Some(&ScopeMode::Manual) {
+            return Err(self.refuse("an auto scope inside a manual scope"));
+        }
+        self.scopes.push(mode);
+        Ok(())
+    }
+    fn scope_end(&mut self) -> Result<(), OrchFail> {
+        match self.scopes.pop() {
+            Some(_) => Ok(()),
+            None => Err(self.refuse("scope_end without a matching scope_begin")),
+        }
+    }
+    fn read_element(&mut self, _t: &Tensor, _index: &[u32], _out: &mut [u8]) -> Result<(), OrchFail> {
+        Err(self
+            .refuse("tensor data cannot be read while a host-built graph is being built (use the device-side runtime)"))
+    }
+    fn write_element(&mut self, _t: &Tensor, _index: &[u32], _bytes: &[u8]) -> Result<(), OrchFail> {
+        Err(self.refuse(
+            "tensor data cannot be written while a host-built graph is being built (use the device-side runtime)",
+        ))
+    }
+    fn fatal(&mut self, message: &str) -> OrchFail {
+        self.fatal.get_or_insert_with(|| String::from(message));
+        OrchFail::Code { code: OrchError::ExplicitOrchFatal, detail: 0 }
+    }
+    fn clusters(&self) -> u32 {
+        self.clusters
     }
 }
 

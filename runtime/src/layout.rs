@@ -246,11 +246,22 @@ pub struct OrchImage {
     pub tensormap_entries: u32,
     /// Budget of an orchestrator wait (tensor data, flow control), in ticks.
     pub wait_ticks: u64,
+    /// [`orch_flags`].
+    pub flags: u32,
+    /// Reserved, zero.
+    pub reserved: u32,
     /// The rings.
     pub rings: [RingSpec; RINGS],
 }
 
+/// Bits of [`OrchImage::flags`].
+pub mod orch_flags {
+    /// The run may use AIV cores only: AIC and MIX tasks are refused at submission.
+    pub const AIV_ONLY: u32 = 1;
+}
+
 /// A tensor argument of an orchestration.
+
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub struct OrchTensor {
@@ -483,7 +494,7 @@ const _: () = {
 
     assert!(size_of::<TensorDesc>() == 64);
     assert!(size_of::<RingSpec>() == 24);
-    assert!(size_of::<OrchImage>() == 48 + 24 * RINGS);
+    assert!(size_of::<OrchImage>() == 56 + 24 * RINGS);
     assert!(size_of::<OrchTensor>() == 80);
 
     assert!(offset_of!(TensorDesc, shape) == 20);

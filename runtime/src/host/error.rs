@@ -100,7 +100,20 @@ pub enum Error {
     Config(String),
 }
 
+impl Error {
+    /// The runtime code of this error, when it has one: a latched device fault's code, and
+    /// INVALID_ARGS for bad graph input (what the device-side runtime latches for it).
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Device(d) => Some(d.code),
+            Error::Graph(_) => Some(ErrorCode::Orch(crate::codes::OrchError::InvalidArgs)),
+            _ => None,
+        }
+    }
+}
+
 /// Convert a platform error.
+
 pub(crate) fn platform<E: pto_hal::Error + core::fmt::Display>(op: &'static str) -> impl FnOnce(E) -> Error {
     move |e| Error::Platform { op, kind: e.kind(), message: std::format!("{e}") }
 }

@@ -33,18 +33,23 @@ use std::time::{Duration, Instant};
 use std::vec::Vec;
 
 use pto_hal::{
-    AicoreStream, AicpuStream, CoreType, DeviceMemory, GmAddr, KernelFn, KernelLoader, Platform, Stream, Topology,
+    AicoreStream, AicpuStream, CoreType, DeviceMemory, GmAddr, KernelFn, KernelLoader, Platform, ProgramLoader, Stream,
+    Topology,
 };
-use zerocopy::IntoBytes;
+use zerocopy::{FromBytes, IntoBytes};
 
 use error::platform;
 pub use error::{DeviceError, Error};
 
+use crate::codes::OrchError;
 use crate::codes::{ErrorCode, Site};
 use crate::graph::{BufferRef, DType, Element, FuncId, GraphError, Placement, Tensor};
 use crate::hbg::{FuncTable, GraphBuilder};
-use crate::layout::Shape;
-use crate::layout::{DESC_MAGIC, LAYOUT_VERSION, LaunchConfig, LaunchDesc};
+use crate::layout::{
+    DESC_MAGIC, FuncEntry, LAYOUT_VERSION, LaunchConfig, LaunchDesc, ORCH_MAGIC, OrchImage, OrchTensor, RINGS,
+    RUNTIME_HBG, RUNTIME_TRB, RingSpec, Shape, orch_flags,
+};
+use crate::orch::{Orch, OrchArgs, OrchFail, OrchFn, Orchestrator, RuntimeKind, ScopeMode};
 use slots::{PIPELINE_DEPTH, Refused, SlotTable};
 
 /// Budgets of a device, in microseconds. The chain is: scheduler watchdog < exit budget +
@@ -78,6 +83,86 @@ pub struct RunConfig {
     pub aiv_only: bool,
     /// Override the scheduler watchdog for this run.
     pub watchdog_us: Option<u64>,
+    /// Which runtime runs an orchestration program ([`Device::run_program`]); a graph built
+    /// with [`Device::build`] always runs on the host-built-graph runtime.
+    pub runtime: RuntimeKind,
+    /// Ring sizes and budgets of the device-side runtime.
+    pub rings: RingConfig,
+}
+
+/// Sizes of the device-side runtime's rings, per scope depth (ring `min(depth, 3)`; the
+/// orchestration's own outer scope is depth 0), and its orchestrator budgets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Task-window slots per ring (powers of two). A scope may hold fewer tasks than this.
+    pub window: [u32; RINGS],
+    /// Heap bytes per ring (multiples of 64): argument records and scope-allocated tensors.
+    pub heap: [u64; RINGS],
+    /// Dependency-list entries per ring (one per producer → consumer edge of a live task).
+    pub dep_pool: [u32; RINGS],
+    /// Most live tensor-map entries.
+    pub tensormap_entries: u32,
+    /// Budget of one orchestrator wait (tensor data, ring reclaim) in microseconds; default:
+    /// the scheduler watchdog.
+    pub wait_us: Option<u64>,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig {
+            window: [8192, 1024, 1024, 1024],
+            heap: [16 << 20, 4 << 20, 4 << 20, 4 << 20],
+            dep_pool: [16384, 4096, 4096, 4096],
+            tensormap_entries: 65536,
+            wait_us: None,
+        }
+    }
+}
+
+impl RingConfig {
+    /// The same sizes for every ring.
+    pub fn uniform(window: u32, heap: u64, dep_pool: u32) -> RingConfig {
+        RingConfig { window: [window; RINGS], heap: [heap; RINGS], dep_pool: [dep_pool; RINGS], ..Self::default() }
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        for r in 0..RINGS {
+            let w = self.window[r];
+            if !w.is_power_of_two() || !(2..=1 << crate::trb::ring::HANDLE_SLOT_BITS).contains(&w) {
+                return Err(Error::Config(std::format!(
+                    "rings.window[{r}] = {w}: a ring's task window must be a power of two in 2..=2^28"
+                )));
+            }
+            if self.heap[r] < 64 || self.heap[r] % 64 != 0 {
+                return Err(Error::Config(std::format!(
+                    "rings.heap[{r}] = {}: a ring's heap must be a non-zero multiple of 64 bytes",
+                    self.heap[r]
+                )));
+            }
+            if self.dep_pool[r] == 0 || self.dep_pool[r] >= 1 << crate::trb::ring::HANDLE_SLOT_BITS {
+                return Err(Error::Config(std::format!("rings.dep_pool[{r}] must be in 1..2^28")));
+            }
+        }
+        if self.tensormap_entries == 0 {
+            return Err(Error::Config("rings.tensormap_entries must be at least 1".to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// An orchestration registered with a device: runs on either runtime.
+#[derive(Clone, Debug)]
+pub struct Program {
+    name: String,
+    handle: u64,
+    f: OrchFn,
+}
+
+impl Program {
+    /// The name given at registration.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// What a completed run reports.
@@ -103,6 +188,8 @@ pub struct RunReport {
 struct SlotMem {
     arena: GmAddr,
     image: Option<(GmAddr, u64)>,
+    /// The device-side runtime's ring heaps (one allocation, cut per ring).
+    heaps: Option<(GmAddr, u64)>,
 }
 
 struct Streams<P: Platform> {
@@ -156,8 +243,8 @@ impl<P: Platform> Drop for Inner<P> {
         for m in &self.slot_mem {
             let m = m.lock().unwrap_or_else(|e| e.into_inner());
             let _ = self.dev.free(m.arena);
-            if let Some((img, _)) = m.image {
-                let _ = self.dev.free(img);
+            for (a, _) in [m.image, m.heaps].into_iter().flatten() {
+                let _ = self.dev.free(a);
             }
         }
     }
@@ -193,7 +280,7 @@ where
         for _ in 0..PIPELINE_DEPTH {
             let arena = dev.alloc(arena_bytes, 64).map_err(platform("slot allocation"))?;
             dev.memset(arena, 0, arena_bytes).map_err(platform("slot initialisation"))?;
-            mems.push(Mutex::new(SlotMem { arena, image: None }));
+            mems.push(Mutex::new(SlotMem { arena, image: None, heaps: None }));
         }
         let mut mems = mems.into_iter();
         let slot_mem = [mems.next().ok_or(Error::Closed)?, mems.next().ok_or(Error::Closed)?];
@@ -312,12 +399,35 @@ where
         Ok(t)
     }
 
+    /// Register an orchestration program: the same function runs on the host (host-built
+    /// graph) or on the device's highest AICPU thread (device-side runtime).
+    pub fn register_orchestration(&self, name: &str, f: OrchFn) -> Result<Program, Error> {
+        self.inner.check_usable()?;
+        let handle = self.inner.dev.load_program(f).map_err(platform("orchestration program load"))?;
+        Ok(Program { name: name.to_string(), handle, f })
+    }
+
     /// Build a graph: `f` submits tasks to the builder; dependencies are discovered as it
     /// goes. The image is emitted once and uploaded once per run.
     pub fn build<F>(&self, f: F) -> Result<Graph<P>, Error>
     where
         F: FnOnce(&mut GraphBuilder<'_>) -> Result<(), GraphError>,
     {
+        self.build_inner(|b| f(b).map_err(Error::Graph))
+    }
+
+    /// Run `program` on the host into a graph (the host-built-graph runtime). Run the graph
+    /// any number of times.
+    pub fn build_program(&self, program: &Program, args: &OrchArgs) -> Result<Graph<P>, Error> {
+        self.build_inner(|b| {
+            b.set_clusters(self.inner.topo.clusters);
+            let r = b.scope_begin(ScopeMode::Auto).and_then(|()| (program.f)(&mut Orch::new(&mut *b), args));
+            let r = r.and_then(|()| b.scope_end());
+            r.map_err(|e| orch_error(e, b.fatal_message()))
+        })
+    }
+
+    fn build_inner(&self, f: impl FnOnce(&mut GraphBuilder<'_>) -> Result<(), Error>) -> Result<Graph<P>, Error> {
         self.inner.check_usable()?;
         let started = Instant::now();
         let funcs = self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
@@ -341,12 +451,14 @@ where
             }
         };
         let first = [Shape::Aic, Shape::Aiv, Shape::Mix].map(|s| b.first_of(s));
+        let sync_max = [Shape::Aic, Shape::Aiv, Shape::Mix].map(|s| b.sync_start_max(s));
         Ok(Graph {
             dev: self.inner.clone(),
             image,
             heap,
             task_count: b.task_count(),
             first,
+            sync_max,
             build_time: started.elapsed(),
         })
     }
@@ -372,15 +484,98 @@ where
         self.prepare(graph, cfg)?.launch()?.wait()
     }
 
+    /// Run `program` on the runtime `cfg.runtime` names: build on the host and run the graph,
+    /// or orchestrate on the device.
+    pub fn run_program(&self, program: &Program, args: &OrchArgs, cfg: &RunConfig) -> Result<RunReport, Error> {
+        self.prepare_program(program, args, cfg)?.launch()?.wait()
+    }
+
+    /// Prepare one run of `program` on the runtime `cfg.runtime` names (see
+    /// [`Device::prepare`] for the pipeline rules).
+    pub fn prepare_program<'d>(
+        &'d self,
+        program: &Program,
+        args: &OrchArgs,
+        cfg: &RunConfig,
+    ) -> Result<PreparedRun<'d, P>, Error> {
+        match cfg.runtime {
+            RuntimeKind::HostBuiltGraph => {
+                let graph = self.build_program(program, args)?;
+                let mut prepared = self.prepare(&graph, cfg)?;
+                prepared.keep = Some(graph);
+                Ok(prepared)
+            }
+            RuntimeKind::TensormapRing => {
+                let (clusters, threads) = self.check_config(cfg)?;
+                if threads < 2 {
+                    return Err(Error::Config(std::format!(
+                        "the device-side runtime needs at least 2 AICPU threads (one orchestrates, the others schedule), got {threads}"
+                    )));
+                }
+                cfg.rings.validate()?;
+                let wait_us = cfg.rings.wait_us.unwrap_or(cfg.watchdog_us.unwrap_or(self.inner.timeouts.watchdog_us));
+                let watchdog = cfg.watchdog_us.unwrap_or(self.inner.timeouts.watchdog_us);
+                if wait_us == 0 || wait_us > 2 * watchdog {
+                    return Err(Error::Config(std::format!(
+                        "rings.wait_us = {wait_us} must be in 1..=2 x watchdog ({} us): idle cores give up after that",
+                        2 * watchdog
+                    )));
+                }
+                let image = self.orch_image(program, args, cfg, wait_us)?;
+                let slot = self.reserve_slot()?;
+                match self.publish_trb(slot, image, clusters, threads, cfg) {
+                    Ok(epoch) => Ok(PreparedRun {
+                        dev: self,
+                        slot: Some(slot),
+                        epoch,
+                        clusters,
+                        threads,
+                        tasks: None,
+                        runtime: RuntimeKind::TensormapRing,
+                        keep: None,
+                    }),
+                    Err(e) => {
+                        self.inner.slot_table.release(slot);
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
     /// Prepare a run: reserve a pipeline slot and publish the launch image (descriptor and
     /// graph image, synchronously, exactly once). A second run can be prepared while the first
     /// is launched: it takes the other slot.
     pub fn prepare<'d>(&'d self, graph: &Graph<P>, cfg: &RunConfig) -> Result<PreparedRun<'d, P>, Error> {
-        let inner = &*self.inner;
-        inner.check_usable()?;
         if !Arc::ptr_eq(&graph.dev, &self.inner) {
             return Err(Error::Config("the graph was built for another device".to_string()));
         }
+        let (clusters, threads) = self.check_config(cfg)?;
+        graph.check_placeable(cfg, clusters, threads)?;
+        let slot = self.reserve_slot()?;
+        let inner = &*self.inner;
+        match self.publish(slot, &graph.image, graph.task_count, RUNTIME_HBG, clusters, threads, cfg) {
+            Ok(epoch) => Ok(PreparedRun {
+                dev: self,
+                slot: Some(slot),
+                epoch,
+                clusters,
+                threads,
+                tasks: Some(graph.task_count),
+                runtime: RuntimeKind::HostBuiltGraph,
+                keep: None,
+            }),
+            Err(e) => {
+                inner.slot_table.release(slot);
+                Err(e)
+            }
+        }
+    }
+
+    /// Clusters and threads of a run, after checking the configuration.
+    fn check_config(&self, cfg: &RunConfig) -> Result<(u32, u32), Error> {
+        let inner = &*self.inner;
+        inner.check_usable()?;
         let clusters = cfg.clusters.unwrap_or(inner.topo.clusters);
         if clusters == 0 || clusters > inner.topo.clusters {
             return Err(Error::Config(std::format!("clusters must be 1..={}, got {clusters}", inner.topo.clusters)));
@@ -401,26 +596,116 @@ where
                 )));
             }
         }
-        graph.check_placeable(cfg)?;
-        let slot = inner.slot_table.reserve().map_err(|r| match r {
-            Refused::Full => Error::Busy("both pipeline slots hold live runs"),
-            Refused::PredecessorNotLaunched => Error::Busy("the other prepared run must be launched first"),
-        })?;
-        match self.publish(slot, graph, clusters, threads, cfg) {
-            Ok(epoch) => {
-                Ok(PreparedRun { dev: self, slot: Some(slot), epoch, clusters, threads, tasks: graph.task_count })
-            }
-            Err(e) => {
-                inner.slot_table.release(slot);
-                Err(e)
-            }
-        }
+        Ok((clusters, threads))
     }
 
+    fn reserve_slot(&self) -> Result<usize, Error> {
+        self.inner.slot_table.reserve().map_err(|r| match r {
+            Refused::Full => Error::Busy("both pipeline slots hold live runs"),
+            Refused::PredecessorNotLaunched => Error::Busy("the other prepared run must be launched first"),
+        })
+    }
+
+    /// The orchestration image of a device-side run (without ring addresses yet).
+    fn orch_image(&self, program: &Program, args: &OrchArgs, cfg: &RunConfig, wait_us: u64) -> Result<Vec<u8>, Error> {
+        let funcs = self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
+        let mut tensors = Vec::with_capacity(args.tensors().len());
+        for (i, t) in args.tensors().iter().enumerate() {
+            let Placement::External(addr) = t.buffer.placement else {
+                return Err(Error::Config(std::format!(
+                    "orchestration argument {i} is not a device tensor (graph-heap tensors belong to one graph)"
+                )));
+            };
+            tensors.push(OrchTensor {
+                buffer_id: t.buffer.id,
+                addr: addr.0,
+                bytes: t.buffer.bytes,
+                offset: t.offset,
+                dtype: t.buffer.dtype.into(),
+                ndims: t.ndims,
+                shape: t.shape,
+                strides: t.strides,
+            });
+        }
+        let freq = pto_hal::Clock::freq_hz(&self.inner.dev);
+        let head = OrchImage {
+            magic: ORCH_MAGIC,
+            version: LAYOUT_VERSION,
+            program: program.handle,
+            total_len: 0,
+            func_count: funcs.len() as u32,
+            tensor_count: tensors.len() as u32,
+            scalar_count: args.scalars().len() as u32,
+            tensormap_entries: cfg.rings.tensormap_entries,
+            wait_ticks: (wait_us as u128 * freq as u128 / 1_000_000) as u64,
+            flags: if cfg.aiv_only { orch_flags::AIV_ONLY } else { 0 },
+            reserved: 0,
+            rings: [RingSpec::default(); RINGS],
+        };
+        let mut bytes = head.as_bytes().to_vec();
+        for id in 0..funcs.len() {
+            let e = match funcs.get(id as u16) {
+                Some(f) => FuncEntry { aic: f.aic.unwrap_or(0), aiv: f.aiv.unwrap_or(0) },
+                None => FuncEntry::default(),
+            };
+            bytes.extend_from_slice(e.as_bytes());
+        }
+        for t in &tensors {
+            bytes.extend_from_slice(t.as_bytes());
+        }
+        for v in args.scalars() {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        Ok(bytes)
+    }
+
+    fn publish_trb(
+        &self,
+        slot: usize,
+        mut image: Vec<u8>,
+        clusters: u32,
+        threads: u32,
+        cfg: &RunConfig,
+    ) -> Result<u64, Error> {
+        let need: u64 = cfg.rings.heap.iter().sum();
+        let base = {
+            let mut mem = self.inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner());
+            match mem.heaps {
+                Some((a, cap)) if cap >= need => a,
+                old => {
+                    if let Some((a, _)) = old {
+                        self.inner.dev.free(a).map_err(platform("ring heap free"))?;
+                        mem.heaps = None;
+                    }
+                    let a = self.inner.dev.alloc(need, 64).map_err(platform("ring heap allocation"))?;
+                    mem.heaps = Some((a, need));
+                    a
+                }
+            }
+        };
+        let mut head = OrchImage::read_from_prefix(&image).map_err(|_| Error::Config("bad image".to_string()))?.0;
+        head.total_len = image.len() as u64;
+        let mut at = base.0;
+        for r in 0..RINGS {
+            head.rings[r] = RingSpec {
+                window: cfg.rings.window[r],
+                dep_pool: cfg.rings.dep_pool[r],
+                heap: cfg.rings.heap[r],
+                heap_base: at,
+            };
+            at += cfg.rings.heap[r];
+        }
+        image[..core::mem::size_of::<OrchImage>()].copy_from_slice(head.as_bytes());
+        self.publish(slot, &image, 0, RUNTIME_TRB, clusters, threads, cfg)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn publish(
         &self,
         slot: usize,
-        graph: &Graph<P>,
+        bytes: &[u8],
+        task_count: u32,
+        runtime: u32,
         clusters: u32,
         threads: u32,
         cfg: &RunConfig,
@@ -428,7 +713,7 @@ where
         let inner = &*self.inner;
         let dev = &inner.dev;
         let mut mem = inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner());
-        let need = graph.image.len() as u64;
+        let need = bytes.len() as u64;
         let image = match mem.image {
             Some((a, cap)) if cap >= need => a,
             old => {
@@ -455,9 +740,9 @@ where
             clusters,
             workers: clusters * 3,
             aicpu_threads: threads,
-            task_count: graph.task_count,
+            task_count,
             physical_cores: inner.topo.workers(),
-            runtime: crate::layout::RUNTIME_HBG,
+            runtime,
             image: image.0,
             image_len: need,
             handshakes: arena.0 + desc_len,
@@ -468,9 +753,32 @@ where
             core_wait_ticks: freq(2 * watchdog_us + inner.timeouts.exit_us),
             reserved: [0; 3],
         };
-        let image_bytes = LaunchImage::prepare(config, &graph.image);
+        let image_bytes = LaunchImage::prepare(config, bytes);
         image_bytes.publish(dev, arena, image)?;
         Ok(epoch)
+    }
+}
+
+/// The host error for an orchestration API failure.
+fn orch_error(e: OrchFail, message: Option<&str>) -> Error {
+    match e {
+        OrchFail::Graph(g) => Error::Graph(g),
+        OrchFail::Code { code, detail } => Error::Device(DeviceError {
+            code: ErrorCode::Orch(code),
+            site: Site::Orchestrator,
+            task: None,
+            core: None,
+            detail,
+            message: message.unwrap_or("").to_string(),
+        }),
+        OrchFail::Stopped => Error::Device(DeviceError {
+            code: ErrorCode::Orch(OrchError::InvalidArgs),
+            site: Site::Orchestrator,
+            task: None,
+            core: None,
+            detail: 0,
+            message: "the orchestration used the API after a failure".to_string(),
+        }),
     }
 }
 
@@ -503,7 +811,10 @@ pub struct PreparedRun<'d, P: Platform> {
     epoch: u64,
     clusters: u32,
     threads: u32,
-    tasks: u32,
+    tasks: Option<u32>,
+    runtime: RuntimeKind,
+    /// A graph built for this run only (a program on the host-built-graph runtime).
+    keep: Option<Graph<P>>,
 }
 
 impl<'d, P: Platform> PreparedRun<'d, P>
@@ -532,9 +843,11 @@ where
                 .launch_aicore(crate::exec::legacy::aicore_entry::<P::Aicore>, desc, self.clusters)
                 .map_err(platform("AICore launch"))?;
             let core_ev = s.aicore.record_event().map_err(platform("AICore event"))?;
-            s.aicpu
-                .launch_aicpu(crate::aicpu::aicpu_entry::<P::Aicpu>, desc, self.threads)
-                .map_err(platform("AICPU launch"))?;
+            let entry = match self.runtime {
+                RuntimeKind::HostBuiltGraph => crate::aicpu::aicpu_entry::<P::Aicpu>,
+                RuntimeKind::TensormapRing => crate::trb::aicpu_entry::<P::Aicpu>,
+            };
+            s.aicpu.launch_aicpu(entry, desc, self.threads).map_err(platform("AICPU launch"))?;
             let cpu_ev = s.aicpu.record_event().map_err(platform("AICPU event"))?;
             Ok::<_, Error>((cpu_ev, core_ev))
         })();
@@ -551,6 +864,7 @@ where
                     core_ev,
                     started,
                     tasks: self.tasks,
+                    _keep: self.keep.take(),
                 })
             }
             Err(e) => {
@@ -580,7 +894,8 @@ pub struct RunHandle<'d, P: Platform> {
     cpu_ev: <P::AicpuStream as Stream>::Event,
     core_ev: <P::AicoreStream as Stream>::Event,
     started: Instant,
-    tasks: u32,
+    tasks: Option<u32>,
+    _keep: Option<Graph<P>>,
 }
 
 impl<'d, P: Platform> RunHandle<'d, P>
@@ -695,13 +1010,13 @@ where
         }
         if d.run.threads_done != d.config.aicpu_threads as u64
             || d.run.cores_released != workers
-            || d.run.completed != self.tasks as u64
+            || self.tasks.is_some_and(|n| d.run.completed != n as u64)
         {
             // No latched fault but the run's own record is incomplete: ask the streams.
             self.sync_streams()?;
             inner.mark_unusable(std::format!("run {} ended without a complete record", self.epoch));
             return Err(Error::Unusable(std::format!(
-                "run {} ended with {}/{} tasks, {}/{} threads, {}/{} cores released",
+                "run {} ended with {}/{:?} tasks, {}/{} threads, {}/{} cores released",
                 self.epoch,
                 d.run.completed,
                 self.tasks,
@@ -846,6 +1161,7 @@ pub struct Graph<P: Platform> {
     heap: Option<GmAddr>,
     task_count: u32,
     first: [Option<u32>; 3],
+    sync_max: [Option<(u32, u32)>; 3],
     build_time: Duration,
 }
 
@@ -863,7 +1179,26 @@ impl<P: Platform> Graph<P> {
         self.build_time
     }
 
-    fn check_placeable(&self, cfg: &RunConfig) -> Result<(), Error> {
+    fn check_placeable(&self, cfg: &RunConfig, clusters: u32, threads: u32) -> Result<(), Error> {
+        // A sync-start cohort starts on the cores of one scheduler thread.
+        let per_thread = clusters / threads.max(1);
+        for (i, shape) in [Shape::Aic, Shape::Aiv, Shape::Mix].into_iter().enumerate() {
+            if let Some((task, blocks)) = self.sync_max[i] {
+                let cap = if shape == Shape::Aiv { 2 * per_thread } else { per_thread };
+                if blocks > cap {
+                    return Err(Error::Device(DeviceError {
+                        code: ErrorCode::Orch(OrchError::RequireSyncStartInvalid),
+                        site: Site::Orchestrator,
+                        task: Some(task),
+                        core: None,
+                        detail: blocks as u64,
+                        message: std::format!(
+                            "task {task}: a sync-start cohort of {blocks} {shape:?} blocks; one scheduler thread hosts at most {cap}"
+                        ),
+                    }));
+                }
+            }
+        }
         if cfg.aiv_only {
             if let Some(t) = self.first[Shape::Mix as usize] {
                 return Err(GraphError::Unplaceable {

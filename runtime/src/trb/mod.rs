@@ -17,9 +17,7 @@ use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
-use crate::layout::{
-    DESC_MAGIC, FuncEntry, LAYOUT_VERSION, ORCH_MAGIC, OrchImage, OrchTensor, RINGS, Shape, offsets,
-};
+use crate::layout::{DESC_MAGIC, FuncEntry, LAYOUT_VERSION, ORCH_MAGIC, OrchImage, OrchTensor, RINGS, Shape, offsets};
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::sched::{Base, Scheduler, TaskInfo, TaskSource};
 use ring::{COMPLETED, Ring, unhandle};
@@ -155,7 +153,9 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
 
     if launch.thread_idx == orch_thread {
         orchestrator::run(a, shared);
+        a.fetch_add(shared.base().map.desc.offset(offsets::RUN_THREADS_DONE), 1);
     } else {
+
         let mut sched = Scheduler::new(a, shared, launch.thread_idx, orch_thread.max(1));
         sched.handshake();
         sched.run();
@@ -244,6 +244,9 @@ fn load_image<A: AicpuAgent>(a: &A, cfg: &crate::layout::LaunchConfig) -> Result
     a.read(img, h.as_mut_bytes());
     if h.magic != ORCH_MAGIC || h.version != LAYOUT_VERSION || h.total_len != cfg.image_len {
         return Err(2);
+    }
+    if h.flags & !crate::layout::orch_flags::AIV_ONLY != 0 {
+        return Err(5);
     }
     let need = head + h.func_count as u64 * 16 + h.tensor_count as u64 * 80 + h.scalar_count as u64 * 8;
     if need != h.total_len {

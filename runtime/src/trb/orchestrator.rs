@@ -410,6 +410,11 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         }
         let bins = self.bins(&task, id)?;
         let shape = task.kind().shape();
+        if self.s.image.flags & crate::layout::orch_flags::AIV_ONLY != 0 && matches!(shape, Shape::Aic | Shape::Mix) {
+            let why = "the run is AIV-only";
+            return Err(self.invalid(GraphError::Unplaceable { task: id, shape, why }));
+        }
+
         if task.is_sync_start() && task.block_num() > self.cohort_capacity(shape) {
             let cap = self.cohort_capacity(shape);
             let text = format!(

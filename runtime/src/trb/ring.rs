@@ -17,8 +17,8 @@
 //! Slot and edge words are atomics in AICPU memory (the AICPU threads are one coherence
 //! domain); the per-slot lock orders the fan-out list against the COMPLETED transition.
 
-use alloc::boxed::Box;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering, spin_hint};
+use alloc::boxed::Box;
 
 /// Task state: submitted, not yet completed.
 pub const PENDING: u32 = 0;
@@ -295,7 +295,6 @@ impl Cursor {
         }
         let (top, tail) = (self.heap_top, self.heap_tail);
         if top >= tail {
-
             // Free: [top, size) and [0, tail). Never straddle the end; never let top meet
             // tail (that would read as empty).
             if self.heap_size - top >= bytes {
