@@ -20,7 +20,7 @@ use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::layout::{DESC_MAGIC, FuncEntry, LAYOUT_VERSION, ORCH_MAGIC, OrchImage, OrchTensor, RINGS, Shape, offsets};
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::sched::{Base, Scheduler, TaskInfo, TaskSource};
-use ring::{COMPLETED, Ring, unhandle};
+use ring::{Ring, unhandle};
 
 /// Status when the descriptor cannot be used at all.
 pub const STATUS_BAD_DESC: i32 = -202;
@@ -50,8 +50,7 @@ pub struct Shared {
 
 impl Shared {
     fn slot(&self, h: u32) -> &ring::Slot {
-        let (r, s) = unhandle(h);
-        &self.rings[r].slots[s as usize]
+        ring::slot(&self.rings, h)
     }
 }
 
@@ -85,49 +84,12 @@ impl TaskSource for Shared {
     }
 
     fn finish<A: AicpuAgent>(&self, _a: &A, t: u32, ready: &mut Vec<u32>) {
-        let s = self.slot(t);
-        s.lock();
-        s.state.store(COMPLETED, Ordering::Release);
-        let mut head = s.fanout_head.load(Ordering::Relaxed);
-        s.unlock();
-        // Wake the consumers. Read `next` before the increment: once a consumer's count is
-        // complete it may run, finish and have its edges reclaimed.
-        while head != 0 {
-            let (er, ei) = edge_unref(head);
-            let e = &self.rings[er].edges[ei as usize];
-            let next = e.next.load(Ordering::Relaxed);
-            let c = e.consumer.load(Ordering::Relaxed);
-            let cs = self.slot(c);
-            let need = cs.fanin_need.load(Ordering::Relaxed);
-            if cs.fanin_done.fetch_add(1, Ordering::AcqRel) + 1 == need {
-                ready.push(c);
-            }
-            head = next;
-        }
-        // Release the producers this task named, then its own completion reference.
-        let start = s.edges_start.load(Ordering::Relaxed);
-        let len = s.edges_len.load(Ordering::Relaxed) as u64;
-        let (tr, _) = unhandle(t);
-        for k in 0..len {
-            let (_, e) = self.rings[tr].edge(start + k);
-            self.slot(e.producer.load(Ordering::Relaxed)).release();
-        }
-        s.release();
+        ring::complete(&self.rings, t, ready);
     }
 
     fn total(&self) -> Option<u64> {
         self.orch_done.load(Ordering::Acquire).then(|| self.submitted.load(Ordering::Acquire))
     }
-}
-
-/// A fan-out list link to edge `idx` of `ring`'s pool (0 is the end of a list).
-pub fn edge_ref(ring: usize, idx: u32) -> u32 {
-    (((ring as u32) << ring::HANDLE_SLOT_BITS) | idx) + 1
-}
-
-/// `(ring, edge index)` of a non-zero link.
-pub fn edge_unref(link: u32) -> (usize, u32) {
-    unhandle(link - 1)
 }
 
 /// The AICPU program entry point of the device-side runtime.

@@ -22,7 +22,7 @@ use core::sync::atomic::Ordering;
 use pto_hal::{AicpuAgent, CoreType, GmAddr};
 
 use super::Shared;
-use super::ring::{self, COMPLETED, Cursor, Lack, PENDING, handle, task_id, untask_id};
+use super::ring::{self, COMPLETED, Cursor, Lack, PENDING, Wired, handle, task_id, untask_id};
 use crate::codes::{ErrorCode, OrchError, Site};
 use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor};
 use crate::layout::{RINGS, Shape};
@@ -468,27 +468,18 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         // Wire the producers.
         let mut done = 0u32;
         let mut linked = 0u64;
+        let rings = &self.s.rings;
         for &p in &self.producers {
             let (pr, pl) = ((p >> 32) as usize, p as u32);
-            let ps = self.slot(pr, pl);
-            ps.lock();
-            if ps.local.load(Ordering::Relaxed) != pl || !ps.try_retain() {
-                ps.unlock();
-                done += 1;
-                continue;
+            let ph = handle(pr, rings[pr].slot_of(pl));
+            match ring::wire(rings, me, ph, pl, ring, first_edge + linked) {
+                Wired::Gone => done += 1,
+                Wired::Done => {
+                    done += 1;
+                    linked += 1;
+                }
+                Wired::Linked => linked += 1,
             }
-            let (ei, e) = self.s.rings[ring].edge(first_edge + linked);
-            e.producer.store(handle(pr, self.s.rings[pr].slot_of(pl)), Ordering::Relaxed);
-            e.consumer.store(me, Ordering::Relaxed);
-            if ps.state.load(Ordering::Acquire) >= COMPLETED {
-                e.next.store(0, Ordering::Relaxed);
-                done += 1;
-            } else {
-                e.next.store(ps.fanout_head.load(Ordering::Relaxed), Ordering::Relaxed);
-                ps.fanout_head.store(super::edge_ref(ring, ei), Ordering::Relaxed);
-            }
-            ps.unlock();
-            linked += 1;
         }
         slot.edges_len.store(linked as u32, Ordering::Relaxed);
         if let Some(sc) = self.scopes.last_mut() {
@@ -499,8 +490,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         }
         self.s.submitted.fetch_add(1, Ordering::AcqRel);
         self.s.base().touch(self.a);
-        let need = edges as u32 + 1;
-        if slot.fanin_done.fetch_add(done + 1, Ordering::AcqRel) + done + 1 == need {
+        if ring::release_guard(&self.s.rings, me, done) {
             sched::became_ready(self.a, self.s, me, Site::Orchestrator);
             self.a.send_event();
         }

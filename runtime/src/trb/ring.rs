@@ -194,6 +194,104 @@ impl Ring {
     }
 }
 
+/// A fan-out list link to edge `idx` of `ring`'s pool (0 is the end of a list).
+pub fn edge_ref(ring: usize, idx: u32) -> u32 {
+    handle(ring, idx) + 1
+}
+
+/// `(ring, edge index)` of a non-zero link.
+pub fn edge_unref(link: u32) -> (usize, u32) {
+    unhandle(link - 1)
+}
+
+/// The slot of handle `h`.
+pub fn slot(rings: &[Ring], h: u32) -> &Slot {
+    let (r, s) = unhandle(h);
+    &rings[r].slots[s as usize]
+}
+
+/// What wiring one producer did.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Wired {
+    /// The producer is gone (consumed or its slot reused): nothing to wait for or hold.
+    Gone,
+    /// The producer had completed: it is held (a lifetime reference) but not waited for.
+    Done,
+    /// The consumer was linked into the producer's fan-out list: its completion will count.
+    Linked,
+}
+
+/// Orchestrator side: wire `consumer` to the producer with local id `local` in `producer`
+/// (a handle), using the edge at pool position `pos` of ring `edge_ring`. Under the
+/// producer's lock: a producer that is gone is skipped; otherwise the consumer takes a
+/// lifetime reference on it and records the edge, and links it into the fan-out list unless
+/// the producer already completed (the COMPLETED transition happens under the same lock, so
+/// the consumer is either linked before it or sees it).
+pub fn wire(rings: &[Ring], consumer: u32, producer: u32, local: u32, edge_ring: usize, pos: u64) -> Wired {
+    let ps = slot(rings, producer);
+    ps.lock();
+    if ps.local.load(Ordering::Relaxed) != local || !ps.try_retain() {
+        ps.unlock();
+        return Wired::Gone;
+    }
+    let (ei, e) = rings[edge_ring].edge(pos);
+    e.producer.store(producer, Ordering::Relaxed);
+    e.consumer.store(consumer, Ordering::Relaxed);
+    let w = if ps.state.load(Ordering::Acquire) >= COMPLETED {
+        e.next.store(0, Ordering::Relaxed);
+        Wired::Done
+    } else {
+        e.next.store(ps.fanout_head.load(Ordering::Relaxed), Ordering::Relaxed);
+        ps.fanout_head.store(edge_ref(edge_ring, ei), Ordering::Relaxed);
+        Wired::Linked
+    };
+    ps.unlock();
+    w
+}
+
+/// Orchestrator side: release the `+1` guard of `consumer`'s fan-in count together with the
+/// `done` producers that needed no wait; true when that made it ready (exactly one of this
+/// call and the producers' [`complete`] calls sees the count reach `fanin_need`).
+pub fn release_guard(rings: &[Ring], consumer: u32, done: u32) -> bool {
+    let cs = slot(rings, consumer);
+    let need = cs.fanin_need.load(Ordering::Relaxed);
+    cs.fanin_done.fetch_add(done + 1, Ordering::AcqRel) + done + 1 == need
+}
+
+/// Scheduler side: task `t` finished. Mark it COMPLETED under its lock and take its fan-out
+/// list; count each consumer's fan-in (pushing the ones that became ready onto `ready`);
+/// release the producers `t` held; drop `t`'s own completion reference. `t` is not touched
+/// after that last release (it may be reclaimed at once).
+pub fn complete(rings: &[Ring], t: u32, ready: &mut alloc::vec::Vec<u32>) {
+    let s = slot(rings, t);
+    s.lock();
+    s.state.store(COMPLETED, Ordering::Release);
+    let mut head = s.fanout_head.load(Ordering::Relaxed);
+    s.unlock();
+    while head != 0 {
+        let (er, ei) = edge_unref(head);
+        let e = &rings[er].edges[ei as usize];
+        // Read the link before counting: once its count completes, the consumer may run,
+        // finish and have this edge reclaimed.
+        let next = e.next.load(Ordering::Relaxed);
+        let c = e.consumer.load(Ordering::Relaxed);
+        let cs = slot(rings, c);
+        let need = cs.fanin_need.load(Ordering::Relaxed);
+        if cs.fanin_done.fetch_add(1, Ordering::AcqRel) + 1 == need {
+            ready.push(c);
+        }
+        head = next;
+    }
+    let start = s.edges_start.load(Ordering::Relaxed);
+    let len = s.edges_len.load(Ordering::Relaxed) as u64;
+    let (tr, _) = unhandle(t);
+    for k in 0..len {
+        let (_, e) = rings[tr].edge(start + k);
+        slot(rings, e.producer.load(Ordering::Relaxed)).release();
+    }
+    s.release();
+}
+
 /// The orchestrator's cursors of one ring: allocation and the watermark. Private to the
 /// orchestrator thread.
 #[derive(Clone, Debug)]
