@@ -2,8 +2,10 @@
 //!
 //! `cargo bench --bench dispatch` (add `-- --rounds R` to change the rounds per point, and
 //! `--features board-sim-a5` for the a5 board). Prints a table and JSON (also written to
-//! `target/bench-dispatch.json`): per shape, fixed cost run(1), marginal µs per task at each N,
-//! and submission (graph build) time. Every run is checked against its golden.
+//! `target/bench-dispatch.json`): per shape and runtime (host-built graph, device-side
+//! tensormap-and-ringbuffer), fixed cost run(1), marginal µs per task at each N, and submission
+//! time (the host graph build, or the device orchestrator's own time). Every run is checked
+//! against its golden.
 
 #[path = "../examples/common/mod.rs"]
 mod common;
@@ -49,65 +51,97 @@ fn main() {
     });
     let mut table = Vec::new();
     for kind in ShapeKind::ALL {
-        let mut points = Vec::new();
-        for n in NS {
-            let mut builds = Vec::new();
-            let mut prepared = None;
-            for _ in 0..3 {
-                let p = common::build_shape(&dev, &k, kind, n).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
-                builds.push(p.graph.build_time());
-                prepared = Some(p);
-            }
-            let p = prepared.expect("built");
-            let mut runs = Vec::new();
-            for r in 0..rounds + 2 {
-                p.reset().expect("reset");
-                let t = Instant::now();
-                let rep = dev.run(&p.graph).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
-                let el = t.elapsed();
-                p.check(&rep).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
-                if r >= 2 {
-                    runs.push(el);
+        for rt in common::RUNTIMES {
+            let mut points = Vec::new();
+            for n in NS {
+                let mut builds = Vec::new();
+                let mut prepared = None;
+                for _ in 0..3 {
+                    let p =
+                        common::build_shape(&dev, &k, kind, n).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
+                    builds.push(p.graph.build_time());
+                    prepared = Some(p);
                 }
+                let p = prepared.expect("built");
+                let mut runs = Vec::new();
+                let mut orchs = Vec::new();
+                for r in 0..rounds + 2 {
+                    p.reset().expect("reset");
+                    let t = Instant::now();
+                    let rep = match rt {
+                        RuntimeKind::HostBuiltGraph => dev.run(&p.graph),
+                        RuntimeKind::TensormapRing => {
+                            dev.run_program(&p.program, &p.args, &RunConfig { runtime: rt, ..RunConfig::default() })
+                        }
+                    }
+                    .unwrap_or_else(|e| panic!("{} N={n} {}: {e}", kind.name(), rt.name()));
+                    let el = t.elapsed();
+                    p.check(&rep).unwrap_or_else(|e| panic!("{} N={n} {}: {e}", kind.name(), rt.name()));
+                    if r >= 2 {
+                        runs.push(el);
+                        orchs.push(rep.orchestration.unwrap_or_default());
+                    }
+                }
+                // Submission: the host graph build, or the device orchestrator's own time.
+                let submit = match rt {
+                    RuntimeKind::HostBuiltGraph => median(builds),
+                    RuntimeKind::TensormapRing => median(orchs),
+                };
+                points.push(Point { n, run: median(runs), build: submit });
             }
-            points.push(Point { n, run: median(runs), build: median(builds) });
+            table.push((kind, rt, points));
         }
-        table.push((kind, points));
     }
 
-    let vector_process = time_vector_process();
+    let vector_process = [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing].map(time_vector_process);
     let cache_ratio = cache_model_cost(&dev, &k, rounds);
 
     println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
+    println!("submission = graph build on the host (hbg) / orchestration time on the device (trb)");
     println!(
-        "{:<14} {:>12} {:>14} {:>14} {:>12} {:>12} {:>12}",
-        "shape", "run(1) ms", "marg@1000 us", "marg@4000 us", "build@1 ms", "build@1000", "build@4000"
+        "{:<14} {:<4} {:>10} {:>13} {:>13} {:>11} {:>12} {:>12} {:>7}",
+        "shape",
+        "rt",
+        "run(1) ms",
+        "marg@1000 us",
+        "marg@4000 us",
+        "submit@1 ms",
+        "submit@1000",
+        "submit@4000",
+        "x4000"
     );
     let mut shapes = Vec::new();
-    for (kind, pts) in &table {
+    for (kind, rt, pts) in &table {
         let fixed = pts[0].run;
         let marg = |p: &Point| (us(p.run) - us(fixed)) / (p.n as f64 - 1.0);
+        let growth = us(pts[2].build) / us(pts[1].build).max(1e-3);
         println!(
-            "{:<14} {:>12.3} {:>14.3} {:>14.3} {:>12.3} {:>12.3} {:>12.3}",
+            "{:<14} {:<4} {:>10.3} {:>13.3} {:>13.3} {:>11.3} {:>12.3} {:>12.3} {:>7.2}",
             kind.name(),
+            rt.name(),
             us(fixed) / 1e3,
             marg(&pts[1]),
             marg(&pts[2]),
             us(pts[0].build) / 1e3,
             us(pts[1].build) / 1e3,
-            us(pts[2].build) / 1e3
+            us(pts[2].build) / 1e3,
+            growth
         );
         shapes.push(json!({
             "shape": kind.name(),
+            "runtime": rt.name(),
             "fixed_us": us(fixed),
             "marginal_us_per_task": { "1000": marg(&pts[1]), "4000": marg(&pts[2]) },
-            "points": pts.iter().map(|p| json!({ "n": p.n, "run_us": us(p.run), "build_us": us(p.build) })).collect::<Vec<_>>(),
+            "submit_growth_1000_to_4000": growth,
+            "points": pts.iter().map(|p| json!({ "n": p.n, "run_us": us(p.run), "submit_us": us(p.build) })).collect::<Vec<_>>(),
         }));
     }
-    match vector_process {
-        Some(d) => println!("vector example process (median of 5): {:.1} ms", us(d) / 1e3),
-        None => {
-            println!("vector example process: not measured (build it with `cargo build --release --example vector`)")
+    for (rt, d) in [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing].iter().zip(&vector_process) {
+        match d {
+            Some(d) => println!("vector example process, runtime {} (median of 5): {:.1} ms", rt.name(), us(*d) / 1e3),
+            None => println!(
+                "vector example process: not measured (build it with `cargo build --release --example vector`)"
+            ),
         }
     }
     println!("faithful / coherent cache model, run time at N=1000 (same device, same graph):");
@@ -126,7 +160,7 @@ fn main() {
             "shape": n, "n": 1000, "coherent_us": us(*c), "faithful_us": us(*f),
             "ratio": f.as_secs_f64() / c.as_secs_f64(),
         })).collect::<Vec<_>>(),
-        "vector_process_ms": vector_process.map(|d| us(d) / 1e3),
+        "vector_process_ms": { "hbg": vector_process[0].map(|d| us(d) / 1e3), "trb": vector_process[1].map(|d| us(d) / 1e3) },
         "shapes": shapes,
     });
     let text = serde_json::to_string_pretty(&doc).expect("JSON");
@@ -170,7 +204,7 @@ fn target_dir() -> std::path::PathBuf {
     exe.ancestors().nth(3).map(|p| p.to_path_buf()).unwrap_or_else(|| std::path::PathBuf::from("target"))
 }
 
-fn time_vector_process() -> Option<Duration> {
+fn time_vector_process(rt: RuntimeKind) -> Option<Duration> {
     let exe = std::env::current_exe().ok()?;
     let vector = exe.parent()?.parent()?.join("examples").join("vector");
     if !vector.exists() {
@@ -179,7 +213,7 @@ fn time_vector_process() -> Option<Duration> {
     let mut times = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let ok = Command::new(&vector).output().ok()?.status.success();
+        let ok = Command::new(&vector).args(["--runtime", rt.name()]).output().ok()?.status.success();
         if !ok {
             return None;
         }

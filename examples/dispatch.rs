@@ -1,5 +1,5 @@
 //! The dispatch shapes of the benchmark anchor — chain, fanout, independent, dummy chain,
-//! dummy fanout — at N = 1000, each checked against its golden.
+//! dummy fanout — at N = 1000 on both runtimes, each checked against its golden.
 //!
 //! `cargo run --release --example dispatch [N]`
 
@@ -9,6 +9,7 @@ mod common;
 use std::process::ExitCode;
 
 use common::ShapeKind;
+use pto::prelude::RuntimeKind;
 
 fn main() -> ExitCode {
     let n: u32 = match std::env::args().nth(1).map(|s| s.parse()) {
@@ -28,21 +29,25 @@ fn main() -> ExitCode {
     };
     let mut ok = true;
     for kind in ShapeKind::ALL {
-        let result = common::build_shape(&dev, &k, kind, n).and_then(|p| {
-            let r = p.run_checked(&dev)?;
-            Ok((p.graph.build_time(), r))
-        });
-        match result {
-            Ok((build, r)) => println!(
-                "{:<14} N={n:<6} tasks={:<6} build={:>8.3} ms run={:>8.3} ms PASS",
-                kind.name(),
-                r.tasks,
-                build.as_secs_f64() * 1e3,
-                r.wall.as_secs_f64() * 1e3
-            ),
-            Err(e) => {
-                eprintln!("{:<14} N={n} FAIL: {e}", kind.name());
-                ok = false;
+        for rt in common::RUNTIMES {
+            let result = common::build_shape(&dev, &k, kind, n).and_then(|p| {
+                let r = p.run_checked(&dev, rt)?;
+                let build = if rt == RuntimeKind::HostBuiltGraph { p.graph.build_time() } else { Default::default() };
+                Ok((build, r))
+            });
+            match result {
+                Ok((build, r)) => println!(
+                    "{:<14} runtime={} N={n:<6} tasks={:<6} build={:>8.3} ms run={:>8.3} ms PASS",
+                    kind.name(),
+                    rt.name(),
+                    r.tasks,
+                    build.as_secs_f64() * 1e3,
+                    r.wall.as_secs_f64() * 1e3
+                ),
+                Err(e) => {
+                    eprintln!("{:<14} runtime={} N={n} FAIL: {e}", kind.name(), rt.name());
+                    ok = false;
+                }
             }
         }
     }

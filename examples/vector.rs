@@ -1,7 +1,8 @@
 //! f = (a+b+1)(a+b+2) + (a+b) on 16384 f32, on the selected board, checked against a golden
 //! computed on the host.
 //!
-//! `cargo run --release --example vector` (add `--features board-sim-a5` for the a5 board).
+//! `cargo run --release --example vector [-- --runtime hbg|trb|both]` (add
+//! `--features board-sim-a5` for the a5 board). Both runtimes by default.
 
 #[path = "common/mod.rs"]
 mod common;

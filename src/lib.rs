@@ -97,11 +97,10 @@ where
 pub mod prelude {
     pub use crate::board::{Board, Selected};
     pub use crate::hal::{CoreType, KernelContext, KernelContextExt, Topology};
+    pub use crate::runtime::codes::{ErrorCode, OrchError};
     pub use crate::runtime::graph::{DType, Direction, FuncId, GraphError, Kind, Task, TaskId, Tensor};
     pub use crate::runtime::hbg::GraphBuilder;
     pub use crate::runtime::kernel::KernelIo;
     pub use crate::runtime::orch::{Local, Orch, OrchArgs, OrchFail, OrchFn, RuntimeKind, ScopeMode};
-    pub use crate::runtime::codes::{ErrorCode, OrchError};
     pub use crate::{Device, DeviceTensor, Error, Graph, Program, RingConfig, RunConfig, RunReport};
-
 }

@@ -14,8 +14,10 @@ fn device() -> (Device, common::Kernels) {
 
 /// The device still runs a real graph correctly.
 fn still_works(dev: &Device, k: &common::Kernels) {
-    let o = common::vector(dev, k).unwrap_or_else(|e| panic!("device not usable after the error: {e}"));
-    assert_eq!(o.report.tasks, 5);
+    for rt in common::RUNTIMES {
+        let o = common::vector(dev, k, rt).unwrap_or_else(|e| panic!("device not usable after the error: {e}"));
+        assert_eq!(o.report.tasks, 5);
+    }
 }
 
 fn device_error(e: Error) -> DeviceError {

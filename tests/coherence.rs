@@ -82,13 +82,20 @@ fn correct_runtime_passes_every_example_under_the_faithful_model() {
         dev.platform()
             .set_cache_model(CacheModel::Faithful { seed: 11 + evict as u64, evict_per_mille: evict })
             .unwrap();
-        common::vector(&dev, &k).unwrap_or_else(|e| panic!("vector, evict {evict}: {e}"));
-        common::chain513(&dev, &k).unwrap_or_else(|e| panic!("chain513, evict {evict}: {e}"));
-        common::mix(&dev, &k).unwrap_or_else(|e| panic!("mix, evict {evict}: {e}"));
-        for kind in common::ShapeKind::ALL {
-            let p = common::build_shape(&dev, &k, kind, 64).unwrap_or_else(|e| panic!("{e}"));
-            for _ in 0..2 {
-                p.run_checked(&dev).unwrap_or_else(|e| panic!("{} evict {evict}: {e}", kind.name()));
+        for rt in common::RUNTIMES {
+            let on = |w: common::Workload, name: &str| {
+                w(&dev, &k, rt).unwrap_or_else(|e| panic!("{name} on {}, evict {evict}: {e}", rt.name()));
+            };
+            on(common::vector, "vector");
+            on(common::chain513, "chain513");
+            on(common::mix, "mix");
+            on(common::tiny_rings, "tiny_rings");
+            on(common::manual_scope, "manual_scope");
+            for kind in common::ShapeKind::ALL {
+                let p = common::build_shape(&dev, &k, kind, 64).unwrap_or_else(|e| panic!("{e}"));
+                for _ in 0..2 {
+                    p.run_checked(&dev, rt).unwrap_or_else(|e| panic!("{} evict {evict}: {e}", kind.name()));
+                }
             }
         }
         assert_eq!(dev.platform().take_violations(), vec![]);

@@ -10,11 +10,11 @@ use pto::prelude::*;
 fn two_runs_back_to_back_on_one_device() {
     let (dev, k) = common::setup().unwrap();
     let p = common::build_shape(&dev, &k, ShapeKind::Chain, 200).unwrap_or_else(|e| panic!("{e}"));
-    let a = p.run_checked(&dev).unwrap_or_else(|e| panic!("{e}"));
-    let b = p.run_checked(&dev).unwrap_or_else(|e| panic!("{e}"));
+    let a = p.run_checked(&dev, RuntimeKind::HostBuiltGraph).unwrap_or_else(|e| panic!("{e}"));
+    let b = p.run_checked(&dev, RuntimeKind::HostBuiltGraph).unwrap_or_else(|e| panic!("{e}"));
     assert!(b.epoch > a.epoch, "every run has its own epoch");
     // Same graph, different workload, same device.
-    common::vector(&dev, &k).unwrap_or_else(|e| panic!("{e}"));
+    common::vector(&dev, &k, RuntimeKind::TensormapRing).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
@@ -54,7 +54,7 @@ fn dropping_a_handle_fences_the_run() {
     drop(h);
     dev.drain().unwrap();
     // The slot is free again and the device usable.
-    let r = p.run_checked(&dev).unwrap_or_else(|e| panic!("{e}"));
+    let r = p.run_checked(&dev, RuntimeKind::HostBuiltGraph).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(r.tasks, 500);
 }
 
@@ -86,7 +86,7 @@ fn many_short_runs_back_to_back() {
     for kind in [ShapeKind::DummyChain, ShapeKind::Chain] {
         let p = common::build_shape(&dev, &k, kind, 1).unwrap_or_else(|e| panic!("{e}"));
         for _ in 0..25 {
-            p.run_checked(&dev).unwrap_or_else(|e| panic!("{} : {e}", kind.name()));
+            p.run_checked(&dev, RuntimeKind::HostBuiltGraph).unwrap_or_else(|e| panic!("{} : {e}", kind.name()));
         }
     }
 }

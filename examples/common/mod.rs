@@ -1,6 +1,7 @@
-//! Shared by the examples, the integration tests and the benchmark: kernels, workloads and
-//! their goldens. Each workload builds its graph, runs it, and checks the result against a
-//! golden computed on the host.
+//! Shared by the examples, the integration tests and the benchmark: kernels, orchestrations,
+//! workloads and their goldens. Each orchestration is written once and runs on both runtimes
+//! (host-built graph and device-side tensormap-and-ringbuffer); each workload checks the
+//! result against a golden computed on the host.
 #![allow(dead_code)]
 
 use std::time::{Duration, Instant};
@@ -93,6 +94,21 @@ pub fn k_panic(_k: &mut dyn KernelContext) {
     panic!("deliberate kernel failure");
 }
 
+/// The func ids of the kernels, fixed by registration order (checked by [`Kernels::register`]),
+/// so orchestrations can name them as constants.
+pub mod f {
+    use pto::prelude::FuncId;
+    pub const ADD: FuncId = FuncId(0);
+    pub const MUL: FuncId = FuncId(1);
+    pub const ADD_SCALAR: FuncId = FuncId(2);
+    pub const INC0: FuncId = FuncId(3);
+    pub const FILL1: FuncId = FuncId(4);
+    pub const ACCUMULATE: FuncId = FuncId(5);
+    pub const ADD1: FuncId = FuncId(6);
+    pub const MATMUL: FuncId = FuncId(7);
+    pub const VEC_HALF: FuncId = FuncId(8);
+}
+
 /// Register every kernel the workloads use.
 pub struct Kernels {
     pub add: FuncId,
@@ -104,11 +120,22 @@ pub struct Kernels {
     pub add1: FuncId,
     pub matmul: FuncId,
     pub vec_half: FuncId,
+    pub programs: Programs,
+}
+
+/// The orchestration programs of the workloads.
+pub struct Programs {
+    pub vector: Program,
+    pub chain513: Program,
+    pub mix: Program,
+    pub shape: Program,
+    pub tiny_rings: Program,
+    pub manual_scope: Program,
 }
 
 impl Kernels {
     pub fn register(dev: &Device) -> Result<Kernels, Error> {
-        Ok(Kernels {
+        let k = Kernels {
             add: dev.register_kernel("add", CoreType::Aiv, k_add)?,
             mul: dev.register_kernel("mul", CoreType::Aiv, k_mul)?,
             add_scalar: dev.register_kernel("add_scalar", CoreType::Aiv, k_add_scalar)?,
@@ -118,7 +145,43 @@ impl Kernels {
             add1: dev.register_kernel("add1", CoreType::Aiv, k_add1)?,
             matmul: dev.register_kernel("mix_matmul", CoreType::Aic, k_mix_matmul)?,
             vec_half: dev.register_kernel("mix_vec_half", CoreType::Aiv, k_mix_vec_half)?,
-        })
+            programs: Programs {
+                vector: dev.register_orchestration("vector", orch_vector)?,
+                chain513: dev.register_orchestration("chain513", orch_chain513)?,
+                mix: dev.register_orchestration("mix", orch_mix)?,
+                shape: dev.register_orchestration("dispatch_shape", orch_shape)?,
+                tiny_rings: dev.register_orchestration("tiny_rings", orch_tiny_rings)?,
+                manual_scope: dev.register_orchestration("manual_scope", orch_manual_scope)?,
+            },
+        };
+        let ids = [k.add, k.mul, k.add_scalar, k.inc0, k.fill1, k.accumulate, k.add1, k.matmul, k.vec_half];
+        let fixed = [f::ADD, f::MUL, f::ADD_SCALAR, f::INC0, f::FILL1, f::ACCUMULATE, f::ADD1, f::MATMUL, f::VEC_HALF];
+        if ids != fixed {
+            return Err(Error::Config(format!("kernels registered as {ids:?}, the orchestrations expect {fixed:?}")));
+        }
+        Ok(k)
+    }
+}
+
+/// Both runtimes, in the order examples run them.
+pub const RUNTIMES: [RuntimeKind; 2] = [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing];
+
+/// Run `program` on `rt`: on the host-built graph the build is timed separately.
+pub fn run_on(
+    dev: &Device,
+    program: &Program,
+    args: &OrchArgs,
+    rt: RuntimeKind,
+    cfg: &RunConfig,
+) -> Result<(RunReport, Duration), Error> {
+    let cfg = RunConfig { runtime: rt, ..cfg.clone() };
+    match rt {
+        RuntimeKind::HostBuiltGraph => {
+            let g = dev.build_program(program, args)?;
+            let r = dev.run_with(&g, &cfg)?;
+            Ok((r, g.build_time()))
+        }
+        RuntimeKind::TensormapRing => Ok((dev.run_program(program, args, &cfg)?, Duration::ZERO)),
     }
 }
 
@@ -128,6 +191,7 @@ impl Kernels {
 #[derive(Debug)]
 pub struct Outcome {
     pub name: String,
+    pub runtime: RuntimeKind,
     pub report: RunReport,
     pub build: Duration,
     pub checked: usize,
@@ -136,9 +200,10 @@ pub struct Outcome {
 impl Outcome {
     pub fn summary(&self) -> String {
         format!(
-            "{:<12} board={} runtime=host-built-graph tasks={} cores={} build={:.3} ms run={:.3} ms checked={} values PASS",
+            "{:<14} board={} runtime={} tasks={} cores={} build={:.3} ms run={:.3} ms checked={} values PASS",
             self.name,
             Selected::NAME,
+            self.runtime.name(),
             self.report.tasks,
             self.report.cores,
             self.build.as_secs_f64() * 1e3,
@@ -192,58 +257,70 @@ impl std::fmt::Display for Failure {
 
 pub const VECTOR_N: u32 = 16384;
 
-/// f = (a+b+1)(a+b+2) + (a+b) on 16384 f32: a diamond of five AIV tasks.
-pub fn vector(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
+/// f = (a+b+1)(a+b+2) + (a+b): a diamond of five AIV tasks. Args: a, b, f.
+pub fn orch_vector(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
+    let (a, b, out) = (args.t(0)?, args.t(1)?, args.t(2)?);
+    let n = a.elem_count() as u32;
+    let c = o.alloc::<f32>(&[n])?;
+    let d = o.alloc::<f32>(&[n])?;
+    let e = o.alloc::<f32>(&[n])?;
+    let h = o.alloc::<f32>(&[n])?;
+    o.submit(Task::aiv(f::ADD).input(&a).input(&b).output(&c))?;
+    o.submit(Task::aiv(f::ADD_SCALAR).input(&c).output(&d).scalar_f32(1.0))?;
+    o.submit(Task::aiv(f::ADD_SCALAR).input(&c).output(&e).scalar_f32(2.0))?;
+    o.submit(Task::aiv(f::MUL).input(&d).input(&e).output(&h))?;
+    o.submit(Task::aiv(f::ADD).input(&h).input(&c).output(&out))?;
+    Ok(())
+}
+
+/// The `vector` workload on `rt`.
+pub fn vector(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
     let n = VECTOR_N;
     let a_host: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.25).collect();
     let b_host: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 3.0).collect();
     let a = dev.tensor_from(&[n], &a_host)?;
     let b = dev.tensor_from(&[n], &b_host)?;
     let f = dev.alloc::<f32>(&[n])?;
-    let graph = dev.build(|g| {
-        let c = g.alloc_tensor(DType::F32, &[n])?;
-        let d = g.alloc_tensor(DType::F32, &[n])?;
-        let e = g.alloc_tensor(DType::F32, &[n])?;
-        let h = g.alloc_tensor(DType::F32, &[n])?;
-        g.submit(Task::aiv(k.add).input(&a.tensor()).input(&b.tensor()).output(&c))?;
-        g.submit(Task::aiv(k.add_scalar).input(&c).output(&d).scalar_f32(1.0))?;
-        g.submit(Task::aiv(k.add_scalar).input(&c).output(&e).scalar_f32(2.0))?;
-        g.submit(Task::aiv(k.mul).input(&d).input(&e).output(&h))?;
-        g.submit(Task::aiv(k.add).input(&h).input(&c).output(&f.tensor()))?;
-        Ok(())
-    })?;
-    let report = dev.run(&graph)?;
+    let args = OrchArgs::new().tensor(a.tensor()).tensor(b.tensor()).tensor(f.tensor());
+    let (report, build) = run_on(dev, &k.programs.vector, &args, rt, &RunConfig::default())?;
     let golden: Vec<f32> = a_host.iter().zip(&b_host).map(|(a, b)| (a + b + 1.0) * (a + b + 2.0) + (a + b)).collect();
     let checked = check_close("vector f", &f.read::<f32>()?, &golden).map_err(Failure::Golden)?;
-    Ok(Outcome { name: "vector".into(), report, build: graph.build_time(), checked })
+    Ok(Outcome { name: "vector".into(), runtime: rt, report, build, checked })
 }
 
 // ---------------------------------------------------------------- chain513
 
 pub const CHAIN_N: u32 = 4096;
 
-/// One add, then 512 `+1` tasks each reading the previous output: out = a + b + 512.
-pub fn chain513(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
+/// One add, then 512 `+1` tasks each reading the previous output. Args: a, b, out.
+pub fn orch_chain513(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
+    let (a, b, out) = (args.t(0)?, args.t(1)?, args.t(2)?);
+    let n = a.elem_count() as u32;
+    let first = o.alloc::<f32>(&[n])?;
+    o.submit(Task::aiv(f::ADD).input(&a).input(&b).output(&first))?;
+    let mut prev = first;
+    for _ in 0..511 {
+        let next = o.alloc::<f32>(&[n])?;
+        o.submit(Task::aiv(f::ADD_SCALAR).input(&prev).output(&next).scalar_f32(1.0))?;
+        prev = next;
+    }
+    o.submit(Task::aiv(f::ADD_SCALAR).input(&prev).output(&out).scalar_f32(1.0))?;
+    Ok(())
+}
+
+/// The `chain513` workload on `rt`: out = a + b + 512.
+pub fn chain513(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
     let n = CHAIN_N;
     let a_host: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let b_host: Vec<f32> = (0..n).map(|i| 0.5 * i as f32).collect();
     let a = dev.tensor_from(&[n], &a_host)?;
     let b = dev.tensor_from(&[n], &b_host)?;
     let out = dev.alloc::<f32>(&[n])?;
-    let graph = dev.build(|g| {
-        let mut prev = g.alloc_tensor(DType::F32, &[n])?;
-        g.submit(Task::aiv(k.add).input(&a.tensor()).input(&b.tensor()).output(&prev))?;
-        for i in 0..512 {
-            let next = if i == 511 { out.tensor() } else { g.alloc_tensor(DType::F32, &[n])? };
-            g.submit(Task::aiv(k.add_scalar).input(&prev).output(&next).scalar_f32(1.0))?;
-            prev = next;
-        }
-        Ok(())
-    })?;
-    let report = dev.run(&graph)?;
+    let args = OrchArgs::new().tensor(a.tensor()).tensor(b.tensor()).tensor(out.tensor());
+    let (report, build) = run_on(dev, &k.programs.chain513, &args, rt, &RunConfig::default())?;
     let golden: Vec<f32> = a_host.iter().zip(&b_host).map(|(a, b)| a + b + 512.0).collect();
     let checked = check_close("chain513 out", &out.read::<f32>()?, &golden).map_err(Failure::Golden)?;
-    Ok(Outcome { name: "chain513".into(), report, build: graph.build_time(), checked })
+    Ok(Outcome { name: "chain513".into(), runtime: rt, report, build, checked })
 }
 
 // ---------------------------------------------------------------- mix
@@ -251,9 +328,34 @@ pub fn chain513(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
 pub const MIX_TILE: u32 = 32;
 pub const MIX_TILES: u32 = 8;
 
-/// MIX (1C2V) tasks: per tile, the AIC computes C = A·B while the two AIV lanes each compute
-/// half of E = 2·D + 1; then an AIV task adds F = C + E.
-pub fn mix(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
+/// Per tile, a MIX task (AIC: C = A·B; both AIV lanes: half of E = 2·D + 1 each), then an AIV
+/// add F = C + E, each tile in its own scope. Args: A, B, D, F ([tiles·t, t] each).
+pub fn orch_mix(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
+    let (a, b, d, out) = (args.t(0)?, args.t(1)?, args.t(2)?, args.t(3)?);
+    let t = a.shape[1];
+    let tiles = a.shape[0] / t;
+    for i in 0..tiles {
+        o.scope(|s| {
+            let tile = |x: &Tensor| x.view(&[i * t, 0], &[t, t]);
+            let c = s.alloc::<f32>(&[t, t])?;
+            let e = s.alloc::<f32>(&[t, t])?;
+            s.submit(
+                Task::mix(f::MATMUL, f::VEC_HALF)
+                    .input(&tile(&a)?)
+                    .input(&tile(&b)?)
+                    .output(&c)
+                    .input(&tile(&d)?)
+                    .output(&e),
+            )?;
+            s.submit(Task::aiv(f::ADD).input(&c).input(&e).output(&tile(&out)?))?;
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// The `mix` workload on `rt`.
+pub fn mix(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
     let t = MIX_TILE;
     let tiles = MIX_TILES;
     let e2 = (t * t) as usize;
@@ -264,24 +366,8 @@ pub fn mix(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
     let b = dev.tensor_from(&[tiles * t, t], &b_h)?;
     let d = dev.tensor_from(&[tiles * t, t], &d_h)?;
     let f = dev.alloc::<f32>(&[tiles * t, t])?;
-    let graph = dev.build(|g| {
-        for i in 0..tiles {
-            let tile = |x: &DeviceTensor| x.tensor().view(&[i * t, 0], &[t, t]);
-            let c = g.alloc_tensor(DType::F32, &[t, t])?;
-            let e = g.alloc_tensor(DType::F32, &[t, t])?;
-            g.submit(
-                Task::mix(k.matmul, k.vec_half)
-                    .input(&tile(&a)?)
-                    .input(&tile(&b)?)
-                    .output(&c)
-                    .input(&tile(&d)?)
-                    .output(&e),
-            )?;
-            g.submit(Task::aiv(k.add).input(&c).input(&e).output(&tile(&f)?))?;
-        }
-        Ok(())
-    })?;
-    let report = dev.run(&graph)?;
+    let args = OrchArgs::new().tensor(a.tensor()).tensor(b.tensor()).tensor(d.tensor()).tensor(f.tensor());
+    let (report, build) = run_on(dev, &k.programs.mix, &args, rt, &RunConfig::default())?;
     let mut golden = vec![0.0f32; (tiles * t * t) as usize];
     let n = t as usize;
     for i in 0..tiles as usize {
@@ -297,7 +383,82 @@ pub fn mix(dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
         }
     }
     let checked = check_close("mix f", &f.read::<f32>()?, &golden).map_err(Failure::Golden)?;
-    Ok(Outcome { name: "mix".into(), report, build: graph.build_time(), checked })
+    Ok(Outcome { name: "mix".into(), runtime: rt, report, build, checked })
+}
+
+// ---------------------------------------------------------------- tiny_rings
+
+pub const TINY_ITERS: u32 = 64;
+pub const TINY_N: u32 = 256;
+
+/// Rings far smaller than the work: every iteration's scope must be reclaimed many times
+/// over during the run.
+pub fn tiny_ring_config() -> RunConfig {
+    let mut rings = RingConfig::uniform(8, 16 << 10, 16);
+    rings.tensormap_entries = 32;
+    RunConfig { rings, ..RunConfig::default() }
+}
+
+/// Per iteration i, in its own scope: tmp = x_i + 1 (a scope tensor), y_i = tmp · tmp.
+/// Args: x, y ([iters, n] each).
+pub fn orch_tiny_rings(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
+    let (x, y) = (args.t(0)?, args.t(1)?);
+    let (iters, n) = (x.shape[0], x.shape[1]);
+    for i in 0..iters {
+        o.scope(|s| {
+            let tmp = s.alloc::<f32>(&[1, n])?;
+            let xi = x.view(&[i, 0], &[1, n])?;
+            s.submit(Task::aiv(f::ADD_SCALAR).input(&xi).output(&tmp).scalar_f32(1.0))?;
+            s.submit(Task::aiv(f::MUL).input(&tmp).input(&tmp).output(&y.view(&[i, 0], &[1, n])?))?;
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// The `tiny_rings` workload on `rt` (rings of 8 slots, 16 KiB heap, 16 edges per depth).
+pub fn tiny_rings(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
+    let (iters, n) = (TINY_ITERS, TINY_N);
+    let x_h: Vec<f32> = (0..iters * n).map(|i| (i % 17) as f32 * 0.5 - 2.0).collect();
+    let x = dev.tensor_from(&[iters, n], &x_h)?;
+    let y = dev.alloc::<f32>(&[iters, n])?;
+    let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor());
+    let (report, build) = run_on(dev, &k.programs.tiny_rings, &args, rt, &tiny_ring_config())?;
+    let golden: Vec<f32> = x_h.iter().map(|v| (v + 1.0) * (v + 1.0)).collect();
+    let checked = check_close("tiny_rings y", &y.read::<f32>()?, &golden).map_err(Failure::Golden)?;
+    Ok(Outcome { name: "tiny_rings".into(), runtime: rt, report, build, checked })
+}
+
+// ---------------------------------------------------------------- manual_scope
+
+/// Explicit dependencies only, in a manual scope: x = 1 (fill), y += x (accumulate, after
+/// the fill), then x is overwritten with x + 1 — a write-after-read that must wait for the
+/// accumulate (declared), and z = x · y after both. Args: x, y, z ([n] each).
+pub fn orch_manual_scope(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
+    let (x, y, z) = (args.t(0)?, args.t(1)?, args.t(2)?);
+    o.manual_scope(|s| {
+        let fill = s.submit(Task::aiv(f::FILL1).output(&x))?;
+        let acc = s.submit(Task::aiv(f::ACCUMULATE).input(&x).inout(&y).after(fill))?;
+        let bump = s.submit(Task::aiv(f::ADD1).inout(&x).after(acc))?;
+        s.submit(Task::aiv(f::MUL).input(&x).input(&y).output(&z).after(bump).after(acc))?;
+        Ok(())
+    })
+}
+
+pub const MANUAL_N: u32 = 1024;
+
+/// The `manual_scope` workload on `rt`: y0 + 1 then z = 2 · (y0 + 1).
+pub fn manual_scope(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
+    let n = MANUAL_N;
+    let y_h: Vec<f32> = (0..n).map(|i| (i % 5) as f32).collect();
+    let x = dev.alloc::<f32>(&[n])?;
+    let y = dev.tensor_from(&[n], &y_h)?;
+    let z = dev.alloc::<f32>(&[n])?;
+    let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).tensor(z.tensor());
+    let (report, build) = run_on(dev, &k.programs.manual_scope, &args, rt, &RunConfig::default())?;
+    let golden: Vec<f32> = y_h.iter().map(|v| 2.0 * (v + 1.0)).collect();
+    let checked = check_close("manual_scope z", &z.read::<f32>()?, &golden).map_err(Failure::Golden)?;
+    Ok(Outcome { name: "manual_scope".into(), runtime: rt, report, build, checked })
 }
 
 // ---------------------------------------------------------------- dispatch shapes
@@ -326,54 +487,66 @@ impl ShapeKind {
     }
 }
 
-/// A dispatch shape prepared on a device: its tensors and its built graph.
+/// The dispatch shapes as one orchestration. Args: x ([16]), y ([n, 16]); scalars: shape
+/// index in [`ShapeKind::ALL`], n.
+pub fn orch_shape(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
+    let (xt, y) = (args.t(0)?, args.t(1)?);
+    let kind = ShapeKind::ALL[args.s(0)? as usize % ShapeKind::ALL.len()];
+    let n = args.s(1)? as u32;
+    let row = |i: u32| y.view(&[i, 0], &[1, 16]);
+    match kind {
+        ShapeKind::Chain => {
+            for _ in 0..n {
+                o.submit(Task::aiv(f::INC0).inout(&xt))?;
+            }
+        }
+        ShapeKind::Fanout => {
+            o.submit(Task::aiv(f::FILL1).output(&xt))?;
+            for i in 0..n {
+                o.submit(Task::aiv(f::ACCUMULATE).input(&xt).inout(&row(i)?))?;
+            }
+        }
+        ShapeKind::Independent => {
+            for i in 0..n {
+                o.submit(Task::aiv(f::ADD1).inout(&row(i)?))?;
+            }
+        }
+        ShapeKind::DummyChain => {
+            for _ in 0..n {
+                o.submit(Task::dummy().inout(&xt))?;
+            }
+        }
+        ShapeKind::DummyFanout => {
+            o.submit(Task::dummy().output(&xt))?;
+            for i in 0..n {
+                o.submit(Task::dummy().input(&xt).inout(&row(i)?))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A dispatch shape prepared on a device: its tensors, its orchestration arguments and the
+/// graph the host-built-graph runtime runs.
 pub struct Prepared {
     pub kind: ShapeKind,
     pub n: u32,
     pub x: DeviceTensor,
     pub y: DeviceTensor,
+    pub args: OrchArgs,
+    pub program: Program,
     pub graph: Graph,
 }
 
-/// Build `kind` with `n` tasks (N+1 for the fanouts). Returns the graph and its build time.
+/// Build `kind` with `n` tasks (N+1 for the fanouts) for the host-built graph (its build time
+/// is the graph's), with the arguments to run it on the device-side runtime too.
 pub fn build_shape(dev: &Device, k: &Kernels, kind: ShapeKind, n: u32) -> Result<Prepared, Failure> {
     let x = dev.alloc::<f32>(&[16])?;
     let y = dev.alloc::<f32>(&[n.max(1), 16])?;
-    let graph = dev.build(|g| {
-        let xt = x.tensor();
-        let row = |i: u32| y.tensor().view(&[i, 0], &[1, 16]);
-        match kind {
-            ShapeKind::Chain => {
-                for _ in 0..n {
-                    g.submit(Task::aiv(k.inc0).inout(&xt))?;
-                }
-            }
-            ShapeKind::Fanout => {
-                g.submit(Task::aiv(k.fill1).output(&xt))?;
-                for i in 0..n {
-                    g.submit(Task::aiv(k.accumulate).input(&xt).inout(&row(i)?))?;
-                }
-            }
-            ShapeKind::Independent => {
-                for i in 0..n {
-                    g.submit(Task::aiv(k.add1).inout(&row(i)?))?;
-                }
-            }
-            ShapeKind::DummyChain => {
-                for _ in 0..n {
-                    g.submit(Task::dummy().inout(&xt))?;
-                }
-            }
-            ShapeKind::DummyFanout => {
-                g.submit(Task::dummy().output(&xt))?;
-                for i in 0..n {
-                    g.submit(Task::dummy().input(&xt).inout(&row(i)?))?;
-                }
-            }
-        }
-        Ok(())
-    })?;
-    Ok(Prepared { kind, n, x, y, graph })
+    let idx = ShapeKind::ALL.iter().position(|&s| s == kind).unwrap_or(0) as u64;
+    let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(idx).scalar(n as u64);
+    let graph = dev.build_program(&k.programs.shape, &args)?;
+    Ok(Prepared { kind, n, x, y, args, program: k.programs.shape.clone(), graph })
 }
 
 impl Prepared {
@@ -405,18 +578,51 @@ impl Prepared {
         }
     }
 
-    /// Reset, run and check once.
-    pub fn run_checked(&self, dev: &Device) -> Result<RunReport, Failure> {
+    /// Reset, run on `rt` and check once.
+    pub fn run_checked(&self, dev: &Device, rt: RuntimeKind) -> Result<RunReport, Failure> {
         self.reset()?;
-        let r = dev.run(&self.graph)?;
+        let r = match rt {
+            RuntimeKind::HostBuiltGraph => dev.run(&self.graph)?,
+            RuntimeKind::TensormapRing => {
+                dev.run_program(&self.program, &self.args, &RunConfig { runtime: rt, ..RunConfig::default() })?
+            }
+        };
         self.check(&r).map_err(Failure::Golden)?;
         Ok(r)
     }
 }
 
-/// The `main` of a single-workload example: open the board, run `workload`, print its summary
-/// (or the failure) and exit accordingly.
-pub fn example_main(name: &str, workload: fn(&Device, &Kernels) -> Result<Outcome, Failure>) -> std::process::ExitCode {
+/// The workload signature shared by the examples.
+pub type Workload = fn(&Device, &Kernels, RuntimeKind) -> Result<Outcome, Failure>;
+
+/// The runtimes named by the command line (`--runtime hbg|trb|both`, default both).
+pub fn runtimes_from_args() -> Result<Vec<RuntimeKind>, String> {
+    let mut args = std::env::args().skip(1);
+    let mut rts = RUNTIMES.to_vec();
+    while let Some(a) = args.next() {
+        if a == "--runtime" {
+            rts = match args.next().as_deref() {
+                Some("hbg") => vec![RuntimeKind::HostBuiltGraph],
+                Some("trb") => vec![RuntimeKind::TensormapRing],
+                Some("both") => RUNTIMES.to_vec(),
+                other => return Err(format!("--runtime takes hbg, trb or both, got {other:?}")),
+            };
+        }
+    }
+    Ok(rts)
+}
+
+/// The `main` of a single-workload example: open the board, run `workload` on the runtimes
+/// the command line names (both by default), print each summary (or the failure) and exit
+/// accordingly.
+pub fn example_main(name: &str, workload: Workload) -> std::process::ExitCode {
+    let rts = match runtimes_from_args() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let (dev, k) = match setup() {
         Ok(v) => v,
         Err(e) => {
@@ -424,16 +630,17 @@ pub fn example_main(name: &str, workload: fn(&Device, &Kernels) -> Result<Outcom
             return std::process::ExitCode::FAILURE;
         }
     };
-    match workload(&dev, &k) {
-        Ok(o) => {
-            println!("{}", o.summary());
-            std::process::ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{name} FAIL: {e}");
-            std::process::ExitCode::FAILURE
+    let mut ok = true;
+    for rt in rts {
+        match workload(&dev, &k, rt) {
+            Ok(o) => println!("{}", o.summary()),
+            Err(e) => {
+                eprintln!("{name} runtime={} FAIL: {e}", rt.name());
+                ok = false;
+            }
         }
     }
+    if ok { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE }
 }
 
 /// Open the selected board and register the kernels.

@@ -167,7 +167,7 @@ pub mod legacy {
             };
             let args = GmAddr(p.args);
             let mut h = ArgsHeader::default();
-            a.observe_line(args);
+            a.observe_lines(args, crate::layout::ARGS_HEAD);
             a.read(args, h.as_mut_bytes());
             let nt = (h.tensors as usize).min(MAX_TENSOR_ARGS);
             let ns = (h.scalars as usize).min(MAX_SCALAR_ARGS);

@@ -139,8 +139,10 @@ pub struct RunLine {
     pub cores_released: u64,
     /// AICPU threads that finished.
     pub threads_done: u64,
+    /// Device-side runtime: ticks the orchestration function ran (first to last submit).
+    pub orch_ticks: u64,
     /// Reserved.
-    pub reserved: [u64; 3],
+    pub reserved: [u64; 2],
 }
 
 /// The launch descriptor head: configuration, fatal latch, counters.
@@ -527,6 +529,9 @@ pub mod offsets {
     pub const RUN_CORES_RELEASED: u64 = RUN_COMPLETED + offset_of!(RunLine, cores_released) as u64;
     /// [`RunLine::threads_done`].
     pub const RUN_THREADS_DONE: u64 = RUN_COMPLETED + offset_of!(RunLine, threads_done) as u64;
+    /// [`RunLine::orch_ticks`].
+    pub const RUN_ORCH_TICKS: u64 = RUN_COMPLETED + offset_of!(RunLine, orch_ticks) as u64;
+
     /// [`LaunchDesc::fault_text`].
     pub const FAULT_TEXT: u64 = offset_of!(LaunchDesc, fault_text) as u64;
 }

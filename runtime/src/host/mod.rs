@@ -180,6 +180,10 @@ pub struct RunReport {
     pub released: u64,
     /// Host wall time from launch to the completion fence.
     pub wall: Duration,
+    /// Device-side runtime: how long the orchestration function ran on the device (its
+    /// submission time, overlapped with execution). `None` on the host-built graph, whose
+    /// submission is the graph build ([`Graph::build_time`]).
+    pub orchestration: Option<Duration>,
     /// Pipeline slot used.
     pub slot: usize,
 }
@@ -1034,6 +1038,10 @@ where
             released: d.run.cores_released,
             wall,
             slot,
+            orchestration: (d.config.runtime == RUNTIME_TRB).then(|| {
+                let hz = pto_hal::Clock::freq_hz(&inner.dev).max(1);
+                Duration::from_nanos((d.run.orch_ticks as u128 * 1_000_000_000 / hz as u128) as u64)
+            }),
         })
     }
 

@@ -117,7 +117,6 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         orchestrator::run(a, shared);
         a.fetch_add(shared.base().map.desc.offset(offsets::RUN_THREADS_DONE), 1);
     } else {
-
         let mut sched = Scheduler::new(a, shared, launch.thread_idx, orch_thread.max(1));
         sched.handshake();
         sched.run();

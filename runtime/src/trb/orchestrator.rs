@@ -34,6 +34,9 @@ use crate::tensormap::{Region, TensorMap};
 /// Deepest scope nesting (SCOPE_TASKS_OVERFLOW beyond).
 pub const MAX_SCOPE_DEPTH: usize = 64;
 
+/// Shortest gap between two wake-ups the orchestrator sends the schedulers while submitting.
+pub const WAKE_GAP_US: u64 = 20;
+
 /// Buffer ids of scope-allocated tensors carry this bit.
 pub const RING_BUFFER_BIT: u64 = 1 << 62;
 
@@ -50,7 +53,11 @@ pub fn run<A: AicpuAgent>(a: &A, s: &Shared) {
                 // The implicit outer scope.
                 let _ = o.scope_begin(ScopeMode::Auto);
                 let mut result = Ok(());
+                let started = a.now_ticks();
                 let ran = a.run_program(&mut || result = f(&mut Orch::new(&mut o), &args));
+                let took = a.now_ticks().saturating_sub(started);
+                a.store_direct(s.base().map.desc.offset(crate::layout::offsets::RUN_ORCH_TICKS), took);
+
                 match (ran, result) {
                     (Err(p), _) => {
                         let text = format!("orchestration panicked: {}", p.as_str());
@@ -114,6 +121,11 @@ struct DeviceOrch<'a, A: AicpuAgent> {
     stopped: bool,
     producers: Vec<u64>,
     record: Vec<u8>,
+    /// Tick of the last wake-up sent to the schedulers, and whether ready work was queued
+    /// since.
+    last_wake: u64,
+    wake_pending: bool,
+    wake_gap: u64,
 }
 
 impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
@@ -130,6 +142,25 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
             stopped: false,
             producers: Vec::new(),
             record: Vec::new(),
+            last_wake: 0,
+            wake_pending: false,
+            wake_gap: a.ticks_from_micros(WAKE_GAP_US),
+        }
+    }
+
+    /// Tell the schedulers ready work was queued: at most once per [`WAKE_GAP_US`] while
+    /// submitting (a wake-up costs the sleeper's CPU a round trip), and always when `flush`
+    /// (before the orchestrator waits or finishes).
+    fn wake(&mut self, flush: bool) {
+        self.wake_pending |= !flush;
+        if !self.wake_pending {
+            return;
+        }
+        let now = self.a.now_ticks();
+        if flush || now.saturating_sub(self.last_wake) >= self.wake_gap {
+            self.a.send_event();
+            self.last_wake = now;
+            self.wake_pending = false;
         }
     }
 
@@ -258,6 +289,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
                 let text = format!("ring {ring}: no task was reclaimed within the wait budget ({lack:?} exhausted)");
                 return Err(self.stop_with(code(OrchError::FlowControlDeadlock), window as u64, &text));
             }
+            self.wake(true);
             self.a.wait_for_event(now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
         }
     }
@@ -333,6 +365,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
                     let text = format!("the tensor map holds {cap} live entries and none was retired in time");
                     return Err(self.stop_with(OrchError::TensormapOverflow, cap, &text));
                 }
+                self.wake(true);
                 self.a.wait_for_event(now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
             }
         }
@@ -361,6 +394,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
                     let text = format!("tensor data waited for task {id} past the budget");
                     return Err(self.stop_with(OrchError::TensorWaitTimeout, id as u64, &text));
                 }
+                self.wake(true);
                 self.a.wait_for_event(now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
             }
         }
@@ -492,7 +526,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         self.s.base().touch(self.a);
         if ring::release_guard(&self.s.rings, me, done) {
             sched::became_ready(self.a, self.s, me, Site::Orchestrator);
-            self.a.send_event();
+            self.wake(false);
         }
         Ok(TaskId(id))
     }
