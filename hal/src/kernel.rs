@@ -112,6 +112,12 @@ pub trait KernelContext {
     fn core_type(&self) -> CoreType;
     /// The task id the runtime assigned.
     fn task_id(&self) -> u32;
+    /// Whether the task may write through tensor argument `i` (it was passed as an output,
+    /// input-output or untracked argument). Contexts that do not know say `true`.
+    fn writable(&self, i: usize) -> bool {
+        let _ = i;
+        true
+    }
     /// GM as this core's load/store unit sees it.
     fn gm(&self) -> &dyn GmMemory;
 }

@@ -239,6 +239,10 @@ pub mod legacy {
         fn task_id(&self) -> u32 {
             self.p.task_id
         }
+        fn writable(&self, i: usize) -> bool {
+            i < self.nt && self.tensors[i].flags & TENSOR_WRITTEN != 0
+        }
+
         fn gm(&self) -> &dyn GmMemory {
             self.gm
         }

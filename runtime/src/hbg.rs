@@ -437,6 +437,11 @@ impl Orchestrator for GraphBuilder<'_> {
         if mode == ScopeMode::Auto && self.scopes.last() == Some(&ScopeMode::Manual) {
             return Err(self.refuse("an auto scope inside a manual scope"));
         }
+        if self.scopes.len() >= crate::trb::orchestrator::MAX_SCOPE_DEPTH {
+            self.fatal.get_or_insert_with(|| String::from("scopes nested too deep"));
+            return Err(OrchFail::Code { code: OrchError::ScopeTasksOverflow, detail: self.scopes.len() as u64 });
+        }
+
         self.scopes.push(mode);
         Ok(())
     }

@@ -38,7 +38,7 @@ pub trait KernelIo: KernelContext {
 
     /// Store `data` (row-major over the view) into tensor argument `arg`.
     fn store<T: Element>(&self, arg: usize, data: &[T]) {
-        let t = checked::<T>(self.arg(arg), arg);
+        let t = writable::<T, _>(self, arg);
         if data.len() as u64 != t.elem_count() {
             panic!("kernel stores {} elements into tensor argument {arg}, which has {}", data.len(), t.elem_count());
         }
@@ -58,7 +58,7 @@ pub trait KernelIo: KernelContext {
 
     /// Set element `idx` of tensor argument `arg`.
     fn set<T: Element>(&self, arg: usize, idx: &[u32], v: T) {
-        let t = checked::<T>(self.arg(arg), arg);
+        let t = writable::<T, _>(self, arg);
         self.gm().write(t.addr.offset(elem_offset(&t, idx, arg) * t.elem_bytes as u64), bytemuck::bytes_of(&v));
     }
 
@@ -69,6 +69,15 @@ pub trait KernelIo: KernelContext {
 }
 
 impl<K: KernelContext + ?Sized> KernelIo for K {}
+
+/// Argument `arg` for a store: refused (a panic, which the core reports as a kernel fault)
+/// when the task passed it as an input only — its writes would race readers nobody ordered.
+fn writable<T: Element, K: KernelContext + ?Sized>(k: &K, arg: usize) -> TensorArg {
+    if !k.writable(arg) {
+        panic!("kernel writes through tensor argument {arg}, which the task passed as an input only");
+    }
+    checked::<T>(k.arg(arg), arg)
+}
 
 fn checked<T: Element>(t: TensorArg, arg: usize) -> TensorArg {
     if t.dtype != u32::from(T::DTYPE) || t.elem_bytes as usize != core::mem::size_of::<T>() {

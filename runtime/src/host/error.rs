@@ -44,7 +44,8 @@ impl core::fmt::Display for DeviceError {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum Error {
     /// Bad graph input.
-    #[error("invalid graph: {0}")]
+    #[error("invalid graph: {0} (INVALID_ARGS). Hint: fix the task, tensor or dependency it names")]
+
     Graph(#[from] GraphError),
     /// The device latched a fault during the run. The device stays usable unless
     /// [`Error::Unusable`] is returned by later calls.

@@ -413,7 +413,6 @@ impl AicpuAgent for LoomAicpu {
     }
 }
 
-
 impl CoreRegisters for LoomCore {
     fn read_dmb(&self) -> u32 {
         self.dev.dmb[self.phys as usize].load(self.dev.reg_load())
