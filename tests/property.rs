@@ -1,7 +1,9 @@
-//! Property: any random graph of tasks over views of a few buffers (random directions, random
-//! overlaps, SPMD-free) computes on the device exactly what running its tasks one by one in
-//! submission order computes on the host. Dependencies come from discovery (read-after-write,
-//! write-after-write); write-after-read is declared explicitly, as a user must.
+//! Property: any random program of tasks over views of a few buffers — random task shapes
+//! (AIV, AIC, dummy), random row/column views, random directions, random nested scopes —
+//! computes, on BOTH runtimes, exactly what running its tasks one by one in submission order
+//! computes on the host. Dependencies come from discovery (read-after-write,
+//! write-after-write); write-after-read is declared explicitly, as a user must. The
+//! device-side runtime runs with small rings so its reclaim paths are exercised.
 
 use std::sync::OnceLock;
 
@@ -16,13 +18,43 @@ struct ArgSpec {
     buffer: usize,
     row: u32,
     rows: u32,
+    /// Column half: 0 = all 16 columns, 1 = columns 0..8, 2 = columns 8..16.
+    cols: u32,
     dir: Direction,
 }
 
+impl ArgSpec {
+    fn col_range(&self) -> std::ops::Range<usize> {
+        match self.cols {
+            1 => 0..8,
+            2 => 8..16,
+            _ => 0..16,
+        }
+    }
+    fn cells(&self) -> Vec<(usize, u32, usize)> {
+        let mut v = Vec::new();
+        for r in self.row..self.row + self.rows {
+            for c in self.col_range() {
+                v.push((self.buffer, r, c));
+            }
+        }
+        v
+    }
+}
+
+/// Task shapes: 0 = AIV, 1 = AIC, 2 = dummy (dependencies only).
 #[derive(Clone, Debug)]
 struct TaskSpec {
     args: Vec<ArgSpec>,
     salt: u32,
+    kind: u32,
+}
+
+/// A program: tasks and nested scopes.
+#[derive(Clone, Debug)]
+enum Item {
+    Task(TaskSpec),
+    Scope(Vec<Item>),
 }
 
 fn dir() -> impl Strategy<Value = Direction> {
@@ -30,40 +62,50 @@ fn dir() -> impl Strategy<Value = Direction> {
 }
 
 fn arg() -> impl Strategy<Value = ArgSpec> {
-    (0..BUFFERS, 0..ROWS, 1..=ROWS, dir()).prop_map(|(buffer, row, rows, dir)| ArgSpec {
+    (0..BUFFERS, 0..ROWS, 1..=ROWS, 0..3u32, dir()).prop_map(|(buffer, row, rows, cols, dir)| ArgSpec {
         buffer,
         row,
         rows: rows.min(ROWS - row),
+        cols,
         dir,
     })
 }
 
 fn task() -> impl Strategy<Value = TaskSpec> {
-    (proptest::collection::vec(arg(), 1..4), 0..1000u32).prop_map(|(mut args, salt)| {
-        // One task never writes a row through two arguments (that would be a race inside the task).
-        let mut written: Vec<(usize, u32)> = Vec::new();
-        for a in args.iter_mut() {
-            let rows: Vec<(usize, u32)> = (a.row..a.row + a.rows).map(|r| (a.buffer, r)).collect();
-            let writes = matches!(a.dir, Direction::Out | Direction::InOut);
-            let overlaps = rows.iter().any(|r| written.contains(r));
-            if overlaps {
-                a.dir = Direction::In;
+    (proptest::collection::vec(arg(), 1..4), 0..1000u32, prop_oneof![4 => Just(0u32), 2 => Just(1), 1 => Just(2)])
+        .prop_map(|(mut args, salt, kind)| {
+            // One task never writes a cell through two arguments (a race inside the task).
+            let mut written: Vec<(usize, u32, usize)> = Vec::new();
+            for a in args.iter_mut() {
+                let cells = a.cells();
+                let writes = matches!(a.dir, Direction::Out | Direction::InOut);
+                let overlaps = cells.iter().any(|c| written.contains(c));
+                if overlaps {
+                    a.dir = Direction::In;
+                }
+                if writes && !overlaps {
+                    written.extend(cells);
+                }
             }
-            if writes && !overlaps {
-                written.extend(rows);
-            }
-        }
-        // ...nor reads a row it also writes through another argument (order inside a kernel).
-        for a in args.iter_mut() {
-            if a.dir == Direction::In {
-                let rows: Vec<(usize, u32)> = (a.row..a.row + a.rows).map(|r| (a.buffer, r)).collect();
-                if rows.iter().any(|r| written.contains(r)) {
+            // ...nor reads a cell it also writes through another argument (order inside a kernel).
+            for a in args.iter_mut() {
+                if a.dir == Direction::In && a.cells().iter().any(|c| written.contains(c)) {
                     a.dir = Direction::NoDep;
                 }
             }
-        }
-        TaskSpec { args, salt }
-    })
+            TaskSpec { args, salt, kind }
+        })
+}
+
+/// Up to 8 items per scope, scopes nested at most 3 deep (one open scope per ring).
+fn items(depth: u32) -> BoxedStrategy<Vec<Item>> {
+    let leaf = task().prop_map(Item::Task);
+    if depth >= 3 {
+        proptest::collection::vec(leaf, 1..8).boxed()
+    } else {
+        let nested = items(depth + 1).prop_map(Item::Scope);
+        proptest::collection::vec(prop_oneof![4 => leaf, 1 => nested], 1..8).boxed()
+    }
 }
 
 /// The kernel: s = sum of every element read; each Out element i := s/2 + salt + i; each InOut
@@ -104,29 +146,42 @@ fn mask_of(t: &TaskSpec) -> u64 {
     m
 }
 
-/// Run the tasks one by one on host copies.
+fn flatten(items: &[Item], out: &mut Vec<TaskSpec>) {
+    for i in items {
+        match i {
+            Item::Task(t) => out.push(t.clone()),
+            Item::Scope(v) => flatten(v, out),
+        }
+    }
+}
+
+/// Run the tasks one by one on host copies (dummy tasks change nothing).
 fn reference(tasks: &[TaskSpec], init: &[Vec<f32>]) -> Vec<Vec<f32>> {
     let mut bufs = init.to_vec();
-    for t in tasks {
-        let view = |a: &ArgSpec| (a.row as usize * 16)..((a.row + a.rows) as usize * 16);
+    for t in tasks.iter().filter(|t| t.kind != 2) {
+        // Elements of a view in row-major order: (flat index in the buffer).
+        let elems =
+            |a: &ArgSpec| -> Vec<usize> { a.cells().into_iter().map(|(_, r, c)| r as usize * 16 + c).collect() };
         let mut s = 0.0f32;
         for a in &t.args {
             if matches!(a.dir, Direction::In | Direction::InOut) {
-                s += bufs[a.buffer][view(a)].iter().sum::<f32>();
+                s += elems(a).iter().map(|&i| bufs[a.buffer][i]).sum::<f32>();
             }
         }
         for a in &t.args {
-            let r = view(a);
             match a.dir {
                 Direction::Out => {
-                    for (j, x) in bufs[a.buffer][r].iter_mut().enumerate() {
-                        *x = s / 2.0 + t.salt as f32 + j as f32;
+                    for (j, i) in elems(a).into_iter().enumerate() {
+                        bufs[a.buffer][i] = s / 2.0 + t.salt as f32 + j as f32;
                     }
                 }
                 Direction::InOut => {
-                    for x in bufs[a.buffer][r].iter_mut() {
-                        *x = *x + s / 4.0 + t.salt as f32;
+                    for i in elems(a) {
+                        // Same association as the kernel: (x + s/4) + salt.
+                        let x = bufs[a.buffer][i];
+                        bufs[a.buffer][i] = x + s / 4.0 + t.salt as f32;
                     }
+
                 }
                 _ => {}
             }
@@ -135,9 +190,123 @@ fn reference(tasks: &[TaskSpec], init: &[Vec<f32>]) -> Vec<Vec<f32>> {
     bufs
 }
 
+const OPEN: u64 = u64::MAX;
+const CLOSE: u64 = u64::MAX - 1;
+
+/// The program as orchestration scalars: OPEN / CLOSE markers around scopes; per task its
+/// kind, salt, mask, argument count, each argument (buffer, row, rows, cols, direction), and
+/// the submission indexes of the earlier readers it must wait for (write-after-read).
+fn encode(items: &[Item], readers: &mut [Vec<Vec<u64>>], next: &mut u64, out: &mut Vec<u64>) {
+    for i in items {
+        match i {
+            Item::Scope(v) => {
+                out.push(OPEN);
+                encode(v, readers, next, out);
+                out.push(CLOSE);
+            }
+            Item::Task(t) => {
+                out.extend([t.kind as u64, t.salt as u64, mask_of(t), t.args.len() as u64]);
+                let mut war = Vec::new();
+                for a in &t.args {
+                    let d = match a.dir {
+                        Direction::In => 0,
+                        Direction::Out => 1,
+                        Direction::InOut => 2,
+                        _ => 3,
+                    };
+                    out.push(
+                        a.buffer as u64 | (a.row as u64) << 8 | (a.rows as u64) << 16 | (a.cols as u64) << 24 | d << 32,
+                    );
+                    if matches!(a.dir, Direction::Out | Direction::InOut) {
+                        for r in a.row..a.row + a.rows {
+                            war.append(&mut readers[a.buffer][r as usize]);
+                        }
+                    }
+                }
+                out.push(war.len() as u64);
+                out.extend(war);
+                for a in &t.args {
+                    if matches!(a.dir, Direction::In | Direction::InOut | Direction::NoDep) {
+                        for r in a.row..a.row + a.rows {
+                            readers[a.buffer][r as usize].push(*next);
+                        }
+                    }
+                }
+                *next += 1;
+            }
+        }
+    }
+}
+
+/// The orchestration: decode the scalars (after the func id in scalar 0) and submit.
+fn orch_random(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
+    let f = FuncId(args.s(0)? as u16);
+    let mut at = 1usize;
+    let mut ids = Vec::new();
+    run_items(o, args, f, &mut at, &mut ids)
+}
+
+fn run_items(
+    o: &mut Orch<'_>,
+    args: &OrchArgs,
+    f: FuncId,
+    at: &mut usize,
+    ids: &mut Vec<TaskId>,
+) -> Result<(), OrchFail> {
+    let sc = args.scalars();
+    while *at < sc.len() {
+        let w = sc[*at];
+        *at += 1;
+        match w {
+            OPEN => o.scope(|s| run_items(s, args, f, at, ids))?,
+            CLOSE => return Ok(()),
+            kind => {
+                let (salt, mask, n) = (sc[*at], sc[*at + 1], sc[*at + 2] as usize);
+                *at += 3;
+                let mut task = match kind {
+                    0 => Task::aiv(f),
+                    1 => Task::aic(f),
+                    _ => Task::dummy(),
+                };
+                if kind != 2 {
+                    task = task.scalar(salt).scalar(mask);
+                }
+                for _ in 0..n {
+                    let a = sc[*at];
+                    *at += 1;
+                    let buf = args.t((a & 0xff) as usize)?;
+                    let (row, rows, cols) = ((a >> 8) as u32 & 0xff, (a >> 16) as u32 & 0xff, (a >> 24) as u32 & 0xff);
+                    let (c0, cn) = match cols {
+                        1 => (0, 8),
+                        2 => (8, 8),
+                        _ => (0, 16),
+                    };
+                    let view = buf.view(&[row, c0], &[rows, cn])?;
+                    let dir = match a >> 32 {
+                        0 => Direction::In,
+                        1 => Direction::Out,
+                        2 => Direction::InOut,
+                        _ => Direction::NoDep,
+                    };
+                    task = task.arg(&view, dir);
+                }
+                let war = sc[*at] as usize;
+                *at += 1;
+                for k in 0..war {
+                    task = task.after(ids[sc[*at + k] as usize]);
+                }
+                *at += war;
+                ids.push(o.submit(task)?);
+            }
+        }
+    }
+    Ok(())
+}
+
 struct Fixture {
     dev: Device,
     f: FuncId,
+    program: Program,
     bufs: Vec<DeviceTensor>,
 }
 
@@ -146,54 +315,48 @@ fn fixture() -> &'static Fixture {
     F.get_or_init(|| {
         let dev = pto::open().unwrap();
         let f = dev.register_kernel("mix_args", CoreType::Aiv, k_mix_args).unwrap();
-        let bufs = (0..BUFFERS).map(|_| dev.alloc::<f32>(&[ROWS * 16]).unwrap()).collect();
-        Fixture { dev, f, bufs }
+        assert_eq!(dev.register_kernel("mix_args", CoreType::Aic, k_mix_args).unwrap(), f);
+        let program = dev.register_orchestration("random", orch_random).unwrap();
+        let bufs = (0..BUFFERS).map(|_| dev.alloc::<f32>(&[ROWS, 16]).unwrap()).collect();
+        Fixture { dev, f, program, bufs }
     })
+}
+
+/// Small rings: windows of 16, so scopes are reclaimed while the program runs.
+fn small_rings() -> RingConfig {
+    RingConfig::uniform(16, 64 << 10, 256)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn random_graphs_match_the_sequential_reference(tasks in proptest::collection::vec(task(), 1..24)) {
+    fn random_programs_match_the_sequential_reference_on_both_runtimes(program in items(0)) {
         let fx = fixture();
+        let mut tasks = Vec::new();
+        flatten(&program, &mut tasks);
         let init: Vec<Vec<f32>> = (0..BUFFERS).map(|b| (0..ROWS * 16).map(|i| ((b as u32 * 31 + i) % 7) as f32).collect()).collect();
-        for (b, d) in fx.bufs.iter().zip(&init) {
-            b.write(d).unwrap();
-        }
-        let graph = fx.dev.build(|g| {
-            // Readers of each row since its last write, for write-after-read edges.
-            let mut readers: Vec<Vec<Vec<TaskId>>> = vec![vec![Vec::new(); ROWS as usize]; BUFFERS];
-            for t in &tasks {
-                let mut task = Task::aiv(fx.f).scalar(t.salt as u64).scalar(mask_of(t));
-                let mut war = Vec::new();
-                for a in &t.args {
-                    let view = fx.bufs[a.buffer].tensor().view(&[a.row * 16], &[a.rows * 16])?;
-                    task = task.arg(&view, a.dir);
-                    if matches!(a.dir, Direction::Out | Direction::InOut) {
-                        for r in a.row..a.row + a.rows {
-                            war.append(&mut readers[a.buffer][r as usize]);
-                        }
-                    }
-                }
-                for d in war {
-                    task = task.after(d);
-                }
-                let id = g.submit(task)?;
-                for a in &t.args {
-                    if matches!(a.dir, Direction::In | Direction::InOut | Direction::NoDep) {
-                        for r in a.row..a.row + a.rows {
-                            readers[a.buffer][r as usize].push(id);
-                        }
-                    }
-                }
-            }
-            Ok(())
-        }).unwrap();
-        fx.dev.run(&graph).unwrap();
         let want = reference(&tasks, &init);
-        for (b, w) in fx.bufs.iter().zip(&want) {
-            prop_assert_eq!(&b.read::<f32>().unwrap(), w);
+        let mut scalars = vec![fx.f.0 as u64];
+        let mut readers = vec![vec![Vec::new(); ROWS as usize]; BUFFERS];
+        encode(&program, &mut readers, &mut 0, &mut scalars);
+        let mut args = OrchArgs::new();
+        for b in &fx.bufs {
+            args = args.tensor(b.tensor());
+        }
+        for v in scalars {
+            args = args.scalar(v);
+        }
+        for rt in [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing] {
+            for (b, d) in fx.bufs.iter().zip(&init) {
+                b.write(d).unwrap();
+            }
+            let cfg = RunConfig { runtime: rt, rings: small_rings(), ..RunConfig::default() };
+            let r = fx.dev.run_program(&fx.program, &args, &cfg).unwrap_or_else(|e| panic!("{rt:?}: {e}"));
+            prop_assert_eq!(r.tasks, tasks.len() as u64);
+            for (b, w) in fx.bufs.iter().zip(&want) {
+                prop_assert_eq!(&b.read::<f32>().unwrap(), w, "runtime {:?}", rt);
+            }
         }
     }
 }
