@@ -181,7 +181,6 @@ fn reference(tasks: &[TaskSpec], init: &[Vec<f32>]) -> Vec<Vec<f32>> {
                         let x = bufs[a.buffer][i];
                         bufs[a.buffer][i] = x + s / 4.0 + t.salt as f32;
                     }
-
                 }
                 _ => {}
             }
@@ -190,13 +189,16 @@ fn reference(tasks: &[TaskSpec], init: &[Vec<f32>]) -> Vec<Vec<f32>> {
     bufs
 }
 
+/// Readers of each element (buffer, row, column) since its last write.
+type Readers = Vec<Vec<Vec<Vec<u64>>>>;
+
 const OPEN: u64 = u64::MAX;
 const CLOSE: u64 = u64::MAX - 1;
 
 /// The program as orchestration scalars: OPEN / CLOSE markers around scopes; per task its
 /// kind, salt, mask, argument count, each argument (buffer, row, rows, cols, direction), and
 /// the submission indexes of the earlier readers it must wait for (write-after-read).
-fn encode(items: &[Item], readers: &mut [Vec<Vec<u64>>], next: &mut u64, out: &mut Vec<u64>) {
+fn encode(items: &[Item], readers: &mut Readers, next: &mut u64, out: &mut Vec<u64>) {
     for i in items {
         match i {
             Item::Scope(v) => {
@@ -218,17 +220,19 @@ fn encode(items: &[Item], readers: &mut [Vec<Vec<u64>>], next: &mut u64, out: &m
                         a.buffer as u64 | (a.row as u64) << 8 | (a.rows as u64) << 16 | (a.cols as u64) << 24 | d << 32,
                     );
                     if matches!(a.dir, Direction::Out | Direction::InOut) {
-                        for r in a.row..a.row + a.rows {
-                            war.append(&mut readers[a.buffer][r as usize]);
+                        for (b, r, c) in a.cells() {
+                            war.append(&mut readers[b][r as usize][c]);
                         }
                     }
                 }
+                war.sort_unstable();
+                war.dedup();
                 out.push(war.len() as u64);
                 out.extend(war);
                 for a in &t.args {
                     if matches!(a.dir, Direction::In | Direction::InOut | Direction::NoDep) {
-                        for r in a.row..a.row + a.rows {
-                            readers[a.buffer][r as usize].push(*next);
+                        for (b, r, c) in a.cells() {
+                            readers[b][r as usize][c].push(*next);
                         }
                     }
                 }
@@ -338,7 +342,7 @@ proptest! {
         let init: Vec<Vec<f32>> = (0..BUFFERS).map(|b| (0..ROWS * 16).map(|i| ((b as u32 * 31 + i) % 7) as f32).collect()).collect();
         let want = reference(&tasks, &init);
         let mut scalars = vec![fx.f.0 as u64];
-        let mut readers = vec![vec![Vec::new(); ROWS as usize]; BUFFERS];
+        let mut readers: Readers = vec![vec![vec![Vec::new(); 16]; ROWS as usize]; BUFFERS];
         encode(&program, &mut readers, &mut 0, &mut scalars);
         let mut args = OrchArgs::new();
         for b in &fx.bufs {
