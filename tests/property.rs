@@ -11,24 +11,28 @@ use proptest::prelude::*;
 use pto::prelude::*;
 
 const BUFFERS: usize = 3;
-const ROWS: u32 = 4; // each buffer: 4 rows of 16 floats (one cache line per row)
+const ROWS: u32 = 4;
+/// Columns per row: 32 floats, two cache lines, so each column half is whole lines (a half
+/// line written by two cores at once is a real bug, which the faithful cache model reports).
+const COLS: u32 = 32;
 
 #[derive(Clone, Debug)]
 struct ArgSpec {
     buffer: usize,
     row: u32,
     rows: u32,
-    /// Column half: 0 = all 16 columns, 1 = columns 0..8, 2 = columns 8..16.
+    /// Column half: 0 = all columns, 1 = the left half, 2 = the right half.
     cols: u32,
     dir: Direction,
 }
 
 impl ArgSpec {
     fn col_range(&self) -> std::ops::Range<usize> {
+        let h = COLS as usize / 2;
         match self.cols {
-            1 => 0..8,
-            2 => 8..16,
-            _ => 0..16,
+            1 => 0..h,
+            2 => h..2 * h,
+            _ => 0..2 * h,
         }
     }
     fn cells(&self) -> Vec<(usize, u32, usize)> {
@@ -160,8 +164,9 @@ fn reference(tasks: &[TaskSpec], init: &[Vec<f32>]) -> Vec<Vec<f32>> {
     let mut bufs = init.to_vec();
     for t in tasks.iter().filter(|t| t.kind != 2) {
         // Elements of a view in row-major order: (flat index in the buffer).
-        let elems =
-            |a: &ArgSpec| -> Vec<usize> { a.cells().into_iter().map(|(_, r, c)| r as usize * 16 + c).collect() };
+        let elems = |a: &ArgSpec| -> Vec<usize> {
+            a.cells().into_iter().map(|(_, r, c)| r as usize * COLS as usize + c).collect()
+        };
         let mut s = 0.0f32;
         for a in &t.args {
             if matches!(a.dir, Direction::In | Direction::InOut) {
@@ -281,9 +286,9 @@ fn run_items(
                     let buf = args.t((a & 0xff) as usize)?;
                     let (row, rows, cols) = ((a >> 8) as u32 & 0xff, (a >> 16) as u32 & 0xff, (a >> 24) as u32 & 0xff);
                     let (c0, cn) = match cols {
-                        1 => (0, 8),
-                        2 => (8, 8),
-                        _ => (0, 16),
+                        1 => (0, COLS / 2),
+                        2 => (COLS / 2, COLS / 2),
+                        _ => (0, COLS),
                     };
                     let view = buf.view(&[row, c0], &[rows, cn])?;
                     let dir = match a >> 32 {
@@ -321,7 +326,7 @@ fn fixture() -> &'static Fixture {
         let f = dev.register_kernel("mix_args", CoreType::Aiv, k_mix_args).unwrap();
         assert_eq!(dev.register_kernel("mix_args", CoreType::Aic, k_mix_args).unwrap(), f);
         let program = dev.register_orchestration("random", orch_random).unwrap();
-        let bufs = (0..BUFFERS).map(|_| dev.alloc::<f32>(&[ROWS, 16]).unwrap()).collect();
+        let bufs = (0..BUFFERS).map(|_| dev.alloc::<f32>(&[ROWS, COLS]).unwrap()).collect();
         Fixture { dev, f, program, bufs }
     })
 }
@@ -339,10 +344,10 @@ proptest! {
         let fx = fixture();
         let mut tasks = Vec::new();
         flatten(&program, &mut tasks);
-        let init: Vec<Vec<f32>> = (0..BUFFERS).map(|b| (0..ROWS * 16).map(|i| ((b as u32 * 31 + i) % 7) as f32).collect()).collect();
+        let init: Vec<Vec<f32>> = (0..BUFFERS).map(|b| (0..ROWS * COLS).map(|i| ((b as u32 * 31 + i) % 7) as f32).collect()).collect();
         let want = reference(&tasks, &init);
         let mut scalars = vec![fx.f.0 as u64];
-        let mut readers: Readers = vec![vec![vec![Vec::new(); 16]; ROWS as usize]; BUFFERS];
+        let mut readers: Readers = vec![vec![vec![Vec::new(); COLS as usize]; ROWS as usize]; BUFFERS];
         encode(&program, &mut readers, &mut 0, &mut scalars);
         let mut args = OrchArgs::new();
         for b in &fx.bufs {

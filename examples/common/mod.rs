@@ -218,7 +218,7 @@ fn check_close(name: &str, got: &[f32], want: &[f32]) -> Result<usize, String> {
         return Err(format!("{name}: {} values, golden has {}", got.len(), want.len()));
     }
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        if (g - w).abs() > 1e-5 * w.abs().max(1.0) {
+        if g.is_nan() || (g - w).abs() > 1e-5 * w.abs().max(1.0) {
             return Err(format!("{name}: value {i} is {g}, golden {w}"));
         }
     }

@@ -201,6 +201,10 @@ impl OrchArgs {
     pub fn s(&self, i: usize) -> Result<u64, OrchFail> {
         self.scalars.get(i).copied().ok_or(OrchFail::Code { code: OrchError::InvalidArgs, detail: 0x100 + i as u64 })
     }
+    /// Scalar `i` read as an `f32` (the low 32 bits, as [`OrchArgs::scalar_f32`] wrote it).
+    pub fn s_f32(&self, i: usize) -> Result<f32, OrchFail> {
+        Ok(f32::from_bits(self.s(i)? as u32))
+    }
     /// All tensors.
     pub fn tensors(&self) -> &[Tensor] {
         &self.tensors

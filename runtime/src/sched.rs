@@ -122,7 +122,6 @@ impl Base {
     }
 
     /// Whether any ready queue looks non-empty.
-
     pub fn any_ready(&self) -> bool {
         self.queues.iter().any(|q| !q.is_empty_hint())
     }

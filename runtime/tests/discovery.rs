@@ -84,10 +84,9 @@ fn discovery_orders_every_conflicting_pair() {
             for &p in g.producers(pto_runtime::graph::TaskId(j as u32)) {
                 let p = p as usize;
                 reach[j][p] = true;
-                for k in 0..n {
-                    if reach[p][k] {
-                        reach[j][k] = true;
-                    }
+                let via = reach[p].clone();
+                for (r, v) in reach[j].iter_mut().zip(via) {
+                    *r |= v;
                 }
             }
         }

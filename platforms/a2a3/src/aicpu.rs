@@ -316,5 +316,4 @@ mod maintenance {
             Ok(())
         }
     }
-
 }

@@ -138,4 +138,3 @@ impl<O: Observer> pto_hal::AicpuAgent for A5Aicpu<'_, O> {
         Ok(())
     }
 }
-

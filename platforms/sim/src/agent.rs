@@ -336,7 +336,6 @@ impl<C: Contract> AicpuAgent for SimAicpu<C> {
     }
 }
 
-
 /// An AICore of the simulated device.
 pub struct SimCore<C: Contract> {
     inner: Arc<Inner<C>>,

@@ -184,7 +184,6 @@ pub(crate) const KERNEL_BASE: u64 = 0x4b00_0000;
 /// Handles of loaded orchestration programs start here.
 pub(crate) const PROGRAM_BASE: u64 = 0x5000_0000;
 
-
 impl<C: Contract> Inner<C> {
     /// Physical core id of worker `w`: the sim numbers them in reverse so the runtime must use
     /// the ids the cores report, never assume worker index == physical id.

@@ -171,7 +171,6 @@ impl<C: Contract> ProgramLoader for SimDevice<C> {
 }
 
 impl<C: Contract> Clock for SimDevice<C> {
-
     fn now_ticks(&self) -> Ticks {
         self.inner.now_ticks()
     }

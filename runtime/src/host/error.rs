@@ -45,7 +45,6 @@ impl core::fmt::Display for DeviceError {
 pub enum Error {
     /// Bad graph input.
     #[error("invalid graph: {0} (INVALID_ARGS). Hint: fix the task, tensor or dependency it names")]
-
     Graph(#[from] GraphError),
     /// The device latched a fault during the run. The device stays usable unless
     /// [`Error::Unusable`] is returned by later calls.
@@ -114,7 +113,6 @@ impl Error {
 }
 
 /// Convert a platform error.
-
 pub(crate) fn platform<E: pto_hal::Error + core::fmt::Display>(op: &'static str) -> impl FnOnce(E) -> Error {
     move |e| Error::Platform { op, kind: e.kind(), message: std::format!("{e}") }
 }

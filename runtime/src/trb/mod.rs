@@ -93,7 +93,6 @@ impl TaskSource for Shared {
 }
 
 /// The AICPU program entry point of the device-side runtime.
-
 pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
     let orch_thread = launch.thread_count.saturating_sub(1);
     let shared: &Shared = if launch.thread_idx == orch_thread {

@@ -153,7 +153,6 @@ impl Default for Slot {
 }
 
 /// One producer → consumer edge.
-
 pub struct Edge {
     /// Producer handle.
     pub producer: AtomicU32,

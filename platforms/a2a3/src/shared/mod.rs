@@ -10,7 +10,6 @@ pub mod gm;
 pub mod mmio;
 pub mod programs;
 
-
 #[cfg(target_arch = "aarch64")]
 pub mod arm;
 

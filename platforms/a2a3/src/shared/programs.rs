@@ -38,7 +38,6 @@ pub fn resolve_program<F: Copy + 'static>(handle: u64) -> Option<F> {
     let idx = usize::try_from(handle.checked_sub(1)?).ok()?;
     let entry: &(dyn Any + Send + Sync) = *table.programs.get(idx)?;
     entry.downcast_ref::<F>().copied()
-
 }
 
 #[cfg(test)]
