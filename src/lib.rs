@@ -104,3 +104,8 @@ pub mod prelude {
     pub use crate::runtime::orch::{Local, Orch, OrchArgs, OrchFail, OrchFn, RuntimeKind, ScopeMode};
     pub use crate::{Device, DeviceTensor, Error, Graph, Program, RingConfig, RunConfig, RunReport};
 }
+
+/// The README's code blocks are compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -198,15 +198,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// One line: the submission figure is the host graph build (hbg) or the orchestration
+    /// time on the device (trb, overlapped with execution).
     pub fn summary(&self) -> String {
+        let submit = match self.report.orchestration {
+            Some(d) => format!("orch={:.3} ms", d.as_secs_f64() * 1e3),
+            None => format!("build={:.3} ms", self.build.as_secs_f64() * 1e3),
+        };
         format!(
-            "{:<14} board={} runtime={} tasks={} cores={} build={:.3} ms run={:.3} ms checked={} values PASS",
+            "{:<22} board={} runtime={} tasks={} cores={} {submit} run={:.3} ms checked={} values PASS",
             self.name,
             Selected::NAME,
             self.runtime.name(),
             self.report.tasks,
             self.report.cores,
-            self.build.as_secs_f64() * 1e3,
             self.report.wall.as_secs_f64() * 1e3,
             self.checked
         )
