@@ -380,3 +380,20 @@ fn bad_ring_configurations_are_refused_before_launch() {
     let e = dev.run_program(&p, &args, &one_thread).unwrap_err();
     assert!(e.to_string().contains("at least 2 AICPU threads"), "{e}");
 }
+
+fn panics(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    rows_tasks(o, &a.t(0)?, 1)?;
+    panic!("the orchestration fell over");
+}
+
+#[test]
+fn a_panicking_orchestration_is_code_9_on_both_runtimes() {
+    let (dev, k) = device();
+    let p = dev.register_orchestration("panics", panics).unwrap();
+    for rt in RUNTIMES {
+        let e =
+            expect_code(&dev, &p, 1, &RunConfig { runtime: rt, ..RunConfig::default() }, OrchError::ExplicitOrchFatal);
+        assert!(e.to_string().contains("fell over"), "{rt:?}: {e}");
+    }
+    still_works(&dev, &k);
+}

@@ -425,7 +425,24 @@ where
     pub fn build_program(&self, program: &Program, args: &OrchArgs) -> Result<Graph<P>, Error> {
         self.build_inner(|b| {
             b.set_clusters(self.inner.topo.clusters);
-            let r = b.scope_begin(ScopeMode::Auto).and_then(|()| (program.f)(&mut Orch::new(&mut *b), args));
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                b.scope_begin(ScopeMode::Auto).and_then(|()| (program.f)(&mut Orch::new(&mut *b), args))
+            }));
+            let r = match ran {
+                Ok(r) => r,
+                // As on the device: a panicking orchestration is EXPLICIT_ORCH_FATAL.
+                Err(p) => {
+                    let text = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a non-text panic".to_string());
+                    return Err(orch_error(
+                        OrchFail::Code { code: OrchError::ExplicitOrchFatal, detail: 0 },
+                        Some(&std::format!("orchestration panicked: {text}")),
+                    ));
+                }
+            };
             let r = r.and_then(|()| b.scope_end());
             r.map_err(|e| orch_error(e, b.fatal_message()))
         })

@@ -37,6 +37,9 @@ pub const MAX_SCOPE_DEPTH: usize = 64;
 /// Shortest gap between two wake-ups the orchestrator sends the schedulers while submitting.
 pub const WAKE_GAP_US: u64 = 20;
 
+/// The tensor map is swept of retired producers after this many tasks were reclaimed.
+pub const PRUNE_EVERY: u32 = 64;
+
 /// Buffer ids of scope-allocated tensors carry this bit.
 pub const RING_BUFFER_BIT: u64 = 1 << 62;
 
@@ -126,6 +129,8 @@ struct DeviceOrch<'a, A: AicpuAgent> {
     last_wake: u64,
     wake_pending: bool,
     wake_gap: u64,
+    /// Tasks reclaimed since the tensor map was last swept.
+    reclaimed: u32,
 }
 
 impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
@@ -145,6 +150,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
             last_wake: 0,
             wake_pending: false,
             wake_gap: a.ticks_from_micros(WAKE_GAP_US),
+            reclaimed: 0,
         }
     }
 
@@ -255,9 +261,12 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
         let mut deadline = self.a.now_ticks().saturating_add(budget);
         loop {
             let c = &mut self.cursors[ring];
-            if c.advance(&self.s.rings[ring]) > 0 {
+            let freed = c.advance(&self.s.rings[ring]);
+            if freed > 0 {
                 deadline = self.a.now_ticks().saturating_add(budget);
+                self.note_reclaimed(freed);
             }
+            let c = &mut self.cursors[ring];
             let Some(lack) = c.lack(heap, edges) else { return Ok(()) };
             let code = |slot_code| match lack {
                 Lack::Slot => slot_code,
@@ -291,6 +300,17 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
             }
             self.wake(true);
             self.a.wait_for_event(now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
+        }
+    }
+
+    /// Sweep the tensor map's retired entries every [`PRUNE_EVERY`] reclaimed tasks, so it
+    /// holds entries of live tasks only (and lookups stay short).
+    fn note_reclaimed(&mut self, n: u32) {
+        self.reclaimed += n;
+        if self.reclaimed >= PRUNE_EVERY {
+            self.reclaimed = 0;
+            let cursors = &self.cursors;
+            self.map.prune(|p| Self::retired(cursors, p));
         }
     }
 
