@@ -397,3 +397,48 @@ fn a_panicking_orchestration_is_code_9_on_both_runtimes() {
     }
     still_works(&dev, &k);
 }
+
+fn smuggles_a_scope_tensor(o: &mut Orch<'_>, _a: &OrchArgs) -> Result<(), OrchFail> {
+    // A `Local` cannot leave its scope, but a task built from it can: the runtime refuses
+    // it at submission once the scope's memory is gone.
+    let task = o.scope(|s| {
+        let t = s.alloc::<f32>(&[16])?;
+        Ok(Task::aiv(f::FILL1).output(&t))
+    })?;
+    o.submit(task)?;
+    Ok(())
+}
+
+#[test]
+fn a_task_naming_a_tensor_of_an_ended_scope_is_refused_on_the_device() {
+    let (dev, k) = device();
+    let p = dev.register_orchestration("smuggle", smuggles_a_scope_tensor).unwrap();
+    let e = expect_code(&dev, &p, 1, &trb(RingConfig::default()), OrchError::InvalidArgs);
+    assert!(e.to_string().contains("scope that has ended"), "{e}");
+    // The host-built graph's heap lives as long as the graph: the same program is safe there.
+    let y = dev.alloc::<f32>(&[1, 16]).unwrap();
+    dev.run_program(&p, &OrchArgs::new().tensor(y.tensor()), &RunConfig::default()).unwrap();
+    still_works(&dev, &k);
+}
+
+fn manual_read(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    let y = a.t(0)?;
+    o.manual_scope(|s| {
+        s.submit(Task::aiv(f::FILL1).output(&y))?;
+        let v: f32 = s.read(&y, &[5])?;
+        if v != 1.0 {
+            return Err(s.fatal("manual-scope read did not wait for the writer"));
+        }
+        Ok(())
+    })
+}
+
+#[test]
+fn a_read_in_a_manual_scope_waits_for_the_tasks_before_it() {
+    let (dev, _k) = device();
+    let p = dev.register_orchestration("manual_read", manual_read).unwrap();
+    for _ in 0..5 {
+        let y = dev.alloc::<f32>(&[16]).unwrap();
+        dev.run_program(&p, &OrchArgs::new().tensor(y.tensor()), &trb(RingConfig::default())).unwrap();
+    }
+}

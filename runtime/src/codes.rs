@@ -126,8 +126,8 @@ impl ErrorCode {
             ),
             ErrorCode::Orch(O::FlowControlDeadlock) => (
                 "FLOW_CONTROL_DEADLOCK",
-                "no task-window slot can be freed (host-built graph: the graph is larger than the task capacity)",
-                "enlarge the task window or split the graph into several runs",
+                "no task-window slot can be freed: the ring is held by tasks of enclosing scopes that are still open, or nothing was reclaimed within the orchestrator's wait budget",
+                "enlarge the task window of that ring depth (RingConfig::window), move work into inner scopes, or raise RingConfig::wait_us",
             ),
             ErrorCode::Orch(O::DepPoolOverflow) => (
                 "DEP_POOL_OVERFLOW",
@@ -159,9 +159,11 @@ impl ErrorCode {
                 "the orchestration reported a fatal error",
                 "read the orchestration's own message",
             ),
-            ErrorCode::Orch(O::ScopeTasksOverflow) => {
-                ("SCOPE_TASKS_OVERFLOW", "a scope's task list overflowed", "split the scope")
-            }
+            ErrorCode::Orch(O::ScopeTasksOverflow) => (
+                "SCOPE_TASKS_OVERFLOW",
+                "scopes are nested deeper than the runtime tracks (64 levels)",
+                "flatten the scope nesting",
+            ),
             ErrorCode::Orch(O::TensormapOverflow) => (
                 "TENSORMAP_OVERFLOW",
                 "the tensor map's entry pool could not be reclaimed",

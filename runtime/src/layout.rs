@@ -139,7 +139,8 @@ pub struct RunLine {
     pub cores_released: u64,
     /// AICPU threads that finished.
     pub threads_done: u64,
-    /// Device-side runtime: ticks the orchestration function ran (first to last submit).
+    /// Device-side runtime: ticks the orchestration function's whole call took (its waits
+    /// for ring space and tensor data included).
     pub orch_ticks: u64,
     /// Reserved.
     pub reserved: [u64; 2],

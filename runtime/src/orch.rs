@@ -114,7 +114,8 @@ pub trait Orchestrator {
     fn write_element(&mut self, t: &Tensor, index: &[u32], bytes: &[u8]) -> Result<(), OrchFail>;
     /// Stop the run with EXPLICIT_ORCH_FATAL and `message`.
     fn fatal(&mut self, message: &str) -> OrchFail;
-    /// Clusters of the run.
+    /// Clusters: the board's on the host-built graph (built before any run), the run's on
+    /// the device-side runtime.
     fn clusters(&self) -> u32;
 }
 
@@ -234,7 +235,8 @@ impl<'s> Orch<'s> {
         self.o.runtime()
     }
 
-    /// Clusters of the run.
+    /// Clusters: the board's on the host-built graph (built before any run), the run's on
+    /// the device-side runtime.
     pub fn clusters(&self) -> u32 {
         self.o.clusters()
     }
@@ -287,7 +289,8 @@ impl<'s> Orch<'s> {
         Ok(ScopeGuard { inner: Orch { o: &mut *self.o }, open: true })
     }
 
-    /// Element `index` of `t`, once every task writing it is done.
+    /// Element `index` of `t`, once every task writing it is done (in a manual scope, where
+    /// writers are not tracked: once every task submitted so far is done).
     pub fn read<T: Element>(&mut self, t: &impl AsTensor, index: &[u32]) -> Result<T, OrchFail> {
         let t = sealed::Sealed::raw(t);
         check_element::<T>(&t)?;
@@ -296,7 +299,9 @@ impl<'s> Orch<'s> {
         Ok(v)
     }
 
-    /// Store `v` into element `index` of `t`, once every task writing it is done.
+    /// Store `v` into element `index` of `t`, once every task writing it is done (in a
+    /// manual scope: once every task submitted so far is done). Readers are not waited for:
+    /// order a write after readers with the data flow, as for write-after-read.
     pub fn write<T: Element>(&mut self, t: &impl AsTensor, index: &[u32], v: T) -> Result<(), OrchFail> {
         let t = sealed::Sealed::raw(t);
         check_element::<T>(&t)?;

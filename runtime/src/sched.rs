@@ -101,14 +101,15 @@ impl Base {
         a.send_event();
     }
 
-    fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32, shape: Shape, site: Site) {
+    fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32, info: &TaskInfo, site: Site) {
+        let shape = info.shape;
         if self.queues[shape as usize].push(t).is_err() {
             self.fail(
                 a,
                 Fault {
                     code: ErrorCode::Sched(SchedError::ReadyQueueOverflow),
                     site,
-                    task: Some(t),
+                    task: Some(info.report_id),
                     core: None,
                     detail: shape as u64,
                 },
@@ -151,7 +152,7 @@ fn route<A: AicpuAgent, S: TaskSource>(a: &A, s: &S, t: u32, site: Site, inline:
     if info.shape == Shape::Dummy || (info.predicate != 0 && !predicate_holds(a, info.predicate)) {
         inline.push(t);
     } else {
-        s.base().push_ready(a, t, info.shape, site);
+        s.base().push_ready(a, t, &info, site);
     }
 }
 
@@ -431,7 +432,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                         Fault {
                             code: ErrorCode::Sched(SchedError::SchedulerTimeout),
                             site: Site::Completion,
-                            task: Some(sub.task),
+                            task: Some(self.s.info(sub.task).report_id),
                             core: Some(c.w),
                             detail: c.last_cond as u64,
                         },
@@ -653,7 +654,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             placed = true;
         }
         if next.load(Ordering::Relaxed) < info.block_num {
-            self.b.push_ready(self.a, t, shape, Site::Dispatch);
+            self.b.push_ready(self.a, t, &info, Site::Dispatch);
             self.pushed = true;
         }
         placed

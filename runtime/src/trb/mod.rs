@@ -26,8 +26,6 @@ use ring::{Ring, unhandle};
 pub const STATUS_BAD_DESC: i32 = -202;
 /// Status when a thread never received the shared state from the orchestrator thread.
 pub const STATUS_NO_BOOT: i32 = -201;
-/// Status when the run has fewer than two AICPU threads (one orchestrates, one schedules).
-pub const STATUS_TOO_FEW_THREADS: i32 = -203;
 
 /// State shared by the AICPU threads of one run: the rings and the scheduler base.
 pub struct Shared {

@@ -274,11 +274,14 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
                 Lack::Edges => OrchError::DepPoolOverflow,
             };
             let (heap_size, dep_cap, window) = (c.heap_size, c.dep_cap, c.window);
-            if heap > heap_size || edges > dep_cap {
-                let text = format!(
-                    "one task needs {heap} heap bytes and {edges} dependency entries; ring {ring} has {heap_size} and {dep_cap}"
-                );
-                return Err(self.stop_with(code(OrchError::FlowControlDeadlock), heap.max(edges), &text));
+            if heap > heap_size {
+                let text = format!("one task needs {heap} heap bytes; ring {ring} has {heap_size}");
+                return Err(self.stop_with(OrchError::HeapRingDeadlock, heap, &text));
+            }
+            if edges > dep_cap {
+                let text =
+                    format!("one task has {edges} producers; ring {ring}'s dependency pool has {dep_cap} entries");
+                return Err(self.stop_with(OrchError::DepPoolOverflow, edges, &text));
             }
             if let Some(scope) = c.oldest_scope() {
                 if let Some(pos) = self.scopes.iter().position(|sc| sc.id == scope) {
@@ -327,17 +330,28 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
                 prods.push(((r as u64) << 32) | l as u64);
             }
         }
-        let owner = |t: &Tensor, prods: &mut Vec<u64>| {
+        // A scope tensor holds its allocation record; one whose record is gone belongs to a
+        // scope that ended (its memory may already be reused).
+        let mut dead = None;
+        let owners = task.args().iter().map(|a| &a.tensor).chain(task.predicate());
+        for t in owners {
             if let Placement::Ring { owner, .. } = t.buffer.placement {
                 let (r, l) = untask_id(owner.0);
+                let live = r < RINGS
+                    && l >= self.cursors[r].last_alive
+                    && l < self.cursors[r].current
+                    && self.slot(r, l).local.load(Ordering::Relaxed) == l
+                    && self.slot(r, l).refs.load(Ordering::Acquire) > 0;
+                if !live {
+                    dead = Some(owner.0);
+                }
                 prods.push(((r as u64) << 32) | l as u64);
             }
-        };
-        for a in task.args() {
-            owner(&a.tensor, &mut prods);
         }
-        if let Some(p) = task.predicate() {
-            owner(p, &mut prods);
+        if let Some(owner) = dead {
+            self.producers = prods;
+            let text = format!("task {id} names a tensor of a scope that has ended (allocation record {owner})");
+            return Err(self.stop_with(OrchError::InvalidArgs, owner as u64, &text));
         }
         if mode == ScopeMode::Auto {
             let cursors = &self.cursors;
@@ -392,10 +406,21 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
         Ok(())
     }
 
-    /// Wait until every producer of the element region `r` is done.
+    /// Wait until every producer of the element region `r` is done — in a manual scope,
+    /// where writers are not tracked, every live task.
     fn wait_producers(&mut self, r: &Region) -> Result<(), OrchFail> {
         let mut prods = Vec::new();
-        self.map.lookup(r, &mut prods);
+        if self.scopes.last().is_some_and(|s| s.mode == ScopeMode::Manual) {
+            for (ring, c) in self.cursors.iter().enumerate() {
+                let mut l = c.last_alive;
+                while l != c.current {
+                    prods.push(((ring as u64) << 32) | l as u64);
+                    l = l.wrapping_add(1);
+                }
+            }
+        } else {
+            self.map.lookup(r, &mut prods);
+        }
         let deadline = self.a.now_ticks().saturating_add(self.s.image.wait_ticks);
         for p in prods {
             let (ring, l) = ((p >> 32) as usize, p as u32);
