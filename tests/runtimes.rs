@@ -158,10 +158,11 @@ fn writing_through_an_input_only_argument_is_a_kernel_fault_on_both_runtimes() {
     still_works(&dev, &k);
 }
 
-/// Block `block_idx` writes `block_idx + 1` into its element of argument 0.
+/// Block `block_idx` writes `block_idx + 1` into its row of argument 0 (a row per block: a
+/// cache line per writer, as the faithful cache model demands).
 fn k_block_ids(k: &mut dyn KernelContext) {
     let b = k.block_idx();
-    k.set(0, &[b], b as f32 + 1.0);
+    k.set(0, &[b, 0], b as f32 + 1.0);
 }
 
 fn cohort(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
@@ -180,12 +181,13 @@ fn sync_start_cohorts_run_together_or_are_refused_with_code_7() {
     for rt in RUNTIMES {
         let cfg = RunConfig { runtime: rt, ..RunConfig::default() };
         // Two AIV blocks fit one scheduler thread's cores on every board.
-        let y = dev.alloc::<f32>(&[2]).unwrap();
+        let y = dev.alloc::<f32>(&[2, 16]).unwrap();
         let args = OrchArgs::new().tensor(y.tensor()).scalar(fid.0 as u64).scalar(2);
         let r = dev.run_program(&p, &args, &cfg).unwrap_or_else(|e| panic!("{rt:?}: {e}"));
         assert_eq!(r.dispatched, 2);
-        assert_eq!(y.read::<f32>().unwrap(), vec![1.0, 2.0]);
-        let y = dev.alloc::<f32>(&[1000]).unwrap();
+        let got = y.read::<f32>().unwrap();
+        assert_eq!((got[0], got[16]), (1.0, 2.0));
+        let y = dev.alloc::<f32>(&[1000, 16]).unwrap();
         let args = OrchArgs::new().tensor(y.tensor()).scalar(fid.0 as u64).scalar(1000);
         let e = dev.run_program(&p, &args, &cfg).unwrap_err();
         assert_eq!(e.code(), Some(ErrorCode::Orch(OrchError::RequireSyncStartInvalid)), "{rt:?}: {e}");
