@@ -51,9 +51,9 @@ pub trait TaskSource: Sync {
     /// Task `t`.
     fn info(&self, t: u32) -> TaskInfo;
     /// Next SPMD block of `t` to place.
-    fn next_block(&self, t: u32) -> &AtomicU32;
+    fn next_block(&self, t: u32) -> &crate::sync::AtomicU32;
     /// Subtasks of `t` finished so far.
-    fn subtasks_done(&self, t: u32) -> &AtomicU32;
+    fn subtasks_done(&self, t: u32) -> &crate::sync::AtomicU32;
     /// `t` is done (it ran, or was skipped): push every consumer whose producers are now all
     /// done onto `ready`.
     fn finish<A: AicpuAgent>(&self, a: &A, t: u32, ready: &mut Vec<u32>);

@@ -23,6 +23,7 @@
 //!    [`watermark_reclaims_only_consumed_tasks`].
 //! 4. **The fan-out walk reads `next` before counting** —
 //!    [`fan_out_walk_survives_edge_reuse`].
+//! 5. **A chain: wiring to a task while it completes** — [`chain_wire_to_a_completing_task`].
 //!
 //! **Reproducers.** Each model was also run against deliberately broken copies of one library
 //! function (see [`Proto`] and the `Broken*` types); those runs are kept as `#[ignore]`d tests
@@ -94,7 +95,10 @@ impl Tally {
     fn assert_all_reached(&self, what: &[&str]) {
         assert_eq!(what.len(), self.0.len());
         for (i, w) in what.iter().enumerate() {
-            assert!(self.0[i].load(StdOrdering::Relaxed) > 0, "outcome \"{w}\" was never reached: the model lost coverage");
+            assert!(
+                self.0[i].load(StdOrdering::Relaxed) > 0,
+                "outcome \"{w}\" was never reached: the model lost coverage"
+            );
         }
     }
 }
@@ -125,6 +129,8 @@ struct Out {
     completed: Vec<u32>,
     /// Model-specific flag (documented per model).
     flag: bool,
+    /// The heap offset the orchestrator allocated a task at.
+    offset: Option<u64>,
     /// The orchestrator's cursor, handed back.
     cursor: Option<Cursor>,
 }
@@ -180,7 +186,7 @@ impl Proto for Transcribed {
         release_guard_copy(rings, consumer, done, AcqRel)
     }
     fn complete(rings: &[Ring], t: u32, ready: &mut Vec<u32>) {
-        complete_copy::<Self>(rings, t, ready, false)
+        complete_copy::<Self>(rings, t, ready, CompleteBug::None)
     }
     fn release(s: &Slot) -> bool {
         release_copy(s, ReleaseBug::None)
@@ -221,7 +227,7 @@ impl Proto for BrokenReleaseGuardRelaxed {
 struct BrokenReleaseConsumedFirst;
 impl Proto for BrokenReleaseConsumedFirst {
     fn complete(rings: &[Ring], t: u32, ready: &mut Vec<u32>) {
-        complete_copy::<Self>(rings, t, ready, false)
+        complete_copy::<Self>(rings, t, ready, CompleteBug::None)
     }
     fn release(s: &Slot) -> bool {
         release_copy(s, ReleaseBug::ConsumedFirst)
@@ -233,7 +239,7 @@ impl Proto for BrokenReleaseConsumedFirst {
 struct BrokenReleaseRelaxed;
 impl Proto for BrokenReleaseRelaxed {
     fn complete(rings: &[Ring], t: u32, ready: &mut Vec<u32>) {
-        complete_copy::<Self>(rings, t, ready, false)
+        complete_copy::<Self>(rings, t, ready, CompleteBug::None)
     }
     fn release(s: &Slot) -> bool {
         release_copy(s, ReleaseBug::Relaxed)
@@ -244,7 +250,15 @@ impl Proto for BrokenReleaseRelaxed {
 struct BrokenCompleteNextAfterIncrement;
 impl Proto for BrokenCompleteNextAfterIncrement {
     fn complete(rings: &[Ring], t: u32, ready: &mut Vec<u32>) {
-        complete_copy::<Self>(rings, t, ready, true)
+        complete_copy::<Self>(rings, t, ready, CompleteBug::NextAfterIncrement)
+    }
+}
+
+/// BROKEN `complete`: takes its fan-out list head before the locked COMPLETED transition.
+struct BrokenCompleteHeadBeforeLock;
+impl Proto for BrokenCompleteHeadBeforeLock {
+    fn complete(rings: &[Ring], t: u32, ready: &mut Vec<u32>) {
+        complete_copy::<Self>(rings, t, ready, CompleteBug::HeadBeforeLock)
     }
 }
 
@@ -265,7 +279,15 @@ enum WireBug {
 }
 
 /// Transcription of `ring::wire`, with `bug` applied.
-fn wire_copy(rings: &[Ring], consumer: u32, producer: u32, local: u32, edge_ring: usize, pos: u64, bug: WireBug) -> Wired {
+fn wire_copy(
+    rings: &[Ring],
+    consumer: u32,
+    producer: u32,
+    local: u32,
+    edge_ring: usize,
+    pos: u64,
+    bug: WireBug,
+) -> Wired {
     let ps = ring::slot(rings, producer);
     // BROKEN (StateBeforeLock): the state is read before the lock.
     let early = (bug == WireBug::StateBeforeLock).then(|| ps.state.load(Acquire));
@@ -327,7 +349,8 @@ fn release_copy(s: &Slot, bug: ReleaseBug) -> bool {
             }
         }
         ReleaseBug::ConsumedFirst => {
-            // BROKEN: publish CONSUMED, then drop the reference.
+            // BROKEN: publish CONSUMED (when this looks like the last reference), then drop
+            // the reference.
             if s.refs.load(Acquire) == 1 {
                 s.state.store(CONSUMED, Release);
             }
@@ -345,14 +368,24 @@ fn release_copy(s: &Slot, bug: ReleaseBug) -> bool {
     }
 }
 
-/// Transcription of `ring::complete`; its releases go through `P::release`.
-/// `next_after_increment` moves the `next` load after the fan-in count (BROKEN).
-fn complete_copy<P: Proto>(rings: &[Ring], t: u32, ready: &mut Vec<u32>, next_after_increment: bool) {
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum CompleteBug {
+    None,
+    NextAfterIncrement,
+    HeadBeforeLock,
+}
+
+/// Transcription of `ring::complete`, with `bug` applied; its releases go through
+/// `P::release`.
+fn complete_copy<P: Proto>(rings: &[Ring], t: u32, ready: &mut Vec<u32>, bug: CompleteBug) {
     let s = ring::slot(rings, t);
+    // BROKEN (HeadBeforeLock): the fan-out list is taken before the locked COMPLETED transition.
+    let early_head = (bug == CompleteBug::HeadBeforeLock).then(|| s.fanout_head.load(Relaxed));
     s.lock();
     s.state.store(COMPLETED, Release);
-    let mut head = s.fanout_head.load(Relaxed);
+    let mut head = early_head.unwrap_or_else(|| s.fanout_head.load(Relaxed));
     s.unlock();
+    let next_after_increment = bug == CompleteBug::NextAfterIncrement;
     while head != 0 {
         let (er, ei) = edge_unref(head);
         let e = &rings[er].edges[ei as usize];
@@ -421,15 +454,15 @@ fn init_task(rings: &[Ring], h: u32, local: u32, producers: u32, first_edge: u64
 }
 
 /// Wire task `me` (of ring `me_ring`, edges from `first_edge`) to `producers` (handle, local)
-/// and release its guard, as `submit_task` does. Returns what each `wire` did and whether the
-/// guard release made the task ready.
-fn wire_all<P: Proto>(
+/// and record its edges, as `submit_task` does. Returns what each `wire` did and how many
+/// producers need no wait (the `done` of the guard release).
+fn wire_producers<P: Proto>(
     rings: &[Ring],
     me: u32,
     me_ring: usize,
     first_edge: u64,
     producers: &[(u32, u32)],
-) -> (Vec<Wired>, bool) {
+) -> (Vec<Wired>, u32) {
     let mut done = 0u32;
     let mut linked = 0u64;
     let mut wired = Vec::new();
@@ -446,6 +479,19 @@ fn wire_all<P: Proto>(
         wired.push(w);
     }
     ring::slot(rings, me).edges_len.store(linked as u32, Relaxed);
+    (wired, done)
+}
+
+/// [`wire_producers`], then the guard release; returns what each `wire` did and whether the
+/// guard release made the task ready.
+fn wire_all<P: Proto>(
+    rings: &[Ring],
+    me: u32,
+    me_ring: usize,
+    first_edge: u64,
+    producers: &[(u32, u32)],
+) -> (Vec<Wired>, bool) {
+    let (wired, done) = wire_producers::<P>(rings, me, me_ring, first_edge, producers);
     (wired, P::release_guard(rings, me, done))
 }
 
@@ -488,7 +534,7 @@ fn assert_consumed(rings: &[Ring], h: u32, what: &str) {
 /// Catches (reproducers below): a `wire` that reads the state before taking the producer's
 /// lock (C is linked into a fan-out list that `complete` already took: C is never ready), and
 /// a Relaxed `release_guard` (the orchestrator reports C ready without having acquired a
-/// producer's COMPLETED store).
+/// producer's COMPLETED store). Preemption bound 3.
 #[test]
 fn fan_in_two_producers_ready_exactly_once() {
     fan_in_test::<Real>("fan_in_two_producers_ready_exactly_once", true);
@@ -498,7 +544,7 @@ fn fan_in_test<P: Proto>(name: &str, assert_reached: bool) {
     let tally = Tally::new(5);
     for order in ORDERS_3 {
         let t = tally.clone();
-        check(name, None, move || fan_in_model::<P>(order, &t));
+        check(name, Some(3), move || fan_in_model::<P>(order, &t));
     }
     if assert_reached {
         tally.assert_all_reached(&[
@@ -516,9 +562,8 @@ fn fan_in_model<P: Proto>(order: &[usize], tally: &Tally) {
     let (p1, p2, c) = (handle(0, 0), handle(1, 0), handle(0, 1));
     submit_ready::<P>(&rings, p1, 0, 0);
     submit_ready::<P>(&rings, p2, 0, 0);
-    let producers_completed = |rings: &[Ring]| {
-        state_refs(rings, p1).0 >= COMPLETED && state_refs(rings, p2).0 >= COMPLETED
-    };
+    let producers_completed =
+        move |rings: &[Ring]| state_refs(rings, p1).0 >= COMPLETED && state_refs(rings, p2).0 >= COMPLETED;
 
     let r = rings.clone();
     let orchestrator = job(move || {
@@ -598,9 +643,10 @@ fn reproducer_fan_in_release_guard_relaxed() {
 /// Invariant: `wire` returns Gone exactly when P is already unreferenced — then P is CONSUMED
 /// with refs 0 right after the join, C waited for nothing and recorded no edge; otherwise
 /// (Done / Linked) C holds a reference: P is observed not CONSUMED and referenced right after
-/// the `wire` and right before C's own `complete`, and ends CONSUMED with refs 0 only after it
-/// (a CONSUMED slot is never retained, refs never go 0 → positive). C is ready exactly once;
-/// every slot ends CONSUMED with refs 0. Reached: Gone, Done and Linked.
+/// the `wire` (before C's guard release, after which C may run) and right before C's own
+/// `complete`, and ends CONSUMED with refs 0 only after it (a CONSUMED slot is never retained,
+/// refs never go 0 → positive). C is ready exactly once; every slot ends CONSUMED with refs 0.
+/// Reached: Gone, Done and Linked.
 ///
 /// Catches (reproducers below): a `Slot::release` that stores CONSUMED before its decrement
 /// (`wire` retains a slot already marked CONSUMED), and a `wire` that refuses on "state ==
@@ -643,8 +689,10 @@ fn wire_race_model<P: Proto>(order: &[usize], tally: &Tally) {
         // End of P's scope, then the submission of C (its edge at pool position 1).
         P::release(ring::slot(&r, p));
         init_task(&r, c, 2, 1, 1);
-        let (wired, ready) = wire_all::<P>(&r, c, 0, 1, &[(p, 0)]);
+        let (wired, done) = wire_producers::<P>(&r, c, 0, 1, &[(p, 0)]);
+        // Before the guard release (after it C may run and release P).
         assert_held(&r, p, wired[0]);
+        let ready = P::release_guard(&r, c, done);
         Out { ready: if ready { vec![c] } else { vec![] }, wired, ..Out::default() }
     });
     let r = rings.clone();
@@ -727,6 +775,11 @@ struct Shadow {
     slots: Vec<UnsafeCell<u32>>,
 }
 
+// SAFETY: every access to the cells goes through loom's checked `with` / `with_mut`, which
+// panics on any pair of accesses not ordered by happens-before (at least one a write); sharing
+// is what the model checks, never relied on for correctness.
+unsafe impl Sync for Shadow {}
+
 impl Shadow {
     fn write(&self, off: u64, slot: usize, local: u32) {
         self.heap[(off / TASK_BYTES) as usize].with_mut(|v| {
@@ -769,8 +822,10 @@ impl Shadow {
 ///
 /// Catches (reproducers below): an `advance` that reclaims COMPLETED slots (the slot is reused
 /// while its completion reference is still held), a `Slot::release` that stores CONSUMED before
-/// its decrement (reuse while a reference is still counted), and a Relaxed `Slot::release`
-/// (the reuse is not ordered after the scheduler's reads: loom reports the cell race).
+/// its decrement (a slot is marked CONSUMED, and reclaimed, while a reference is still counted;
+/// or, when both releasers read two references, never marked at all), and a Relaxed
+/// `Slot::release` (the reuse is not ordered after the scheduler's reads: loom reports the cell
+/// race).
 /// Preemption bound 3.
 #[test]
 fn watermark_reclaims_only_consumed_tasks() {
@@ -863,7 +918,7 @@ fn watermark_model<P: Proto>(order: &[usize], tally: &Tally) {
             held |= checked_advance::<P>(&r, &mut cur);
             if cur.lack(TASK_BYTES, 1).is_none() {
                 let off = allocate_t2(&r, &sh, &mut cur);
-                return Out { flag: held, completed: vec![off as u32], cursor: Some(cur), ..Out::default() };
+                return Out { flag: held, offset: Some(off), cursor: Some(cur), ..Out::default() };
             }
             thread::yield_now();
         }
@@ -887,8 +942,8 @@ fn watermark_model<P: Proto>(order: &[usize], tally: &Tally) {
     if orch.flag {
         tally.hit(2);
     }
-    let off = match orch.completed.first() {
-        Some(&off) => off as u64,
+    let off = match orch.offset {
+        Some(off) => off,
         None => {
             // Not within the bounded wait: everything has finished now, so it must work.
             checked_advance::<P>(&rings, &mut cur);
@@ -921,8 +976,10 @@ fn reproducer_watermark_advance_over_completed() {
     watermark_test::<BrokenAdvanceOverCompleted>("reproducer_watermark_advance_over_completed", false);
 }
 
-/// Reproducer: expected to FAIL (a slot is reclaimed while its count is still 1).
-/// [`watermark_model`] against a `Slot::release` that stores CONSUMED before its decrement.
+/// Reproducer: expected to FAIL (the first failure loom reports: T0 or T1 never marked CONSUMED,
+/// both releasers having read two references; with that check silenced, the next one is "the
+/// watermark passed task 1" with its count still 1). [`watermark_model`] against a
+/// `Slot::release` that stores CONSUMED before its decrement.
 #[test]
 #[ignore = "reproducer: expected to fail"]
 fn reproducer_watermark_release_consumed_first() {
@@ -957,7 +1014,7 @@ fn reproducer_watermark_release_relaxed() {
 /// within the bounded wait.
 ///
 /// Catches (reproducer below): a `complete` that reads `next` after the fan-in increment (it
-/// follows D's edge, `next == 0`, and C1 is never counted). Preemption bound 2.
+/// follows D's edge, `next == 0`, and C1 is never counted). Preemption bound 3.
 #[test]
 fn fan_out_walk_survives_edge_reuse() {
     walk_test::<Real>("fan_out_walk_survives_edge_reuse", true);
@@ -967,7 +1024,7 @@ fn walk_test<P: Proto>(name: &str, assert_reached: bool) {
     let tally = Tally::new(1);
     for order in ORDERS_3 {
         let t = tally.clone();
-        check(name, Some(2), move || walk_model::<P>(order, &t));
+        check(name, Some(3), move || walk_model::<P>(order, &t));
     }
     if assert_reached {
         tally.assert_all_reached(&["D submitted concurrently"]);
@@ -1082,6 +1139,130 @@ fn reproducer_walk_next_after_increment() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 5. A chain: wiring to a task while it completes
+// ---------------------------------------------------------------------------------------------
+
+/// Chain P → C (C linked into P's fan-out), both scopes already ended, so P is held by its
+/// completion and by C, and C by its completion only. Concurrently: a scheduler runs
+/// `complete(P)`, then C (which P's completion made ready), then D if C's completion made it
+/// ready; the orchestrator submits D naming P and C (wired in that order, as the orchestrator
+/// sorts its producers). So D is wired to C while C may be PENDING, completing (COMPLETED, still
+/// referenced), or consumed — and C's own completion both walks its fan-out and drops its
+/// reference on P. D, if its guard release made it ready, runs after the join.
+///
+/// Invariant: D is reported ready exactly once, and whoever reports it or is about to run it
+/// sees P and C COMPLETED or CONSUMED; a producer D holds (Done / Linked) is not CONSUMED right
+/// after the wires and right before D runs after the join; a Gone producer ends CONSUMED;
+/// everything ends CONSUMED with refs 0. Reached: `wire(C)` Linked, Done and Gone; `wire(P)`
+/// Linked, Done and Gone.
+///
+/// Catches (reproducer below): a `complete` that takes its fan-out list head before the locked
+/// COMPLETED transition (D is linked into C's list after C's walk took it: D is never ready).
+/// Preemption bound 4 (unbounded: millions of executions, minutes per spawn order).
+#[test]
+fn chain_wire_to_a_completing_task() {
+    chain_test::<Real>("chain_wire_to_a_completing_task", true);
+}
+
+fn chain_test<P: Proto>(name: &str, assert_reached: bool) {
+    let tally = Tally::new(6);
+    for order in ORDERS_2 {
+        let t = tally.clone();
+        check(name, Some(4), move || chain_model::<P>(order, &t));
+    }
+    if assert_reached {
+        tally.assert_all_reached(&[
+            "wire(P) Linked",
+            "wire(P) Done",
+            "wire(P) Gone",
+            "wire(C) Linked",
+            "wire(C) Done",
+            "wire(C) Gone",
+        ]);
+    }
+}
+
+fn chain_model<P: Proto>(order: &[usize], tally: &Tally) {
+    let rings = Arc::new(vec![Ring::new(4, 4)]);
+    let (p, c, d) = (handle(0, 0), handle(0, 1), handle(0, 2));
+    submit_ready::<P>(&rings, p, 0, 0);
+    init_task(&rings, c, 1, 1, 0);
+    assert_eq!(wire_all::<P>(&rings, c, 0, 0, &[(p, 0)]), (vec![Wired::Linked], false));
+    P::release(ring::slot(&rings, p));
+    P::release(ring::slot(&rings, c));
+    let producers_completed =
+        move |rings: &[Ring]| state_refs(rings, p).0 >= COMPLETED && state_refs(rings, c).0 >= COMPLETED;
+
+    let r = rings.clone();
+    let orchestrator = job(move || {
+        init_task(&r, d, 2, 2, 1);
+        let (wired, done) = wire_producers::<P>(&r, d, 0, 1, &[(p, 0), (c, 1)]);
+        // Before the guard release (after it D may run and release its producers).
+        assert_held(&r, p, wired[0]);
+        assert_held(&r, c, wired[1]);
+        let ready = P::release_guard(&r, d, done);
+        if ready {
+            assert!(producers_completed(&r), "D reported ready by its guard before P and C completed");
+        }
+        Out { ready: if ready { vec![d] } else { vec![] }, wired, ..Out::default() }
+    });
+    let r = rings.clone();
+    let scheduler = job(move || {
+        let mut ready = vec![p];
+        let mut reported = Vec::new();
+        while let Some(t) = ready.pop() {
+            if t == d {
+                assert!(producers_completed(&r), "D runs before P and C completed");
+            }
+            let mut more = Vec::new();
+            P::complete(&r, t, &mut more);
+            reported.extend_from_slice(&more);
+            ready.extend(more);
+        }
+        Out { ready: reported, ..Out::default() }
+    });
+    let mut out = run_jobs(order, vec![orchestrator, scheduler]);
+    let (orch, sched) = (out.remove(0), out.remove(0));
+
+    let d_reports = orch.ready.len() + sched.ready.iter().filter(|&&h| h == d).count();
+    assert_eq!(d_reports, 1, "D reported ready {d_reports} times");
+    assert_eq!(sched.ready.iter().filter(|&&h| h == c).count(), 1, "C not reported ready exactly once");
+    for (i, (&w, h)) in orch.wired.iter().zip([p, c]).enumerate() {
+        tally.hit(
+            3 * i
+                + match w {
+                    Wired::Linked => 0,
+                    Wired::Done => 1,
+                    Wired::Gone => 2,
+                },
+        );
+        if w == Wired::Gone {
+            assert_consumed(&rings, h, "a Gone producer");
+        }
+    }
+    if !orch.ready.is_empty() {
+        assert!(producers_completed(&rings));
+        assert_held(&rings, p, orch.wired[0]);
+        assert_held(&rings, c, orch.wired[1]);
+        let mut more = Vec::new();
+        P::complete(&rings, d, &mut more);
+        assert!(more.is_empty());
+    }
+    P::release(ring::slot(&rings, d));
+    for (h, what) in [(p, "P"), (c, "C"), (d, "D")] {
+        assert_consumed(&rings, h, what);
+    }
+}
+
+/// Reproducer: expected to FAIL (D is never reported ready). [`chain_model`] against a
+/// `complete` that takes its fan-out list head before the locked COMPLETED transition.
+#[test]
+#[ignore = "reproducer: expected to fail"]
+fn reproducer_chain_complete_head_before_lock() {
+    chain_test::<BrokenCompleteHeadBeforeLock>("reproducer_chain_complete_head_before_lock", false);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The transcriptions, unbroken
 // ---------------------------------------------------------------------------------------------
 
@@ -1095,4 +1276,5 @@ fn transcriptions_pass_every_model() {
     wire_race_test::<Transcribed>("transcribed wire_race", true);
     watermark_test::<Transcribed>("transcribed watermark", true);
     walk_test::<Transcribed>("transcribed walk", true);
+    chain_test::<Transcribed>("transcribed chain", true);
 }

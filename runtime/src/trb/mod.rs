@@ -11,7 +11,7 @@ pub mod ring;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr};
 use zerocopy::{FromBytes, IntoBytes};
@@ -73,11 +73,11 @@ impl TaskSource for Shared {
         }
     }
 
-    fn next_block(&self, t: u32) -> &AtomicU32 {
+    fn next_block(&self, t: u32) -> &crate::sync::AtomicU32 {
         &self.slot(t).next_block
     }
 
-    fn subtasks_done(&self, t: u32) -> &AtomicU32 {
+    fn subtasks_done(&self, t: u32) -> &crate::sync::AtomicU32 {
         &self.slot(t).subtasks_done
     }
 
@@ -212,7 +212,8 @@ fn load_image<A: AicpuAgent>(a: &A, cfg: &crate::layout::LaunchConfig) -> Result
     }
     for r in &h.rings {
         let window_ok = r.window.is_power_of_two() && r.window <= 1 << ring::HANDLE_SLOT_BITS;
-        if !window_ok || r.dep_pool == 0 || r.heap % 64 != 0 || r.heap_base % 64 != 0 {
+        let pool_ok = r.dep_pool != 0 && r.dep_pool < 1 << ring::HANDLE_SLOT_BITS;
+        if !window_ok || !pool_ok || r.heap % 64 != 0 || r.heap_base % 64 != 0 {
             return Err(4);
         }
     }

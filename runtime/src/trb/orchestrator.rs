@@ -257,6 +257,10 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
 
     /// Wait until `ring` can take one task with `heap` bytes and `edges` edges.
     fn reserve(&mut self, ring: usize, heap: u64, edges: u64) -> Result<(), OrchFail> {
+        if self.cursors[ring].current >= 1 << ring::ID_LOCAL_BITS {
+            let text = format!("ring {ring} used up its 2^30 task ids in this run; split the run");
+            return Err(self.stop_with(OrchError::InvalidArgs, ring as u64, &text));
+        }
         let budget = self.s.image.wait_ticks;
         let mut deadline = self.a.now_ticks().saturating_add(budget);
         loop {

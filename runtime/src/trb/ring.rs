@@ -137,7 +137,9 @@ impl Slot {
     /// Drop a lifetime reference; the last one makes the task CONSUMED. Returns whether
     /// this call did. The caller must not touch the slot afterwards.
     pub fn release(&self) -> bool {
-        if self.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let before = self.refs.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(before != 0, "a task slot released more often than it was referenced");
+        if before == 1 {
             self.state.store(CONSUMED, Ordering::Release);
             true
         } else {
