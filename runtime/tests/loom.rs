@@ -745,7 +745,8 @@ fn dispatch_three_reuses_a_payload_buffer() {
 /// GM address of task `k`'s argument record in `plan`'s free space, and of its output word.
 fn args_of(plan: &GmPlan, k: usize) -> (u64, u64) {
     let args = plan.extra + 64 * k as u64;
-    (args, args + 16)
+    // A 24-byte header and one scalar, then the output word.
+    (args, args + 32)
 }
 
 /// Initial GM for the end-to-end models: the descriptor, and per task an argument record with
@@ -771,9 +772,11 @@ fn e2e_gm(plan: &GmPlan, map: &RunMap, tasks: usize, previous_run: bool) -> Vec<
     for k in 0..tasks {
         let (args, out) = args_of(plan, k);
         let i = ((args - loom_hal::GM_BASE) / 8) as usize;
-        let h = ArgsHeader { tensors: 0, scalars: 1 };
-        gm[i] = u64::from_le_bytes(h.as_bytes().try_into().unwrap());
-        gm[i + 1] = out;
+        let h = ArgsHeader { tensors: 0, scalars: 1, ..ArgsHeader::default() };
+        for (w, chunk) in h.as_bytes().chunks_exact(8).enumerate() {
+            gm[i + w] = u64::from_le_bytes(chunk.try_into().unwrap());
+        }
+        gm[i + 3] = out;
     }
     gm
 }
