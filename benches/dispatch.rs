@@ -1,6 +1,7 @@
 //! Dispatch benchmark: the shapes of `shared/bench/anchor.md` on the selected board.
 //!
-//! `cargo bench --bench dispatch` (add `-- --rounds R` to change the rounds per point, and
+//! `cargo bench --bench dispatch` (add `-- --rounds R` to change the rounds per point, `--only
+//! chain,fanout` to run some shapes, `--runtime hbg|trb` to run one runtime, and
 //! `--features board-sim-a5` for the a5 board). Prints a table and JSON (also written to
 //! `target/bench-dispatch.json`): per shape and runtime (host-built graph, device-side
 //! tensormap-and-ringbuffer), fixed cost run(1), marginal µs per task at each N, and submission
@@ -36,8 +37,20 @@ struct Point {
 
 fn main() {
     let mut rounds = 9usize;
+    let mut only: Option<String> = None;
+    let mut runtimes = common::RUNTIMES.to_vec();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
+        if a == "--only" {
+            only = args.next();
+        }
+        if a == "--runtime" {
+            runtimes = match args.next().as_deref() {
+                Some("hbg") => vec![RuntimeKind::HostBuiltGraph],
+                Some("trb") => vec![RuntimeKind::TensormapRing],
+                _ => common::RUNTIMES.to_vec(),
+            };
+        }
         if a == "--rounds" {
             rounds = args.next().and_then(|s| s.parse().ok()).filter(|&r: &usize| r > 0).unwrap_or_else(|| {
                 eprintln!("--rounds needs a positive integer");
@@ -51,7 +64,10 @@ fn main() {
     });
     let mut table = Vec::new();
     for kind in ShapeKind::ALL {
-        for rt in common::RUNTIMES {
+        if only.as_deref().is_some_and(|o| !o.split(',').any(|n| n == kind.name())) {
+            continue;
+        }
+        for &rt in &runtimes {
             let mut points = Vec::new();
             for n in NS {
                 let mut builds = Vec::new();

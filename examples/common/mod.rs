@@ -297,19 +297,19 @@ pub fn vector(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Fai
 
 pub const CHAIN_N: u32 = 4096;
 
-/// One add, then 512 `+1` tasks each reading the previous output. Args: a, b, out.
+/// One add, then 512 `+1` tasks each reading the previous output. The intermediates
+/// ping-pong between two scope tensors: task i reads one and writes the other, so task i + 1
+/// (which waits for task i's output) may overwrite what task i read. Args: a, b, out.
 pub fn orch_chain513(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
     let (a, b, out) = (args.t(0)?, args.t(1)?, args.t(2)?);
     let n = a.elem_count() as u32;
-    let first = o.alloc::<f32>(&[n])?;
-    o.submit(Task::aiv(f::ADD).input(&a).input(&b).output(&first))?;
-    let mut prev = first;
-    for _ in 0..511 {
-        let next = o.alloc::<f32>(&[n])?;
-        o.submit(Task::aiv(f::ADD_SCALAR).input(&prev).output(&next).scalar_f32(1.0))?;
-        prev = next;
+    let ping = [o.alloc::<f32>(&[n])?, o.alloc::<f32>(&[n])?];
+    o.submit(Task::aiv(f::ADD).input(&a).input(&b).output(&ping[0]))?;
+    for i in 0..511 {
+        let (src, dst) = (&ping[i % 2], &ping[(i + 1) % 2]);
+        o.submit(Task::aiv(f::ADD_SCALAR).input(src).output(dst).scalar_f32(1.0))?;
     }
-    o.submit(Task::aiv(f::ADD_SCALAR).input(&prev).output(&out).scalar_f32(1.0))?;
+    o.submit(Task::aiv(f::ADD_SCALAR).input(&ping[1]).output(&out).scalar_f32(1.0))?;
     Ok(())
 }
 

@@ -132,6 +132,9 @@ impl Wake {
                 if now.duration_since(start) >= spin || deadline.is_some_and(|d| now >= d) {
                     return false;
                 }
+                // Let a runnable agent that is not waiting (an orchestrator, a core just
+                // woken to run its kernel) have this CPU: spinners must not starve workers.
+                std::thread::yield_now();
             }
         }
     }

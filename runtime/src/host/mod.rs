@@ -110,9 +110,9 @@ pub struct RingConfig {
 impl Default for RingConfig {
     fn default() -> Self {
         RingConfig {
-            window: [8192, 1024, 1024, 1024],
-            heap: [16 << 20, 4 << 20, 4 << 20, 4 << 20],
-            dep_pool: [16384, 4096, 4096, 4096],
+            window: [4096, 512, 512, 512],
+            heap: [4 << 20, 1 << 20, 1 << 20, 1 << 20],
+            dep_pool: [8192, 2048, 2048, 2048],
             tensormap_entries: 65536,
             wait_us: None,
         }
