@@ -9,7 +9,6 @@ mod common;
 use std::process::ExitCode;
 
 use common::ShapeKind;
-use pto::prelude::RuntimeKind;
 
 fn main() -> ExitCode {
     let n: u32 = match std::env::args().nth(1).map(|s| s.parse()) {
