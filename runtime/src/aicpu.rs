@@ -7,7 +7,6 @@
 //! schedules until the graph completes or a fault stops the run, and retires its cores. The
 //! last thread out frees the shared state.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -17,37 +16,23 @@ use zerocopy::{FromBytes, IntoBytes};
 use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::layout::{
     ARGS_HEAD, ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig, Shape,
-    TaskRecord, args_flags, offsets,
+    TaskRecord, args_flags,
 };
 
+use crate::launch_state;
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::sched::{self, Base, Scheduler, TaskInfo, TaskSource, lanes_match};
 
-/// Status when the descriptor cannot be used at all.
-pub const STATUS_BAD_DESC: i32 = -202;
-/// Status when a thread never received the shared state from thread 0.
-pub const STATUS_NO_BOOT: i32 = -201;
+pub use crate::launch_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
 
 /// The AICPU program entry point of the host-built-graph runtime.
 pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
-    let shared: &Shared = if launch.thread_idx == 0 {
-        let Some(state) = boot(a, launch.args) else {
-            return STATUS_BAD_DESC;
-        };
-        let ptr = Box::into_raw(Box::new(state));
-        launch.scratch.store(ptr.cast(), Ordering::Release);
-        a.send_event();
-        // SAFETY: `ptr` came from `Box::into_raw` just above and is freed only by the last
-        // thread to depart (below), which cannot happen before this thread departs.
-        unsafe { &*ptr }
-    } else {
-        match wait_shared(a, &launch) {
-            Some(s) => s,
-            None => return STATUS_NO_BOOT,
-        }
+    let shared = match launch_state::share(a, &launch, 0, || boot(a, launch.args)) {
+        Ok(s) => s,
+        Err(status) => return status,
     };
 
-    let mut sched = Scheduler::new(a, shared, launch.thread_idx, launch.thread_count);
+    let mut sched = Scheduler::new(a, &*shared, launch.thread_idx, launch.thread_count);
     sched.handshake();
     sched.run();
     let released = sched.retire();
@@ -58,16 +43,7 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         // The reference's placement: invalidate for the next run, at the end of this one.
         crate::observe_host::<A>(a, launch.args, core::mem::size_of::<crate::layout::LaunchConfig>() as u64);
     }
-    let base = shared.base();
-    if base.departed.fetch_add(1, Ordering::AcqRel) + 1 == launch.thread_count {
-        // Last out: every completion of the run has happened; record the total.
-        a.store_direct(base.map.desc.offset(offsets::RUN_COMPLETED), base.completed());
-        let ptr = launch.scratch.swap(core::ptr::null_mut(), Ordering::AcqRel) as *mut Shared;
-        // SAFETY: every thread of the launch has departed (the counter reached the thread
-        // count), so no reference to the state remains; `ptr` came from `Box::into_raw` in
-        // thread 0 and is freed exactly once because the scratch cell was swapped to null.
-        drop(unsafe { Box::from_raw(ptr) });
-    }
+    shared.depart(a);
     0
 }
 
@@ -178,24 +154,6 @@ impl TaskSource for Shared {
     }
     fn total(&self) -> Option<u64> {
         Some(self.g.tasks.len() as u64)
-    }
-}
-
-fn wait_shared<'l, A: AicpuAgent>(a: &A, launch: &AicpuLaunch<'l>) -> Option<&'l Shared> {
-    // Thread 0 boots within the watchdog of this run (read here, not trusted from thread 0).
-    let cfg = lifecycle::read_config(a, launch.args);
-    let deadline = a.now_ticks().saturating_add(cfg.watchdog_ticks.max(a.ticks_from_micros(1_000)));
-    loop {
-        let p = launch.scratch.load(Ordering::Acquire) as *const Shared;
-        if !p.is_null() {
-            // SAFETY: thread 0 published a pointer from `Box::into_raw`; it stays valid until
-            // every thread, this one included, has departed.
-            return Some(unsafe { &*p });
-        }
-        if a.now_ticks() >= deadline {
-            return None;
-        }
-        a.wait_for_event(deadline);
     }
 }
 

@@ -18,6 +18,7 @@ pub mod exec;
 pub mod graph;
 pub mod hbg;
 pub mod kernel;
+pub mod launch_state;
 pub mod layout;
 pub mod lifecycle;
 pub mod orch;

@@ -41,14 +41,14 @@
 
 mod loom_hal;
 
+mod loom_harness;
+
 use std::any::Any;
-use std::sync::atomic::AtomicUsize as StdAtomicUsize;
-use std::sync::atomic::Ordering as StdOrdering;
-use std::time::Instant;
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loom::thread;
+use loom_harness::{Tally, check};
 use pto_hal::{
     AicoreAgent, AicoreLaunch, Barriers, CacheMaintenance, Clock, CoreRegisters, CoreType, Events, GmAddr, GmMemory,
     GmMemoryExt, Reg, Registers,
@@ -62,49 +62,6 @@ use pto_runtime::sched::decide;
 use zerocopy::IntoBytes;
 
 use loom_hal::{Budgets, Device, GmPlan, LoomAicpu, LoomCore, RegOrder, initial_gm};
-
-/// Check `f` under loom, optionally with a preemption bound (`LOOM_MAX_PREEMPTIONS`, when set,
-/// overrides it for every model); print executions and wall time.
-fn check(name: &str, preemption_bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
-    let runs = std::sync::Arc::new(StdAtomicUsize::new(0));
-    let counter = runs.clone();
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = preemption_bound;
-    }
-    let preemption_bound = b.preemption_bound;
-    let start = Instant::now();
-    b.check(move || {
-        counter.fetch_add(1, StdOrdering::Relaxed);
-        f();
-    });
-    eprintln!(
-        "loom model {name}: {} executions in {:.2?}{}",
-        runs.load(StdOrdering::Relaxed),
-        start.elapsed(),
-        preemption_bound.map_or(String::new(), |p| format!(" (preemption bound {p})"))
-    );
-}
-
-/// Outcome tallies across the executions of one model (plain std atomics: invisible to loom).
-struct Tally(Vec<StdAtomicUsize>);
-
-impl Tally {
-    fn new(n: usize) -> std::sync::Arc<Tally> {
-        std::sync::Arc::new(Tally((0..n).map(|_| StdAtomicUsize::new(0)).collect()))
-    }
-    fn hit(&self, i: usize) {
-        self.0[i].fetch_add(1, StdOrdering::Relaxed);
-    }
-    fn get(&self, i: usize) -> usize {
-        self.0[i].load(StdOrdering::Relaxed)
-    }
-    fn assert_all_reached(&self, what: &[&str]) {
-        for (i, w) in what.iter().enumerate() {
-            assert!(self.get(i) > 0, "outcome \"{w}\" was never reached: the model lost coverage");
-        }
-    }
-}
 
 /// One protocol participant, type-erased so that participants of different types can be spawned
 /// in any order.

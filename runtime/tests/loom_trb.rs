@@ -42,14 +42,13 @@
 //! preemptions; `LOOM_MAX_PREEMPTIONS` overrides every model's bound.
 #![cfg(loom)]
 
-use std::sync::atomic::AtomicUsize as StdAtomicUsize;
-use std::sync::atomic::Ordering as StdOrdering;
-use std::time::Instant;
+mod loom_harness;
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use loom::thread;
+use loom_harness::{Tally, check};
 use pto_runtime::trb::ring::{
     self, COMPLETED, CONSUMED, Cursor, Lack, PENDING, Ring, Slot, Wired, complete, edge_ref, edge_unref, handle,
     release_guard, unhandle, wire,
@@ -58,50 +57,6 @@ use pto_runtime::trb::ring::{
 // ---------------------------------------------------------------------------------------------
 // Harness
 // ---------------------------------------------------------------------------------------------
-
-/// Check `f` under loom, optionally with a preemption bound (`LOOM_MAX_PREEMPTIONS`, when set,
-/// overrides it); print executions and wall time.
-fn check(name: &str, preemption_bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
-    let runs = std::sync::Arc::new(StdAtomicUsize::new(0));
-    let counter = runs.clone();
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = preemption_bound;
-    }
-    let preemption_bound = b.preemption_bound;
-    let start = Instant::now();
-    b.check(move || {
-        counter.fetch_add(1, StdOrdering::Relaxed);
-        f();
-    });
-    eprintln!(
-        "loom model {name}: {} executions in {:.2?}{}",
-        runs.load(StdOrdering::Relaxed),
-        start.elapsed(),
-        preemption_bound.map_or(String::new(), |p| format!(" (preemption bound {p})"))
-    );
-}
-
-/// Outcome tallies across the executions of one model (plain std atomics: invisible to loom).
-struct Tally(Vec<StdAtomicUsize>);
-
-impl Tally {
-    fn new(n: usize) -> std::sync::Arc<Tally> {
-        std::sync::Arc::new(Tally((0..n).map(|_| StdAtomicUsize::new(0)).collect()))
-    }
-    fn hit(&self, i: usize) {
-        self.0[i].fetch_add(1, StdOrdering::Relaxed);
-    }
-    fn assert_all_reached(&self, what: &[&str]) {
-        assert_eq!(what.len(), self.0.len());
-        for (i, w) in what.iter().enumerate() {
-            assert!(
-                self.0[i].load(StdOrdering::Relaxed) > 0,
-                "outcome \"{w}\" was never reached: the model lost coverage"
-            );
-        }
-    }
-}
 
 /// Spawn `jobs` in the order `order` (a permutation of their indices), join them all; results
 /// by job index.

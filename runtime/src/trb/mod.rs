@@ -9,7 +9,6 @@
 pub mod orchestrator;
 pub mod ring;
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -17,15 +16,13 @@ use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
+use crate::launch_state;
 use crate::layout::{DESC_MAGIC, FuncEntry, LAYOUT_VERSION, ORCH_MAGIC, OrchImage, OrchTensor, RINGS, Shape, offsets};
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::sched::{Base, Scheduler, TaskInfo, TaskSource};
 use ring::{Ring, unhandle};
 
-/// Status when the descriptor cannot be used at all.
-pub const STATUS_BAD_DESC: i32 = -202;
-/// Status when a thread never received the shared state from the orchestrator thread.
-pub const STATUS_NO_BOOT: i32 = -201;
+pub use crate::launch_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
 
 /// State shared by the AICPU threads of one run: the rings and the scheduler base.
 pub struct Shared {
@@ -90,64 +87,26 @@ impl TaskSource for Shared {
     }
 }
 
-/// The AICPU program entry point of the device-side runtime.
+/// The AICPU program entry point of the device-side runtime: the highest thread boots and
+/// orchestrates, the others schedule.
 pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
     let orch_thread = launch.thread_count.saturating_sub(1);
-    let shared: &Shared = if launch.thread_idx == orch_thread {
-        let Some(state) = boot(a, launch.args, launch.thread_count) else {
-            return STATUS_BAD_DESC;
-        };
-        let ptr = Box::into_raw(Box::new(state));
-        launch.scratch.store(ptr.cast(), Ordering::Release);
-        a.send_event();
-        // SAFETY: `ptr` came from `Box::into_raw` just above and is freed only by the last
-        // thread to depart (below), which cannot happen before this thread departs.
-        unsafe { &*ptr }
-    } else {
-        match wait_shared(a, &launch) {
-            Some(s) => s,
-            None => return STATUS_NO_BOOT,
-        }
+    let shared = match launch_state::share(a, &launch, orch_thread, || boot(a, launch.args, launch.thread_count)) {
+        Ok(s) => s,
+        Err(status) => return status,
     };
-
     if launch.thread_idx == orch_thread {
-        orchestrator::run(a, shared);
+        orchestrator::run(a, &*shared);
         a.fetch_add(shared.base().map.desc.offset(offsets::RUN_THREADS_DONE), 1);
     } else {
-        let mut sched = Scheduler::new(a, shared, launch.thread_idx, orch_thread.max(1));
+        let mut sched = Scheduler::new(a, &*shared, launch.thread_idx, orch_thread.max(1));
         sched.handshake();
         sched.run();
         let released = sched.retire();
         sched.publish_counters(released);
     }
-
-    let base = shared.base();
-    if base.departed.fetch_add(1, Ordering::AcqRel) + 1 == launch.thread_count {
-        a.store_direct(base.map.desc.offset(offsets::RUN_COMPLETED), base.completed());
-        let ptr = launch.scratch.swap(core::ptr::null_mut(), Ordering::AcqRel) as *mut Shared;
-        // SAFETY: every thread of the launch has departed (the counter reached the thread
-        // count), so no reference to the state remains; `ptr` came from `Box::into_raw` in
-        // the orchestrator thread and is freed exactly once because the cell was swapped.
-        drop(unsafe { Box::from_raw(ptr) });
-    }
+    shared.depart(a);
     0
-}
-
-fn wait_shared<'l, A: AicpuAgent>(a: &A, launch: &AicpuLaunch<'l>) -> Option<&'l Shared> {
-    let cfg = lifecycle::read_config(a, launch.args);
-    let deadline = a.now_ticks().saturating_add(cfg.watchdog_ticks.max(a.ticks_from_micros(1_000)));
-    loop {
-        let p = launch.scratch.load(Ordering::Acquire) as *const Shared;
-        if !p.is_null() {
-            // SAFETY: the orchestrator thread published a pointer from `Box::into_raw`; it
-            // stays valid until every thread, this one included, has departed.
-            return Some(unsafe { &*p });
-        }
-        if a.now_ticks() >= deadline {
-            return None;
-        }
-        a.wait_for_event(deadline);
-    }
 }
 
 /// Read and validate the descriptor and the orchestration image; `None` only when the
