@@ -96,7 +96,7 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         Err(status) => return status,
     };
     if launch.thread_idx == orch_thread {
-        orchestrator::run(a, &*shared);
+        orchestrator::run(a, &shared);
         a.fetch_add(shared.base().map.desc.offset(offsets::RUN_THREADS_DONE), 1);
     } else {
         let mut sched = Scheduler::new(a, &*shared, launch.thread_idx, orch_thread.max(1));
