@@ -1,7 +1,8 @@
 //! Dispatch benchmark: the shapes of `shared/bench/anchor.md` on the selected board.
 //!
 //! `cargo bench --bench dispatch` (add `-- --rounds R` to change the rounds per point, `--only
-//! chain,fanout` to run some shapes, `--runtime hbg|trb` to run one runtime, and
+//! chain,fanout` to run some shapes, `--runtime hbg|trb` to run one runtime, `--threads T` to launch T AICPU
+//! threads, and
 //! `--features board-sim-a5` for the a5 board). Prints a table and JSON (also written to
 //! `target/bench-dispatch.json`): per shape and runtime (host-built graph, device-side
 //! tensormap-and-ringbuffer), fixed cost run(1), marginal µs per task at each N, and submission
@@ -38,11 +39,15 @@ struct Point {
 fn main() {
     let mut rounds = 9usize;
     let mut only: Option<String> = None;
+    let mut cfg = RunConfig::default();
     let mut runtimes = common::RUNTIMES.to_vec();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--only" {
             only = args.next();
+        }
+        if a == "--threads" {
+            cfg.aicpu_threads = args.next().and_then(|s| s.parse().ok());
         }
         if a == "--runtime" {
             runtimes = match args.next().as_deref() {
@@ -85,9 +90,9 @@ fn main() {
                     p.reset().expect("reset");
                     let t = Instant::now();
                     let rep = match rt {
-                        RuntimeKind::HostBuiltGraph => dev.run(&p.graph),
+                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
                         RuntimeKind::TensormapRing => {
-                            dev.run_program(&p.program, &p.args, &RunConfig { runtime: rt, ..RunConfig::default() })
+                            dev.run_program(&p.program, &p.args, &RunConfig { runtime: rt, ..cfg.clone() })
                         }
                     }
                     .unwrap_or_else(|e| panic!("{} N={n} {}: {e}", kind.name(), rt.name()));

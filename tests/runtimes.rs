@@ -444,3 +444,18 @@ fn a_read_in_a_manual_scope_waits_for_the_tasks_before_it() {
         dev.run_program(&p, &OrchArgs::new().tensor(y.tensor()), &trb(RingConfig::default())).unwrap();
     }
 }
+
+fn nothing(_o: &mut Orch<'_>, _a: &OrchArgs) -> Result<(), OrchFail> {
+    Ok(())
+}
+
+#[test]
+fn an_empty_orchestration_completes_with_no_task_on_both_runtimes() {
+    let (dev, _k) = device();
+    let p = dev.register_orchestration("nothing", nothing).unwrap();
+    for rt in RUNTIMES {
+        let r = dev.run_program(&p, &OrchArgs::new(), &RunConfig { runtime: rt, ..RunConfig::default() }).unwrap();
+        assert_eq!((r.tasks, r.dispatched), (0, 0), "{rt:?}");
+        assert_eq!(r.released, r.cores, "{rt:?}: every core that handshook was released");
+    }
+}
