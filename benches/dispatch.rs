@@ -115,6 +115,7 @@ fn main() {
     }
 
     let vector_process = [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing].map(time_vector_process);
+    let isolated = isolated_submission(&dev, &k);
     let cache_ratio = cache_model_cost(&dev, &k, rounds);
 
     println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
@@ -165,6 +166,15 @@ fn main() {
             ),
         }
     }
+    println!("submission in isolation (host build of the same orchestration, device idle, median of 15):");
+    for (name, t1, t4) in &isolated {
+        println!(
+            "  {name:<12} N=1000 {:>7.3} ms  N=4000 {:>7.3} ms  growth x{:.2}",
+            us(*t1) / 1e3,
+            us(*t4) / 1e3,
+            t4.as_secs_f64() / t1.as_secs_f64()
+        );
+    }
     println!("faithful / coherent cache model, run time at N=1000 (same device, same graph):");
     for (name, coherent, faithful) in &cache_ratio {
         println!(
@@ -183,10 +193,39 @@ fn main() {
         })).collect::<Vec<_>>(),
         "vector_process_ms": { "hbg": vector_process[0].map(|d| us(d) / 1e3), "trb": vector_process[1].map(|d| us(d) / 1e3) },
         "shapes": shapes,
+        "isolated_submission": isolated.iter().map(|(n, a, b)| json!({
+            "shape": n, "n1000_us": us(*a), "n4000_us": us(*b), "growth": b.as_secs_f64() / a.as_secs_f64(),
+        })).collect::<Vec<_>>(),
     });
     let text = serde_json::to_string_pretty(&doc).expect("JSON");
     println!("{text}");
     let _ = std::fs::write(target_dir().join("bench-dispatch.json"), &text);
+}
+
+/// The host build of the fanout and independent shapes at N = 1000 and 4000 with nothing
+/// running on the device: the tensor map and graph builder alone.
+fn isolated_submission(dev: &Device, k: &common::Kernels) -> Vec<(&'static str, Duration, Duration)> {
+    let mut out = Vec::new();
+    // Let the simulated agents of the last run stop spinning and park first.
+    std::thread::sleep(Duration::from_millis(200));
+    for kind in [ShapeKind::Fanout, ShapeKind::Independent] {
+        let mut t = [Duration::ZERO; 2];
+        for (i, n) in [1000u32, 4000].into_iter().enumerate() {
+            let p = common::build_shape(dev, k, kind, n).unwrap_or_else(|e| panic!("{e}"));
+            let times = (0..15)
+                .map(|_| {
+                    let s = Instant::now();
+                    let g = dev.build_program(&p.program, &p.args).unwrap_or_else(|e| panic!("{e}"));
+                    let el = s.elapsed();
+                    drop(g);
+                    el
+                })
+                .collect();
+            t[i] = median(times);
+        }
+        out.push((kind.name(), t[0], t[1]));
+    }
+    out
 }
 
 /// Median run time of the chain and independent shapes at N=1000 under each cache model.
