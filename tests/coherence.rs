@@ -285,3 +285,54 @@ fn cache_model_switches_between_runs() {
         assert!(e.to_string().contains("while a launch is active"), "{e}");
     }
 }
+
+/// Per iteration, in its own scope: t = x_i + 1 into a scope tensor, y_i = t + 1. With tiny
+/// rings, every iteration's argument records reuse the heap bytes of an earlier iteration's.
+fn reuse_records(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    let (x, y) = (a.t(0)?, a.t(1)?);
+    let f = FuncId(a.s(0)? as u16);
+    for i in 0..x.shape[0] {
+        o.scope(|s| {
+            let t = s.alloc::<f32>(&[1, 16])?;
+            s.submit(Task::aiv(f).input(&x.view(&[i, 0], &[1, 16])?).output(&t).scalar_f32(1.0))?;
+            s.submit(Task::aiv(f).input(&t).output(&y.view(&[i, 0], &[1, 16])?).scalar_f32(1.0))?;
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Class 7, device-side runtime only: a core reads a task's argument record through the line
+/// it cached for an earlier task whose record occupied the same ring heap bytes (the AICore
+/// skipped its invalidate). The host-built graph never reuses record bytes within a run; the
+/// device-side runtime does as soon as rings are reclaimed — and the faithful model catches it.
+#[test]
+fn a_reused_argument_record_read_through_a_stale_line_is_caught() {
+    let _s = serial();
+    let run = |broken: bool| {
+        let dev = faithful::<SimA2a3>();
+        let f = dev.register_kernel("add_scalar", CoreType::Aiv, common::k_add_scalar).unwrap();
+        let p = dev.register_orchestration("reuse_records", reuse_records).unwrap();
+        let rows = 32u32;
+        let x_h: Vec<f32> = (0..rows * 16).map(|i| i as f32).collect();
+        let x = dev.tensor_from(&[rows, 16], &x_h).unwrap();
+        let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
+        let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(f.0 as u64);
+        // One cluster (two AIV cores, so records come back to a core that cached them) and rings
+        // of 4 slots and 2 KiB.
+        let cfg = RunConfig {
+            runtime: RuntimeKind::TensormapRing,
+            clusters: Some(1),
+            rings: RingConfig::uniform(4, 2048, 16),
+            ..RunConfig::default()
+        };
+        let _b = broken.then(|| breakage::activate(breakage::SKIP_ARGS_OBSERVE));
+        let r = dev.run_program(&p, &args, &cfg);
+        (r, y.read::<f32>().unwrap(), x_h)
+    };
+    let (ok, y, x_h) = run(false);
+    ok.unwrap();
+    assert_eq!(y, x_h.iter().map(|v| v + 2.0).collect::<Vec<f32>>());
+    let (broken, _, _) = run(true);
+    assert_caught(broken, Missing::Invalidate);
+}

@@ -18,6 +18,10 @@ pub const SKIP_PAYLOAD_OBSERVE: u32 = 1 << 4;
 /// The reference's shared handshake line: the AICPU also writes a word of a core's handshake
 /// line after accepting the report (two writers of one cached line).
 pub const SHARED_HANDSHAKE_LINE: u32 = 1 << 5;
+/// The AICore reads a task's argument record without invalidating its cached copy first —
+/// harmless while every record has its own bytes (the host-built graph), stale once the
+/// device-side runtime reuses ring heap bytes for a later task's record.
+pub const SKIP_ARGS_OBSERVE: u32 = 1 << 6;
 
 #[cfg(feature = "breakage")]
 static ACTIVE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);

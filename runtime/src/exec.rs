@@ -128,6 +128,18 @@ pub mod legacy {
                 ),
                 Some(kernel) => {
                     let mut ctx = CoreCtx::load(a, &p, launch.core_type);
+                    if let Some(i) = ctx.malformed() {
+                        // Nothing of a malformed record is touched: no invalidate over a
+                        // garbage range, no kernel on garbage views.
+                        fault(
+                            ErrorCode::Device(DeviceFault::BadImage),
+                            i as u64,
+                            "malformed argument record (a stale or corrupt read of its tensor descriptors)",
+                        );
+                        a.store_barrier();
+                        a.write_cond(regs::fin(id));
+                        return;
+                    }
                     ctx.observe_arguments(a);
                     if let Err(e) = a.run_kernel(kernel, &mut ctx) {
                         fault(ErrorCode::Device(DeviceFault::KernelFault), p.bin, e.as_str());
@@ -167,18 +179,46 @@ pub mod legacy {
             };
             let args = GmAddr(p.args);
             let mut h = ArgsHeader::default();
-            a.observe_lines(args, crate::layout::ARGS_HEAD);
+            let observe_args = !crate::breakage::broken(crate::breakage::SKIP_ARGS_OBSERVE);
+            if observe_args {
+                a.observe_lines(args, crate::layout::ARGS_HEAD);
+            }
             a.read(args, h.as_mut_bytes());
             let nt = (h.tensors as usize).min(MAX_TENSOR_ARGS);
             let ns = (h.scalars as usize).min(MAX_SCALAR_ARGS);
             let tb = (nt * 64) as u64;
             let body = args.offset(crate::layout::ARGS_HEAD);
-            a.observe_lines(body, tb + ns as u64 * 8);
+            if observe_args {
+                a.observe_lines(body, tb + ns as u64 * 8);
+            }
             a.read(body, ctx.tensors[..nt].as_mut_bytes());
             a.read(body.offset(tb), ctx.scalars[..ns].as_mut_bytes());
             ctx.nt = nt;
             ctx.ns = ns;
             ctx
+        }
+
+        /// The first tensor descriptor no kernel could have been given, if any: a rank outside
+        /// `1..=5`, an unknown element type or size, or a view whose span overflows or exceeds
+        /// any device memory (2^40 bytes).
+        fn malformed(&self) -> Option<usize> {
+            self.tensors[..self.nt].iter().position(|t| {
+                let size_ok =
+                    crate::graph::DType::try_from(t.dtype).is_ok_and(|d| d.size() == t.elem_bytes && d.size() != 0);
+                if !(1..=MAX_TENSOR_DIMS as u32).contains(&t.ndims) || !size_ok {
+                    return true;
+                }
+                let mut last = 0u64;
+                for k in 0..t.ndims as usize {
+                    let step = (t.shape[k].max(1) as u64 - 1).checked_mul(t.strides[k] as u64);
+                    match step.and_then(|s| last.checked_add(s)) {
+                        Some(v) => last = v,
+                        None => return true,
+                    }
+                }
+                let bytes = (last + 1).checked_mul(t.elem_bytes as u64);
+                !bytes.is_some_and(|b| b < 1 << 40 && t.addr.checked_add(b).is_some())
+            })
         }
 
         /// Drop this core's copies of every argument's lines before the kernel runs: inputs were

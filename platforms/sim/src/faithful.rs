@@ -14,7 +14,9 @@
 //!   reproducible for a seed, and every report prints the seed.
 //!
 //! Happens-before is tracked with vector clocks over the synchronisation the device really has:
-//! register hand-offs (DMB/COND), GM atomics, and kernel launch/completion on the streams. A
+//! register hand-offs (DMB/COND), GM atomics, and kernel launch/completion on the streams; the
+//! AICPU threads, which also synchronise through their own private memory (the device-side
+//! runtime's ring slots), share what they know at every HAL event and GM access. A
 //! load that misses a write which happened before it is a **violation**, reported with the
 //! agent, address, line, last writer and the maintenance operation that was missing. So are
 //! a write-back that overwrote another agent's bytes, a line written through caches by two
@@ -712,6 +714,9 @@ impl Faithful {
     /// Agent `a` loads `dst.len()` bytes at `addr` (arena offset `off`).
     pub fn load(&self, a: u16, addr: u64, off: u64, dst: &mut [u8], gm: &Gm) {
         let mut st = lock(&self.agents[a as usize]);
+        // The AICPU threads synchronise through their own (coherent, private) memory too, which
+        // the model cannot see: every AICPU access joins what the cluster knows.
+        self.cluster_sync(a, &mut st);
         self.maybe_evict(&mut st, a, gm);
         let len = dst.len() as u64;
         let mut done = 0usize;
@@ -746,6 +751,7 @@ impl Faithful {
     pub fn store(&self, a: u16, addr: u64, off: u64, src: &[u8], gm: &Gm) {
         let core = is_core(self.n_aicpu, a);
         let mut st = lock(&self.agents[a as usize]);
+        self.cluster_sync(a, &mut st);
         self.maybe_evict(&mut st, a, gm);
         let stamp = st.vc[a as usize];
         let len = src.len() as u64;
