@@ -543,23 +543,9 @@ where
                     )));
                 }
                 let image = self.orch_image(program, args, cfg, wait_us)?;
-                let slot = self.reserve_slot()?;
-                match self.publish_trb(slot, image, clusters, threads, cfg) {
-                    Ok(epoch) => Ok(PreparedRun {
-                        dev: self,
-                        slot: Some(slot),
-                        epoch,
-                        clusters,
-                        threads,
-                        tasks: None,
-                        runtime: RuntimeKind::TensormapRing,
-                        keep: None,
-                    }),
-                    Err(e) => {
-                        self.inner.slot_table.release(slot);
-                        Err(e)
-                    }
-                }
+                self.prepare_in_slot(clusters, threads, None, RuntimeKind::TensormapRing, |slot| {
+                    self.publish_trb(slot, image, clusters, threads, cfg)
+                })
             }
         }
     }
@@ -573,21 +559,29 @@ where
         }
         let (clusters, threads) = self.check_config(cfg)?;
         graph.check_placeable(cfg, clusters, threads)?;
+        let tasks = Some(graph.task_count);
+        self.prepare_in_slot(clusters, threads, tasks, RuntimeKind::HostBuiltGraph, |slot| {
+            self.publish(slot, &graph.image, graph.task_count, RUNTIME_HBG, clusters, threads, cfg)
+        })
+    }
+
+    /// Reserve a pipeline slot and `publish` the run's launch image into it (returning the
+    /// epoch); the slot is given back when publishing fails.
+    fn prepare_in_slot<'d>(
+        &'d self,
+        clusters: u32,
+        threads: u32,
+        tasks: Option<u32>,
+        runtime: RuntimeKind,
+        publish: impl FnOnce(usize) -> Result<u64, Error>,
+    ) -> Result<PreparedRun<'d, P>, Error> {
         let slot = self.reserve_slot()?;
-        let inner = &*self.inner;
-        match self.publish(slot, &graph.image, graph.task_count, RUNTIME_HBG, clusters, threads, cfg) {
-            Ok(epoch) => Ok(PreparedRun {
-                dev: self,
-                slot: Some(slot),
-                epoch,
-                clusters,
-                threads,
-                tasks: Some(graph.task_count),
-                runtime: RuntimeKind::HostBuiltGraph,
-                keep: None,
-            }),
+        match publish(slot) {
+            Ok(epoch) => {
+                Ok(PreparedRun { dev: self, slot: Some(slot), epoch, clusters, threads, tasks, runtime, keep: None })
+            }
             Err(e) => {
-                inner.slot_table.release(slot);
+                self.inner.slot_table.release(slot);
                 Err(e)
             }
         }
