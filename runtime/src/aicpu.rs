@@ -21,7 +21,7 @@ use crate::layout::{
 
 use crate::launch_state;
 use crate::lifecycle::{self, Fault, RunMap};
-use crate::sched::{self, Base, Scheduler, TaskInfo, TaskSource, lanes_match};
+use crate::sched::{Base, Completions, Scheduler, TaskInfo, TaskSource, lanes_match};
 
 pub use crate::launch_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
 
@@ -88,9 +88,10 @@ impl Shared {
             subtasks_done: (0..n).map(|_| crate::sync::AtomicU32::new(0)).collect(),
             g,
         };
+        let mut c = Completions::new();
         for (i, t) in s.g.tasks.iter().enumerate() {
             if t.fanin == 0 {
-                sched::became_ready(a, &s, i as u32, Site::Boot);
+                c.became_ready(a, &s, i as u32, Site::Boot);
             }
         }
         s

@@ -133,41 +133,57 @@ pub fn all_done<S: TaskSource>(s: &S) -> bool {
     s.total().is_some_and(|n| s.base().completed() == n)
 }
 
-/// Task `t`'s producers are all done: queue it by shape, or complete it inline when it needs
-/// no core (dummy) or its predicate says skip.
-pub fn became_ready<A: AicpuAgent, S: TaskSource>(a: &A, s: &S, t: u32, site: Site) {
-    let mut inline = Vec::new();
-    route(a, s, t, site, &mut inline);
-    drain(a, s, &mut inline);
+/// Routes tasks whose producers are done and completes tasks, with buffers kept across calls
+/// (one per thread: completions are the scheduler's hot path, and they allocate nothing once
+/// the buffers have grown).
+#[derive(Default)]
+pub struct Completions {
+    inline: Vec<u32>,
+    ready: Vec<u32>,
 }
 
-/// Task `t` finished on its cores: release its consumers.
-pub fn complete<A: AicpuAgent, S: TaskSource>(a: &A, s: &S, t: u32) {
-    let mut inline = alloc::vec![t];
-    drain(a, s, &mut inline);
-}
-
-fn route<A: AicpuAgent, S: TaskSource>(a: &A, s: &S, t: u32, site: Site, inline: &mut Vec<u32>) {
-    let info = s.info(t);
-    if info.shape == Shape::Dummy || (info.predicate != 0 && !predicate_holds(a, info.predicate)) {
-        inline.push(t);
-    } else {
-        s.base().push_ready(a, t, &info, site);
+impl Completions {
+    /// Empty buffers.
+    pub fn new() -> Completions {
+        Completions::default()
     }
-}
 
-fn drain<A: AicpuAgent, S: TaskSource>(a: &A, s: &S, inline: &mut Vec<u32>) {
-    let base = s.base();
-    let mut ready = Vec::new();
-    while let Some(t) = inline.pop() {
-        s.finish(a, t, &mut ready);
-        base.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
-        let done = base.completed.fetch_add(1, Ordering::AcqRel) + 1;
-        if s.total() == Some(done) {
-            a.send_event();
+    /// Task `t`'s producers are all done: queue it by shape, or complete it inline when it
+    /// needs no core (dummy) or its predicate says skip.
+    pub fn became_ready<A: AicpuAgent, S: TaskSource>(&mut self, a: &A, s: &S, t: u32, site: Site) {
+        self.route(a, s, t, site);
+        self.drain(a, s);
+    }
+
+    /// Task `t` finished on its cores: release its consumers.
+    pub fn complete<A: AicpuAgent, S: TaskSource>(&mut self, a: &A, s: &S, t: u32) {
+        self.inline.push(t);
+        self.drain(a, s);
+    }
+
+    fn route<A: AicpuAgent, S: TaskSource>(&mut self, a: &A, s: &S, t: u32, site: Site) {
+        let info = s.info(t);
+        if info.shape == Shape::Dummy || (info.predicate != 0 && !predicate_holds(a, info.predicate)) {
+            self.inline.push(t);
+        } else {
+            s.base().push_ready(a, t, &info, site);
         }
-        for c in ready.drain(..) {
-            route(a, s, c, Site::Completion, inline);
+    }
+
+    fn drain<A: AicpuAgent, S: TaskSource>(&mut self, a: &A, s: &S) {
+        let base = s.base();
+        while let Some(t) = self.inline.pop() {
+            s.finish(a, t, &mut self.ready);
+            base.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
+            let done = base.completed.fetch_add(1, Ordering::AcqRel) + 1;
+            if s.total() == Some(done) {
+                a.send_event();
+            }
+            let mut ready = core::mem::take(&mut self.ready);
+            for c in ready.drain(..) {
+                self.route(a, s, c, Site::Completion);
+            }
+            self.ready = ready;
         }
     }
 }
@@ -273,6 +289,7 @@ pub struct Scheduler<'s, A: AicpuAgent, S: TaskSource> {
     pushed: bool,
     /// A sync-start task waiting for enough idle cores of its shape.
     cohort: Option<(u32, Shape)>,
+    completions: Completions,
 }
 
 const MIX_LANES: [(usize, u8, u32); 3] = [(0, 0, 0), (1, 1, 0), (2, 2, 1)];
@@ -313,6 +330,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             dispatched: 0,
             pushed: false,
             cohort: None,
+            completions: Completions::new(),
         }
     }
 
@@ -540,7 +558,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         let info = s.info(sub.task);
         let need = info.block_num * info.lanes.count_ones();
         if s.subtasks_done(sub.task).fetch_add(1, Ordering::AcqRel) + 1 == need {
-            complete(self.a, s, sub.task);
+            self.completions.complete(self.a, s, sub.task);
             self.pushed = true;
         }
     }

@@ -28,7 +28,7 @@ use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, Tas
 use crate::layout::{RINGS, Shape};
 use crate::lifecycle::{self, Fault};
 use crate::orch::{Orch, OrchArgs, OrchFail, OrchFn, Orchestrator, RuntimeKind, ScopeMode, element_offset};
-use crate::sched::{self, TaskSource};
+use crate::sched::{Completions, TaskSource};
 use crate::tensormap::{Region, TensorMap};
 
 /// Deepest scope nesting (SCOPE_TASKS_OVERFLOW beyond).
@@ -131,6 +131,7 @@ struct DeviceOrch<'a, A: AicpuAgent> {
     wake_gap: u64,
     /// Tasks reclaimed since the tensor map was last swept.
     reclaimed: u32,
+    completions: Completions,
 }
 
 impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
@@ -151,6 +152,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
             wake_pending: false,
             wake_gap: a.ticks_from_micros(WAKE_GAP_US),
             reclaimed: 0,
+            completions: Completions::new(),
         }
     }
 
@@ -574,7 +576,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         self.s.submitted.fetch_add(1, Ordering::AcqRel);
         self.s.base().touch(self.a);
         if ring::release_guard(&self.s.rings, me, done) {
-            sched::became_ready(self.a, self.s, me, Site::Orchestrator);
+            self.completions.became_ready(self.a, self.s, me, Site::Orchestrator);
             self.wake(false);
         }
         Ok(TaskId(id))
