@@ -208,16 +208,7 @@ pub mod legacy {
                 if !(1..=MAX_TENSOR_DIMS as u32).contains(&t.ndims) || !size_ok {
                     return true;
                 }
-                let mut last = 0u64;
-                for k in 0..t.ndims as usize {
-                    let step = (t.shape[k].max(1) as u64 - 1).checked_mul(t.strides[k] as u64);
-                    match step.and_then(|s| last.checked_add(s)) {
-                        Some(v) => last = v,
-                        None => return true,
-                    }
-                }
-                let bytes = (last + 1).checked_mul(t.elem_bytes as u64);
-                !bytes.is_some_and(|b| b < 1 << 40 && t.addr.checked_add(b).is_some())
+                span(t).is_none_or(|(lo, hi)| hi - lo >= 1 << 40)
             })
         }
 
@@ -225,30 +216,30 @@ pub mod legacy {
         /// produced by other cores or the host, and outputs must be filled fresh so that their
         /// whole-line write-backs carry nobody's stale bytes.
         fn observe_arguments<A: AicoreAgent>(&self, a: &A) {
-            for t in &self.tensors[..self.nt] {
-                let (lo, hi) = span(&t.to_arg());
+            // Spans were checked by `malformed` before the kernel was allowed to run.
+            for (lo, hi) in self.tensors[..self.nt].iter().filter_map(span) {
                 a.observe_lines(GmAddr(lo), hi - lo);
             }
         }
 
         /// Write back every line of every output, so it reaches memory before FIN.
         fn publish_outputs<A: AicoreAgent>(&self, a: &A) {
-            for t in &self.tensors[..self.nt] {
-                if t.flags & TENSOR_WRITTEN != 0 {
-                    let arg = t.to_arg();
-                    let (lo, hi) = span(&arg);
-                    a.publish_lines(GmAddr(lo), hi - lo);
-                }
+            let written = self.tensors[..self.nt].iter().filter(|t| t.flags & TENSOR_WRITTEN != 0);
+            for (lo, hi) in written.filter_map(span) {
+                a.publish_lines(GmAddr(lo), hi - lo);
             }
         }
     }
 
-    fn span(t: &TensorArg) -> (u64, u64) {
+    /// `[first byte, one past the last byte)` a view can touch; `None` when it overflows.
+    fn span(t: &TensorDesc) -> Option<(u64, u64)> {
         let mut last = 0u64;
         for k in 0..(t.ndims as usize).min(MAX_TENSOR_DIMS) {
-            last += (t.shape[k].max(1) as u64 - 1) * t.strides[k] as u64;
+            let step = (t.shape[k].max(1) as u64 - 1).checked_mul(t.strides[k] as u64)?;
+            last = last.checked_add(step)?;
         }
-        (t.addr.0, t.addr.0 + (last + 1) * t.elem_bytes as u64)
+        let bytes = (last + 1).checked_mul(t.elem_bytes as u64)?;
+        Some((t.addr, t.addr.checked_add(bytes)?))
     }
 
     impl KernelContext for CoreCtx<'_> {
