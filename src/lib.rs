@@ -1,7 +1,8 @@
 //! # pto-rt
 //!
 //! Task-graph runtimes for Ascend-style NPUs, written once against a small HAL and run on a
-//! simulator or on real chips. This facade re-exports the layers and picks the board chosen
+//! simulator (the hardware platforms' AICPU primitives exist and are tested under qemu; a
+//! hardware `Platform` does not exist yet). This facade re-exports the layers and picks the board chosen
 //! by cargo feature as [`board::Selected`].
 //!
 //! ```no_run
@@ -77,20 +78,10 @@ pub fn open() -> Result<Device, Error> {
 }
 
 /// Open any board's device.
-pub fn open_board<B: Board>() -> Result<pto_runtime::host::Device<B::Platform>, Error>
-where
-    <B::Platform as pto_hal::Platform>::Error: core::fmt::Display,
-{
+pub fn open_board<B: Board>() -> Result<pto_runtime::host::Device<B::Platform>, Error> {
     let t = B::timeouts();
-    let dev = B::open().map_err(|e| Error::Platform {
-        op: "device open",
-        kind: pto_hal::Error::kind(&e),
-        message: e.to_string(),
-    })?;
-    pto_runtime::host::Device::new(
-        dev,
-        pto_runtime::host::Timeouts { watchdog_us: t.watchdog_us, exit_us: t.exit_us, stream_us: t.stream_us },
-    )
+    let dev = B::open().map_err(|e| Error::platform("device open", e))?;
+    pto_runtime::host::Device::new(dev, pto_runtime::host::Timeouts::new(t.watchdog_us, t.exit_us, t.stream_us))
 }
 
 /// Everything an example or test usually needs.

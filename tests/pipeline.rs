@@ -27,15 +27,16 @@ fn prepared_successor_overlaps_its_predecessor() {
 
     let first = dev.prepare(&long.graph, &RunConfig::default()).unwrap();
     let slot_a = first.slot();
-    // While the first run is only prepared, a successor is refused: it must overlap execution.
-    assert!(matches!(dev.prepare(&short.graph, &RunConfig::default()), Err(Error::Busy(_))));
+    // While the first run is only prepared, a successor cannot take a slot: it must overlap
+    // execution (`prepare` would wait its turn; `try_prepare` says so).
+    assert!(matches!(dev.try_prepare(&short.graph, &RunConfig::default()), Err(Error::Busy(_))));
     let a = first.launch().unwrap();
     // Prepared while the predecessor executes: it takes the other slot.
     let second = dev.prepare(&short.graph, &RunConfig::default()).unwrap();
     assert_ne!(second.slot(), slot_a, "same-slot exclusion");
     let overlapped = !a.is_done().unwrap();
-    // Both slots live: a third run is refused.
-    assert!(matches!(dev.prepare(&short.graph, &RunConfig::default()), Err(Error::Busy(_))));
+    // Both slots live: a third run cannot take one now.
+    assert!(matches!(dev.try_prepare(&short.graph, &RunConfig::default()), Err(Error::Busy(_))));
     let b = second.launch().unwrap();
     let ra = a.wait().unwrap_or_else(|e| panic!("{e}"));
     let rb = b.wait().unwrap_or_else(|e| panic!("{e}"));
@@ -99,14 +100,14 @@ fn runs_on_fewer_clusters_than_the_board() {
     let most = (topo.clusters - 1).max(1);
     for (clusters, threads) in [(1, 1), (2.min(topo.clusters), 2.min(topo.aicpu_threads)), (most, topo.aicpu_threads)] {
         p.reset().unwrap();
-        let cfg = RunConfig { clusters: Some(clusters), aicpu_threads: Some(threads), ..RunConfig::default() };
+        let cfg = RunConfig::default().with_clusters(clusters).with_aicpu_threads(threads);
         let r = dev.run_with(&p.graph, &cfg).unwrap_or_else(|e| panic!("{clusters} clusters: {e}"));
         p.check(&r).unwrap();
         assert_eq!((r.cores, r.released), (3 * clusters as u64, 3 * clusters as u64));
     }
     // Bad configurations are named.
-    let cfg = RunConfig { clusters: Some(99), ..RunConfig::default() };
+    let cfg = RunConfig::default().with_clusters(99);
     assert!(matches!(dev.run_with(&p.graph, &cfg), Err(Error::Config(_))));
-    let cfg = RunConfig { aicpu_threads: Some(0), ..RunConfig::default() };
+    let cfg = RunConfig::default().with_aicpu_threads(0);
     assert!(matches!(dev.run_with(&p.graph, &cfg), Err(Error::Config(_))));
 }

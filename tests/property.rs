@@ -367,7 +367,7 @@ fn check_program(program: &[Item], rings: RingConfig) -> Result<(), TestCaseErro
         for (b, d) in fx.bufs.iter().zip(&init) {
             b.write(d).unwrap();
         }
-        let cfg = RunConfig { runtime: rt, rings: rings.clone(), ..RunConfig::default() };
+        let cfg = RunConfig::default().with_runtime(rt).with_rings(rings.clone());
         let r = fx.dev.run_program(&fx.program, &args, &cfg).unwrap_or_else(|e| panic!("{rt:?}: {e}"));
         prop_assert_eq!(r.tasks, tasks.len() as u64);
         for (b, w) in fx.bufs.iter().zip(&want) {

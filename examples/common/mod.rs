@@ -174,7 +174,7 @@ pub fn run_on(
     rt: RuntimeKind,
     cfg: &RunConfig,
 ) -> Result<(RunReport, Duration), Error> {
-    let cfg = RunConfig { runtime: rt, ..cfg.clone() };
+    let cfg = cfg.clone().with_runtime(rt);
     match rt {
         RuntimeKind::HostBuiltGraph => {
             let g = dev.build_program(program, args)?;
@@ -399,9 +399,7 @@ pub const TINY_N: u32 = 256;
 /// Rings far smaller than the work: every iteration's scope must be reclaimed many times
 /// over during the run.
 pub fn tiny_ring_config() -> RunConfig {
-    let mut rings = RingConfig::uniform(8, 16 << 10, 16);
-    rings.tensormap_entries = 32;
-    RunConfig { rings, ..RunConfig::default() }
+    RunConfig::default().with_rings(RingConfig::uniform(8, 16 << 10, 16).with_tensormap_entries(32))
 }
 
 /// Per iteration i, in its own scope: tmp = x_i + 1 (a scope tensor), y_i = tmp · tmp.
@@ -589,7 +587,7 @@ impl Prepared {
         let r = match rt {
             RuntimeKind::HostBuiltGraph => dev.run(&self.graph)?,
             RuntimeKind::TensormapRing => {
-                dev.run_program(&self.program, &self.args, &RunConfig { runtime: rt, ..RunConfig::default() })?
+                dev.run_program(&self.program, &self.args, &RunConfig::default().with_runtime(rt))?
             }
         };
         self.check(&r).map_err(Failure::Golden)?;

@@ -66,17 +66,22 @@ impl TensorArg {
 /// A kernel fault: the kernel panicked or trapped on its core.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelFault {
-    /// What the core reported (the panic message on the simulator), truncated to fit.
-    pub message: [u8; 96],
+    /// What the core reported (the panic message on the simulator, with its location),
+    /// truncated to fit.
+    pub message: [u8; KernelFault::CAPACITY],
     /// Valid bytes of `message`.
     pub len: usize,
 }
 
 impl KernelFault {
-    /// A fault carrying `msg` (truncated to 96 bytes on a character boundary).
+    /// Bytes a fault message can hold (what the runtime's fault text carries).
+    pub const CAPACITY: usize = 320;
+
+    /// A fault carrying `msg` (truncated to [`KernelFault::CAPACITY`] bytes on a character
+    /// boundary).
     pub fn new(msg: &str) -> KernelFault {
-        let mut message = [0u8; 96];
-        let mut len = msg.len().min(96);
+        let mut message = [0u8; Self::CAPACITY];
+        let mut len = msg.len().min(Self::CAPACITY);
         while !msg.is_char_boundary(len) {
             len -= 1;
         }

@@ -120,8 +120,9 @@ pub trait ProgramLoader: ErrorType {
 pub trait Platform: 'static {
     /// Host-DMA coherence contract (see [`Contract`]).
     type Contract: Contract;
-    /// The error every host-side operation of this platform returns.
-    type Error: crate::Error;
+    /// The error every host-side operation of this platform returns: a HAL error that is also
+    /// a standard error, so hosts can keep it as a `source`.
+    type Error: crate::Error + core::error::Error + Send + Sync + 'static;
     /// The host's handle on an opened device.
     type Device: ErrorType<Error = Self::Error> + DeviceMemory + KernelLoader + ProgramLoader + Clock;
 

@@ -64,6 +64,9 @@ pub enum DeviceFault {
     BadReport = 203,
     /// A core did not acknowledge EXIT within the exit budget.
     ExitTimeout = 204,
+    /// A kernel started (its core acknowledged the dispatch) and did not finish within the
+    /// watchdog.
+    KernelHung = 205,
 }
 
 /// Any device-side error code.
@@ -217,6 +220,11 @@ impl ErrorCode {
                 "a core did not acknowledge EXIT within the exit budget; it was not released",
                 "the device is unusable until reopened; check for a kernel that never returns",
             ),
+            ErrorCode::Device(D::KernelHung) => (
+                "KERNEL_HUNG",
+                "a kernel started on its core and did not return within the scheduler's watchdog",
+                "fix the kernel named by the task (a loop that never ends, a wait on data nobody writes); raise the watchdog only for genuinely long kernels. The device is unusable until reopened while the core stays stuck",
+            ),
         }
     }
 }
@@ -278,7 +286,7 @@ mod tests {
 
     #[test]
     fn every_code_round_trips_and_has_text() {
-        for v in (0..=12).chain(99..=105).chain(199..=205) {
+        for v in (0..=12).chain(99..=105).chain(199..=206) {
             if let Some(c) = ErrorCode::from_i32(v) {
                 assert_eq!(c.value(), v);
                 assert!(!c.name().is_empty() && !c.description().is_empty() && !c.hint().is_empty());

@@ -80,8 +80,17 @@ pub enum Placement {
 }
 
 /// A buffer as graphs see it: identity, placement, size, element type.
+///
+/// A device allocation is named by `(device, id)`: `device` is the serial of the device that
+/// made it (unique in the process), `id` the allocation's serial on that device, never reused
+/// (so it doubles as a generation: a freed allocation's id never names a later one). Every
+/// external tensor a run names is checked against its device's live allocations before
+/// launch, so a stale, foreign or hand-made `BufferRef` is refused, never used.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BufferRef {
+    /// Serial of the device that owns the allocation (0 for graph-heap and ring tensors,
+    /// which belong to one graph or one run).
+    pub device: u64,
     /// Unique id (per device for external buffers, per graph for heap buffers).
     pub id: u64,
     /// Where it lives.
@@ -97,7 +106,7 @@ pub struct BufferRef {
 /// ```
 /// # use pto_runtime::graph::*;
 /// # use pto_hal::GmAddr;
-/// let buf = BufferRef { id: 1, placement: Placement::External(GmAddr(0x1000)), bytes: 64 * 4, dtype: DType::F32 };
+/// let buf = BufferRef { device: 0, id: 1, placement: Placement::External(GmAddr(0x1000)), bytes: 64 * 4, dtype: DType::F32 };
 /// let t = Tensor::whole(buf, &[8, 8]).unwrap();
 /// let row = t.view(&[2, 0], &[1, 8]).unwrap();
 /// assert_eq!(row.byte_range(), (2 * 8 * 4, 3 * 8 * 4));
@@ -125,9 +134,9 @@ impl Tensor {
         let mut acc: u64 = 1;
         for k in (0..ndims).rev() {
             strides[k] = u32::try_from(acc).map_err(|_| GraphError::ShapeTooLarge)?;
-            acc *= sh[k] as u64;
+            acc = acc.checked_mul(sh[k] as u64).ok_or(GraphError::ShapeTooLarge)?;
         }
-        let need = acc * buffer.dtype.size() as u64;
+        let need = acc.checked_mul(buffer.dtype.size() as u64).ok_or(GraphError::ShapeTooLarge)?;
         if need != buffer.bytes {
             return Err(GraphError::ShapeMismatch { elements: acc, bytes: buffer.bytes });
         }
@@ -142,9 +151,12 @@ impl Tensor {
         }
         let mut out = *self;
         let mut off = self.offset;
+        if let Some(k) = shape.iter().position(|&d| d == 0) {
+            return Err(GraphError::ZeroExtent { dim: k as u32 });
+        }
         for k in 0..self.ndims as usize {
             let end = offsets[k] as u64 + shape[k] as u64;
-            if shape[k] == 0 || end > self.shape[k] as u64 {
+            if end > self.shape[k] as u64 {
                 return Err(GraphError::ViewOutOfBounds {
                     dim: k as u32,
                     offset: offsets[k],
@@ -152,7 +164,10 @@ impl Tensor {
                     limit: self.shape[k],
                 });
             }
-            off += offsets[k] as u64 * self.strides[k] as u64;
+            off = (offsets[k] as u64)
+                .checked_mul(self.strides[k] as u64)
+                .and_then(|d| off.checked_add(d))
+                .ok_or(GraphError::ShapeTooLarge)?;
             out.shape[k] = shape[k];
         }
         out.offset = off;
@@ -178,11 +193,11 @@ impl Tensor {
         let mut st = [0u32; MAX_TENSOR_DIMS];
         st[..ndims].copy_from_slice(strides);
         let t = Tensor { buffer, offset, ndims: ndims as u32, shape: sh, strides: st };
-        let (_, end) = t.byte_range();
-        if end > buffer.bytes {
-            return Err(GraphError::ViewOutsideBuffer { end, bytes: buffer.bytes });
+        match t.checked_byte_range() {
+            Some((_, end)) if end <= buffer.bytes => Ok(t),
+            Some((_, end)) => Err(GraphError::ViewOutsideBuffer { end, bytes: buffer.bytes }),
+            None => Err(GraphError::ViewOverflows),
         }
-        Ok(t)
     }
 
     /// Reinterpret as `dtype`; fails unless it is the buffer's element type.
@@ -198,21 +213,42 @@ impl Tensor {
         self.buffer.dtype
     }
 
-    /// Number of elements.
+    /// Number of elements (saturating at `u64::MAX`; a tensor that large was never
+    /// accepted by a device).
     pub fn elem_count(&self) -> u64 {
-        self.shape[..self.ndims as usize].iter().map(|&d| d as u64).product()
+        let n = self.ndims.min(MAX_TENSOR_DIMS as u32) as usize;
+        self.shape[..n].iter().try_fold(1u64, |acc, &d| acc.checked_mul(d as u64)).unwrap_or(u64::MAX)
     }
 
     /// `[first byte, one past the last byte)` the view can touch, relative to the buffer:
-    /// the bounding range used for dependency discovery.
+    /// the bounding range used for dependency discovery. Saturates at `u64::MAX` for a view
+    /// whose range does not fit 64 bits ([`Tensor::checked_byte_range`] says so instead).
     pub fn byte_range(&self) -> (u64, u64) {
-        let es = self.buffer.dtype.size() as u64;
-        let mut last = self.offset;
-        for k in 0..self.ndims as usize {
-            last += (self.shape[k] as u64 - 1) * self.strides[k] as u64;
-        }
-        (self.offset * es, (last + 1) * es)
+        self.checked_byte_range().unwrap_or_else(|| {
+            let s = (self.offset as u128 * self.buffer.dtype.size() as u128).min(u64::MAX as u128) as u64;
+            (s, u64::MAX)
+        })
     }
+
+    /// [`Tensor::byte_range`], or `None` when any part of it overflows 64 bits (such a view
+    /// is refused wherever it is checked).
+    pub fn checked_byte_range(&self) -> Option<(u64, u64)> {
+        let es = self.buffer.dtype.size() as u64;
+        let n = self.ndims.min(MAX_TENSOR_DIMS as u32) as usize;
+        let mut last = self.offset;
+        for k in 0..n {
+            let step = (self.shape[k] as u64).checked_sub(1)?.checked_mul(self.strides[k] as u64)?;
+            last = last.checked_add(step)?;
+        }
+        Some((self.offset.checked_mul(es)?, last.checked_add(1)?.checked_mul(es)?))
+    }
+}
+
+/// Bytes of a dense tensor of `shape` and `dtype`, checked: a zero extent, a bad rank or a
+/// size that overflows 64 bits is an error.
+pub fn shape_bytes(dtype: DType, shape: &[u32]) -> Result<u64, GraphError> {
+    dims(shape)?;
+    shape.iter().try_fold(dtype.size() as u64, |acc, &d| acc.checked_mul(d as u64)).ok_or(GraphError::ShapeTooLarge)
 }
 
 fn dims(shape: &[u32]) -> Result<(usize, [u32; MAX_TENSOR_DIMS]), GraphError> {
@@ -328,7 +364,7 @@ pub struct Arg {
 /// ```
 /// # use pto_runtime::graph::*;
 /// # use pto_hal::GmAddr;
-/// # let buf = BufferRef { id: 1, placement: Placement::External(GmAddr(0x1000)), bytes: 64, dtype: DType::F32 };
+/// # let buf = BufferRef { device: 0, id: 1, placement: Placement::External(GmAddr(0x1000)), bytes: 64, dtype: DType::F32 };
 /// # let (a, out) = (Tensor::whole(buf, &[16]).unwrap(), Tensor::whole(buf, &[16]).unwrap());
 /// let t = Task::aiv(FuncId(3)).input(&a).output(&out).scalar_f32(1.0).blocks(4);
 /// assert_eq!(t.args().len(), 2);
@@ -342,6 +378,7 @@ pub struct Task {
     after: Vec<TaskId>,
     predicate: Option<Tensor>,
     sync_start: bool,
+    allow_alias: bool,
 }
 
 impl Task {
@@ -355,6 +392,7 @@ impl Task {
             after: Vec::new(),
             predicate: None,
             sync_start: false,
+            allow_alias: false,
         }
     }
     /// An AIC task.
@@ -410,6 +448,22 @@ impl Task {
     pub fn sync_start(mut self) -> Task {
         self.sync_start = true;
         self
+    }
+    /// Let this task name overlapping views of one buffer where at least one of them is
+    /// written (for example an in-place kernel given the same bytes as input and output).
+    ///
+    /// Without it such a task is refused with [`GraphError::AliasedArgs`]. With it the
+    /// runtime orders the task against others by each argument as usual; inside the task the
+    /// kernel alone decides the order of its reads and writes of the shared bytes (it must
+    /// read an element before it overwrites it), and every core of an SPMD task sees the
+    /// same bytes.
+    pub fn allow_alias(mut self) -> Task {
+        self.allow_alias = true;
+        self
+    }
+    /// Whether the task opted in to aliased arguments ([`Task::allow_alias`]).
+    pub fn allows_alias(&self) -> bool {
+        self.allow_alias
     }
     /// Add a raw 64-bit scalar.
     pub fn scalar(mut self, v: u64) -> Task {
@@ -474,16 +528,29 @@ impl Task {
             return Err(GraphError::BadBlockNum { task, block_num: self.block_num });
         }
         for (i, a) in self.args.iter().enumerate() {
-            let (_, end) = a.tensor.byte_range();
-            if end > a.tensor.buffer.bytes {
-                return Err(GraphError::ArgOutsideBuffer { task, arg: i as u32, end, bytes: a.tensor.buffer.bytes });
+            let t = &a.tensor;
+            let arg = i as u32;
+            if t.ndims == 0 || t.ndims as usize > MAX_TENSOR_DIMS {
+                return Err(GraphError::BadArgRank { task, arg, ndims: t.ndims });
+            }
+            if let Some(dim) = t.shape[..t.ndims as usize].iter().position(|&d| d == 0) {
+                return Err(GraphError::ZeroExtentArg { task, arg, dim: dim as u32 });
+            }
+            match t.checked_byte_range() {
+                Some((_, end)) if end <= t.buffer.bytes => {}
+                Some((_, end)) => return Err(GraphError::ArgOutsideBuffer { task, arg, end, bytes: t.buffer.bytes }),
+                None => return Err(GraphError::ArgOverflows { task, arg }),
             }
         }
         if let Some(p) = &self.predicate {
+            let in_buffer = p.checked_byte_range().is_some_and(|(_, e)| e <= p.buffer.bytes);
             let (s, _) = p.byte_range();
-            if p.dtype().size() != 4 || s % 4 != 0 {
+            if !in_buffer || p.ndims == 0 || p.ndims as usize > MAX_TENSOR_DIMS || p.dtype().size() != 4 || s % 4 != 0 {
                 return Err(GraphError::BadPredicate { task });
             }
+        }
+        if !self.allow_alias {
+            self.check_aliasing(task)?;
         }
         if self.sync_start && self.kind == Kind::Dummy {
             return Err(GraphError::BadBlockNum { task, block_num: self.block_num });
@@ -492,11 +559,89 @@ impl Task {
     }
 }
 
+impl GraphError {
+    /// The argument index the error names, if it names one (`u32::MAX`: a predicate).
+    pub fn arg(&self) -> Option<u32> {
+        match *self {
+            GraphError::ArgOutsideBuffer { arg, .. }
+            | GraphError::ArgOverflows { arg, .. }
+            | GraphError::BadArgRank { arg, .. }
+            | GraphError::ZeroExtentArg { arg, .. }
+            | GraphError::UnusableTensor { arg, .. }
+            | GraphError::UnusableProgramArg { arg, .. }
+            | GraphError::EndedScopeTensor { arg, .. }
+            | GraphError::ForeignHeapTensor { arg, .. } => Some(arg),
+            GraphError::AliasedArgs { second, .. } => Some(second),
+            _ => None,
+        }
+    }
+}
+
+impl Task {
+    /// Refuse two arguments of one buffer that share a byte when at least one of them is
+    /// written (untracked arguments are the user's business and are not compared).
+    fn check_aliasing(&self, task: u32) -> Result<(), GraphError> {
+        use crate::tensormap::{Overlap, Region, classify};
+        let tracked = |d: Direction| d != Direction::NoDep;
+        for (i, a) in self.args.iter().enumerate() {
+            if !tracked(a.dir) {
+                continue;
+            }
+            for (j, b) in self.args.iter().enumerate().skip(i + 1) {
+                if !tracked(b.dir) || !(a.dir.writes() || b.dir.writes()) {
+                    continue;
+                }
+                if a.tensor.buffer.id != b.tensor.buffer.id || a.tensor.buffer.placement != b.tensor.buffer.placement {
+                    continue;
+                }
+                if classify(&Region::of(&a.tensor), &Region::of(&b.tensor)) != Overlap::None {
+                    return Err(GraphError::AliasedArgs { task, first: i as u32, second: j as u32 });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why an external tensor cannot be used by a device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TensorProblem {
+    /// It belongs to another device.
+    Foreign {
+        /// Serial of the device that made it.
+        owner: u64,
+        /// Serial of the device it was given to.
+        device: u64,
+    },
+    /// Its allocation was freed (its `DeviceTensor` was dropped) or never existed on this
+    /// device.
+    Stale,
+    /// Its address, size or element type is not the allocation's (a hand-made or altered
+    /// `BufferRef`).
+    Forged,
+}
+
+impl core::fmt::Display for TensorProblem {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TensorProblem::Foreign { owner, device } => {
+                write!(f, "it was allocated on device #{owner}, not on this device (#{device})")
+            }
+            TensorProblem::Stale => f.write_str("its allocation was freed (the DeviceTensor was dropped)"),
+            TensorProblem::Forged => {
+                f.write_str("its address, size or element type does not match the allocation it names")
+            }
+        }
+    }
+}
+
 /// Most SPMD blocks of one task.
 pub const MAX_BLOCKS: u32 = 1 << 16;
 
 /// Bad input to a graph, naming what was wrong.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum GraphError {
     /// A shape with no dimensions or more than five.
     #[error("a tensor needs 1..=5 dimensions, got {0}")]
@@ -523,9 +668,13 @@ pub enum GraphError {
         /// Bytes of the buffer.
         bytes: u64,
     },
-    /// A dimension too large for 32-bit strides.
-    #[error("tensor too large for 32-bit strides")]
+    /// A shape whose element count, byte size or strides do not fit (64-bit sizes, 32-bit
+    /// strides).
+    #[error("tensor too large: its element count, byte size or 32-bit strides overflow")]
     ShapeTooLarge,
+    /// A strided view whose byte range overflows 64 bits.
+    #[error("view's byte range overflows 64 bits")]
+    ViewOverflows,
     /// A view leaving its parent in one dimension.
     #[error("view outside its tensor in dimension {dim}: offset {offset} + extent {extent} > {limit}")]
     ViewOutOfBounds {
@@ -589,6 +738,73 @@ pub enum GraphError {
         end: u64,
         /// Buffer size.
         bytes: u64,
+    },
+    /// An argument view whose byte range overflows 64 bits.
+    #[error("task {task} argument {arg}: its byte range overflows 64 bits")]
+    ArgOverflows {
+        /// The task.
+        task: u32,
+        /// The argument index.
+        arg: u32,
+    },
+    /// An argument view with no dimensions or more than five.
+    #[error("task {task} argument {arg} has {ndims} dimensions; 1..=5 are allowed")]
+    BadArgRank {
+        /// The task.
+        task: u32,
+        /// The argument index.
+        arg: u32,
+        /// Its rank.
+        ndims: u32,
+    },
+    /// An argument view with a zero extent.
+    #[error("task {task} argument {arg} has extent 0 in dimension {dim}")]
+    ZeroExtentArg {
+        /// The task.
+        task: u32,
+        /// The argument index.
+        arg: u32,
+        /// The dimension.
+        dim: u32,
+    },
+    /// Two arguments of one task share bytes of one buffer and at least one is written.
+    #[error(
+        "task {task} arguments {first} and {second} overlap in one buffer and at least one is written; \
+         pass disjoint views, or opt in with Task::allow_alias"
+    )]
+    AliasedArgs {
+        /// The task.
+        task: u32,
+        /// The first argument index.
+        first: u32,
+        /// The second argument index.
+        second: u32,
+    },
+    /// An external tensor the device cannot use.
+    #[error("task {task} argument {arg} cannot be used: {why}")]
+    UnusableTensor {
+        /// The task.
+        task: u32,
+        /// The argument index (the predicate is argument `u32::MAX`).
+        arg: u32,
+        /// What is wrong with it.
+        why: TensorProblem,
+    },
+    /// An orchestration argument tensor the device cannot use.
+    #[error("orchestration argument {arg} cannot be used: {why}")]
+    UnusableProgramArg {
+        /// The index among the program's tensor arguments.
+        arg: u32,
+        /// What is wrong with it.
+        why: TensorProblem,
+    },
+    /// A scope-allocated tensor used after its scope ended.
+    #[error("task {task} argument {arg} names a tensor of a scope that has ended")]
+    EndedScopeTensor {
+        /// The task.
+        task: u32,
+        /// The argument index (the predicate is argument `u32::MAX`).
+        arg: u32,
     },
     /// A func id nobody registered.
     #[error("task {task} lane {lane} uses func id {func}, which is not registered")]
@@ -657,7 +873,6 @@ pub enum GraphError {
         task: u32,
     },
     /// A tensor of another graph's heap.
-
     #[error("task {task} argument {arg} is a runtime-allocated tensor of another graph")]
     ForeignHeapTensor {
         /// The task.

@@ -19,7 +19,7 @@ use pto_hal::{CoreType, GmAddr};
 use zerocopy::IntoBytes;
 
 use crate::codes::OrchError;
-use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor};
+use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor, TensorProblem};
 use crate::layout::{FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, MAX_FUNC_ID, NO_FUNC, Shape, TaskRecord};
 use crate::orch::{OrchFail, Orchestrator, RuntimeKind, ScopeMode};
 use crate::tensormap::{Region, TensorMap};
@@ -96,7 +96,7 @@ struct Node {
 /// let mut funcs = FuncTable::default();
 /// funcs.insert(0, "add", CoreType::Aiv, 0x100).unwrap();
 /// let mut g = GraphBuilder::new(&funcs, 1);
-/// let buf = BufferRef { id: 1, placement: Placement::External(GmAddr(0x1000)), bytes: 64, dtype: DType::F32 };
+/// let buf = BufferRef { device: 0, id: 1, placement: Placement::External(GmAddr(0x1000)), bytes: 64, dtype: DType::F32 };
 /// let x = Tensor::whole(buf, &[16]).unwrap();
 /// let tmp = g.alloc_tensor(DType::F32, &[16]).unwrap();
 /// let a = g.submit(Task::aiv(FuncId(0)).input(&x).output(&tmp)).unwrap();
@@ -119,7 +119,23 @@ pub struct GraphBuilder<'f> {
     /// Text of an error the orchestration API raised.
     fatal: Option<String>,
     clusters: u32,
+    /// Serial of each open scope (parallel to `scopes`), and the next serial to hand out.
+    scope_serials: Vec<u64>,
+    next_scope: u64,
+    /// The scope serial that owns heap buffer `n + 1` (0: the graph).
+    heap_owner: Vec<u64>,
+    /// Checks an external tensor against the device's live allocations.
+    tensor_check: Option<&'f TensorCheck<'f>>,
 }
+
+/// A check of an external buffer against a device's live allocations (see
+/// [`GraphBuilder::with_tensor_check`]).
+/// It receives the buffer, the task and the argument index naming it (`u32::MAX`: the
+/// predicate).
+pub type TensorCheck<'a> = dyn Fn(&BufferRef, u32, u32) -> Result<(), TensorProblem> + 'a;
+
+/// Most bytes of runtime-allocated tensors one graph may hold (1 TiB: more than any device).
+pub const MAX_GRAPH_HEAP: u64 = 1 << 40;
 
 impl<'f> GraphBuilder<'f> {
     /// A new, empty graph over `funcs`. `graph_id` distinguishes this graph's heap tensors.
@@ -137,7 +153,48 @@ impl<'f> GraphBuilder<'f> {
             sync_max: [None; Shape::QUEUED],
             fatal: None,
             clusters: 0,
+            scope_serials: Vec::new(),
+            next_scope: 1,
+            heap_owner: Vec::new(),
+            tensor_check: None,
         }
+    }
+
+    /// Check every external tensor a task names with `check` when it is submitted (the host
+    /// passes its device's allocation table, so a stale, foreign or forged tensor is refused
+    /// with the task and argument that named it).
+    pub fn with_tensor_check(mut self, check: &'f TensorCheck<'f>) -> Self {
+        self.tensor_check = Some(check);
+        self
+    }
+
+    /// Refuse external tensors the device cannot use and heap tensors of ended scopes.
+    fn check_tensors(&self, task: &Task, id: u32) -> Result<(), GraphError> {
+        let named = task.args().iter().map(|a| &a.tensor).enumerate().map(|(i, t)| (i as u32, t));
+        for (arg, t) in named.chain(task.predicate().map(|p| (u32::MAX, p))) {
+            match t.buffer.placement {
+                Placement::External(_) => {
+                    if let Some(check) = self.tensor_check {
+                        check(&t.buffer, id, arg).map_err(|why| GraphError::UnusableTensor { task: id, arg, why })?;
+                    }
+                }
+                Placement::Heap(_) => {
+                    if t.buffer.id & HEAP_ID_BIT != 0 && (t.buffer.id >> 32) & 0x7FFF_FFFF != self.graph_id {
+                        return Err(GraphError::ForeignHeapTensor { task: id, arg });
+                    }
+                    let n = (t.buffer.id & 0xFFFF_FFFF) as usize;
+                    let owner = n.checked_sub(1).and_then(|i| self.heap_owner.get(i)).copied();
+                    match owner {
+                        None => return Err(GraphError::ForeignHeapTensor { task: id, arg }),
+                        Some(0) => {}
+                        Some(s) if self.scope_serials.contains(&s) => {}
+                        Some(_) => return Err(GraphError::EndedScopeTensor { task: id, arg }),
+                    }
+                }
+                Placement::Ring { .. } => return Err(GraphError::ForeignHeapTensor { task: id, arg }),
+            }
+        }
+        Ok(())
     }
 
     /// The largest sync-start cohort of `shape`: `(task, block_num)`.
@@ -163,12 +220,16 @@ impl<'f> GraphBuilder<'f> {
     /// A runtime-allocated tensor from this graph's heap (lives as long as the graph). Its
     /// contents are undefined until a task writes it.
     pub fn alloc_tensor(&mut self, dtype: DType, shape: &[u32]) -> Result<Tensor, GraphError> {
-        let elems: u64 = shape.iter().map(|&d| d as u64).product();
-        let bytes = elems * dtype.size() as u64;
+        let bytes = crate::graph::shape_bytes(dtype, shape)?;
         let off = self.heap_bytes;
-        self.heap_bytes = (off + bytes.max(1)).div_ceil(64) * 64;
+        let end = off.checked_add(bytes.max(1)).and_then(|e| e.checked_next_multiple_of(64));
+        let end = end.filter(|&e| e <= MAX_GRAPH_HEAP).ok_or(GraphError::ShapeTooLarge)?;
+        self.heap_bytes = end;
         self.heap_buffers += 1;
+        // The innermost open scope owns the tensor (0: the graph itself).
+        self.heap_owner.push(self.scope_serials.last().copied().unwrap_or(0));
         let buf = BufferRef {
+            device: 0,
             id: HEAP_ID_BIT | (self.graph_id << 32) | self.heap_buffers,
             placement: Placement::Heap(off),
             bytes,
@@ -195,11 +256,7 @@ impl<'f> GraphBuilder<'f> {
                 return Err(GraphError::WrongCoreType { task: id, lane: lane as u32, func: f.0, core });
             }
         }
-        for (i, a) in task.args().iter().enumerate() {
-            if a.tensor.buffer.id & HEAP_ID_BIT != 0 && (a.tensor.buffer.id >> 32) & 0x7FFF_FFFF != self.graph_id {
-                return Err(GraphError::ForeignHeapTensor { task: id, arg: i as u32 });
-            }
-        }
+        self.check_tensors(&task, id)?;
         let mut fanin = core::mem::take(&mut self.scratch);
         fanin.clear();
         for d in task.explicit_deps() {
@@ -443,11 +500,16 @@ impl Orchestrator for GraphBuilder<'_> {
         }
 
         self.scopes.push(mode);
+        self.scope_serials.push(self.next_scope);
+        self.next_scope += 1;
         Ok(())
     }
     fn scope_end(&mut self) -> Result<(), OrchFail> {
         match self.scopes.pop() {
-            Some(_) => Ok(()),
+            Some(_) => {
+                self.scope_serials.pop();
+                Ok(())
+            }
             None => Err(self.refuse("scope_end without a matching scope_begin")),
         }
     }
@@ -476,7 +538,7 @@ mod tests {
     use crate::layout::{ArgsHeader, TensorDesc};
 
     fn ext(id: u64, bytes: u64) -> BufferRef {
-        BufferRef { id, placement: Placement::External(GmAddr(0x10000 * id)), bytes, dtype: DType::F32 }
+        BufferRef { device: 0, id, placement: Placement::External(GmAddr(0x10000 * id)), bytes, dtype: DType::F32 }
     }
 
     fn table() -> FuncTable {

@@ -160,18 +160,58 @@ pub struct LaunchDesc {
     pub fault_text: FaultText,
 }
 
-/// Text of the latched fault: two lines, written only by the agent that won the latch, with
+/// Text of the latched fault: six lines ([`FAULT_TEXT_BYTES`]), enough for a kernel's
+/// message and its location, written only by the agent that won the latch, with
 /// device-direct stores (so no cache maintenance is involved in either tier).
 #[derive(Copy, Clone, Debug, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C, align(64))]
 pub struct FaultText {
     /// UTF-8 bytes, NUL-padded.
-    pub bytes: [u8; 128],
+    pub bytes: [u8; FAULT_TEXT_BYTES],
 }
+
+/// Bytes of [`FaultText`].
+pub const FAULT_TEXT_BYTES: usize = 384;
 
 impl Default for FaultText {
     fn default() -> Self {
-        FaultText { bytes: [0; 128] }
+        FaultText { bytes: [0; FAULT_TEXT_BYTES] }
+    }
+}
+
+/// Where one pipeline slot's per-run structures sit in its device allocation (the arena):
+/// the [`LaunchDesc`], then per worker a [`Handshake`] line, a [`TeardownGate`] line and two
+/// [`DispatchPayload`] lines. The host lays the arena out with it and publishes the addresses
+/// in [`LaunchConfig`]; the device finds each worker's lines with the same strides.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SlotArena {
+    /// Workers the arena has lines for.
+    pub workers: u32,
+}
+
+impl SlotArena {
+    /// Bytes per worker of each array.
+    pub const HANDSHAKE_STRIDE: u64 = size_of::<Handshake>() as u64;
+    /// Bytes per worker of the gate array.
+    pub const GATE_STRIDE: u64 = size_of::<TeardownGate>() as u64;
+    /// Bytes per worker of the payload array (two buffers).
+    pub const PAYLOAD_STRIDE: u64 = 2 * size_of::<DispatchPayload>() as u64;
+
+    /// Offset of the handshake array from the arena's start.
+    pub const fn handshakes(&self) -> u64 {
+        size_of::<LaunchDesc>() as u64
+    }
+    /// Offset of the gate array.
+    pub const fn gates(&self) -> u64 {
+        self.handshakes() + self.workers as u64 * Self::HANDSHAKE_STRIDE
+    }
+    /// Offset of the payload array.
+    pub const fn payloads(&self) -> u64 {
+        self.gates() + self.workers as u64 * Self::GATE_STRIDE
+    }
+    /// Bytes of the whole arena.
+    pub const fn bytes(&self) -> u64 {
+        self.payloads() + self.workers as u64 * Self::PAYLOAD_STRIDE
     }
 }
 
@@ -480,7 +520,7 @@ const _: () = {
     assert!(size_of::<LaunchConfig>() == 128);
     assert!(size_of::<FatalLine>() == 64);
     assert!(size_of::<RunLine>() == 64);
-    assert!(size_of::<LaunchDesc>() == 384);
+    assert!(size_of::<LaunchDesc>() == 256 + FAULT_TEXT_BYTES);
     assert!(offset_of!(LaunchDesc, fault_text) == 256);
     assert!(offset_of!(LaunchDesc, fatal) == 128);
     assert!(offset_of!(LaunchDesc, run) == 192);

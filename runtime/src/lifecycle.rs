@@ -18,7 +18,7 @@ use pto_hal::{AicoreAgent, AicoreLaunch, AicpuAgent, GmAddr, GmAtomic, GmMemory,
 use zerocopy::IntoBytes;
 
 use crate::codes::{ErrorCode, Site};
-use crate::layout::{Handshake, LaunchConfig, offsets, regs};
+use crate::layout::{FAULT_TEXT_BYTES, Handshake, LaunchConfig, LaunchDesc, SlotArena, offsets, regs};
 
 /// Where the arrays of a launch live, computed from its configuration.
 #[derive(Copy, Clone, Debug)]
@@ -33,17 +33,17 @@ impl RunMap {
     /// Handshake line of worker `w`.
     #[inline]
     pub fn handshake(&self, w: u32) -> GmAddr {
-        GmAddr(self.cfg.handshakes + w as u64 * 64)
+        GmAddr(self.cfg.handshakes + w as u64 * SlotArena::HANDSHAKE_STRIDE)
     }
     /// Teardown gate line of worker `w`.
     #[inline]
     pub fn gate(&self, w: u32) -> GmAddr {
-        GmAddr(self.cfg.gates + w as u64 * 64)
+        GmAddr(self.cfg.gates + w as u64 * SlotArena::GATE_STRIDE)
     }
     /// Payload buffer `buf` (0 or 1) of worker `w`.
     #[inline]
     pub fn payload(&self, w: u32, buf: u32) -> GmAddr {
-        GmAddr(self.cfg.payloads + (w as u64 * 2 + (buf & 1) as u64) * 64)
+        GmAddr(self.cfg.payloads + w as u64 * SlotArena::PAYLOAD_STRIDE + (buf & 1) as u64 * (SlotArena::PAYLOAD_STRIDE / 2))
     }
 }
 
@@ -77,12 +77,16 @@ pub fn latch<A: GmAtomic + pto_hal::Barriers>(a: &A, desc: GmAddr, fault: Fault,
     a.store_direct(desc.offset(offsets::FATAL_CORE), fault.core.map_or(u64::MAX, u64::from));
     a.store_direct(desc.offset(offsets::FATAL_DETAIL), fault.detail);
     if !text.is_empty() {
-        let mut buf = [0u8; 128];
-        let n = text.len().min(127);
+        let mut buf = [0u8; FAULT_TEXT_BYTES];
+        let mut n = text.len().min(FAULT_TEXT_BYTES - 1);
+        while !text.is_char_boundary(n) {
+            n -= 1;
+        }
         buf[..n].copy_from_slice(&text.as_bytes()[..n]);
         // Device-direct stores: the text lines have one writer (the winner) and never sit in a
-        // cache, so the same code is right on both tiers and both contracts.
-        for (i, w) in buf.chunks_exact(8).enumerate() {
+        // cache, so the same code is right on both tiers and both contracts. Only the words
+        // the text needs are stored (the descriptor upload cleared the rest).
+        for (i, w) in buf[..(n + 1).next_multiple_of(8)].chunks_exact(8).enumerate() {
             let mut b = [0u8; 8];
             b.copy_from_slice(w);
             a.store_direct(desc.offset(offsets::FAULT_TEXT + i as u64 * 8), u64::from_le_bytes(b));
@@ -91,6 +95,31 @@ pub fn latch<A: GmAtomic + pto_hal::Barriers>(a: &A, desc: GmAddr, fault: Fault,
     a.store_barrier();
     a.store_direct(desc.offset(offsets::FATAL_COMPLETE), 1);
     true
+}
+
+/// The fault [`latch`] recorded in a descriptor read back by the host, with its text; `None`
+/// when nothing was latched. A code or site this build does not know decodes as `Err` with
+/// the raw words, so a newer device's fault is never mistaken for another.
+pub fn decode_latch(d: &LaunchDesc) -> Option<(Result<Fault, (u64, u64)>, alloc::string::String)> {
+    if d.fatal.claimed == 0 {
+        return None;
+    }
+    let code = i32::try_from(d.fatal.code as u32 as i32).ok().and_then(ErrorCode::from_i32);
+    let site = u32::try_from(d.fatal.site).ok().and_then(|s| Site::try_from(s).ok());
+    let text = &d.fault_text.bytes;
+    let n = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+    let message = alloc::string::String::from_utf8_lossy(&text[..n]).into_owned();
+    let fault = match (code, site) {
+        (Some(code), Some(site)) => Ok(Fault {
+            code,
+            site,
+            task: u32::try_from(d.fatal.task).ok(),
+            core: u32::try_from(d.fatal.core).ok(),
+            detail: d.fatal.detail,
+        }),
+        _ => Err((d.fatal.code, d.fatal.site)),
+    };
+    Some((fault, message))
 }
 
 /// Whether any agent latched a fault in this run.

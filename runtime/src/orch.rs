@@ -30,6 +30,13 @@ use crate::codes::OrchError;
 use crate::graph::{DType, Element, GraphError, Task, TaskId, Tensor};
 
 /// Which runtime runs an orchestration.
+///
+/// ```
+/// use pto_runtime::orch::RuntimeKind;
+/// assert_eq!("trb".parse::<RuntimeKind>(), Ok(RuntimeKind::TensormapRing));
+/// assert_eq!(RuntimeKind::HostBuiltGraph.to_string(), "hbg");
+/// assert!("xyz".parse::<RuntimeKind>().is_err());
+/// ```
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum RuntimeKind {
     /// Host-built graph: the host runs the orchestration and uploads one image.
@@ -38,6 +45,30 @@ pub enum RuntimeKind {
     /// Tensormap and ring buffers: the device's highest AICPU thread runs it, overlapped with
     /// scheduling, in bounded memory.
     TensormapRing,
+}
+
+impl core::fmt::Display for RuntimeKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A runtime name that is neither `hbg` nor `trb`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown runtime {0:?}: expected `hbg` (host-built graph) or `trb` (tensormap and ring buffers)")]
+pub struct UnknownRuntime(pub alloc::string::String);
+
+impl core::str::FromStr for RuntimeKind {
+    type Err = UnknownRuntime;
+    /// `hbg` / `host-built-graph` or `trb` / `tensormap-ring` (ASCII case-insensitive).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let l = s.to_ascii_lowercase();
+        match l.as_str() {
+            "hbg" | "host-built-graph" => Ok(RuntimeKind::HostBuiltGraph),
+            "trb" | "tensormap-ring" => Ok(RuntimeKind::TensormapRing),
+            _ => Err(UnknownRuntime(s.into())),
+        }
+    }
 }
 
 impl RuntimeKind {

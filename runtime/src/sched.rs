@@ -445,10 +445,16 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             if let Some(c) = self.cores.iter().find(|c| c.running.is_some()) {
                 if now.saturating_sub(last_progress) > watchdog {
                     let sub = c.running.unwrap_or(Sub { task: u32::MAX, block: 0, lane: 0, reg: 0 });
+                    // A core that acknowledged the dispatch is running the kernel: it hangs.
+                    let code = if c.acked {
+                        ErrorCode::Device(DeviceFault::KernelHung)
+                    } else {
+                        ErrorCode::Sched(SchedError::SchedulerTimeout)
+                    };
                     s.fail(
                         a,
                         Fault {
-                            code: ErrorCode::Sched(SchedError::SchedulerTimeout),
+                            code,
                             site: Site::Completion,
                             task: Some(self.s.info(sub.task).report_id),
                             core: Some(c.w),

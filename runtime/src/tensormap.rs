@@ -698,7 +698,13 @@ mod tests {
 
     #[test]
     fn region_of_tensor() {
-        let buf = BufferRef { id: 7, placement: Placement::External(GmAddr(0x1000)), bytes: 64 * 4, dtype: DType::F32 };
+        let buf = BufferRef {
+            device: 0,
+            id: 7,
+            placement: Placement::External(GmAddr(0x1000)),
+            bytes: 64 * 4,
+            dtype: DType::F32,
+        };
         let t = Tensor::whole(buf, &[8, 8]).unwrap().view(&[2, 4], &[3, 4]).unwrap();
         let r = Region::of(&t);
         assert_eq!(r.buffer, 7);

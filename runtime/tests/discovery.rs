@@ -49,6 +49,7 @@ fn discovery_orders_every_conflicting_pair() {
     let bufs: Vec<Tensor> = (0..3u64)
         .map(|i| {
             let b = BufferRef {
+                device: 0,
                 id: i + 1,
                 placement: Placement::External(GmAddr(0x10000 * (i + 1))),
                 bytes: 4 * 16 * 4,

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -169,6 +169,8 @@ pub(crate) struct Inner<C: Contract> {
     pub faithful: Faithful,
     /// Whether the faithful cache model is on.
     pub faithful_on: AtomicBool,
+    /// Whether kernels run behind the memory-protection guard (`crate::protect`).
+    pub protect: AtomicBool,
     /// AICPU cache maintenance issued so far: `[invalidate_range, flush_range]` calls.
     pub aicpu_cache_ops: [std::sync::atomic::AtomicU64; 2],
     /// Launches not yet finished (the cache model may change only when this is zero).
@@ -410,6 +412,7 @@ impl<C: Contract> SimDevice<C> {
                 Faithful::new(seed, evict, C::HOST_COHERENT, topo.aicpu_threads, topo.workers())
             },
             faithful_on: AtomicBool::new(matches!(model, CacheModel::Faithful { .. })),
+            protect: AtomicBool::new(crate::protect::from_env().unwrap_or(config.protect)),
             active_launches: AtomicU32::new(0),
             aicpu_cache_ops: [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)],
             silent: Mutex::new(Vec::new()),
@@ -464,6 +467,20 @@ impl<C: Contract> SimDevice<C> {
         Ok(())
     }
 
+    /// Switch memory protection on or off (between runs: refused while a launch is active).
+    pub fn set_protection(&self, on: bool) -> Result<(), SimError> {
+        if self.inner.active_launches.load(Ordering::Acquire) != 0 {
+            return Err(SimError::InvalidArgument("memory protection cannot change while a launch is active"));
+        }
+        self.inner.protect.store(on, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether memory protection is on.
+    pub fn protection(&self) -> bool {
+        self.inner.protect.load(Ordering::Acquire)
+    }
+
     /// The cache model in force.
     pub fn cache_model(&self) -> CacheModel {
         match self.inner.model() {
@@ -503,10 +520,41 @@ impl<C: Contract> Drop for SimDevice<C> {
         for w in self.inner.aicpu_wake.iter().chain(self.inner.core_wake.iter()) {
             w.notify();
         }
+        // A thread still busy after the budget is stuck in a kernel that never returns: it is
+        // detached (it keeps the device's memory alive until the process ends), and said so.
+        let deadline = Instant::now() + DROP_JOIN_BUDGET;
+        while Instant::now() < deadline && self.threads.iter().any(|t| !t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut stuck = Vec::new();
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            if t.is_finished() {
+                let _ = t.join();
+            } else {
+                stuck.push(t.thread().name().unwrap_or("?").to_string());
+            }
+        }
+        if !stuck.is_empty() {
+            DETACHED.fetch_add(stuck.len() as u64, Ordering::Relaxed);
+            eprintln!(
+                "pto-sim: detached {} simulator thread(s) that did not stop within {:?} (a kernel that never returns?): {}",
+                stuck.len(),
+                DROP_JOIN_BUDGET,
+                stuck.join(", ")
+            );
         }
     }
+}
+
+/// How long dropping a device waits for its threads before it detaches the stuck ones.
+pub const DROP_JOIN_BUDGET: Duration = Duration::from_secs(2);
+
+static DETACHED: AtomicU64 = AtomicU64::new(0);
+
+/// Simulator threads detached so far in this process because they never stopped (each was
+/// stuck in a kernel that never returned when its device was dropped).
+pub fn detached_threads() -> u64 {
+    DETACHED.load(Ordering::Relaxed)
 }
 
 impl<C: Contract> core::fmt::Debug for SimDevice<C> {

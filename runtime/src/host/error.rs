@@ -1,14 +1,64 @@
 //! Host-side errors: one enum, each variant naming what was wrong.
 
-use std::string::String;
+use std::boxed::Box;
+use std::string::{String, ToString};
+use std::sync::Arc;
 
 use pto_hal::ErrorKind;
 
 use crate::codes::{ErrorCode, Site};
 use crate::graph::GraphError;
 
+/// A platform error kept whole: its kind, its text and the error itself as
+/// [`source`](std::error::Error::source).
+#[derive(Clone)]
+pub struct PlatformError {
+    /// What the host was doing.
+    pub op: &'static str,
+    /// The platform's error kind.
+    pub kind: ErrorKind,
+    error: Arc<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl PlatformError {
+    /// Wrap `error`, raised while the host did `op`.
+    pub fn new<E: pto_hal::Error + std::error::Error + Send + Sync + 'static>(op: &'static str, error: E) -> Self {
+        PlatformError { op, kind: error.kind(), error: Arc::new(error) }
+    }
+    /// The platform's error.
+    pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.error
+    }
+}
+
+impl core::fmt::Debug for PlatformError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PlatformError").field("op", &self.op).field("kind", &self.kind).field("error", &self.error).finish()
+    }
+}
+
+impl core::fmt::Display for PlatformError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "platform error during {}: {}", self.op, self.error)
+    }
+}
+
+/// Two platform errors are equal when they say the same thing about the same operation.
+impl PartialEq for PlatformError {
+    fn eq(&self, other: &Self) -> bool {
+        self.op == other.op && self.kind == other.kind && self.error.to_string() == other.error.to_string()
+    }
+}
+
+impl std::error::Error for PlatformError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.error)
+    }
+}
+
 /// A fault the device latched during a run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct DeviceError {
     /// The code.
     pub code: ErrorCode,
@@ -20,8 +70,25 @@ pub struct DeviceError {
     pub core: Option<u32>,
     /// Site-specific detail word.
     pub detail: u64,
-    /// Text the latching agent left (e.g. a kernel's panic message).
+    /// Text the latching agent left (e.g. a kernel's panic message and location).
     pub message: String,
+    /// What the host learned besides the latched fault: the platform's own failure of the
+    /// program (its [`source`](std::error::Error::source)), or that the run never ended.
+    pub also: Option<Box<Error>>,
+}
+
+impl DeviceError {
+    /// A fault with nothing attached.
+    pub fn new(
+        code: ErrorCode,
+        site: Site,
+        task: Option<u32>,
+        core: Option<u32>,
+        detail: u64,
+        message: String,
+    ) -> DeviceError {
+        DeviceError { code, site, task, core, detail, message, also: None }
+    }
 }
 
 impl core::fmt::Display for DeviceError {
@@ -40,12 +107,20 @@ impl core::fmt::Display for DeviceError {
     }
 }
 
+impl std::error::Error for DeviceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.also.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
 /// Everything the host API can fail with.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// Bad graph input.
+    /// Bad graph input. Its text is part of this error's message (it is not repeated as a
+    /// `source`).
     #[error("invalid graph: {0} (INVALID_ARGS). Hint: fix the task, tensor or dependency it names")]
-    Graph(#[from] GraphError),
+    Graph(GraphError),
     /// The device latched a fault during the run. The device stays usable unless
     /// [`Error::Unusable`] is returned by later calls.
     #[error("run failed: {0}")]
@@ -59,10 +134,26 @@ pub enum Error {
         kind: ErrorKind,
         /// The platform's error text.
         message: String,
+        /// The platform's error.
+        #[source]
+        source: PlatformError,
     },
-    /// Both pipeline slots are taken, or the other run has not been launched.
-    #[error("cannot prepare a run: {0}")]
+    /// [`Device::try_prepare`](super::Device::try_prepare) found both pipeline slots taken,
+    /// or the other run not yet launched.
+    #[error("cannot prepare a run now: {0}")]
     Busy(&'static str),
+    /// A prepared run waited longer than its device's turn budget for a pipeline slot.
+    #[error("no pipeline slot became free within {micros} us (other threads hold the device)")]
+    NoTurn {
+        /// The budget.
+        micros: u64,
+    },
+    /// A prepared run was not launched within its lease and another run reclaimed its slot.
+    #[error("the prepared run was not launched within {micros} us and its slot was given to another run")]
+    Expired {
+        /// The lease.
+        micros: u64,
+    },
     /// The device was closed.
     #[error("the device is closed")]
     Closed,
@@ -85,7 +176,7 @@ pub enum Error {
         /// Why not.
         why: &'static str,
     },
-    /// Host data of the wrong size or type for a tensor.
+    /// Host data of the wrong size for a tensor.
     #[error("tensor holds {expected} elements of {dtype}, got {got}")]
     Size {
         /// Elements of the tensor.
@@ -95,9 +186,23 @@ pub enum Error {
         /// Element type name.
         dtype: &'static str,
     },
+    /// Host data of the wrong element type for a tensor.
+    #[error("tensor holds {tensor} elements, the host data is {host}")]
+    Dtype {
+        /// The tensor's element type.
+        tensor: &'static str,
+        /// The host data's element type.
+        host: &'static str,
+    },
     /// A run configuration the board cannot satisfy.
     #[error("bad run configuration: {0}")]
     Config(String),
+}
+
+impl From<GraphError> for Error {
+    fn from(e: GraphError) -> Self {
+        Error::Graph(e)
+    }
 }
 
 impl Error {
@@ -110,9 +215,18 @@ impl Error {
             _ => None,
         }
     }
+
+    /// A platform error raised while the host did `op`.
+    pub fn platform<E: pto_hal::Error + std::error::Error + Send + Sync + 'static>(op: &'static str, e: E) -> Error {
+        let message = e.to_string();
+        let source = PlatformError::new(op, e);
+        Error::Platform { op, kind: source.kind, message, source }
+    }
 }
 
 /// Convert a platform error.
-pub(crate) fn platform<E: pto_hal::Error + core::fmt::Display>(op: &'static str) -> impl FnOnce(E) -> Error {
-    move |e| Error::Platform { op, kind: e.kind(), message: std::format!("{e}") }
+pub(crate) fn platform<E: pto_hal::Error + std::error::Error + Send + Sync + 'static>(
+    op: &'static str,
+) -> impl FnOnce(E) -> Error {
+    move |e| Error::platform(op, e)
 }

@@ -85,8 +85,13 @@ fn orch_args(s: &Shared) -> OrchArgs {
     let mut args = OrchArgs::new();
     for t in &s.tensors {
         let dtype = DType::try_from(t.dtype).unwrap_or(DType::U8);
-        let buffer =
-            BufferRef { id: t.buffer_id, placement: Placement::External(GmAddr(t.addr)), bytes: t.bytes, dtype };
+        let buffer = BufferRef {
+            device: 0,
+            id: t.buffer_id,
+            placement: Placement::External(GmAddr(t.addr)),
+            bytes: t.bytes,
+            dtype,
+        };
         let mut shape = [1u32; 5];
         let mut strides = [0u32; 5];
         shape.copy_from_slice(&t.shape);
@@ -195,7 +200,8 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
 
     fn invalid(&mut self, e: GraphError) -> OrchFail {
         let text = format!("{e}");
-        self.stop_with(OrchError::InvalidArgs, 0, &text);
+        // The detail word carries the argument index the error names, if any.
+        self.stop_with(OrchError::InvalidArgs, e.arg().map_or(0, u64::from), &text);
         OrchFail::Graph(e)
     }
 
@@ -204,7 +210,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
         match e {
             OrchFail::Graph(g) => {
                 let text = format!("{g}");
-                self.stop_with(OrchError::InvalidArgs, 0, &text);
+                self.stop_with(OrchError::InvalidArgs, g.arg().map_or(0, u64::from), &text);
             }
             OrchFail::Code { code, detail } => {
                 self.stop_with(*code, *detail, "returned by the orchestration");
@@ -338,26 +344,44 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
         }
         // A scope tensor holds its allocation record; one whose record is gone belongs to a
         // scope that ended (its memory may already be reused).
-        let mut dead = None;
-        let owners = task.args().iter().map(|a| &a.tensor).chain(task.predicate());
-        for t in owners {
-            if let Placement::Ring { owner, .. } = t.buffer.placement {
-                let (r, l) = untask_id(owner.0);
-                let live = r < RINGS
-                    && l >= self.cursors[r].last_alive
-                    && l < self.cursors[r].current
-                    && self.slot(r, l).local.load(Ordering::Relaxed) == l
-                    && self.slot(r, l).refs.load(Ordering::Acquire) > 0;
-                if !live {
-                    dead = Some(owner.0);
+        // An external tensor must be one of the program's own arguments (the host checked
+        // those against its allocations; anything else is a forged or foreign buffer).
+        let mut refused = None;
+        let named = task.args().iter().map(|a| &a.tensor).enumerate().map(|(i, t)| (i as u32, t));
+        for (arg, t) in named.chain(task.predicate().map(|p| (u32::MAX, p))) {
+            match t.buffer.placement {
+                Placement::Ring { owner, .. } => {
+                    let (r, l) = untask_id(owner.0);
+                    let live = r < RINGS
+                        && l >= self.cursors[r].last_alive
+                        && l < self.cursors[r].current
+                        && self.slot(r, l).local.load(Ordering::Relaxed) == l
+                        && self.slot(r, l).refs.load(Ordering::Acquire) > 0;
+                    if !live {
+                        refused.get_or_insert(GraphError::EndedScopeTensor { task: id, arg });
+                    } else {
+                        prods.push(((r as u64) << 32) | l as u64);
+                    }
                 }
-                prods.push(((r as u64) << 32) | l as u64);
+                Placement::External(addr) => {
+                    let known = self
+                        .s
+                        .tensors
+                        .iter()
+                        .any(|k| k.buffer_id == t.buffer.id && k.addr == addr.0 && k.bytes == t.buffer.bytes);
+                    if !known {
+                        let why = crate::graph::TensorProblem::Forged;
+                        refused.get_or_insert(GraphError::UnusableTensor { task: id, arg, why });
+                    }
+                }
+                Placement::Heap(_) => {
+                    refused.get_or_insert(GraphError::ForeignHeapTensor { task: id, arg });
+                }
             }
         }
-        if let Some(owner) = dead {
+        if let Some(e) = refused {
             self.producers = prods;
-            let text = format!("task {id} names a tensor of a scope that has ended (allocation record {owner})");
-            return Err(self.stop_with(OrchError::InvalidArgs, owner as u64, &text));
+            return Err(self.invalid(e));
         }
         if mode == ScopeMode::Auto {
             let cursors = &self.cursors;
@@ -584,13 +608,19 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
 
     fn alloc(&mut self, dtype: DType, shape: &[u32]) -> Result<Tensor, OrchFail> {
         self.live()?;
-        let elems: u64 = shape.iter().map(|&d| d as u64).product();
-        let bytes = elems * dtype.size() as u64;
         // Validate the shape before taking anything.
-        let probe = BufferRef { id: 0, placement: Placement::Heap(0), bytes, dtype };
-        Tensor::whole(probe, shape)?;
+        let bytes = match crate::graph::shape_bytes(dtype, shape) {
+            Ok(b) => b,
+            Err(e) => return Err(self.invalid(e)),
+        };
+        let probe = BufferRef { device: 0, id: 0, placement: Placement::Heap(0), bytes, dtype };
+        if let Err(e) = Tensor::whole(probe, shape) {
+            return Err(self.invalid(e));
+        }
         let ring = self.ring();
-        let heap = bytes.max(1).div_ceil(64) * 64;
+        let Some(heap) = bytes.max(1).checked_next_multiple_of(64) else {
+            return Err(self.invalid(GraphError::ShapeTooLarge));
+        };
         self.reserve(ring, heap, 0)?;
         let scope_id = self.scopes.last().map_or(0, |s| s.id);
         let (local, off, first_edge) = self.cursors[ring].allocate(heap, 0, scope_id);
@@ -609,6 +639,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         }
         self.next_buffer += 1;
         let buffer = BufferRef {
+            device: 0,
             id: RING_BUFFER_BIT | self.next_buffer,
             placement: Placement::Ring {
                 addr: GmAddr(self.s.image.rings[ring].heap_base + off),

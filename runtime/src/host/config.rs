@@ -1,0 +1,243 @@
+//! Run configuration: the device's budgets, per-run options and the device-side runtime's
+//! ring sizes, each checked with named errors before anything reaches the device.
+
+use std::format;
+use std::string::ToString;
+
+use super::Error;
+use crate::layout::RINGS;
+use crate::orch::RuntimeKind;
+
+/// Budgets of a device, in microseconds. The chain is: scheduler watchdog < exit budget +
+/// watchdog < core wait budget < host stream budget.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Timeouts {
+    /// AICPU no-progress watchdog (also bounds the handshake).
+    pub watchdog_us: u64,
+    /// Budget for a core group's EXIT acknowledgement.
+    pub exit_us: u64,
+    /// Host budget for a run's completion fence.
+    pub stream_us: u64,
+    /// How long a run waits for its turn on a device another thread is using (see
+    /// [`Device::prepare`](super::Device::prepare)).
+    pub turn_us: u64,
+    /// How long a prepared, unlaunched run keeps its pipeline slot while another run waits
+    /// for one (then the waiting run reclaims it; see [`Error::Expired`]).
+    pub lease_us: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            watchdog_us: 10_000_000,
+            exit_us: 1_000_000,
+            stream_us: 50_000_000,
+            turn_us: 60_000_000,
+            lease_us: 5_000_000,
+        }
+    }
+}
+
+impl Timeouts {
+    /// Budgets with the given watchdog, exit and stream budgets (and the default turn wait).
+    pub fn new(watchdog_us: u64, exit_us: u64, stream_us: u64) -> Timeouts {
+        Timeouts { watchdog_us, exit_us, stream_us, ..Timeouts::default() }
+    }
+
+    /// The same budgets with a turn wait of `turn_us` and a prepared-run lease of `lease_us`.
+    pub fn with_turns(mut self, turn_us: u64, lease_us: u64) -> Timeouts {
+        self.turn_us = turn_us;
+        self.lease_us = lease_us;
+        self
+    }
+
+    /// Check the chain (every budget non-zero, `2 × watchdog + exit < stream`, no sum
+    /// overflows).
+    pub fn validate(&self) -> Result<(), Error> {
+        core_wait_us(self.watchdog_us, self.exit_us, self.stream_us).map(|_| ())?;
+        if self.turn_us == 0 || self.lease_us == 0 {
+            return Err(Error::Config("timeouts.turn_us and timeouts.lease_us must be non-zero".to_string()));
+        }
+        Ok(())
+    }
+}
+
+/// The AICore's wait budget for a run with `watchdog_us`: `2 × watchdog + exit`, which must
+/// stay below the host's stream budget (a core gives up before the host does).
+pub(crate) fn core_wait_us(watchdog_us: u64, exit_us: u64, stream_us: u64) -> Result<u64, Error> {
+    let core_wait = watchdog_us.checked_mul(2).and_then(|w| w.checked_add(exit_us));
+    match core_wait {
+        Some(c) if watchdog_us != 0 && exit_us != 0 && c < stream_us => Ok(c),
+        _ => Err(Error::Config(format!(
+            "watchdog_us = {watchdog_us} breaks the budget chain: it must be non-zero and 2 x watchdog + exit ({exit_us} us) must stay below the host stream budget ({stream_us} us)"
+        ))),
+    }
+}
+
+/// Per-run options.
+///
+/// ```
+/// use pto_runtime::host::RunConfig;
+/// use pto_runtime::orch::RuntimeKind;
+/// let cfg = RunConfig::default().with_runtime(RuntimeKind::TensormapRing).with_clusters(2);
+/// assert_eq!(cfg.clusters, Some(2));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunConfig {
+    /// Clusters to launch (default: all of the board's).
+    pub clusters: Option<u32>,
+    /// AICPU threads to launch (default: all of the board's).
+    pub aicpu_threads: Option<u32>,
+    /// The run may use AIV cores only (the AIC cores are kept for other work): a graph with AIC
+    /// or MIX tasks is refused before anything is uploaded. The AIC cores of the launched
+    /// clusters still handshake and retire; they receive no task.
+    pub aiv_only: bool,
+    /// Override the scheduler watchdog for this run.
+    pub watchdog_us: Option<u64>,
+    /// Which runtime runs an orchestration program ([`Device::run_program`](super::Device::run_program));
+    /// a graph built with [`Device::build`](super::Device::build) always runs on the
+    /// host-built-graph runtime.
+    pub runtime: RuntimeKind,
+    /// Ring sizes and budgets of the device-side runtime.
+    pub rings: RingConfig,
+}
+
+impl RunConfig {
+    /// The same configuration on `runtime`.
+    pub fn with_runtime(mut self, runtime: RuntimeKind) -> Self {
+        self.runtime = runtime;
+        self
+    }
+    /// The same configuration on `clusters` clusters.
+    pub fn with_clusters(mut self, clusters: u32) -> Self {
+        self.clusters = Some(clusters);
+        self
+    }
+    /// The same configuration with `threads` AICPU threads.
+    pub fn with_aicpu_threads(mut self, threads: u32) -> Self {
+        self.aicpu_threads = Some(threads);
+        self
+    }
+    /// The same configuration, AIV cores only.
+    pub fn with_aiv_only(mut self, aiv_only: bool) -> Self {
+        self.aiv_only = aiv_only;
+        self
+    }
+    /// The same configuration with a watchdog of `us` microseconds.
+    pub fn with_watchdog_us(mut self, us: u64) -> Self {
+        self.watchdog_us = Some(us);
+        self
+    }
+    /// The same configuration with ring sizes `rings`.
+    pub fn with_rings(mut self, rings: RingConfig) -> Self {
+        self.rings = rings;
+        self
+    }
+}
+
+/// Most heap bytes of one ring (1 TiB: more than any device has).
+pub const MAX_RING_HEAP: u64 = 1 << 40;
+
+/// Sizes of the device-side runtime's rings, per scope depth (ring `min(depth, 3)`; the
+/// orchestration's own outer scope is depth 0), and its orchestrator budgets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RingConfig {
+    /// Task-window slots per ring (powers of two). A scope may hold fewer tasks than this.
+    pub window: [u32; RINGS],
+    /// Heap bytes per ring (multiples of 64, at most [`MAX_RING_HEAP`]): argument records
+    /// and scope-allocated tensors.
+    pub heap: [u64; RINGS],
+    /// Dependency-list entries per ring (one per producer → consumer edge of a live task).
+    pub dep_pool: [u32; RINGS],
+    /// Most live tensor-map entries.
+    pub tensormap_entries: u32,
+    /// Budget of one orchestrator wait (tensor data, ring reclaim) in microseconds; default:
+    /// the scheduler watchdog.
+    pub wait_us: Option<u64>,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig {
+            window: [4096, 512, 512, 512],
+            heap: [4 << 20, 1 << 20, 1 << 20, 1 << 20],
+            dep_pool: [8192, 2048, 2048, 2048],
+            tensormap_entries: 65536,
+            wait_us: None,
+        }
+    }
+}
+
+impl RingConfig {
+    /// The same sizes for every ring.
+    pub fn uniform(window: u32, heap: u64, dep_pool: u32) -> RingConfig {
+        RingConfig { window: [window; RINGS], heap: [heap; RINGS], dep_pool: [dep_pool; RINGS], ..Self::default() }
+    }
+
+    /// The same sizes with at most `entries` live tensor-map entries.
+    pub fn with_tensormap_entries(mut self, entries: u32) -> Self {
+        self.tensormap_entries = entries;
+        self
+    }
+
+    /// The same sizes with an orchestrator wait budget of `us` microseconds.
+    pub fn with_wait_us(mut self, us: u64) -> Self {
+        self.wait_us = Some(us);
+        self
+    }
+
+    /// Check every size; returns the total heap bytes of all rings.
+    pub fn validate(&self) -> Result<u64, Error> {
+        let mut total: u64 = 0;
+        for r in 0..RINGS {
+            let w = self.window[r];
+            if !w.is_power_of_two() || !(2..=1 << crate::trb::ring::HANDLE_SLOT_BITS).contains(&w) {
+                return Err(Error::Config(format!(
+                    "rings.window[{r}] = {w}: a ring's task window must be a power of two in 2..=2^28"
+                )));
+            }
+            let h = self.heap[r];
+            if h < 64 || h % 64 != 0 || h > MAX_RING_HEAP {
+                return Err(Error::Config(format!(
+                    "rings.heap[{r}] = {h}: a ring's heap must be a non-zero multiple of 64 bytes, at most 2^40"
+                )));
+            }
+            // Cannot overflow: four rings of at most 2^40 bytes.
+            total += h;
+            if self.dep_pool[r] == 0 || self.dep_pool[r] >= 1 << crate::trb::ring::HANDLE_SLOT_BITS {
+                return Err(Error::Config(format!("rings.dep_pool[{r}] = {} must be in 1..2^28", self.dep_pool[r])));
+            }
+        }
+        if self.tensormap_entries == 0 {
+            return Err(Error::Config("rings.tensormap_entries must be at least 1".to_string()));
+        }
+        Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_chain_refuses_overflowing_watchdogs() {
+        assert!(core_wait_us(1 << 63, 1_000_000, 50_000_000).is_err());
+        assert!(core_wait_us(u64::MAX, u64::MAX, u64::MAX).is_err());
+        assert!(core_wait_us(0, 1, 50).is_err());
+        assert_eq!(core_wait_us(10, 5, 50).ok(), Some(25));
+    }
+
+    #[test]
+    fn ring_heaps_are_bounded_so_their_sum_cannot_wrap() {
+        let mut r = RingConfig::default();
+        r.heap = [1 << 63, 1 << 63, 64, 64];
+        assert!(matches!(r.validate(), Err(Error::Config(m)) if m.contains("rings.heap[0]")));
+        r.heap = [u64::MAX - 63; RINGS];
+        assert!(r.validate().is_err());
+        r.heap = [MAX_RING_HEAP; RINGS];
+        assert_eq!(r.validate().ok(), Some(4 * MAX_RING_HEAP));
+    }
+}

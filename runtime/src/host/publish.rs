@@ -1,0 +1,220 @@
+//! Launch images: the descriptor and the graph (or orchestration) image of one run, written
+//! into its pipeline slot synchronously and exactly once before the run's kernels are
+//! submitted.
+
+use std::format;
+use std::string::ToString;
+use std::vec::Vec;
+
+use pto_hal::{Clock, DeviceMemory, GmAddr, Platform};
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::error::platform;
+use super::{Device, Error, Program, RunConfig};
+use crate::graph::{GraphError, Placement};
+use crate::layout::{
+    DESC_MAGIC, FuncEntry, LAYOUT_VERSION, LaunchConfig, LaunchDesc, ORCH_MAGIC, OrchImage, OrchTensor, RINGS,
+    RingSpec, SlotArena, orch_flags,
+};
+use crate::orch::OrchArgs;
+
+/// Device memory of one run slot: the arena (descriptor, handshakes, gates, payloads), the
+/// image buffer and the device-side runtime's ring heaps, each kept and reused across runs.
+pub(crate) struct SlotMem {
+    pub(crate) arena: GmAddr,
+    pub(crate) image: Option<(GmAddr, u64)>,
+    /// The device-side runtime's ring heaps (one allocation, cut per ring).
+    pub(crate) heaps: Option<(GmAddr, u64)>,
+}
+
+/// What a published run needs to know about itself.
+pub(crate) struct Publish<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) task_count: u32,
+    pub(crate) runtime: u32,
+    pub(crate) clusters: u32,
+    pub(crate) threads: u32,
+}
+
+/// Ticks of `clock` in `us` microseconds, or a configuration error naming `what`.
+fn ticks(clock: &impl Clock, what: &str, us: u64) -> Result<u64, Error> {
+    let t = us as u128 * clock.freq_hz() as u128 / 1_000_000;
+    u64::try_from(t).map_err(|_| Error::Config(format!("{what} = {us} us does not fit the device's tick counter")))
+}
+
+impl<P: Platform> Device<P> {
+    /// The orchestration image of a device-side run (without ring addresses yet).
+    pub(crate) fn orch_image(
+        &self,
+        program: &Program,
+        args: &OrchArgs,
+        cfg: &RunConfig,
+        wait_us: u64,
+    ) -> Result<Vec<u8>, Error> {
+        let funcs = self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
+        let mut tensors = Vec::with_capacity(args.tensors().len());
+        for (i, t) in args.tensors().iter().enumerate() {
+            let Placement::External(addr) = t.buffer.placement else {
+                return Err(GraphError::UnusableProgramArg { arg: i as u32, why: crate::graph::TensorProblem::Forged }.into());
+            };
+            tensors.push(OrchTensor {
+                buffer_id: t.buffer.id,
+                addr: addr.0,
+                bytes: t.buffer.bytes,
+                offset: t.offset,
+                dtype: t.buffer.dtype.into(),
+                ndims: t.ndims,
+                shape: t.shape,
+                strides: t.strides,
+            });
+        }
+        let head = OrchImage {
+            magic: ORCH_MAGIC,
+            version: LAYOUT_VERSION,
+            program: program.handle,
+            total_len: 0,
+            func_count: funcs.len() as u32,
+            tensor_count: tensors.len() as u32,
+            scalar_count: args.scalars().len() as u32,
+            tensormap_entries: cfg.rings.tensormap_entries,
+            wait_ticks: ticks(&self.inner.dev, "rings.wait_us", wait_us)?,
+            flags: if cfg.aiv_only { orch_flags::AIV_ONLY } else { 0 },
+            reserved: 0,
+            rings: [RingSpec::default(); RINGS],
+        };
+        let mut bytes = head.as_bytes().to_vec();
+        for id in 0..funcs.len() {
+            let e = match funcs.get(id as u16) {
+                Some(f) => FuncEntry { aic: f.aic.unwrap_or(0), aiv: f.aiv.unwrap_or(0) },
+                None => FuncEntry::default(),
+            };
+            bytes.extend_from_slice(e.as_bytes());
+        }
+        for t in &tensors {
+            bytes.extend_from_slice(t.as_bytes());
+        }
+        for v in args.scalars() {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        Ok(bytes)
+    }
+
+    /// Place the ring heaps of a device-side run (reusing the slot's heap allocation when it
+    /// is large enough), fill in the image's ring table and publish.
+    pub(crate) fn publish_trb(
+        &self,
+        slot: usize,
+        mut image: Vec<u8>,
+        clusters: u32,
+        threads: u32,
+        cfg: &RunConfig,
+    ) -> Result<u64, Error> {
+        let need = cfg.rings.validate()?;
+        let base = {
+            let mut mem = self.inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner());
+            match mem.heaps {
+                Some((a, cap)) if cap >= need => a,
+                old => {
+                    if let Some((a, _)) = old {
+                        self.inner.dev.free(a).map_err(platform("ring heap free"))?;
+                        mem.heaps = None;
+                    }
+                    let a = self.inner.dev.alloc(need, 64).map_err(platform("ring heap allocation"))?;
+                    mem.heaps = Some((a, need));
+                    a
+                }
+            }
+        };
+        let mut head = OrchImage::read_from_prefix(&image)
+            .map_err(|_| Error::Config("the orchestration image is shorter than its header".to_string()))?
+            .0;
+        head.total_len = image.len() as u64;
+        let mut at = base.0;
+        for r in 0..RINGS {
+            head.rings[r] = RingSpec {
+                window: cfg.rings.window[r],
+                dep_pool: cfg.rings.dep_pool[r],
+                heap: cfg.rings.heap[r],
+                heap_base: at,
+            };
+            // Within the allocation of `need` bytes just made: cannot overflow.
+            at += cfg.rings.heap[r];
+        }
+        image[..core::mem::size_of::<OrchImage>()].copy_from_slice(head.as_bytes());
+        let what = Publish { bytes: &image, task_count: 0, runtime: crate::layout::RUNTIME_TRB, clusters, threads };
+        self.publish(slot, what, cfg)
+    }
+
+    /// Write the run's image and descriptor into `slot`; returns the run's epoch.
+    pub(crate) fn publish(&self, slot: usize, what: Publish<'_>, cfg: &RunConfig) -> Result<u64, Error> {
+        let inner = &*self.inner;
+        let dev = &inner.dev;
+        let watchdog_us = cfg.watchdog_us.unwrap_or(inner.timeouts.watchdog_us);
+        let core_wait_us = super::config::core_wait_us(watchdog_us, inner.timeouts.exit_us, inner.timeouts.stream_us)?;
+        let watchdog_ticks = ticks(dev, "watchdog_us", watchdog_us)?;
+        let exit_ticks = ticks(dev, "exit_us", inner.timeouts.exit_us)?;
+        let core_wait_ticks = ticks(dev, "the core wait budget", core_wait_us)?;
+        let mut mem = inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner());
+        let need = what.bytes.len() as u64;
+        let image = match mem.image {
+            Some((a, cap)) if cap >= need => a,
+            old => {
+                if let Some((a, _)) = old {
+                    dev.free(a).map_err(platform("image free"))?;
+                    mem.image = None;
+                }
+                let cap = need.checked_next_power_of_two().unwrap_or(need).max(4096);
+                let a = dev.alloc(cap, 64).map_err(platform("image allocation"))?;
+                mem.image = Some((a, cap));
+                a
+            }
+        };
+        let arena = mem.arena;
+        let layout = SlotArena { workers: inner.topo.workers() };
+        let epoch = inner.epoch.fetch_add(1, core::sync::atomic::Ordering::Relaxed) + 1;
+        let config = LaunchConfig {
+            magic: DESC_MAGIC,
+            version: LAYOUT_VERSION,
+            epoch,
+            clusters: what.clusters,
+            workers: what.clusters * 3,
+            aicpu_threads: what.threads,
+            task_count: what.task_count,
+            physical_cores: inner.topo.workers(),
+            runtime: what.runtime,
+            image: image.0,
+            image_len: need,
+            handshakes: arena.0 + layout.handshakes(),
+            gates: arena.0 + layout.gates(),
+            payloads: arena.0 + layout.payloads(),
+            watchdog_ticks,
+            exit_ticks,
+            core_wait_ticks,
+            reserved: [0; 3],
+        };
+        LaunchImage::prepare(config, what.bytes).publish(dev, arena, image)?;
+        Ok(epoch)
+    }
+}
+
+/// The bytes of one run's launch: descriptor head and graph image. Published exactly once
+/// (the method consumes it), synchronously, before the run's kernels are submitted.
+struct LaunchImage<'g> {
+    desc: LaunchDesc,
+    graph: &'g [u8],
+}
+
+impl<'g> LaunchImage<'g> {
+    fn prepare(config: LaunchConfig, graph: &'g [u8]) -> Self {
+        LaunchImage { desc: LaunchDesc { config, ..LaunchDesc::default() }, graph }
+    }
+
+    fn publish<D: DeviceMemory>(self, dev: &D, desc_at: GmAddr, image_at: GmAddr) -> Result<(), Error>
+    where
+        D::Error: std::error::Error + Send + Sync + 'static,
+    {
+        dev.copy_h2d(image_at, self.graph).map_err(platform("image upload"))?;
+        // Descriptor last: the fatal latch, counters and fault text are cleared with it.
+        dev.copy_h2d(desc_at, self.desc.as_bytes()).map_err(platform("descriptor upload"))
+    }
+}
