@@ -7,7 +7,8 @@
 //! `target/bench-dispatch.json`): per shape and runtime (host-built graph, device-side
 //! tensormap-and-ringbuffer), fixed cost run(1), marginal µs per task at each N, and submission
 //! time (the host graph build, or the device orchestrator's own time). Every run is checked
-//! against its golden.
+//! against its golden. The shapes run with the simulator's memory protection as configured (on
+//! by default; `PTO_SIM_PROTECT=off` turns it off); a last section measures its cost.
 
 #[path = "../examples/common/mod.rs"]
 mod common;
@@ -92,7 +93,7 @@ fn main() {
                     let rep = match rt {
                         RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
                         RuntimeKind::TensormapRing => {
-                            dev.run_program(&p.program, &p.args, &RunConfig { runtime: rt, ..cfg.clone() })
+                            dev.run_program(&p.program, &p.args, &cfg.clone().with_runtime(rt))
                         }
                     }
                     .unwrap_or_else(|e| panic!("{} N={n} {}: {e}", kind.name(), rt.name()));
@@ -117,6 +118,7 @@ fn main() {
     let vector_process = [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing].map(time_vector_process);
     let isolated = isolated_submission(&dev, &k);
     let cache_ratio = cache_model_cost(&dev, &k, rounds);
+    let protect_ratio = protection_cost(&dev, &k, &runtimes, rounds);
 
     println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
     println!("submission = graph build on the host (hbg) / orchestration time on the device (trb)");
@@ -184,9 +186,28 @@ fn main() {
             faithful.as_secs_f64() / coherent.as_secs_f64()
         );
     }
+    println!("memory protection on / off, run time at N=1000 (same device, same graph, rounds interleaved):");
+    for (name, rt, [off, on, off_min, on_min]) in &protect_ratio {
+        println!(
+            "  {name:<12} {:<4} median: off {:>8.3} ms  on {:>8.3} ms  ratio {:.3}x   min: off {:>8.3} ms  on {:>8.3} ms  ratio {:.3}x",
+            rt.name(),
+            us(*off) / 1e3,
+            us(*on) / 1e3,
+            on.as_secs_f64() / off.as_secs_f64(),
+            us(*off_min) / 1e3,
+            us(*on_min) / 1e3,
+            on_min.as_secs_f64() / off_min.as_secs_f64()
+        );
+    }
     let doc = json!({
         "board": Selected::NAME,
         "rounds": rounds,
+        "protection_cost": protect_ratio.iter().map(|(n, rt, [off, on, off_min, on_min])| json!({
+            "shape": n, "runtime": rt.name(), "n": 1000, "off_us": us(*off), "on_us": us(*on),
+            "ratio": on.as_secs_f64() / off.as_secs_f64(),
+            "off_min_us": us(*off_min), "on_min_us": us(*on_min),
+            "ratio_min": on_min.as_secs_f64() / off_min.as_secs_f64(),
+        })).collect::<Vec<_>>(),
         "cache_model_cost": cache_ratio.iter().map(|(n, c, f)| json!({
             "shape": n, "n": 1000, "coherent_us": us(*c), "faithful_us": us(*f),
             "ratio": f.as_secs_f64() / c.as_secs_f64(),
@@ -255,6 +276,49 @@ fn cache_model_cost(dev: &Device, k: &common::Kernels, rounds: usize) -> Vec<(&'
         dev.platform().set_cache_model(CacheModel::Coherent).expect("no launch is active");
         out.push((kind.name(), t[0], t[1]));
     }
+    out
+}
+
+/// Run time of the chain and independent shapes at N=1000 with memory protection off and on, per
+/// runtime, as `[median off, median on, min off, min on]`: the rounds alternate between the two
+/// so drift on a busy host hits both alike (the minimum is the least disturbed run).
+fn protection_cost(
+    dev: &Device,
+    k: &common::Kernels,
+    runtimes: &[RuntimeKind],
+    rounds: usize,
+) -> Vec<(&'static str, RuntimeKind, [Duration; 4])> {
+    let was = dev.platform().protection();
+    let mut out = Vec::new();
+    for kind in [ShapeKind::Chain, ShapeKind::Independent] {
+        let p = common::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
+        for &rt in runtimes {
+            let cfg = RunConfig::default().with_runtime(rt);
+            let mut runs = [Vec::new(), Vec::new()];
+            for r in 0..rounds + 2 {
+                for i in if r % 2 == 0 { [0, 1] } else { [1, 0] } {
+                    dev.platform().set_protection(i == 1).expect("no launch is active");
+                    p.reset().expect("reset");
+                    let s = Instant::now();
+                    let rep = match rt {
+                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
+                        RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &cfg),
+                    }
+                    .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), rt.name()));
+                    let el = s.elapsed();
+                    p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
+                    if r >= 2 {
+                        runs[i].push(el);
+                    }
+                }
+            }
+            let min = |v: &Vec<Duration>| v.iter().copied().min().unwrap_or_default();
+            let mins = [min(&runs[0]), min(&runs[1])];
+            let [off, on] = runs.map(median);
+            out.push((kind.name(), rt, [off, on, mins[0], mins[1]]));
+        }
+    }
+    dev.platform().set_protection(was).expect("no launch is active");
     out
 }
 

@@ -48,11 +48,11 @@ fn dependency_cycle_is_rejected_with_its_tasks() {
 fn unregistered_func_id_is_named() {
     let (dev, k) = device();
     let x = dev.alloc::<f32>(&[16]).unwrap();
-    let e = dev.build(|g| g.submit(Task::aiv(FuncId(999)).inout(&x.tensor())).map(|_| ())).err().expect("accepted");
+    let e = dev.build(|g| g.submit(Task::aiv(FuncId(999)).inout(&x.tensor())).map(|_| ())).expect_err("accepted");
     assert_eq!(e, Error::Graph(GraphError::UnknownFunc { task: 0, lane: 1, func: 999 }));
     assert!(e.to_string().contains("func id 999"), "{e}");
     // A kernel registered for AIV cannot run on an AIC.
-    let e = dev.build(|g| g.submit(Task::aic(k.add)).map(|_| ())).err().expect("accepted");
+    let e = dev.build(|g| g.submit(Task::aic(k.add)).map(|_| ())).expect_err("accepted");
     assert!(matches!(e, Error::Graph(GraphError::WrongCoreType { core: CoreType::Aic, .. })), "{e}");
     still_works(&dev, &k);
 }
@@ -70,8 +70,7 @@ fn argument_limits_are_enforced() {
             }
             g.submit(t).map(|_| ())
         })
-        .err()
-        .expect("33 tensors accepted");
+        .expect_err("33 tensors accepted");
     assert_eq!(e, Error::Graph(GraphError::TooManyTensorArgs { task: 1, count: 33 }));
     let e = dev
         .build(|g| {
@@ -81,8 +80,7 @@ fn argument_limits_are_enforced() {
             }
             g.submit(t).map(|_| ())
         })
-        .err()
-        .expect("17 scalars accepted");
+        .expect_err("17 scalars accepted");
     assert_eq!(e, Error::Graph(GraphError::TooManyScalarArgs { task: 0, count: 17 }));
     still_works(&dev, &k);
 }

@@ -50,6 +50,8 @@ pub trait AicpuAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + Regist
     fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F>;
     /// Run `body` (a call into a user program) on this thread. A program that panics
     /// (simulator) is reported as a [`KernelFault`] carrying its message; the thread goes on.
+    // A fault is the rare path and the HAL has no allocator: its text travels inline.
+    #[allow(clippy::result_large_err)]
     fn run_program(&self, body: &mut dyn FnMut()) -> Result<(), KernelFault>;
 }
 
@@ -59,6 +61,8 @@ pub trait AicoreAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + CoreR
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn>;
     /// Run `kernel` on this core. A kernel that panics (simulator) or traps is reported as a
     /// [`KernelFault`]; the core stays usable.
+    // A fault is the rare path and the HAL has no allocator: its text travels inline.
+    #[allow(clippy::result_large_err)]
     fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault>;
     /// GM as this core's load/store unit sees it, for kernels.
     fn as_gm(&self) -> &dyn GmMemory;

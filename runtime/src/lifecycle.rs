@@ -43,7 +43,11 @@ impl RunMap {
     /// Payload buffer `buf` (0 or 1) of worker `w`.
     #[inline]
     pub fn payload(&self, w: u32, buf: u32) -> GmAddr {
-        GmAddr(self.cfg.payloads + w as u64 * SlotArena::PAYLOAD_STRIDE + (buf & 1) as u64 * (SlotArena::PAYLOAD_STRIDE / 2))
+        GmAddr(
+            self.cfg.payloads
+                + w as u64 * SlotArena::PAYLOAD_STRIDE
+                + (buf & 1) as u64 * (SlotArena::PAYLOAD_STRIDE / 2),
+        )
     }
 }
 
@@ -97,14 +101,23 @@ pub fn latch<A: GmAtomic + pto_hal::Barriers>(a: &A, desc: GmAddr, fault: Fault,
     true
 }
 
-/// The fault [`latch`] recorded in a descriptor read back by the host, with its text; `None`
-/// when nothing was latched. A code or site this build does not know decodes as `Err` with
-/// the raw words, so a newer device's fault is never mistaken for another.
-pub fn decode_latch(d: &LaunchDesc) -> Option<(Result<Fault, (u64, u64)>, alloc::string::String)> {
+/// A fault as the host reads it back from a descriptor ([`decode_latch`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Latched {
+    /// The fault, or the raw `(code, site)` words when this build does not know them (a newer
+    /// device's fault is never mistaken for another).
+    pub fault: Result<Fault, (u64, u64)>,
+    /// The text the latch winner left.
+    pub message: alloc::string::String,
+}
+
+/// The fault [`latch`] recorded in a descriptor read back by the host; `None` when nothing
+/// was latched.
+pub fn decode_latch(d: &LaunchDesc) -> Option<Latched> {
     if d.fatal.claimed == 0 {
         return None;
     }
-    let code = i32::try_from(d.fatal.code as u32 as i32).ok().and_then(ErrorCode::from_i32);
+    let code = ErrorCode::from_i32(d.fatal.code as u32 as i32);
     let site = u32::try_from(d.fatal.site).ok().and_then(|s| Site::try_from(s).ok());
     let text = &d.fault_text.bytes;
     let n = text.iter().position(|&b| b == 0).unwrap_or(text.len());
@@ -119,7 +132,7 @@ pub fn decode_latch(d: &LaunchDesc) -> Option<(Result<Fault, (u64, u64)>, alloc:
         }),
         _ => Err((d.fatal.code, d.fatal.site)),
     };
-    Some((fault, message))
+    Some(Latched { fault, message })
 }
 
 /// Whether any agent latched a fault in this run.

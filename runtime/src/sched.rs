@@ -464,8 +464,11 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                     break;
                 }
             } else if self.s.total().is_some()
-                && now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress)) > watchdog
+                && now.saturating_sub(s.progress_tick.load(Ordering::Relaxed).max(last_progress))
+                    > watchdog.saturating_add(watchdog / 2)
             {
+                // A thread with no running core waits half a watchdog longer, so a thread that
+                // owns a stuck core names it (task and core) before the run is called stalled.
                 s.fail(
                     a,
                     Fault {

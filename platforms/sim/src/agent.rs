@@ -418,6 +418,9 @@ impl<C: Contract> AicoreAgent for SimCore<C> {
 
     fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
         crate::panics::install_quiet_hook();
+        if self.inner.protect.load(Ordering::Relaxed) {
+            return crate::protect::run_kernel(kernel, ctx);
+        }
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel(ctx)))
             .map_err(|p| KernelFault::new(&crate::panics::take_message(&*p)))
     }

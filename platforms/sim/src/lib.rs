@@ -32,6 +32,7 @@ mod faithful;
 mod gm;
 mod panics;
 mod park;
+mod protect;
 mod stream;
 
 use std::marker::PhantomData;
@@ -42,7 +43,7 @@ use pto_hal::{
 };
 
 pub use agent::{SimAicpu, SimCore};
-pub use device::SimDevice;
+pub use device::{DROP_JOIN_BUDGET, SimDevice, detached_threads};
 pub use error::SimError;
 pub use faithful::{COHERENCE_STATUS, CacheModel, Missing, Violation};
 pub use gm::GM_BASE;
@@ -66,6 +67,13 @@ pub struct SimConfig {
     pub max_spinners: u32,
     /// The cache model (the environment variable `PTO_SIM_CACHE` overrides it at open).
     pub cache: CacheModel,
+    /// Memory protection: every kernel access to GM is checked against its task's tensor
+    /// arguments — a read must lie on the elements of one argument, a write on the elements of
+    /// one argument the task may write through — and an access outside them is refused (nothing
+    /// lands) and fails the run as the kernel's fault, naming the access and the nearest
+    /// argument. On by default; the environment variable `PTO_SIM_PROTECT=off|on` overrides it at
+    /// open, and [`SimDevice::set_protection`] switches it between runs.
+    pub protect: bool,
 }
 
 impl Default for SimConfig {
@@ -77,6 +85,7 @@ impl Default for SimConfig {
             aicore_spin_us: 20,
             max_spinners: 64,
             cache: CacheModel::Coherent,
+            protect: true,
         }
     }
 }

@@ -82,8 +82,12 @@ impl<P: Platform> Graph<P> {
                 .into());
             }
             if let Some(t) = self.first[Shape::Aic as usize] {
-                return Err(GraphError::Unplaceable { task: t, shape: Shape::Aic, why: "the run is AIV-only: no AIC core" }
-                    .into());
+                return Err(GraphError::Unplaceable {
+                    task: t,
+                    shape: Shape::Aic,
+                    why: "the run is AIV-only: no AIC core",
+                }
+                .into());
             }
         }
         Ok(())
@@ -142,10 +146,7 @@ impl<P: Platform> Device<P> {
     /// Every tensor argument of a program must be a live allocation of this device.
     pub(crate) fn check_program_args(&self, args: &OrchArgs) -> Result<(), Error> {
         for (i, t) in args.tensors().iter().enumerate() {
-            self.inner
-                .allocs
-                .check(&t.buffer)
-                .map_err(|why| GraphError::UnusableProgramArg { arg: i as u32, why })?;
+            self.inner.allocs.check(&t.buffer).map_err(|why| GraphError::UnusableProgramArg { arg: i as u32, why })?;
         }
         Ok(())
     }

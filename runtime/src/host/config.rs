@@ -232,8 +232,7 @@ mod tests {
 
     #[test]
     fn ring_heaps_are_bounded_so_their_sum_cannot_wrap() {
-        let mut r = RingConfig::default();
-        r.heap = [1 << 63, 1 << 63, 64, 64];
+        let mut r = RingConfig { heap: [1 << 63, 1 << 63, 64, 64], ..RingConfig::default() };
         assert!(matches!(r.validate(), Err(Error::Config(m)) if m.contains("rings.heap[0]")));
         r.heap = [u64::MAX - 63; RINGS];
         assert!(r.validate().is_err());

@@ -33,7 +33,11 @@ impl PlatformError {
 
 impl core::fmt::Debug for PlatformError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PlatformError").field("op", &self.op).field("kind", &self.kind).field("error", &self.error).finish()
+        f.debug_struct("PlatformError")
+            .field("op", &self.op)
+            .field("kind", &self.kind)
+            .field("error", &self.error)
+            .finish()
     }
 }
 

@@ -245,8 +245,9 @@ impl<P: Platform> DeviceTensor<P> {
     /// Copy all elements back from the device.
     pub fn read<T: Element>(&self) -> Result<Vec<T>, Error> {
         self.check::<T>(None)?;
-        let n = usize::try_from(self.tensor.elem_count())
-            .map_err(|_| Error::Config(std::format!("a {}-element tensor does not fit host memory", self.tensor.elem_count())))?;
+        let n = usize::try_from(self.tensor.elem_count()).map_err(|_| {
+            Error::Config(std::format!("a {}-element tensor does not fit host memory", self.tensor.elem_count()))
+        })?;
         let mut out = std::vec![T::zeroed(); n];
         self.dev.dev.copy_d2h(bytemuck::cast_slice_mut(&mut out), self.addr).map_err(platform("tensor download"))?;
         Ok(out)

@@ -55,7 +55,9 @@ impl<P: Platform> Device<P> {
         let mut tensors = Vec::with_capacity(args.tensors().len());
         for (i, t) in args.tensors().iter().enumerate() {
             let Placement::External(addr) = t.buffer.placement else {
-                return Err(GraphError::UnusableProgramArg { arg: i as u32, why: crate::graph::TensorProblem::Forged }.into());
+                return Err(
+                    GraphError::UnusableProgramArg { arg: i as u32, why: crate::graph::TensorProblem::Forged }.into()
+                );
             };
             tensors.push(OrchTensor {
                 buffer_id: t.buffer.id,

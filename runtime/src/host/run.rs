@@ -22,13 +22,13 @@ use super::build::Graph;
 use super::error::platform;
 use super::memory::Pins;
 use super::publish::Publish;
+use super::slots::{PIPELINE_DEPTH, Refused};
 use super::{Device, DeviceError, Error, Inner, Program, RunConfig};
 use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::graph::GraphError;
 use crate::layout::{LaunchDesc, RUNTIME_HBG, RUNTIME_TRB};
 use crate::lifecycle;
 use crate::orch::{OrchArgs, RuntimeKind};
-use super::slots::{PIPELINE_DEPTH, Refused};
 
 /// What a completed run reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,7 +103,9 @@ impl<P: Platform> Inner<P> {
             return match self.slot_table.reserve() {
                 Ok(slot) => Ok(granted(&mut st, slot)),
                 Err(Refused::Full) => Err(Error::Busy("both pipeline slots hold live runs")),
-                Err(Refused::PredecessorNotLaunched) => Err(Error::Busy("the other prepared run must be launched first")),
+                Err(Refused::PredecessorNotLaunched) => {
+                    Err(Error::Busy("the other prepared run must be launched first"))
+                }
             };
         }
         let ticket = st.next_ticket;
@@ -126,8 +128,11 @@ impl<P: Platform> Inner<P> {
                     }
                     Err(_) => {
                         // A prepared run that outlived its lease gives its slot up.
-                        let expired = (0..PIPELINE_DEPTH)
-                            .find(|&s| st.leases[s].prepared_at.is_some_and(|t| t.elapsed() >= Duration::from_micros(self.timeouts.lease_us)));
+                        let expired = (0..PIPELINE_DEPTH).find(|&s| {
+                            st.leases[s]
+                                .prepared_at
+                                .is_some_and(|t| t.elapsed() >= Duration::from_micros(self.timeouts.lease_us))
+                        });
                         if let Some(s) = expired {
                             st.leases[s].generation += 1;
                             st.leases[s].prepared_at = None;
@@ -247,10 +252,9 @@ impl<P: Platform> Device<P> {
                     .allocs
                     .pin(args.tensors().iter().map(|t| &t.buffer))
                     .map_err(|(i, why)| GraphError::UnusableProgramArg { arg: i as u32, why })?;
-                let mut prepared =
-                    self.prepare_in_slot(clusters, threads, None, true, pins, |slot| {
-                        self.publish_trb(slot, image, clusters, threads, cfg)
-                    })?;
+                let mut prepared = self.prepare_in_slot(clusters, threads, None, true, pins, |slot| {
+                    self.publish_trb(slot, image, clusters, threads, cfg)
+                })?;
                 prepared.runtime = RuntimeKind::TensormapRing;
                 Ok(prepared)
             }
@@ -285,7 +289,8 @@ impl<P: Platform> Device<P> {
         })?;
         let tasks = Some(graph.task_count);
         self.prepare_in_slot(clusters, threads, tasks, wait, pins, |slot| {
-            let what = Publish { bytes: &graph.image, task_count: graph.task_count, runtime: RUNTIME_HBG, clusters, threads };
+            let what =
+                Publish { bytes: &graph.image, task_count: graph.task_count, runtime: RUNTIME_HBG, clusters, threads };
             self.publish(slot, what, cfg)
         })
     }
@@ -338,7 +343,10 @@ impl<P: Platform> Device<P> {
         }
         let threads = cfg.aicpu_threads.unwrap_or(inner.topo.aicpu_threads);
         if threads == 0 || threads > inner.topo.aicpu_threads {
-            return Err(Error::Config(format!("aicpu_threads must be 1..={}, got {threads}", inner.topo.aicpu_threads)));
+            return Err(Error::Config(format!(
+                "aicpu_threads must be 1..={}, got {threads}",
+                inner.topo.aicpu_threads
+            )));
         }
         if let Some(w) = cfg.watchdog_us {
             super::config::core_wait_us(w, inner.timeouts.exit_us, inner.timeouts.stream_us)?;
@@ -576,7 +584,7 @@ impl<'d, P: Platform> RunHandle<'d, P> {
                 core::mem::forget(self.pins.take());
                 let latched = self.read_desc().ok().and_then(|d| lifecycle::decode_latch(&d));
                 let err = match latched {
-                    Some((Ok(f), message)) => {
+                    Some(lifecycle::Latched { fault: Ok(f), message }) => {
                         let mut d = DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message);
                         d.also = Some(std::boxed::Box::new(e));
                         inner.mark_unusable(format!("run {} never completed after {d}", self.epoch));
@@ -597,7 +605,7 @@ impl<'d, P: Platform> RunHandle<'d, P> {
         let inner = &*self.dev.inner;
         let d = self.read_desc()?;
         let workers = d.config.workers as u64;
-        if let Some((fault, message)) = lifecycle::decode_latch(&d) {
+        if let Some(lifecycle::Latched { fault, message }) = lifecycle::decode_latch(&d) {
             let err = match fault {
                 Ok(f) => DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message),
                 Err((code, site)) => DeviceError::new(

@@ -1,0 +1,454 @@
+//! Device memory that safe code cannot corrupt, and faults that stay contained: one test (or
+//! more) per finding of the memory-safety review. Each reproduces the finding through the
+//! public API and asserts the contained outcome: a named error before launch, a deferred free,
+//! a fault with a code, a bounded wait.
+
+#[path = "../examples/common/mod.rs"]
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use pto::board::{Board, Selected};
+use pto::hal::GmAddr;
+use pto::prelude::*;
+use pto::runtime::codes::{DeviceFault, Site};
+use pto::runtime::graph::{BufferRef, TensorProblem};
+use pto::runtime::host::{self, DeviceError, Timeouts};
+
+fn device() -> (Device, common::Kernels) {
+    common::setup().expect("open the selected board")
+}
+
+/// A device of the selected board with custom budgets.
+fn device_with(t: Timeouts) -> (Device, common::Kernels) {
+    let raw = Selected::open().expect("open the selected board");
+    let dev = host::Device::new(raw, t).expect("device");
+    let k = common::Kernels::register(&dev).expect("kernels");
+    (dev, k)
+}
+
+fn device_error(e: Error) -> DeviceError {
+    match e {
+        Error::Device(d) => d,
+        other => panic!("expected a device error, got {other:?}"),
+    }
+}
+
+fn still_works(dev: &Device, k: &common::Kernels) {
+    for rt in common::RUNTIMES {
+        let o = common::vector(dev, k, rt).unwrap_or_else(|e| panic!("device not usable: {e}"));
+        assert_eq!(o.report.tasks, 5);
+    }
+}
+
+/// Sleeps 150 ms, then fills argument 0 with 42.
+fn k_slow_fill42(k: &mut dyn KernelContext) {
+    std::thread::sleep(Duration::from_millis(150));
+    let n = k.arg(0).elem_count() as usize;
+    k.store(0, &vec![42.0f32; n]);
+}
+
+fn fill_program(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    o.submit(Task::aiv(FuncId(a.s(0)? as u16)).output(&a.t(0)?))?;
+    Ok(())
+}
+
+// Finding 1: use after free.
+
+#[test]
+fn a_tensor_whose_allocation_was_dropped_is_refused_before_launch() {
+    let (dev, k) = device();
+    let x = dev.tensor_from(&[16], &[7.0f32; 16]).unwrap();
+    let t = x.tensor();
+    drop(x);
+    // A new allocation may get the same address; the stale handle must not reach it.
+    let y = dev.tensor_from(&[16], &[7.0f32; 16]).unwrap();
+    let fill = dev.register_kernel("fill42", CoreType::Aiv, k_slow_fill42).unwrap();
+    match dev.build(|g| g.submit(Task::aiv(fill).output(&t)).map(|_| ())) {
+        Err(Error::Graph(GraphError::UnusableTensor { task: 0, arg: 0, why: TensorProblem::Stale })) => {}
+        other => panic!("expected a stale-tensor error, got {other:?}"),
+    }
+    // Dropped after the graph was built: refused when the graph is prepared.
+    let z = dev.alloc::<f32>(&[16]).unwrap();
+    let graph = dev.build(|g| g.submit(Task::aiv(fill).output(&z.tensor())).map(|_| ())).unwrap();
+    drop(z);
+    match dev.run(&graph) {
+        Err(Error::Graph(GraphError::UnusableTensor { task: 0, arg: 0, why: TensorProblem::Stale })) => {}
+        other => panic!("expected a stale-tensor error at prepare, got {other:?}"),
+    }
+    // On the device-side runtime too (the program's arguments are checked before launch).
+    let p = dev.register_orchestration("fill", fill_program).unwrap();
+    let args = OrchArgs::new().tensor(t).scalar(fill.0 as u64);
+    for rt in common::RUNTIMES {
+        match dev.run_program(&p, &args, &RunConfig::default().with_runtime(rt)) {
+            Err(Error::Graph(GraphError::UnusableProgramArg { arg: 0, why: TensorProblem::Stale })) => {}
+            other => panic!("{rt}: expected a stale program argument, got {other:?}"),
+        }
+    }
+    assert_eq!(y.read::<f32>().unwrap(), vec![7.0; 16], "nothing wrote the new allocation");
+    still_works(&dev, &k);
+}
+
+#[test]
+fn a_tensor_dropped_while_its_run_is_in_flight_is_freed_after_the_fence() {
+    let (dev, k) = device();
+    let fill = dev.register_kernel("fill42", CoreType::Aiv, k_slow_fill42).unwrap();
+    let p = dev.register_orchestration("fill", fill_program).unwrap();
+    for rt in common::RUNTIMES {
+        let x = dev.alloc::<f32>(&[1024]).unwrap();
+        let x_addr = x.addr();
+        let graph = dev.build(|g| g.submit(Task::aiv(fill).output(&x.tensor())).map(|_| ())).unwrap();
+        let args = OrchArgs::new().tensor(x.tensor()).scalar(fill.0 as u64);
+        let cfg = RunConfig::default().with_runtime(rt);
+        let run = match rt {
+            RuntimeKind::HostBuiltGraph => dev.prepare(&graph, &cfg).unwrap().launch().unwrap(),
+            _ => dev.prepare_program(&p, &args, &cfg).unwrap().launch().unwrap(),
+        };
+        // Dropping the tensor while the run writes it is legal: the free waits for the fence.
+        drop(x);
+        assert_eq!(dev.deferred_frees(), 1, "{rt}: the run still holds the allocation");
+        let y = dev.tensor_from(&[1024], &[7.0f32; 1024]).unwrap();
+        assert_ne!(y.addr(), x_addr, "{rt}: the in-flight allocation was not reused");
+        run.wait().unwrap_or_else(|e| panic!("{rt}: {e}"));
+        assert_eq!(dev.deferred_frees(), 0, "{rt}: freed at the fence");
+        assert_eq!(y.read::<f32>().unwrap(), vec![7.0; 1024], "{rt}: the new tensor was not overwritten");
+    }
+    still_works(&dev, &k);
+}
+
+// Finding 2: foreign tensors.
+
+#[test]
+fn a_tensor_of_another_device_is_refused_on_both_runtimes() {
+    let (a, _ka) = device();
+    let (b, kb) = device();
+    let x = a.tensor_from(&[16], &[1.0f32; 16]).unwrap();
+    let mine = b.tensor_from(&[16], &[3.0f32; 16]).unwrap();
+    match b.build(|g| g.submit(Task::aiv(kb.add1).inout(&x.tensor())).map(|_| ())) {
+        Err(Error::Graph(GraphError::UnusableTensor {
+            task: 0,
+            arg: 0,
+            why: TensorProblem::Foreign { owner, device },
+        })) => {
+            assert_eq!((owner, device), (a.serial(), b.serial()));
+        }
+        other => panic!("expected a foreign-tensor error, got {other:?}"),
+    }
+    let p = b.register_orchestration("fill", fill_program).unwrap();
+    let args = OrchArgs::new().tensor(x.tensor()).scalar(kb.add1.0 as u64);
+    for rt in common::RUNTIMES {
+        let e = b.run_program(&p, &args, &RunConfig::default().with_runtime(rt)).unwrap_err();
+        assert!(
+            matches!(e, Error::Graph(GraphError::UnusableProgramArg { arg: 0, why: TensorProblem::Foreign { .. } })),
+            "{rt}: {e:?}"
+        );
+    }
+    assert_eq!(mine.read::<f32>().unwrap(), vec![3.0; 16]);
+    assert_eq!(x.read::<f32>().unwrap(), vec![1.0; 16]);
+    still_works(&b, &kb);
+}
+
+#[test]
+fn a_forged_buffer_is_refused() {
+    let (dev, k) = device();
+    let x = dev.alloc::<f32>(&[16]).unwrap();
+    let victim = dev.tensor_from(&[16], &[5.0f32; 16]).unwrap();
+    // Same allocation id, another address (the victim's) and the same size.
+    let mut forged = x.tensor();
+    forged.buffer.placement = pto::runtime::graph::Placement::External(victim.addr());
+    match dev.build(|g| g.submit(Task::aiv(k.add1).inout(&forged)).map(|_| ())) {
+        Err(Error::Graph(GraphError::UnusableTensor { why: TensorProblem::Forged, .. })) => {}
+        other => panic!("expected a forged-tensor error, got {other:?}"),
+    }
+    // A hand-made buffer reference naming nobody's allocation.
+    let b = BufferRef {
+        device: dev.serial(),
+        id: 1 << 40,
+        placement: pto::runtime::graph::Placement::External(GmAddr(victim.addr().0)),
+        bytes: 64,
+        dtype: DType::F32,
+    };
+    let t = Tensor::whole(b, &[16]).unwrap();
+    assert!(matches!(
+        dev.build(|g| g.submit(Task::aiv(k.add1).inout(&t)).map(|_| ())),
+        Err(Error::Graph(GraphError::UnusableTensor { why: TensorProblem::Stale, .. }))
+    ));
+    assert_eq!(victim.read::<f32>().unwrap(), vec![5.0; 16]);
+}
+
+// Finding 3: wrapping arithmetic.
+
+#[test]
+fn sizes_near_the_integer_limits_are_named_errors() {
+    let (dev, k) = device();
+    for shape in [[2147418113u32, 2147549185].as_slice(), &[1 << 31, 1 << 31], &[u32::MAX; 5]] {
+        match dev.alloc::<f32>(shape) {
+            Err(Error::Graph(GraphError::ShapeTooLarge)) => {}
+            other => panic!("{shape:?}: expected ShapeTooLarge, got {other:?}"),
+        }
+    }
+    let x = dev.alloc::<f32>(&[1024]).unwrap();
+    assert!(matches!(
+        Tensor::strided(x.tensor().buffer, DType::F32, (1 << 62) - 1024, &[1024], &[1]),
+        Err(GraphError::ViewOverflows | GraphError::ViewOutsideBuffer { .. })
+    ));
+    // A view whose fields were altered by hand is refused when submitted.
+    let mut v = x.tensor();
+    v.offset = (1u64 << 62) - 1024;
+    assert!(matches!(
+        dev.build(|g| g.submit(Task::aiv(k.add1).inout(&v)).map(|_| ())),
+        Err(Error::Graph(GraphError::ArgOverflows { task: 0, arg: 0 } | GraphError::ArgOutsideBuffer { .. }))
+    ));
+    // Ring heaps whose sum wraps, or that no device holds.
+    let p = dev.register_orchestration("fill", fill_program).unwrap();
+    let args = OrchArgs::new().tensor(x.tensor()).scalar(k.add1.0 as u64);
+    for heap in [[1u64 << 63, 1 << 63, 64, 64], [u64::MAX - 63, 128, 64, 64]] {
+        let mut rings = RingConfig::default();
+        rings.heap = heap;
+        let cfg = RunConfig::default().with_runtime(RuntimeKind::TensormapRing).with_rings(rings);
+        match dev.run_program(&p, &args, &cfg) {
+            Err(Error::Config(m)) => assert!(m.contains("rings.heap[0]"), "{m}"),
+            other => panic!("{heap:?}: expected a configuration error, got {other:?}"),
+        }
+    }
+    // A watchdog whose budget chain overflows.
+    let graph = dev.build(|g| g.submit(Task::aiv(k.add1).inout(&x.tensor())).map(|_| ())).unwrap();
+    match dev.run_with(&graph, &RunConfig::default().with_watchdog_us(1 << 63)) {
+        Err(Error::Config(m)) => assert!(m.contains("watchdog_us"), "{m}"),
+        other => panic!("expected a configuration error, got {other:?}"),
+    }
+    still_works(&dev, &k);
+}
+
+// Finding 4: raw accesses outside the task's views (the simulator's memory protection).
+
+fn k_raw_write_into_input(k: &mut dyn KernelContext) {
+    let a = k.arg(0);
+    k.gm().write(a.addr, &1.0f32.to_le_bytes());
+}
+
+#[test]
+fn a_raw_write_into_an_input_only_argument_is_a_kernel_fault_and_lands_nowhere() {
+    let (dev, k) = device();
+    let bad = dev.register_kernel("raw_in", CoreType::Aiv, k_raw_write_into_input).unwrap();
+    let x = dev.tensor_from(&[16], &[9.0f32; 16]).unwrap();
+    let y = dev.alloc::<f32>(&[16]).unwrap();
+    let graph = dev.build(|g| g.submit(Task::aiv(bad).input(&x.tensor()).output(&y.tensor())).map(|_| ())).unwrap();
+    let d = device_error(dev.run(&graph).unwrap_err());
+    assert_eq!(d.code, ErrorCode::Device(DeviceFault::KernelFault));
+    assert_eq!(d.task, Some(0));
+    assert!(d.core.is_some());
+    assert_eq!(x.read::<f32>().unwrap(), vec![9.0; 16], "nothing landed");
+    still_works(&dev, &k);
+}
+
+// Finding 5: overlapping input and output views of one buffer in one task.
+
+#[test]
+fn aliased_arguments_are_refused_unless_the_task_opts_in() {
+    let (dev, k) = device();
+    let x = dev.tensor_from(&[4, 16], &[1.0f32; 64]).unwrap();
+    let rows = |r: u32, n: u32| x.tensor().view(&[r, 0], &[n, 16]).unwrap();
+    // Rows 0..2 read, rows 1..3 written: they share row 1.
+    match dev
+        .build(|g| g.submit(Task::aiv(k.add).input(&rows(0, 2)).input(&rows(0, 2)).output(&rows(1, 2))).map(|_| ()))
+    {
+        Err(Error::Graph(GraphError::AliasedArgs { task: 0, first: 0, second: 2 })) => {}
+        other => panic!("expected AliasedArgs, got {other:?}"),
+    }
+    // Disjoint views of one buffer are fine, and so are two reads of the same view.
+    dev.build(|g| g.submit(Task::aiv(k.add).input(&rows(0, 2)).input(&rows(0, 2)).output(&rows(2, 2))).map(|_| ()))
+        .unwrap();
+    // Opting in: the task may name the same bytes as input and output (k_add reads both
+    // inputs before it stores).
+    let g = dev
+        .build(|g| {
+            g.submit(Task::aiv(k.add).input(&rows(0, 2)).input(&rows(0, 2)).output(&rows(0, 2)).allow_alias())
+                .map(|_| ())
+        })
+        .unwrap();
+    dev.run(&g).unwrap();
+    let v = x.read::<f32>().unwrap();
+    assert!(v[..32].iter().all(|&e| e == 2.0) && v[32..].iter().all(|&e| e == 1.0));
+}
+
+// Finding 6: the launch state's departure (the unit tests in runtime/src/launch_state.rs run
+// under Miri in CI); here, many short runs with every thread count on both runtimes.
+
+#[test]
+fn launch_state_survives_many_runs_with_every_thread_count() {
+    let (dev, k) = device();
+    let threads = dev.topology().aicpu_threads;
+    for t in 2..=threads {
+        for rt in common::RUNTIMES {
+            for _ in 0..10 {
+                let x = dev.tensor_from(&[16], &[0.0f32; 16]).unwrap();
+                let p = dev.register_orchestration("fill", fill_program).unwrap();
+                let args = OrchArgs::new().tensor(x.tensor()).scalar(k.fill1.0 as u64);
+                dev.run_program(&p, &args, &RunConfig::default().with_runtime(rt).with_aicpu_threads(t))
+                    .unwrap_or_else(|e| panic!("{rt} with {t} threads: {e}"));
+                assert_eq!(x.read::<f32>().unwrap(), vec![1.0; 16]);
+            }
+        }
+    }
+}
+
+// Finding 7: a kernel that never returns.
+
+static RELEASE_HUNG: AtomicBool = AtomicBool::new(false);
+
+/// Never returns until the test releases it (so the simulator thread does not burn a CPU for
+/// the rest of the process).
+fn k_hangs(_k: &mut dyn KernelContext) {
+    while !RELEASE_HUNG.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_kernel_that_never_returns_is_bounded_by_the_watchdog_and_named() {
+    // Watchdog 200 ms, exit 200 ms, stream budget 30 s: the run must end long before 30 s.
+    let (dev, _k) = device_with(Timeouts::new(200_000, 200_000, 30_000_000));
+    let hang = dev.register_kernel("hangs", CoreType::Aiv, k_hangs).unwrap();
+    let x = dev.alloc::<f32>(&[16]).unwrap();
+    let graph = dev.build(|g| g.submit(Task::aiv(hang).output(&x.tensor())).map(|_| ())).unwrap();
+    let started = Instant::now();
+    let d = device_error(dev.run(&graph).unwrap_err());
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "bounded by the watchdog, not the stream budget: {took:?}");
+    assert_eq!(d.code, ErrorCode::Device(DeviceFault::KernelHung), "{d}");
+    assert_eq!(d.site, Site::Completion);
+    assert_eq!(d.task, Some(0));
+    assert!(d.core.is_some());
+    // The device says why it cannot be used.
+    let why = dev.unusable_reason().expect("the device is unusable while a core is stuck");
+    assert!(why.contains("KERNEL_HUNG"), "{why}");
+    assert!(matches!(dev.alloc::<f32>(&[4]), Err(Error::Unusable(_))));
+    // Dropping the device returns in bounded time (the stuck thread is detached).
+    let started = Instant::now();
+    drop(x);
+    drop(graph);
+    drop(dev);
+    assert!(started.elapsed() < Duration::from_secs(10), "drop took {:?}", started.elapsed());
+    RELEASE_HUNG.store(true, Ordering::Release);
+}
+
+// Finding 8: one device shared by several host threads; a forgotten prepared run.
+
+#[test]
+fn runs_from_several_threads_take_turns() {
+    let (dev, k) = device();
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let (dev, k) = (&dev, &k);
+            s.spawn(move || {
+                for i in 0..40 {
+                    let rt = if (i + t) % 2 == 0 { RuntimeKind::HostBuiltGraph } else { RuntimeKind::TensormapRing };
+                    let o = common::vector(dev, k, rt).unwrap_or_else(|e| panic!("thread {t} run {i} ({rt}): {e}"));
+                    assert_eq!(o.report.tasks, 5);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_forgotten_prepared_run_does_not_wedge_the_device() {
+    let base = Timeouts::new(2_000_000, 1_000_000, 20_000_000).with_turns(10_000_000, 100_000);
+    let (dev, k) = device_with(base);
+    let x = dev.alloc::<f32>(&[16]).unwrap();
+    let graph = dev.build(|g| g.submit(Task::aiv(k.fill1).output(&x.tensor())).map(|_| ())).unwrap();
+    std::mem::forget(dev.prepare(&graph, &RunConfig::default()).unwrap());
+    // The next run waits for the lease (100 ms), reclaims the slot and runs.
+    dev.run(&graph).unwrap();
+    assert_eq!(x.read::<f32>().unwrap(), vec![1.0; 16]);
+    // A prepared run that outlived its lease while another run waited loses its slot, and
+    // cannot launch into it afterwards.
+    let stale = dev.prepare(&graph, &RunConfig::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    let next = dev.prepare(&graph, &RunConfig::default()).unwrap();
+    assert!(matches!(stale.launch(), Err(Error::Expired { micros: 100_000 })));
+    next.launch().unwrap().wait().unwrap();
+    // Without waiting, the same situation is `Busy`.
+    let held = dev.prepare(&graph, &RunConfig::default()).unwrap();
+    assert!(matches!(dev.try_prepare(&graph, &RunConfig::default()), Err(Error::Busy(_))));
+    held.launch().unwrap().wait().unwrap();
+    still_works(&dev, &k);
+}
+
+// Finding 9: error plumbing.
+
+fn k_long_panic(_k: &mut dyn KernelContext) {
+    panic!("{}", "a long kernel message that goes on. ".repeat(6));
+}
+
+#[test]
+fn errors_keep_their_codes_sources_and_whole_messages() {
+    let (dev, k) = device();
+    // A host dtype mismatch is a dtype error, not a size error.
+    let x = dev.alloc::<f32>(&[16]).unwrap();
+    assert!(matches!(x.read::<i32>(), Err(Error::Dtype { tensor: "f32", host: "i32" })));
+    // A zero-length view says so.
+    assert_eq!(x.tensor().view(&[0], &[0]).unwrap_err(), GraphError::ZeroExtent { dim: 0 });
+    // Kernel fault text longer than 96 bytes arrives whole (up to the fault text's capacity).
+    let long = dev.register_kernel("long_panic", CoreType::Aiv, k_long_panic).unwrap();
+    let graph = dev.build(|g| g.submit(Task::aiv(long).inout(&x.tensor())).map(|_| ())).unwrap();
+    let d = device_error(dev.run(&graph).unwrap_err());
+    assert!(d.message.len() > 200, "{} bytes: {}", d.message.len(), d.message);
+    // Graph errors print their message once in a source chain.
+    let e = Error::Graph(GraphError::ShapeTooLarge);
+    assert!(std::error::Error::source(&e).is_none());
+    assert!(e.to_string().contains("too large"));
+    // INVALID_ARGS from the device-side runtime names the argument in its detail word.
+    let p = dev.register_orchestration("aliased", aliased_program).unwrap();
+    let y = dev.alloc::<f32>(&[4, 16]).unwrap();
+    let args = OrchArgs::new().tensor(y.tensor()).scalar(k.add.0 as u64);
+    let d = device_error(
+        dev.run_program(&p, &args, &RunConfig::default().with_runtime(RuntimeKind::TensormapRing)).unwrap_err(),
+    );
+    assert_eq!(d.code, ErrorCode::Orch(OrchError::InvalidArgs));
+    assert_eq!(d.detail, 2, "argument 2 is the aliased one");
+    assert!(d.message.contains("arguments 0 and 2"), "{}", d.message);
+    // Runtimes parse and print.
+    assert_eq!("hbg".parse::<RuntimeKind>().unwrap(), RuntimeKind::HostBuiltGraph);
+    assert_eq!(RuntimeKind::TensormapRing.to_string(), "trb");
+    assert!("xyz".parse::<RuntimeKind>().is_err());
+    still_works(&dev, &k);
+}
+
+fn aliased_program(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    let y = a.t(0)?;
+    let top = y.view(&[0, 0], &[2, 16])?;
+    o.submit(Task::aiv(FuncId(a.s(0)? as u16)).input(&top).input(&top).output(&top))?;
+    Ok(())
+}
+
+// Finding 10: a scope tensor that escapes its scope inside a task.
+
+fn smuggle(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    let f = FuncId(a.s(0)? as u16);
+    let task = o.scope(|s| {
+        let t = s.alloc::<f32>(&[16])?;
+        Ok(Task::aiv(f).output(&t))
+    })?;
+    o.submit(task)?;
+    Ok(())
+}
+
+#[test]
+fn an_escaped_scope_tensor_is_the_same_named_error_on_both_runtimes() {
+    let (dev, k) = device();
+    let p = dev.register_orchestration("smuggle", smuggle).unwrap();
+    let args = OrchArgs::new().scalar(k.fill1.0 as u64);
+    for rt in common::RUNTIMES {
+        let e = dev.run_program(&p, &args, &RunConfig::default().with_runtime(rt)).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::Orch(OrchError::InvalidArgs)), "{rt}: {e}");
+        assert!(
+            e.to_string().contains("task 0 argument 0 names a tensor of a scope that has ended")
+                || e.to_string().contains("names a tensor of a scope that has ended"),
+            "{rt}: {e}"
+        );
+    }
+    still_works(&dev, &k);
+}
