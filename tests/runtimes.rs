@@ -264,8 +264,7 @@ fn an_explicit_fatal_is_code_9_with_its_message_on_both_runtimes() {
     let (dev, k) = device();
     let p = dev.register_orchestration("fatal", explicit_fatal).unwrap();
     for rt in RUNTIMES {
-        let e =
-            expect_code(&dev, &p, 1, &RunConfig::default().with_runtime(rt), OrchError::ExplicitOrchFatal);
+        let e = expect_code(&dev, &p, 1, &RunConfig::default().with_runtime(rt), OrchError::ExplicitOrchFatal);
         assert!(e.to_string().contains("on purpose"), "{rt:?}: {e}");
     }
     still_works(&dev, &k);
@@ -393,8 +392,7 @@ fn a_panicking_orchestration_is_code_9_on_both_runtimes() {
     let (dev, k) = device();
     let p = dev.register_orchestration("panics", panics).unwrap();
     for rt in RUNTIMES {
-        let e =
-            expect_code(&dev, &p, 1, &RunConfig::default().with_runtime(rt), OrchError::ExplicitOrchFatal);
+        let e = expect_code(&dev, &p, 1, &RunConfig::default().with_runtime(rt), OrchError::ExplicitOrchFatal);
         assert!(e.to_string().contains("fell over"), "{rt:?}: {e}");
     }
     still_works(&dev, &k);
