@@ -77,11 +77,15 @@ pub fn open() -> Result<Device, Error> {
     open_board::<board::Selected>()
 }
 
-/// Open any board's device.
-pub fn open_board<B: Board>() -> Result<pto_runtime::host::Device<B::Platform>, Error> {
+/// Open the device of any board whose device half runs in this process (every simulated
+/// board): the runtime's device programs are installed into it.
+pub fn open_board<B: Board>() -> Result<pto_runtime::host::Device<B::Platform>, Error>
+where
+    B::Platform: pto_hal::Platform,
+{
     let t = B::timeouts();
     let dev = B::open().map_err(|e| Error::platform("device open", e))?;
-    pto_runtime::host::Device::new(dev, pto_runtime::host::Timeouts::new(t.watchdog_us, t.exit_us, t.stream_us))
+    pto_runtime::host::Device::new_in_process(dev, pto_runtime::host::Timeouts::new(t.watchdog_us, t.exit_us, t.stream_us))
 }
 
 /// Everything an example or test usually needs.

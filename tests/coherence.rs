@@ -10,7 +10,7 @@ mod common;
 use std::sync::Mutex;
 
 use pto::board::{Board, SimA2a3, SimA5};
-use pto::hal::{AicpuLaunch, AicpuStream, GmMemory, Platform, Stream};
+use pto::hal::{AicpuLaunch, AicpuStream, GmMemory, HostPlatform, Loader, Platform, ProgramKind, Stream};
 use pto::prelude::*;
 use pto::runtime::breakage;
 use pto::runtime::host::{self, Timeouts};
@@ -26,12 +26,12 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// faithful cache model with no random eviction (every case is deterministic).
 fn faithful<B: Board>() -> host::Device<B::Platform>
 where
-    <B::Platform as Platform>::Device: FaithfulDevice,
-    <B::Platform as Platform>::Error: std::fmt::Display,
+    B::Platform: Platform,
+    <B::Platform as HostPlatform>::Device: FaithfulDevice,
 {
     let raw = B::open().unwrap_or_else(|e| panic!("open: {e}"));
     raw.faithful(0);
-    host::Device::new(raw, Timeouts::new(300_000, 300_000, 20_000_000)).unwrap()
+    host::Device::new_in_process(raw, Timeouts::new(300_000, 300_000, 20_000_000)).unwrap()
 }
 
 trait FaithfulDevice {
@@ -148,8 +148,11 @@ fn a_slots_first_run_is_covered_too() {
             a.read(l.args, &mut b);
             0
         }
-        let (mut cpu, _core) = <SimA2a3 as Board>::Platform::create_streams(dev.platform()).unwrap();
-        cpu.launch_aicpu(warm, dev.slot_descriptor(1).unwrap(), 1).unwrap();
+        type P = <SimA2a3 as Board>::Platform;
+        P::install_aicpu_program(dev.platform(), "warm", warm).unwrap();
+        let warm_handle = dev.platform().load_program(ProgramKind::Aicpu, "warm").unwrap();
+        let (mut cpu, _core) = P::create_streams(dev.platform()).unwrap();
+        cpu.launch_aicpu(warm_handle, dev.slot_descriptor(1).unwrap(), 1).unwrap();
         cpu.synchronize(5_000_000).unwrap();
         // Slot 0 runs; slot 1 gets its first run as the prepared successor.
         let first = dev.prepare(&g, &RunConfig::default()).unwrap().launch().unwrap();

@@ -284,9 +284,9 @@ fn with_protection_off_legal_kernels_run_unchanged() {
     let config = SimConfig { protect: false, ..*base.platform().config() };
     let topo = base.topology();
     drop(base);
-    let sim = <SelectedPlatform as pto::hal::Platform>::Device::open(topo, config).unwrap();
+    let sim = <SelectedPlatform as pto::hal::HostPlatform>::Device::open(topo, config).unwrap();
     let t = Selected::timeouts();
-    let dev = Device::new(sim, Timeouts::new(t.watchdog_us, t.exit_us, t.stream_us)).unwrap();
+    let dev = Device::new_in_process(sim, Timeouts::new(t.watchdog_us, t.exit_us, t.stream_us)).unwrap();
     if std::env::var("PTO_SIM_PROTECT").is_ok_and(|v| v == "on") {
         eprintln!("PTO_SIM_PROTECT=on overrides the configuration: skipped");
         return;

@@ -23,7 +23,7 @@ fn device() -> (Device, common::Kernels) {
 /// A device of the selected board with custom budgets.
 fn device_with(t: Timeouts) -> (Device, common::Kernels) {
     let raw = Selected::open().expect("open the selected board");
-    let dev = host::Device::new(raw, t).expect("device");
+    let dev = host::Device::new_in_process(raw, t).expect("device");
     let k = common::Kernels::register(&dev).expect("kernels");
     (dev, k)
 }

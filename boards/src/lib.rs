@@ -3,7 +3,7 @@
 //! Every board here is always compiled; the facade's cargo features only choose which one is
 //! `pto::board::Selected`.
 
-use pto_hal::{Platform, Topology};
+use pto_hal::{HostPlatform, Topology};
 use pto_sim::{CacheModel, Sim, SimConfig, SimDevice, SimError};
 
 /// Budgets of a board, in microseconds.
@@ -19,14 +19,15 @@ pub struct BoardTimeouts {
 
 /// A board.
 pub trait Board: 'static {
-    /// The platform the board runs.
-    type Platform: Platform;
+    /// The platform the board runs (its host half is what a host opens; simulated boards also
+    /// run the device half in process).
+    type Platform: HostPlatform;
     /// Short name, as printed in summaries.
     const NAME: &'static str;
     /// The board's topology.
     const TOPOLOGY: Topology;
     /// Open the board's device.
-    fn open() -> Result<<Self::Platform as Platform>::Device, <Self::Platform as Platform>::Error>;
+    fn open() -> Result<<Self::Platform as HostPlatform>::Device, <Self::Platform as HostPlatform>::Error>;
     /// The board's budgets.
     fn timeouts() -> BoardTimeouts;
 }

@@ -2,7 +2,7 @@
 
 use core::cell::Cell;
 
-use pto_hal::{CacheMaintenance, GmAddr, GmAtomic, GmMemory, LINE_BYTES, line_span};
+use pto_hal::{AicoreCache, AicpuCache, GmAddr, GmAtomic, GmMemory, LINE_BYTES, line_span};
 
 use crate::atomic::expect;
 use crate::{Check, Failure, Outcome};
@@ -39,7 +39,7 @@ fn same<M: GmMemory + ?Sized>(c: Check, what: &'static str, m: &M, base: GmAddr,
 /// before they drop, so nothing this agent stored is lost. Uses bytes `512..1024` of `scratch`.
 ///
 /// On a failure, `expected` is the byte index and `observed` the byte read.
-pub fn cache_ranges<A: GmMemory + CacheMaintenance + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
+pub fn cache_ranges<A: GmMemory + AicpuCache + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
     const C: Check = Check::CacheRanges;
     let base = scratch.offset(REGION);
     for (k, &(off, len)) in RANGES.iter().enumerate() {
@@ -67,10 +67,14 @@ pub struct CacheCounts {
     pub all: u64,
 }
 
-/// A [`CacheMaintenance`] wrapper that forwards every operation to the platform and records
+/// A cache-maintenance wrapper that forwards every operation to the platform and records
 /// the line ops issued: how many, and whether they were the consecutive lines of one span.
 ///
-/// The HAL's composites (`publish_lines`, `observe_lines`, `publish_line`, `observe_line`) run
+/// It implements each tier's trait its inner agent implements: [`AicpuCache`] (counting the
+/// range operations) when `A: AicpuCache`, [`AicoreCache`] (counting line ops, barriers and
+/// `invalidate_all`) when `A: AicoreCache`.
+///
+/// The HAL's [`AicoreCache`] composites (`publish_lines`, `observe_lines`, `publish_line`, `observe_line`) run
 /// as the HAL's default algorithms over the wrapper, so [`cache_lines`] checks that they touch
 /// exactly the lines of [`line_span`] — and, because each line op is forwarded, that the
 /// platform's line ops execute on every one of those lines.
@@ -84,7 +88,7 @@ pub struct CountingCache<'a, A: ?Sized> {
     contiguous: Cell<bool>,
 }
 
-impl<'a, A: CacheMaintenance + ?Sized> CountingCache<'a, A> {
+impl<'a, A: ?Sized> CountingCache<'a, A> {
     /// Wrap `inner`.
     pub fn new(inner: &'a A) -> Self {
         CountingCache {
@@ -130,8 +134,8 @@ impl<'a, A: CacheMaintenance + ?Sized> CountingCache<'a, A> {
     }
 }
 
-impl<A: CacheMaintenance + ?Sized> CacheMaintenance for CountingCache<'_, A> {
-    type Contract = A::Contract;
+impl<A: AicpuCache + ?Sized> AicpuCache for CountingCache<'_, A> {
+    type Contract = <A as AicpuCache>::Contract;
     fn invalidate_range(&self, addr: GmAddr, len: u64) {
         self.bump(|c| c.ranges += 1);
         self.inner.invalidate_range(addr, len)
@@ -140,6 +144,10 @@ impl<A: CacheMaintenance + ?Sized> CacheMaintenance for CountingCache<'_, A> {
         self.bump(|c| c.ranges += 1);
         self.inner.flush_range(addr, len)
     }
+}
+
+impl<A: AicoreCache + ?Sized> AicoreCache for CountingCache<'_, A> {
+    type Contract = <A as AicoreCache>::Contract;
     fn writeback_line(&self, addr: GmAddr) {
         self.bump(|c| c.writebacks += 1);
         self.line_op(addr);
@@ -164,10 +172,10 @@ impl<A: CacheMaintenance + ?Sized> CacheMaintenance for CountingCache<'_, A> {
 /// [`line_span`] (each once, ascending) followed by exactly one barrier. Uses bytes `512..1024`
 /// of `scratch`.
 ///
-/// Runs on both tiers: AICPU agents implement the line ops too (a2a3: `dc cvac` / `dc civac` of
-/// one line; a5 and the coherent simulator: nothing). `invalidate_all` is not called here (see
+/// AICore tier: line maintenance is [`AicoreCache`]; an AICPU agent has none (it maintains by
+/// range, see [`cache_ranges`]). `invalidate_all` is not called here (see
 /// [`cache_invalidate_all`]).
-pub fn cache_lines<A: GmMemory + CacheMaintenance + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
+pub fn cache_lines<A: GmMemory + AicoreCache + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
     const C: Check = Check::CacheLines;
     let base = scratch.offset(REGION);
     let want = fill(a, base, 0x40);
@@ -208,7 +216,7 @@ pub fn cache_lines<A: GmMemory + CacheMaintenance + ?Sized>(a: &A, scratch: GmAd
 
 /// Whole-cache maintenance (`invalidate_all`, an AICore operation) keeps the agent's data.
 /// Uses bytes `512..1024` of `scratch`.
-pub fn cache_invalidate_all<A: GmMemory + CacheMaintenance + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
+pub fn cache_invalidate_all<A: GmMemory + AicoreCache + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
     let base = scratch.offset(REGION);
     let want = fill(a, base, 0x77);
     a.invalidate_all();
@@ -258,7 +266,7 @@ pub fn range_lines(scratch: GmAddr, lines_of: &LinesOf<'_>) -> Outcome {
 /// AICPU publication through range maintenance: plain stores published with `flush_range` are
 /// seen by device-direct loads, and device-direct stores are seen by plain loads after
 /// `invalidate_range`. Uses bytes `1024..1152` of `scratch`.
-pub fn gm_coherence_aicpu<A: GmMemory + GmAtomic + CacheMaintenance + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
+pub fn gm_coherence_aicpu<A: GmMemory + GmAtomic + AicpuCache + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
     coherence(
         Check::GmCoherenceAicpu,
         a,
@@ -271,7 +279,7 @@ pub fn gm_coherence_aicpu<A: GmMemory + GmAtomic + CacheMaintenance + ?Sized>(a:
 /// AICore publication through the line composites: plain stores published with
 /// `publish_lines` are seen by device-direct loads, and device-direct stores are seen by plain
 /// loads after `observe_lines`. Uses bytes `1024..1152` of `scratch`.
-pub fn gm_coherence_aicore<A: GmMemory + GmAtomic + CacheMaintenance + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
+pub fn gm_coherence_aicore<A: GmMemory + GmAtomic + AicoreCache + ?Sized>(a: &A, scratch: GmAddr) -> Outcome {
     coherence(
         Check::GmCoherenceAicore,
         a,

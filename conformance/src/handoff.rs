@@ -21,7 +21,7 @@
 //! The payload and ack word must not share a line (the suite uses separate lines), the ack word
 //! and flag word start at 0, and the payload is [`DATA_BYTES`] at a 64-aligned address.
 
-use pto_hal::{Barriers, CacheMaintenance, Clock, CoreRegisters, GmAddr, GmAtomic, GmMemory, Reg, Registers};
+use pto_hal::{AicoreCache, Barriers, Clock, CoreRegisters, GmAddr, GmAtomic, GmMemory, Reg, Registers};
 
 use crate::{Check, Failure, Outcome};
 
@@ -177,7 +177,7 @@ where
 /// DMB, `rmb`, drops its stale payload lines (`observe_lines`), payload.
 pub fn observe_via_register_aicore<A>(a: &A, h: &Handoff, relax: &dyn Fn()) -> Outcome
 where
-    A: GmMemory + GmAtomic + Barriers + CacheMaintenance + CoreRegisters + Clock + ?Sized,
+    A: GmMemory + GmAtomic + Barriers + AicoreCache + CoreRegisters + Clock + ?Sized,
 {
     consume(a, h, Check::HandoffRegister, relax, || a.read_dmb() as u64, || a.observe_lines(h.data, DATA_BYTES))
 }

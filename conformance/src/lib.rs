@@ -2,8 +2,12 @@
 //!
 //! Each check is a function generic over the HAL traits it exercises and returns
 //! `Result<(), Failure>`; a [`Failure`] names the check, the assertion that failed and the
-//! expected and observed values. [`run_all`] runs every single-agent check an agent supports and
-//! returns a [`Report`] listing which checks ran and which were skipped (and why). Checks that
+//! expected and observed values. [`run_aicpu`] and [`run_aicore`] run every single-agent check an
+//! agent of that tier supports and return a [`Report`] listing which checks ran and which were
+//! skipped (and why). The tier is in the types: an AICPU agent implements
+//! [`AicpuCache`](pto_hal::AicpuCache) (range maintenance) and an AICore
+//! [`AicoreCache`](pto_hal::AicoreCache) (line maintenance), each cache check is bounded by the
+//! one it exercises, and the checks of the other tier are reported as skipped. Checks that
 //! need two parties — a producer and a consumer on different threads or tiers — are the
 //! [`handoff`] functions; runners call them on two agents and [`Report::record`] the outcome.
 //!
@@ -26,17 +30,20 @@
 //!   under test to *count its own stores* (a closure returning a running count) and compares the
 //!   count around each operation; positive controls (operations that must store exactly once)
 //!   prove the counter is live, so the negative checks are not vacuous. A platform that cannot
-//!   count its stores gets the check skipped; [`run_all`] then still checks the HAL's default
+//!   count its stores gets the check skipped; the suite then still checks the HAL's default
 //!   fetch_or / fetch_and algorithm over the platform's primitives through [`CountingAtomic`]
 //!   (see [`Check::HalDefaultRmwWrites`]).
-//! * **Caches**: range maintenance rounds out to whole [`LINE_BYTES`](pto_hal::LINE_BYTES)
-//!   lines. Where the platform can report which lines a range operation touches (the a2a3 AICPU
-//!   agent exposes the exact iterator its `dc` loops run), [`range_lines`] compares them with
-//!   [`line_span`](pto_hal::line_span). The line composites are checked by construction through
-//!   [`CountingCache`], which records every line op the composites issue (and forwards it to the
-//!   platform, so every line of the span is maintained for real). Every maintenance operation
-//!   must preserve the agent's own data, and plain stores published with maintenance must be
-//!   visible to device-direct loads (and the reverse after an invalidate).
+//! * **Caches** (per tier): AICPU range maintenance rounds out to whole
+//!   [`LINE_BYTES`](pto_hal::LINE_BYTES) lines. Where the platform can report which lines a range
+//!   operation touches (the a2a3 AICPU agent exposes the exact iterator its `dc` loops run),
+//!   [`range_lines`] compares them with [`line_span`](pto_hal::line_span). The AICore line
+//!   composites are checked by construction through [`CountingCache`], which records every line
+//!   op the composites issue (and forwards it to the platform, so every line of the span is
+//!   maintained for real). Every maintenance operation must preserve the agent's own data
+//!   ([`cache_ranges`] on an AICPU, [`cache_lines`] and [`cache_invalidate_all`] on an AICore),
+//!   and plain stores published with the tier's maintenance must be visible to device-direct
+//!   loads, and the reverse after an invalidate ([`gm_coherence_aicpu`],
+//!   [`gm_coherence_aicore`]).
 //! * **Order**: barriers and register hand-offs keep the documented order — the [`handoff`]
 //!   tests publish a payload many times (producer: write, `wmb`, register write; consumer:
 //!   register read, `rmb`, read) and check that the consumer never sees a stale word.
@@ -66,4 +73,4 @@ pub use clock::StdHostClock;
 pub use clock::{CLOCK_RATE_TOLERANCE_PPM, HostClock, clock, clock_rate, events};
 pub use regs::{barriers, core_registers_reset, registers};
 pub use report::{Check, Failure, FailureRecord, Outcome, Report, Status};
-pub use suite::{SCRATCH_BYTES, Target, Tier, run_all};
+pub use suite::{SCRATCH_BYTES, Target, Tier, run_aicore, run_aicpu};

@@ -21,10 +21,11 @@ pub enum Check {
     GmCoherenceAicpu = 4,
     /// [`gm_coherence_aicore`](crate::gm_coherence_aicore): the same with AICore line composites.
     GmCoherenceAicore = 5,
-    /// [`cache_ranges`](crate::cache_ranges): range maintenance preserves the agent's data.
+    /// [`cache_ranges`](crate::cache_ranges): range maintenance preserves the agent's data
+    /// (AICPU tier).
     CacheRanges = 6,
     /// [`cache_lines`](crate::cache_lines): line ops preserve data; the composites hit exactly
-    /// the lines of `line_span` and end with one barrier.
+    /// the lines of `line_span` and end with one barrier (AICore tier).
     CacheLines = 7,
     /// [`cache_invalidate_all`](crate::cache_invalidate_all): whole-cache maintenance preserves
     /// the agent's data (AICore tier).

@@ -1,6 +1,6 @@
-//! The single entry point: every single-agent check an agent supports.
+//! The two entry points, one per tier: every single-agent check an agent of that tier supports.
 
-use pto_hal::{Barriers, CacheMaintenance, Clock, CoreRegisters, Events, GmAddr, GmAtomic, GmMemory, Registers};
+use pto_hal::{AicoreCache, AicpuCache, Barriers, Clock, CoreRegisters, Events, GmAddr, GmAtomic, GmMemory, Registers};
 
 use crate::{Check, Failure, HostClock, LinesOf, Report, Status};
 
@@ -8,23 +8,13 @@ use crate::{Check, Failure, HostClock, LinesOf, Report, Status};
 /// Its contents on entry do not matter.
 pub const SCRATCH_BYTES: u64 = 4096;
 
-/// The tier an agent belongs to: which cache operations it may call.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Tier {
-    /// An AICPU thread: range maintenance (`invalidate_range` / `flush_range`) and the line
-    /// ops; never `invalidate_all` (no whole-cache maintenance exists at EL0).
-    Aicpu,
-    /// An AICore: the line ops, the composites and `invalidate_all`.
-    Aicore,
-}
-
-/// What [`run_all`] may use besides the agent, and what the platform can report.
+/// What [`run_aicpu`] / [`run_aicore`] may use besides the agent, and what the platform can
+/// report. The tier is the entry point's, not a field: an agent only has its own tier's cache
+/// maintenance, so the type system picks the tier-specific checks.
 #[derive(Copy, Clone)]
 pub struct Target<'a> {
     /// [`SCRATCH_BYTES`] of GM, 64-aligned, exclusive to the suite while it runs.
     pub scratch: GmAddr,
-    /// The agent's tier.
-    pub tier: Tier,
     /// AICPU register windows and a core no program runs on, for [`crate::registers`].
     pub registers: Option<(&'a dyn Registers, u32)>,
     /// The AICore's own registers at the start of its launch, for [`crate::core_registers_reset`].
@@ -43,7 +33,6 @@ impl core::fmt::Debug for Target<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Target")
             .field("scratch", &self.scratch)
-            .field("tier", &self.tier)
             .field("registers", &self.registers.map(|(_, core)| core))
             .field("core_registers", &self.core_registers.is_some())
             .field("writes", &self.writes.is_some())
@@ -55,11 +44,10 @@ impl core::fmt::Debug for Target<'_> {
 }
 
 impl<'a> Target<'a> {
-    /// A target with only scratch memory and a tier: every optional check is skipped.
-    pub fn new(scratch: GmAddr, tier: Tier) -> Target<'a> {
+    /// A target with only scratch memory: every optional check is skipped.
+    pub fn new(scratch: GmAddr) -> Target<'a> {
         Target {
             scratch,
-            tier,
             registers: None,
             core_registers: None,
             writes: None,
@@ -70,15 +58,67 @@ impl<'a> Target<'a> {
     }
 }
 
-/// Window of [`crate::clock_rate`] in [`run_all`]: 20 ms.
+/// The tier an agent belongs to, which decides its cache maintenance: [`AicpuCache`] or
+/// [`AicoreCache`]. [`run_aicpu`] and [`run_aicore`] are the suite at each tier; runners that
+/// handle both tiers (reporting, publishing results) can name the tier with it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// An AICPU thread: range maintenance (`invalidate_range` / `flush_range`) only — no line
+    /// ops and no whole-cache maintenance (none exists at EL0).
+    Aicpu,
+    /// An AICore: the line ops, their composites and `invalidate_all`; no range maintenance.
+    Aicore,
+}
+
+/// Window of [`crate::clock_rate`] in the suite: 20 ms.
 const RATE_WINDOW_US: u64 = 20_000;
 
-/// Run every single-agent check `agent` supports on `t`, in [`Check::ALL`] order, and stop at
-/// the first failure. The report says which checks ran and why the others were skipped; the
-/// two-party [`handoff`](crate::handoff) checks are never run here (runners record them).
-pub fn run_all<A>(agent: &A, t: &Target<'_>) -> Result<Report, Failure>
+/// Run every single-agent check an AICPU agent supports on `t`, in [`Check::ALL`] order, and
+/// stop at the first failure. The report says which checks ran and why the others were
+/// skipped — the AICore cache checks ([`Check::GmCoherenceAicore`], [`Check::CacheLines`],
+/// [`Check::CacheInvalidateAll`]) always are; the two-party [`handoff`](crate::handoff) checks
+/// are never run here (runners record them).
+pub fn run_aicpu<A>(agent: &A, t: &Target<'_>) -> Result<Report, Failure>
 where
-    A: GmAtomic + GmMemory + CacheMaintenance + Barriers + Clock + Events + ?Sized,
+    A: GmAtomic + GmMemory + AicpuCache + Barriers + Clock + Events + ?Sized,
+{
+    run_tier(agent, t, |r, s| {
+        pass(r, Check::GmCoherenceAicpu, crate::gm_coherence_aicpu(agent, s))?;
+        r.record(Check::GmCoherenceAicore, Status::Skipped("AICore check; this is an AICPU agent"));
+        pass(r, Check::CacheRanges, crate::cache_ranges(agent, s))?;
+        r.record(Check::CacheLines, Status::Skipped("line maintenance is an AICore operation (AicoreCache)"));
+        r.record(Check::CacheInvalidateAll, Status::Skipped("whole-cache maintenance is an AICore operation"));
+        Ok(())
+    })
+}
+
+/// Run every single-agent check an AICore agent supports on `t`, in [`Check::ALL`] order, and
+/// stop at the first failure. The AICPU cache checks ([`Check::GmCoherenceAicpu`],
+/// [`Check::CacheRanges`]) are always skipped; see [`run_aicpu`] for the rest.
+pub fn run_aicore<A>(agent: &A, t: &Target<'_>) -> Result<Report, Failure>
+where
+    A: GmAtomic + GmMemory + AicoreCache + Barriers + Clock + Events + ?Sized,
+{
+    run_tier(agent, t, |r, s| {
+        r.record(Check::GmCoherenceAicpu, Status::Skipped("AICPU check; this is an AICore agent"));
+        pass(r, Check::GmCoherenceAicore, crate::gm_coherence_aicore(agent, s))?;
+        r.record(Check::CacheRanges, Status::Skipped("range maintenance is an AICPU operation (AicpuCache)"));
+        pass(r, Check::CacheLines, crate::cache_lines(agent, s))?;
+        pass(r, Check::CacheInvalidateAll, crate::cache_invalidate_all(agent, s))?;
+        Ok(())
+    })
+}
+
+/// The tier-independent checks around `tier_checks` (which runs or skips the checks from
+/// [`Check::GmCoherenceAicpu`] to [`Check::CacheInvalidateAll`] on the scratch), in
+/// [`Check::ALL`] order.
+fn run_tier<A>(
+    agent: &A,
+    t: &Target<'_>,
+    tier_checks: impl FnOnce(&mut Report, GmAddr) -> Result<(), Failure>,
+) -> Result<Report, Failure>
+where
+    A: GmAtomic + GmMemory + Barriers + Clock + Events + ?Sized,
 {
     if !t.scratch.is_aligned(64) || t.scratch.is_null() {
         return Err(Failure::new(Check::GmAtomic, "scratch is a non-null 64-aligned address", 0, t.scratch.0));
@@ -92,23 +132,7 @@ where
     }
     pass(&mut r, Check::HalDefaultRmwWrites, crate::hal_default_rmw_writes(agent, s))?;
     pass(&mut r, Check::GmMemory, crate::gm_memory(agent, s))?;
-    match t.tier {
-        Tier::Aicpu => {
-            pass(&mut r, Check::GmCoherenceAicpu, crate::gm_coherence_aicpu(agent, s))?;
-            r.record(Check::GmCoherenceAicore, Status::Skipped("AICore check; this is an AICPU agent"));
-            pass(&mut r, Check::CacheRanges, crate::cache_ranges(agent, s))?;
-        }
-        Tier::Aicore => {
-            r.record(Check::GmCoherenceAicpu, Status::Skipped("AICPU check; this is an AICore agent"));
-            pass(&mut r, Check::GmCoherenceAicore, crate::gm_coherence_aicore(agent, s))?;
-            r.record(Check::CacheRanges, Status::Skipped("range maintenance is an AICPU operation"));
-        }
-    }
-    pass(&mut r, Check::CacheLines, crate::cache_lines(agent, s))?;
-    match t.tier {
-        Tier::Aicore => pass(&mut r, Check::CacheInvalidateAll, crate::cache_invalidate_all(agent, s))?,
-        Tier::Aicpu => r.record(Check::CacheInvalidateAll, Status::Skipped("whole-cache maintenance is AICore-only")),
-    }
+    tier_checks(&mut r, s)?;
     match t.range_lines {
         Some(f) => pass(&mut r, Check::RangeLines, crate::range_lines(s, f))?,
         None => {

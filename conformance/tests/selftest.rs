@@ -10,8 +10,8 @@ use std::time::Instant;
 use pto_conformance::handoff::{self, Handoff};
 use pto_conformance::{Check, Failure, FailureRecord, Report, Status, StdHostClock, Target, Tier};
 use pto_hal::{
-    Barriers, CacheMaintenance, Clock, CoreRegisters, Events, GmAddr, GmAtomic, GmMemory, HostCoherent, Reg, Registers,
-    Ticks,
+    AicoreCache, AicpuCache, Barriers, Clock, CoreRegisters, Events, GmAddr, GmAtomic, GmMemory, HostCoherent, Reg,
+    Registers, Ticks,
 };
 
 const BASE: u64 = 0x10_0000;
@@ -32,6 +32,8 @@ struct Bugs {
     wmb_noop: bool,
     /// The clock runs at twice the frequency it reports.
     clock_double: bool,
+    /// Cache maintenance (both tiers) does not write buffered stores back.
+    maintenance_noop: bool,
 }
 
 /// An agent over an in-memory GM with a per-thread store buffer: a thread's plain stores wait
@@ -60,6 +62,12 @@ impl Mock {
     fn w(&self, addr: GmAddr) -> &AtomicU64 {
         assert!(addr.0 % 8 == 0);
         &self.gm[((addr.0 - BASE) / 8) as usize]
+    }
+    /// Cache maintenance: writes this thread's buffered stores back, unless the mutant skips it.
+    fn maintain(&self) {
+        if !self.bugs.maintenance_noop {
+            self.drain()
+        }
     }
     fn drain(&self) {
         let me = std::thread::current().id();
@@ -186,22 +194,27 @@ impl GmMemory for Mock {
     }
 }
 
-impl CacheMaintenance for Mock {
+// The mock plays both tiers, so it has both tiers' maintenance.
+impl AicpuCache for Mock {
     type Contract = HostCoherent;
     fn invalidate_range(&self, _addr: GmAddr, _len: u64) {
-        self.drain()
+        self.maintain()
     }
     fn flush_range(&self, _addr: GmAddr, _len: u64) {
-        self.drain()
+        self.maintain()
     }
+}
+
+impl AicoreCache for Mock {
+    type Contract = HostCoherent;
     fn writeback_line(&self, _addr: GmAddr) {
-        self.drain()
+        self.maintain()
     }
     fn invalidate_line(&self, _addr: GmAddr) {
-        self.drain()
+        self.maintain()
     }
     fn invalidate_all(&self) {
-        self.drain()
+        self.maintain()
     }
     fn cache_barrier(&self) {}
 }
@@ -266,8 +279,8 @@ impl CoreRegisters for Mock {
     fn write_cond(&self, _value: u32) {}
 }
 
-fn target<'a>(m: &'a Mock, host: &'a StdHostClock, writes: &'a dyn Fn() -> u64, tier: Tier) -> Target<'a> {
-    let mut t = Target::new(m.scratch(), tier);
+fn target<'a>(m: &'a Mock, host: &'a StdHostClock, writes: &'a dyn Fn() -> u64) -> Target<'a> {
+    let mut t = Target::new(m.scratch());
     t.registers = Some((m as &dyn Registers, 1));
     t.core_registers = Some(m as &dyn CoreRegisters);
     t.writes = Some(writes);
@@ -280,7 +293,11 @@ fn run(bugs: Bugs, tier: Tier) -> Result<Report, Failure> {
     let m = Mock::new(bugs);
     let host = StdHostClock::new();
     let writes = || m.stores.load(Ordering::SeqCst);
-    pto_conformance::run_all(&m, &target(&m, &host, &writes, tier))
+    let t = target(&m, &host, &writes);
+    match tier {
+        Tier::Aicpu => pto_conformance::run_aicpu(&m, &t),
+        Tier::Aicore => pto_conformance::run_aicore(&m, &t),
+    }
 }
 
 #[test]
@@ -292,14 +309,29 @@ fn a_correct_agent_passes_everything_on_both_tiers() {
         assert_eq!(r.status(Check::RmwNoIdleWrites), Status::Passed);
         assert_eq!(r.status(Check::ClockRate), Status::Passed);
         assert_eq!(r.status(Check::Registers), Status::Passed);
-        assert_eq!(r.skipped().count(), 3, "RangeLines and the other tier's two checks");
+        // RangeLines (the mock cannot report lines) and the other tier's cache checks.
+        let want: &[Check] = match tier {
+            Tier::Aicpu => &[Check::GmCoherenceAicore, Check::CacheLines, Check::CacheInvalidateAll, Check::RangeLines],
+            Tier::Aicore => &[Check::GmCoherenceAicpu, Check::CacheRanges, Check::RangeLines],
+        };
+        assert_eq!(r.skipped().map(|(c, _)| c).collect::<Vec<_>>(), want, "{tier:?}");
+        let ran: &[Check] = match tier {
+            Tier::Aicpu => &[Check::GmCoherenceAicpu, Check::CacheRanges],
+            Tier::Aicore => &[Check::GmCoherenceAicore, Check::CacheLines, Check::CacheInvalidateAll],
+        };
+        for &c in ran {
+            assert_eq!(r.status(c), Status::Passed, "{tier:?}: {c}");
+        }
     }
 }
 
+/// Every mutant is caught by its check on both tiers (the checks they break are tier-free).
 fn caught(bugs: Bugs, check: Check, what: &str) {
-    let f = run(bugs, Tier::Aicpu).expect_err("the mutant must fail");
-    assert_eq!(f.check, check, "{f}");
-    assert!(f.what.contains(what), "{f}");
+    for tier in [Tier::Aicpu, Tier::Aicore] {
+        let f = run(bugs, tier).expect_err("the mutant must fail");
+        assert_eq!(f.check, check, "{tier:?}: {f}");
+        assert!(f.what.contains(what), "{tier:?}: {f}");
+    }
 }
 
 #[test]
@@ -309,6 +341,16 @@ fn mutants_are_caught_by_their_check() {
     caught(Bugs { u32_store_clobbers: true, ..Bugs::default() }, Check::GmAtomic, "leaves the high half");
     caught(Bugs { pair_swapped: true, ..Bugs::default() }, Check::GmAtomic, "low half");
     caught(Bugs { clock_double: true, ..Bugs::default() }, Check::ClockRate, "runs fast");
+}
+
+#[test]
+fn a_maintenance_mutant_is_caught_by_its_tiers_coherence_check() {
+    let bugs = Bugs { maintenance_noop: true, ..Bugs::default() };
+    for (tier, check) in [(Tier::Aicpu, Check::GmCoherenceAicpu), (Tier::Aicore, Check::GmCoherenceAicore)] {
+        let f = run(bugs, tier).expect_err("the mutant must fail");
+        assert_eq!(f.check, check, "{tier:?}: {f}");
+        assert!(f.what.contains("device-direct load sees a published plain store"), "{tier:?}: {f}");
+    }
 }
 
 #[test]
@@ -365,4 +407,10 @@ fn counting_cache_sees_exactly_line_span() {
     c.writeback_line(GmAddr(BASE));
     c.writeback_line(GmAddr(BASE + 128));
     assert!(!c.contiguous(), "a skipped line is noticed");
+    // The AICPU tier's range operations are counted as ranges, never as line ops.
+    c.reset();
+    c.flush_range(GmAddr(BASE), 100);
+    c.invalidate_range(GmAddr(BASE + 64), 100);
+    assert_eq!(c.counts(), pto_conformance::CacheCounts { ranges: 2, ..Default::default() });
+    assert_eq!(c.first_line(), None);
 }

@@ -68,7 +68,7 @@ pub trait GmAtomic {
 ///
 /// On a platform with agent caches a store lands in the agent's cache line and reaches memory
 /// only at a write-back; a load may be served from a stale line. Publication therefore needs
-/// [`CacheMaintenance`](crate::CacheMaintenance) and [`Barriers`](crate::Barriers).
+/// the tier's cache maintenance ([`AicpuCache`](crate::AicpuCache), [`AicoreCache`](crate::AicoreCache)) and [`Barriers`](crate::Barriers).
 ///
 /// Tier: host (sim only, for tests), AICPU, AICore. The trait is object safe: kernels see it
 /// as `&dyn GmMemory`.

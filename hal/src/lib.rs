@@ -1,21 +1,28 @@
 //! `pto-hal`: the hardware abstraction layer of pto-rt.
 //!
-//! The runtime is written once against these traits; each platform (`sim`, `a2a3`, `a5`)
-//! implements them. The crate is `#![no_std]` and allocation-free: traits, small value types
+//! The runtime is written once against these traits. The simulator (`pto-sim`) implements all
+//! of them; the a2a3 and a5 crates implement the AICPU agent's traits for aarch64 (tested under
+//! qemu), and their vendor host side is type-checked only. The crate is `#![no_std]` and allocation-free: traits, small value types
 //! and zero-sized marker types only.
 //!
 //! Three tiers call into the HAL, and every method says which tier may call it:
 //!
 //! * **host** — the process that prepares work ([`DeviceMemory`], [`AicpuStream`],
-//!   [`AicoreStream`], [`KernelLoader`]);
+//!   [`AicoreStream`], [`Loader`]) — a platform's [`HostPlatform`] half;
 //! * **AICPU** — the device's control cores that orchestrate and schedule ([`AicpuAgent`]);
-//! * **AICore** — the compute cores that run kernels ([`AicoreAgent`]).
+//! * **AICore** — the compute cores that run kernels ([`AicoreAgent`]) — together a
+//!   platform's [`DevicePlatform`] half.
+//!
+//! Programs and kernels are launched by [`Handle`]: the host's [`Loader`] returns one for a
+//! named program or kernel; the simulator maps it to a Rust function, hardware to a symbol of
+//! a loaded binary.
 //!
 //! Device code reaches shared memory (GM) only through [`GmMemory`] (cached, plain accesses)
 //! and [`GmAtomic`] (device-direct words and read-modify-write), orders its accesses with
-//! [`Barriers`], and keeps caches honest with [`CacheMaintenance`]. Whether host DMA writes are
-//! visible to AICPU loads is the type [`CacheMaintenance::Contract`], chosen by the platform:
-//! [`HostCoherent`] or [`HostNonCoherent`].
+//! [`Barriers`], and keeps caches honest with the maintenance of its tier: [`AicpuCache`]
+//! (address ranges) or [`AicoreCache`] (lines). Whether host DMA writes are visible to AICPU
+//! loads is the type [`AicpuCache::Contract`], chosen by the platform: [`HostCoherent`] or
+//! [`HostNonCoherent`].
 //!
 //! Errors follow the embedded-hal pattern: each fallible trait names its error type through
 //! [`ErrorType`], and every error maps onto a platform-independent [`ErrorKind`].
@@ -37,7 +44,7 @@ mod stream;
 
 pub use addr::{GmAddr, LINE_BYTES, line_span};
 pub use barrier::Barriers;
-pub use cache::{CacheMaintenance, Contract, HostCoherent, HostNonCoherent};
+pub use cache::{AicoreCache, AicpuCache, Contract, HostCoherent, HostNonCoherent};
 pub use clock::{Clock, Ticks};
 pub use error::{Error, ErrorKind, ErrorType};
 pub use event::Events;
@@ -45,8 +52,8 @@ pub use gm::{GmAtomic, GmMemory, GmMemoryExt};
 pub use kernel::{CoreType, KernelContext, KernelContextExt, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg};
 pub use memory::DeviceMemory;
 pub use platform::{
-    AicoreAgent, AicoreEntry, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, KernelLoader, Platform, ProgramLoader,
-    Topology,
+    AicoreAgent, AicoreEntry, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, DevicePlatform, Handle, HostPlatform,
+    KernelSource, Loader, OrchestrationSource, Platform, ProgramKind, Topology,
 };
 pub use regs::{CoreRegisters, Reg, Registers};
 pub use stream::{AicoreStream, AicpuStream, Stream};

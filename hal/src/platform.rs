@@ -3,7 +3,7 @@
 use core::sync::atomic::AtomicPtr;
 
 use crate::{
-    AicoreStream, AicpuStream, Barriers, CacheMaintenance, Clock, Contract, CoreRegisters, CoreType, DeviceMemory,
+    AicoreCache, AicoreStream, AicpuCache, AicpuStream, Barriers, Clock, Contract, CoreRegisters, CoreType, DeviceMemory,
     ErrorType, Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Registers,
 };
 
@@ -44,9 +44,10 @@ impl Topology {
 
 /// What an AICPU thread can do: GM, caches, barriers, registers of the cores, time, events,
 /// and run orchestration programs.
-pub trait AicpuAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + Registers + Clock + Events {
-    /// The program loaded as `handle` by [`ProgramLoader::load_program`], if it exists and is
-    /// of type `F`. The type is checked: a handle of another program type resolves to `None`.
+pub trait AicpuAgent: GmAtomic + GmMemory + AicpuCache + Barriers + Registers + Clock + Events {
+    /// The orchestration loaded as `handle` by [`Loader::load_orchestration`], if it exists
+    /// and is of type `F`. The type is checked: a handle of another program type resolves to
+    /// `None`.
     fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F>;
     /// Run `body` (a call into a user program) on this thread. A program that panics
     /// (simulator) is reported as a [`KernelFault`] carrying its message; the thread goes on.
@@ -56,8 +57,8 @@ pub trait AicpuAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + Regist
 }
 
 /// What an AICore can do: GM, its cache, barriers, its own registers, time, and run kernels.
-pub trait AicoreAgent: GmAtomic + GmMemory + CacheMaintenance + Barriers + CoreRegisters + Clock + Events {
-    /// The kernel loaded at `bin` by [`KernelLoader::load_kernel`], if any.
+pub trait AicoreAgent: GmAtomic + GmMemory + AicoreCache + Barriers + CoreRegisters + Clock + Events {
+    /// The kernel loaded as `bin` by [`Loader::load_kernel`], if any.
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn>;
     /// Run `kernel` on this core. A kernel that panics (simulator) or traps is reported as a
     /// [`KernelFault`]; the core stays usable.
@@ -101,47 +102,114 @@ pub type AicpuEntry<A> = fn(&A, AicpuLaunch<'_>) -> i32;
 /// An AICore program entry point. Returns 0 on success, a non-zero status otherwise.
 pub type AicoreEntry<A> = fn(&A, AicoreLaunch) -> i32;
 
-/// Host side: placing kernels where AICores can call them.
-pub trait KernelLoader: ErrorType {
-    /// Load `kernel` for cores of type `core`; returns its binary address, which an AICore
-    /// resolves with [`AicoreAgent::resolve_kernel`].
-    fn load_kernel(&self, kernel: KernelFn, core: CoreType) -> Result<u64, Self::Error>;
+/// A loaded device program (an AICPU or AICore program, or an orchestration) or kernel.
+///
+/// Returned by a [`Loader`]; the simulator maps it to a Rust function, hardware to a symbol of
+/// a loaded binary. Only meaningful on the device it was loaded on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Handle(pub u64);
+
+/// The two kinds of device program a run launches.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ProgramKind {
+    /// Runs on AICPU threads ([`AicpuEntry`]).
+    Aicpu,
+    /// Runs on AICores ([`AicoreEntry`]).
+    Aicore,
 }
 
-/// Host side: placing orchestration programs where AICPU threads can call them.
-///
-/// A program is any `Copy + 'static` value (the runtime uses a function pointer); the HAL
-/// only carries it from the host to [`AicpuAgent::resolve_program`] and checks its type.
-pub trait ProgramLoader: ErrorType {
-    /// Load `program`; returns its handle. Loading the same program twice may return the same
+/// A kernel as the loader sees it: a name, the core type it runs on, and the forms a platform
+/// can load — a Rust function (the simulator, the on-target harness) and a binary compiled by
+/// the vendor toolchain (hardware). One source serves every platform.
+#[derive(Copy, Clone, Debug)]
+pub struct KernelSource<'a> {
+    /// The kernel's name (the symbol in its binary).
+    pub name: &'a str,
+    /// The core type it runs on.
+    pub core: CoreType,
+    /// The Rust body, for platforms that run kernels as functions.
+    pub function: Option<KernelFn>,
+    /// Path of the compiled kernel, for hardware.
+    pub binary: Option<&'a str>,
+}
+
+/// An orchestration program as the loader sees it (see [`KernelSource`]).
+#[derive(Copy, Clone, Debug)]
+pub struct OrchestrationSource<'a, F> {
+    /// The program's name (the symbol in its binary).
+    pub name: &'a str,
+    /// The Rust function, for platforms that run the device half in process.
+    pub function: Option<F>,
+    /// Path of the device library holding the program, for hardware.
+    pub binary: Option<&'a str>,
+}
+
+/// Host side: placing device programs, kernels and orchestrations where the device can call
+/// them, and naming them by [`Handle`].
+pub trait Loader: ErrorType {
+    /// The device program `name` of `kind` (the runtime's AICPU and AICore programs), as
+    /// installed in process ([`Platform::install_aicpu_program`]) or found in the platform's
+    /// device library. An unknown name is an error naming it.
+    fn load_program(&self, kind: ProgramKind, name: &str) -> Result<Handle, Self::Error>;
+    /// Load a kernel; an AICore resolves the handle with [`AicoreAgent::resolve_kernel`].
+    /// A source without the form this platform loads is an error naming the kernel.
+    fn load_kernel(&self, kernel: &KernelSource<'_>) -> Result<Handle, Self::Error>;
+    /// Load an orchestration; an AICPU thread resolves it with
+    /// [`AicpuAgent::resolve_program`]. Loading the same program twice may return the same
     /// handle.
-    fn load_program<F: Copy + Send + Sync + PartialEq + 'static>(&self, program: F) -> Result<u64, Self::Error>;
+    fn load_orchestration<F: Copy + Send + Sync + PartialEq + 'static>(
+        &self,
+        program: &OrchestrationSource<'_, F>,
+    ) -> Result<Handle, Self::Error>;
 }
 
-/// A platform: the agents its device code runs as and the host handles that drive it.
-///
-/// Runtime code is generic over `P: Platform` and names nothing else of the machine.
-pub trait Platform: 'static {
-    /// Host-DMA coherence contract (see [`Contract`]).
-    type Contract: Contract;
+/// The host half of a platform: device memory, streams and the loader. Builds for the host
+/// with no device code in it.
+pub trait HostPlatform: 'static {
     /// The error every host-side operation of this platform returns: a HAL error that is also
     /// a standard error, so hosts can keep it as a `source`.
     type Error: crate::Error + core::error::Error + Send + Sync + 'static;
     /// The host's handle on an opened device.
-    type Device: ErrorType<Error = Self::Error> + DeviceMemory + KernelLoader + ProgramLoader + Clock;
-
-    /// What an AICPU thread is.
-    type Aicpu: AicpuAgent + CacheMaintenance<Contract = Self::Contract>;
-    /// What an AICore is.
-    type Aicore: AicoreAgent + CacheMaintenance<Contract = Self::Contract>;
+    type Device: ErrorType<Error = Self::Error> + DeviceMemory + Loader + Clock;
     /// The stream that carries AICPU programs.
-    type AicpuStream: AicpuStream<Agent = Self::Aicpu, Error = Self::Error>;
+    type AicpuStream: AicpuStream<Error = Self::Error>;
     /// The stream that carries AICore programs.
-    type AicoreStream: AicoreStream<Agent = Self::Aicore, Error = Self::Error>;
+    type AicoreStream: AicoreStream<Error = Self::Error>;
 
     /// The device's topology.
     fn topology(device: &Self::Device) -> Topology;
     /// Create the two distinct streams of a run. The types make "both programs on one stream"
     /// (which deadlocks: the AICPU program waits for the AICore program) unrepresentable.
     fn create_streams(device: &Self::Device) -> Result<(Self::AicpuStream, Self::AicoreStream), Self::Error>;
+}
+
+/// The device half of a platform: what its AICPU threads and AICores are, and its coherence
+/// contract. Builds for the device (aarch64 for the AICPU) with no host code in it.
+pub trait DevicePlatform: 'static {
+    /// Host-DMA coherence contract (see [`Contract`]).
+    type Contract: Contract;
+    /// What an AICPU thread is.
+    type Aicpu: AicpuAgent + AicpuCache<Contract = Self::Contract>;
+    /// What an AICore is.
+    type Aicore: AicoreAgent + AicoreCache<Contract = Self::Contract>;
+}
+
+/// A platform whose two halves run in one process (the simulator, the on-target harness): the
+/// runtime's device programs are installed as Rust functions under their names, and the
+/// loader finds them there.
+///
+/// Runtime device code is generic over [`DevicePlatform`], host code over [`HostPlatform`].
+pub trait Platform: HostPlatform + DevicePlatform {
+    /// Install the AICPU program `name`.
+    fn install_aicpu_program(
+        device: &Self::Device,
+        name: &'static str,
+        entry: AicpuEntry<Self::Aicpu>,
+    ) -> Result<(), Self::Error>;
+    /// Install the AICore program `name`.
+    fn install_aicore_program(
+        device: &Self::Device,
+        name: &'static str,
+        entry: AicoreEntry<Self::Aicore>,
+    ) -> Result<(), Self::Error>;
 }

@@ -1,6 +1,6 @@
 //! Host-side streams: ordered queues of device programs.
 
-use crate::{AicoreAgent, AicoreEntry, AicpuAgent, AicpuEntry, ErrorType, GmAddr};
+use crate::{ErrorType, GmAddr, Handle};
 
 /// An ordered queue of device programs with completion events.
 ///
@@ -24,21 +24,15 @@ pub trait Stream: ErrorType {
 
 /// The stream that carries AICPU programs.
 pub trait AicpuStream: Stream {
-    /// The AICPU agent type programs run as.
-    type Agent: AicpuAgent;
-    /// Launch `entry` on `threads` AICPU threads with argument `args`.
-    fn launch_aicpu(&mut self, entry: AicpuEntry<Self::Agent>, args: GmAddr, threads: u32) -> Result<(), Self::Error>;
+    /// Launch the AICPU program `program` (a [`Loader::load_program`](crate::Loader::load_program)
+    /// handle of kind [`ProgramKind::Aicpu`](crate::ProgramKind::Aicpu)) on `threads` AICPU
+    /// threads with argument `args`.
+    fn launch_aicpu(&mut self, program: Handle, args: GmAddr, threads: u32) -> Result<(), Self::Error>;
 }
 
 /// The stream that carries AICore programs.
 pub trait AicoreStream: Stream {
-    /// The AICore agent type programs run as.
-    type Agent: AicoreAgent;
-    /// Launch `entry` on the cores of `clusters` clusters (`3 * clusters` workers).
-    fn launch_aicore(
-        &mut self,
-        entry: AicoreEntry<Self::Agent>,
-        args: GmAddr,
-        clusters: u32,
-    ) -> Result<(), Self::Error>;
+    /// Launch the AICore program `program` (of kind [`ProgramKind::Aicore`](crate::ProgramKind::Aicore))
+    /// on the cores of `clusters` clusters (`3 * clusters` workers).
+    fn launch_aicore(&mut self, program: Handle, args: GmAddr, clusters: u32) -> Result<(), Self::Error>;
 }

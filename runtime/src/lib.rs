@@ -22,6 +22,7 @@ pub mod launch_state;
 pub mod layout;
 pub mod lifecycle;
 pub mod orch;
+pub mod programs;
 pub mod queue;
 pub mod sched;
 mod sync;
@@ -31,12 +32,12 @@ pub mod trb;
 #[cfg(feature = "std")]
 pub mod host;
 
-use pto_hal::{CacheMaintenance, Contract, GmAddr};
+use pto_hal::{AicpuCache, Contract, GmAddr};
 
 /// Make bytes the host wrote with DMA visible before an AICPU reads them: an invalidate on
 /// host-non-coherent platforms, an inlined no-op on coherent ones. Every host-published read
 /// of the runtime goes through this one helper.
 #[inline(always)]
-pub fn observe_host<A: CacheMaintenance + ?Sized>(a: &A, addr: GmAddr, len: u64) {
+pub fn observe_host<A: AicpuCache + ?Sized>(a: &A, addr: GmAddr, len: u64) {
     <A::Contract as Contract>::observe_host_write(a, addr, len)
 }

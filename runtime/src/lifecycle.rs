@@ -143,7 +143,7 @@ pub fn latched<A: GmAtomic>(a: &A, desc: GmAddr) -> bool {
 
 /// Read the launch configuration from a descriptor the host copied in, making host DMA
 /// visible first on non-coherent builds.
-pub fn read_config<A: GmMemory + pto_hal::CacheMaintenance>(a: &A, desc: GmAddr) -> LaunchConfig {
+pub fn read_config<A: GmMemory + pto_hal::AicpuCache>(a: &A, desc: GmAddr) -> LaunchConfig {
     if !crate::breakage::broken(crate::breakage::SKIP_HOST_INVALIDATE | crate::breakage::INVALIDATE_AT_END) {
         crate::observe_host::<A>(a, desc, core::mem::size_of::<LaunchConfig>() as u64);
     }

@@ -50,7 +50,7 @@ use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loom::thread;
 use loom_harness::{Tally, check};
 use pto_hal::{
-    AicoreAgent, AicoreLaunch, Barriers, CacheMaintenance, Clock, CoreRegisters, CoreType, Events, GmAddr, GmMemory,
+    AicoreAgent, AicoreCache, AicoreLaunch, Barriers, Clock, CoreRegisters, CoreType, Events, GmAddr, GmMemory,
     GmMemoryExt, Reg, Registers,
 };
 use pto_runtime::exec::legacy::aicore_entry;

@@ -19,11 +19,10 @@ use crate::{COND_OFFSET, DMB_OFFSET, FAST_PATH_CLOSE, FAST_PATH_OFFSET, FAST_PAT
 /// rounded out to whole lines, then `dsb sy; isb`; `flush_range` = the same with `dc cvac`. The
 /// line is the CPU's smallest data-cache line, read from `CTR_EL0.DminLine` when the agent is
 /// built (64 bytes on the a2a3 AICPU; [`A2a3Aicpu::maintenance_lines`] is the exact iterator the
-/// loops run). The AICore line operations are provided for code shared between tiers:
-/// `writeback_line` = `dc cvac` of the line, `invalidate_line` = `dc civac` of the line (EL0 has
-/// no invalidate-without-clean), `cache_barrier` = `dsb sy`. `invalidate_all` has no EL0
-/// equivalent (no set/way maintenance in user space) and **panics**: it is an AICore-only
-/// operation and an AICPU calling it is a bug, not something to approximate.
+/// loops run). That is the whole of its maintenance — the HAL's
+/// [`AicpuCache`](pto_hal::AicpuCache): it has no line operations and no `invalidate_all`
+/// (whole-cache maintenance needs set/way operations, which EL0 cannot issue); those are the
+/// AICore's ([`AicoreCache`](pto_hal::AicoreCache)), which this type does not implement.
 #[derive(Debug)]
 pub struct A2a3Aicpu<'r, O: Observer = ()> {
     gm: GmRegion,
@@ -189,7 +188,7 @@ impl<O: Observer> Registers for A2a3Aicpu<'_, O> {
 mod maintenance {
     use core::arch::asm;
 
-    use pto_hal::{AicpuAgent, CacheMaintenance, GmAddr, LINE_BYTES};
+    use pto_hal::{AicpuAgent, AicpuCache, GmAddr};
 
     use super::A2a3Aicpu;
     use crate::Observer;
@@ -261,7 +260,9 @@ mod maintenance {
         }
     }
 
-    impl<O: Observer> CacheMaintenance for A2a3Aicpu<'_, O> {
+    /// The AICPU tier only: range operations. (Whole-cache maintenance needs set/way
+    /// operations, which EL0 cannot issue; it is an AICore operation and no AICPU type has it.)
+    impl<O: Observer> AicpuCache for A2a3Aicpu<'_, O> {
         type Contract = pto_hal::HostNonCoherent;
 
         /// `dc civac` per line of the rounded-out range, then `dsb sy; isb`. Empty: nothing.
@@ -281,27 +282,6 @@ mod maintenance {
             self.each_line(addr, len, addr, len, dc_cvac);
             dsb_sy();
             isb();
-        }
-        /// `dc cvac` of the 64-byte line holding `addr` (no barrier: see `cache_barrier`).
-        fn writeback_line(&self, addr: GmAddr) {
-            self.each_line(addr, 1, addr.line(), LINE_BYTES, dc_cvac);
-        }
-        /// `dc civac` of the 64-byte line holding `addr`: EL0 cannot invalidate without
-        /// cleaning, and cleaning first never loses this agent's stores.
-        fn invalidate_line(&self, addr: GmAddr) {
-            self.each_line(addr, 1, addr.line(), LINE_BYTES, dc_civac);
-        }
-        /// Panics: whole-cache maintenance needs set/way operations, which EL0 cannot issue.
-        /// An AICore operation; the AICPU uses `invalidate_range`.
-        fn invalidate_all(&self) {
-            panic!(
-                "invalidate_all is an AICore operation: an a2a3 AICPU thread has no user-space \
-                 whole-cache maintenance (use invalidate_range)"
-            )
-        }
-        /// `dsb sy`.
-        fn cache_barrier(&self) {
-            dsb_sy();
         }
     }
 

@@ -1,6 +1,6 @@
 //! The a5 AICPU agent.
 
-use pto_hal::{CacheMaintenance, GmAddr, Reg, Registers};
+use pto_hal::{AicpuCache, GmAddr, Reg, Registers};
 
 use crate::shared::gm::{GmRegion, Observer, impl_shared_agent_traits};
 use crate::shared::mmio::RegWindows;
@@ -110,20 +110,12 @@ impl<O: Observer> Registers for A5Aicpu<'_, O> {
 /// a5: every operation is empty and inlined. Host DMA is coherent with AICPU caches
 /// ([`pto_hal::HostCoherent`]) and AICore producers publish their own lines; ordering still
 /// needs the barriers.
-impl<O: Observer> CacheMaintenance for A5Aicpu<'_, O> {
+impl<O: Observer> AicpuCache for A5Aicpu<'_, O> {
     type Contract = pto_hal::HostCoherent;
     #[inline(always)]
     fn invalidate_range(&self, _addr: GmAddr, _len: u64) {}
     #[inline(always)]
     fn flush_range(&self, _addr: GmAddr, _len: u64) {}
-    #[inline(always)]
-    fn writeback_line(&self, _addr: GmAddr) {}
-    #[inline(always)]
-    fn invalidate_line(&self, _addr: GmAddr) {}
-    #[inline(always)]
-    fn invalidate_all(&self) {}
-    #[inline(always)]
-    fn cache_barrier(&self) {}
 }
 
 #[cfg(target_arch = "aarch64")]

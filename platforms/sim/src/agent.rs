@@ -11,7 +11,7 @@ use std::sync::atomic::{Ordering, fence};
 use std::time::Duration;
 
 use pto_hal::{
-    AicoreAgent, AicpuAgent, Barriers, CacheMaintenance, Clock, Contract, CoreRegisters, CoreType, Events, GmAddr,
+    AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, Contract, CoreRegisters, CoreType, Events, GmAddr,
     GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
 };
 
@@ -117,52 +117,6 @@ macro_rules! impl_common {
                 match self.inner.model() {
                     Some(f) => f.store(self.fid(), addr.0, off, src, &self.inner.gm),
                     None => self.inner.gm.write_bytes(off, src),
-                }
-            }
-        }
-
-        // Coherent model: every operation is a no-op. Faithful model: the operation acts on
-        // this agent's cache (ranges round out to whole lines).
-        impl<C: Contract> CacheMaintenance for $ty<C> {
-            type Contract = C;
-            #[inline(always)]
-            fn invalidate_range(&self, addr: GmAddr, len: u64) {
-                self.count_range_op(0);
-                if let Some(f) = self.inner.model() {
-                    f.invalidate(self.fid(), addr.0, len, &self.inner.gm);
-                    f.fence(self.fid());
-                }
-            }
-            #[inline(always)]
-            fn flush_range(&self, addr: GmAddr, len: u64) {
-                self.count_range_op(1);
-                if let Some(f) = self.inner.model() {
-                    f.clean(self.fid(), addr.0, len, &self.inner.gm);
-                    f.fence(self.fid());
-                }
-            }
-            #[inline(always)]
-            fn writeback_line(&self, addr: GmAddr) {
-                if let Some(f) = self.inner.model() {
-                    f.clean(self.fid(), addr.line().0, 64, &self.inner.gm);
-                }
-            }
-            #[inline(always)]
-            fn invalidate_line(&self, addr: GmAddr) {
-                if let Some(f) = self.inner.model() {
-                    f.invalidate(self.fid(), addr.line().0, 64, &self.inner.gm);
-                }
-            }
-            #[inline(always)]
-            fn invalidate_all(&self) {
-                if let Some(f) = self.inner.model() {
-                    f.invalidate_all(self.fid(), &self.inner.gm);
-                }
-            }
-            #[inline(always)]
-            fn cache_barrier(&self) {
-                if let Some(f) = self.inner.model() {
-                    f.fence(self.fid());
                 }
             }
         }
@@ -357,10 +311,6 @@ impl<C: Contract> SimCore<C> {
     fn fid(&self) -> u16 {
         self.inner.faithful.core_id(self.worker)
     }
-
-    /// Range maintenance is an AICPU operation; only the AICPU's is counted.
-    #[inline(always)]
-    fn count_range_op(&self, _i: usize) {}
 }
 
 impl_common!(SimCore);
@@ -384,6 +334,56 @@ impl<C: Contract> CoreRegisters for SimCore<C> {
         let t = r.watcher.load(Ordering::Relaxed) as usize;
         if let Some(w) = self.inner.aicpu_wake.get(t) {
             w.notify();
+        }
+    }
+}
+
+// Coherent model: every operation is a no-op. Faithful model: the operation acts on this
+// agent's cache (ranges round out to whole lines). Each agent implements its own tier only.
+impl<C: Contract> AicpuCache for SimAicpu<C> {
+    type Contract = C;
+    #[inline(always)]
+    fn invalidate_range(&self, addr: GmAddr, len: u64) {
+        self.count_range_op(0);
+        if let Some(f) = self.inner.model() {
+            f.invalidate(self.fid(), addr.0, len, &self.inner.gm);
+            f.fence(self.fid());
+        }
+    }
+    #[inline(always)]
+    fn flush_range(&self, addr: GmAddr, len: u64) {
+        self.count_range_op(1);
+        if let Some(f) = self.inner.model() {
+            f.clean(self.fid(), addr.0, len, &self.inner.gm);
+            f.fence(self.fid());
+        }
+    }
+}
+
+impl<C: Contract> AicoreCache for SimCore<C> {
+    type Contract = C;
+    #[inline(always)]
+    fn writeback_line(&self, addr: GmAddr) {
+        if let Some(f) = self.inner.model() {
+            f.clean(self.fid(), addr.line().0, 64, &self.inner.gm);
+        }
+    }
+    #[inline(always)]
+    fn invalidate_line(&self, addr: GmAddr) {
+        if let Some(f) = self.inner.model() {
+            f.invalidate(self.fid(), addr.line().0, 64, &self.inner.gm);
+        }
+    }
+    #[inline(always)]
+    fn invalidate_all(&self) {
+        if let Some(f) = self.inner.model() {
+            f.invalidate_all(self.fid(), &self.inner.gm);
+        }
+    }
+    #[inline(always)]
+    fn cache_barrier(&self) {
+        if let Some(f) = self.inner.model() {
+            f.fence(self.fid());
         }
     }
 }

@@ -143,6 +143,30 @@ pub(crate) enum Job<C: Contract> {
     Aicore { entry: AicoreEntry<SimCore<C>>, args: GmAddr, block_idx: u32, launch: Arc<LaunchState> },
 }
 
+/// The device programs installed in a simulated device.
+pub(crate) struct DevicePrograms<C: Contract> {
+    pub aicpu: Vec<(&'static str, AicpuEntry<SimAicpu<C>>)>,
+    pub aicore: Vec<(&'static str, AicoreEntry<SimCore<C>>)>,
+}
+
+impl<C: Contract> DevicePrograms<C> {
+    /// The AICPU entry of `handle`.
+    pub fn aicpu(&self, handle: u64) -> Option<AicpuEntry<SimAicpu<C>>> {
+        let i = handle.checked_sub(DEVICE_PROGRAM_BASE)?;
+        self.aicpu.get(usize::try_from(i).ok()?).map(|p| p.1)
+    }
+    /// The AICore entry of `handle`.
+    pub fn aicore(&self, handle: u64) -> Option<AicoreEntry<SimCore<C>>> {
+        let i = handle.checked_sub(DEVICE_PROGRAM_BASE + AICORE_PROGRAM_OFFSET)?;
+        self.aicore.get(usize::try_from(i).ok()?).map(|p| p.1)
+    }
+}
+
+/// Handles of installed device programs start here (AICore ones at
+/// [`AICORE_PROGRAM_OFFSET`] above it).
+pub(crate) const DEVICE_PROGRAM_BASE: u64 = 0x4400_0000;
+pub(crate) const AICORE_PROGRAM_OFFSET: u64 = 0x10_0000;
+
 /// Shared state of one simulated device.
 pub(crate) struct Inner<C: Contract> {
     pub topo: Topology,
@@ -159,6 +183,9 @@ pub(crate) struct Inner<C: Contract> {
     aicpu_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     core_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     pub kernels: RwLock<Vec<(KernelFn, CoreType)>>,
+    /// Installed device programs (the runtime's AICPU and AICore programs), by name; a
+    /// handle is [`DEVICE_PROGRAM_BASE`] + index.
+    pub device_programs: RwLock<DevicePrograms<C>>,
     /// Loaded orchestration programs, by handle − [`PROGRAM_BASE`].
     pub programs: RwLock<Vec<Box<dyn std::any::Any + Send + Sync>>>,
     /// Per agent (AICPU threads, then cores): the GM word it waits on, 0 when none.
@@ -400,6 +427,7 @@ impl<C: Contract> SimDevice<C> {
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),
             core_jobs: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
             kernels: RwLock::new(Vec::new()),
+            device_programs: RwLock::new(DevicePrograms { aicpu: Vec::new(), aicore: Vec::new() }),
             programs: RwLock::new(Vec::new()),
 
             monitors: (0..nthreads + workers).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),

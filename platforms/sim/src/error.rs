@@ -42,6 +42,10 @@ pub enum SimError {
     /// The device was closed.
     #[error("the simulated device is closed")]
     Closed,
+    /// A program or kernel the simulator cannot load: no device program is installed under
+    /// the name, or the source has no Rust form.
+    #[error("not loadable on the simulator: {0} (install the runtime's device programs, or give the source a Rust function)")]
+    NotInstalled(String),
 }
 
 impl pto_hal::Error for SimError {
@@ -53,6 +57,7 @@ impl pto_hal::Error for SimError {
             SimError::Timeout(_) => ErrorKind::Timeout,
             SimError::DeviceFault { .. } | SimError::Coherence(_) => ErrorKind::DeviceFault,
             SimError::Closed => ErrorKind::Closed,
+            SimError::NotInstalled(_) => ErrorKind::Unsupported,
         }
     }
 }

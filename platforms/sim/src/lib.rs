@@ -7,8 +7,9 @@
 //!
 //! The simulator implements every HAL trait; which coherence contract it obeys is the type
 //! parameter `C` ([`pto_hal::HostNonCoherent`] for a simulated a2a3, [`pto_hal::HostCoherent`]
-//! for a simulated a5). This crate holds the coherent cache model: every maintenance operation
-//! is an inlined no-op.
+//! for a simulated a5). It has two cache models: under the coherent one (the default) every
+//! maintenance operation does nothing but a cheap check of which model is on; under the
+//! faithful one (`faithful.rs`) each agent has its own cache and the operations act on it.
 //!
 //! ```
 //! use pto_hal::{DeviceMemory, HostCoherent, Topology};
@@ -38,8 +39,8 @@ mod stream;
 use std::marker::PhantomData;
 
 use pto_hal::{
-    Clock, Contract, CoreType, DeviceMemory, ErrorType, GmAddr, KernelFn, KernelLoader, Platform, ProgramLoader, Ticks,
-    Topology,
+    AicoreEntry, AicpuEntry, Clock, Contract, DevicePlatform, DeviceMemory, ErrorType, GmAddr, Handle, HostPlatform,
+    KernelSource, Loader, OrchestrationSource, Platform, ProgramKind, Ticks, Topology,
 };
 
 pub use agent::{SimAicpu, SimCore};
@@ -93,12 +94,9 @@ impl Default for SimConfig {
 /// The simulator as a [`Platform`], for contract `C`.
 pub struct Sim<C: Contract>(PhantomData<fn() -> C>);
 
-impl<C: Contract> Platform for Sim<C> {
-    type Contract = C;
+impl<C: Contract> HostPlatform for Sim<C> {
     type Error = SimError;
     type Device = SimDevice<C>;
-    type Aicpu = SimAicpu<C>;
-    type Aicore = SimCore<C>;
     type AicpuStream = SimAicpuStream<C>;
     type AicoreStream = SimAicoreStream<C>;
 
@@ -111,6 +109,39 @@ impl<C: Contract> Platform for Sim<C> {
             return Err(SimError::Closed);
         }
         Ok((SimAicpuStream::new(device.inner.clone()), SimAicoreStream::new(device.inner.clone())))
+    }
+}
+
+impl<C: Contract> DevicePlatform for Sim<C> {
+    type Contract = C;
+    type Aicpu = SimAicpu<C>;
+    type Aicore = SimCore<C>;
+}
+
+impl<C: Contract> Platform for Sim<C> {
+    fn install_aicpu_program(
+        device: &SimDevice<C>,
+        name: &'static str,
+        entry: AicpuEntry<SimAicpu<C>>,
+    ) -> Result<(), SimError> {
+        let mut t = device.inner.device_programs.write().unwrap_or_else(|e| e.into_inner());
+        match t.aicpu.iter_mut().find(|p| p.0 == name) {
+            Some(p) => p.1 = entry,
+            None => t.aicpu.push((name, entry)),
+        }
+        Ok(())
+    }
+    fn install_aicore_program(
+        device: &SimDevice<C>,
+        name: &'static str,
+        entry: AicoreEntry<SimCore<C>>,
+    ) -> Result<(), SimError> {
+        let mut t = device.inner.device_programs.write().unwrap_or_else(|e| e.into_inner());
+        match t.aicore.iter_mut().find(|p| p.0 == name) {
+            Some(p) => p.1 = entry,
+            None => t.aicore.push((name, entry)),
+        }
+        Ok(())
     }
 }
 
@@ -157,25 +188,44 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
     }
 }
 
-impl<C: Contract> KernelLoader for SimDevice<C> {
-    fn load_kernel(&self, kernel: KernelFn, core: CoreType) -> Result<u64, SimError> {
-        let mut t = self.inner.kernels.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = t.iter().position(|&(f, c)| std::ptr::fn_addr_eq(f, kernel) && c == core) {
-            return Ok(device::KERNEL_BASE + i as u64);
-        }
-        t.push((kernel, core));
-        Ok(device::KERNEL_BASE + (t.len() - 1) as u64)
+impl<C: Contract> Loader for SimDevice<C> {
+    fn load_program(&self, kind: ProgramKind, name: &str) -> Result<Handle, SimError> {
+        let t = self.inner.device_programs.read().unwrap_or_else(|e| e.into_inner());
+        let found = match kind {
+            ProgramKind::Aicpu => t.aicpu.iter().position(|p| p.0 == name).map(|i| device::DEVICE_PROGRAM_BASE + i as u64),
+            ProgramKind::Aicore => t
+                .aicore
+                .iter()
+                .position(|p| p.0 == name)
+                .map(|i| device::DEVICE_PROGRAM_BASE + device::AICORE_PROGRAM_OFFSET + i as u64),
+        };
+        found.map(Handle).ok_or_else(|| SimError::NotInstalled(name.to_string()))
     }
-}
 
-impl<C: Contract> ProgramLoader for SimDevice<C> {
-    fn load_program<F: Copy + Send + Sync + PartialEq + 'static>(&self, program: F) -> Result<u64, SimError> {
-        let mut t = self.inner.programs.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = t.iter().position(|p| p.downcast_ref::<F>() == Some(&program)) {
-            return Ok(device::PROGRAM_BASE + i as u64);
+    fn load_kernel(&self, kernel: &KernelSource<'_>) -> Result<Handle, SimError> {
+        let f = kernel.function.ok_or_else(|| SimError::NotInstalled(format!("kernel {} has no Rust body", kernel.name)))?;
+        let core = kernel.core;
+        let mut t = self.inner.kernels.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = t.iter().position(|&(g, c)| std::ptr::fn_addr_eq(g, f) && c == core) {
+            return Ok(Handle(device::KERNEL_BASE + i as u64));
         }
-        t.push(Box::new(program));
-        Ok(device::PROGRAM_BASE + (t.len() - 1) as u64)
+        t.push((f, core));
+        Ok(Handle(device::KERNEL_BASE + (t.len() - 1) as u64))
+    }
+
+    fn load_orchestration<F: Copy + Send + Sync + PartialEq + 'static>(
+        &self,
+        program: &OrchestrationSource<'_, F>,
+    ) -> Result<Handle, SimError> {
+        let f = program
+            .function
+            .ok_or_else(|| SimError::NotInstalled(format!("orchestration {} has no Rust function", program.name)))?;
+        let mut t = self.inner.programs.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = t.iter().position(|p| p.downcast_ref::<F>() == Some(&f)) {
+            return Ok(Handle(device::PROGRAM_BASE + i as u64));
+        }
+        t.push(Box::new(f));
+        Ok(Handle(device::PROGRAM_BASE + (t.len() - 1) as u64))
     }
 }
 

@@ -4,10 +4,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pto_hal::{AicoreEntry, AicoreStream, AicpuEntry, AicpuStream, Contract, ErrorType, GmAddr, Stream};
+use pto_hal::{AicoreStream, AicpuStream, Contract, ErrorType, GmAddr, Handle, Stream};
 
 use crate::SimError;
-use crate::agent::{SimAicpu, SimCore};
 use crate::device::{Inner, Job, LaunchState};
 
 /// A completion event: everything launched on its stream before it was recorded.
@@ -183,10 +182,11 @@ impl_stream!(SimAicpuStream);
 impl_stream!(SimAicoreStream);
 
 impl<C: Contract> AicpuStream for SimAicpuStream<C> {
-    type Agent = SimAicpu<C>;
-    fn launch_aicpu(&mut self, entry: AicpuEntry<SimAicpu<C>>, args: GmAddr, threads: u32) -> Result<(), SimError> {
+    fn launch_aicpu(&mut self, program: Handle, args: GmAddr, threads: u32) -> Result<(), SimError> {
         self.core.check_open()?;
         let inner = &self.core.inner;
+        let entry = inner.device_programs.read().unwrap_or_else(|e| e.into_inner()).aicpu(program.0);
+        let entry = entry.ok_or(SimError::InvalidArgument("no AICPU program is installed under this handle"))?;
         if threads == 0 || threads > inner.topo.aicpu_threads {
             return Err(SimError::InvalidArgument("AICPU launch thread count outside 1..=board threads"));
         }
@@ -205,10 +205,11 @@ impl<C: Contract> AicpuStream for SimAicpuStream<C> {
 }
 
 impl<C: Contract> AicoreStream for SimAicoreStream<C> {
-    type Agent = SimCore<C>;
-    fn launch_aicore(&mut self, entry: AicoreEntry<SimCore<C>>, args: GmAddr, clusters: u32) -> Result<(), SimError> {
+    fn launch_aicore(&mut self, program: Handle, args: GmAddr, clusters: u32) -> Result<(), SimError> {
         self.core.check_open()?;
         let inner = &self.core.inner;
+        let entry = inner.device_programs.read().unwrap_or_else(|e| e.into_inner()).aicore(program.0);
+        let entry = entry.ok_or(SimError::InvalidArgument("no AICore program is installed under this handle"))?;
         if clusters == 0 || clusters > inner.topo.clusters {
             return Err(SimError::InvalidArgument("AICore launch cluster count outside 1..=board clusters"));
         }

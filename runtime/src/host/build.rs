@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
-use pto_hal::{DeviceMemory, GmAddr, Platform};
+use pto_hal::{DeviceMemory, GmAddr, HostPlatform};
 
 use super::error::platform;
 use super::{Device, DeviceError, Error, Inner, Program, RunConfig};
@@ -20,7 +20,7 @@ use crate::orch::{Orch, OrchArgs, OrchFail, Orchestrator, ScopeMode};
 
 /// A built graph: its image and its heap of runtime-allocated tensors. Run it any number of
 /// times; each run checks that every device tensor the graph names is still allocated.
-pub struct Graph<P: Platform> {
+pub struct Graph<P: HostPlatform> {
     pub(crate) dev: Arc<Inner<P>>,
     pub(crate) image: Vec<u8>,
     heap: Option<GmAddr>,
@@ -32,13 +32,13 @@ pub struct Graph<P: Platform> {
     pub(crate) externals: Vec<(BufferRef, u32, u32)>,
 }
 
-impl<P: Platform> core::fmt::Debug for Graph<P> {
+impl<P: HostPlatform> core::fmt::Debug for Graph<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Graph").field("tasks", &self.task_count).finish_non_exhaustive()
     }
 }
 
-impl<P: Platform> Graph<P> {
+impl<P: HostPlatform> Graph<P> {
     /// Number of tasks.
     pub fn task_count(&self) -> u32 {
         self.task_count
@@ -94,7 +94,7 @@ impl<P: Platform> Graph<P> {
     }
 }
 
-impl<P: Platform> Drop for Graph<P> {
+impl<P: HostPlatform> Drop for Graph<P> {
     fn drop(&mut self) {
         if let Some(h) = self.heap.take() {
             let _ = self.dev.dev.free(h);
@@ -102,7 +102,7 @@ impl<P: Platform> Drop for Graph<P> {
     }
 }
 
-impl<P: Platform> Device<P> {
+impl<P: HostPlatform> Device<P> {
     /// Build a graph: `f` submits tasks to the builder; dependencies are discovered as it
     /// goes. The image is emitted once and uploaded once per run. A task naming a device
     /// tensor that was dropped, belongs to another device or was altered is refused with

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::vec::Vec;
 
-use pto_hal::{DeviceMemory, GmAddr, Platform};
+use pto_hal::{DeviceMemory, GmAddr, HostPlatform};
 
 use super::error::platform;
 use super::{Device, Error, Inner};
@@ -151,7 +151,7 @@ impl Allocations {
     }
 }
 
-impl<P: Platform> Inner<P> {
+impl<P: HostPlatform> Inner<P> {
     /// Give back allocations a fenced run no longer holds.
     pub(crate) fn release_pins(&self, pins: Pins) {
         for addr in self.allocs.unpin(pins) {
@@ -160,7 +160,7 @@ impl<P: Platform> Inner<P> {
     }
 }
 
-impl<P: Platform> Device<P> {
+impl<P: HostPlatform> Device<P> {
     /// Allocate a zeroed device tensor of `shape` and element type `T`.
     pub fn alloc<T: Element>(&self, shape: &[u32]) -> Result<DeviceTensor<P>, Error> {
         self.alloc_dtype(T::DTYPE, shape)
@@ -213,19 +213,19 @@ impl<P: Platform> Device<P> {
 
 /// A device tensor owned by the host. Dropping it is always legal: its memory is freed at
 /// once, or when the last run that names it has fenced.
-pub struct DeviceTensor<P: Platform> {
+pub struct DeviceTensor<P: HostPlatform> {
     dev: Arc<Inner<P>>,
     tensor: Tensor,
     addr: GmAddr,
 }
 
-impl<P: Platform> core::fmt::Debug for DeviceTensor<P> {
+impl<P: HostPlatform> core::fmt::Debug for DeviceTensor<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("DeviceTensor").field("tensor", &self.tensor).finish_non_exhaustive()
     }
 }
 
-impl<P: Platform> DeviceTensor<P> {
+impl<P: HostPlatform> DeviceTensor<P> {
     /// The whole tensor, for task arguments (make views of it with [`Tensor::view`]).
     pub fn tensor(&self) -> Tensor {
         self.tensor
@@ -285,7 +285,7 @@ pub(crate) fn dtype_name(d: DType) -> &'static str {
     }
 }
 
-impl<P: Platform> Drop for DeviceTensor<P> {
+impl<P: HostPlatform> Drop for DeviceTensor<P> {
     fn drop(&mut self) {
         if let Some(addr) = self.dev.allocs.disown(self.tensor.buffer.id) {
             let _ = self.dev.dev.free(addr);

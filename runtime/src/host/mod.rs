@@ -2,7 +2,7 @@
 //! and run them through two pipeline slots.
 //!
 //! ```no_run
-//! # fn demo<P: pto_hal::Platform>(dev: pto_runtime::host::Device<P>) -> Result<(), pto_runtime::host::Error>
+//! # fn demo<P: pto_hal::HostPlatform>(dev: pto_runtime::host::Device<P>) -> Result<(), pto_runtime::host::Error>
 //! # {
 //! use pto_hal::{CoreType, KernelContext};
 //! use pto_runtime::{graph::Task, kernel::KernelIo};
@@ -40,7 +40,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
 
-use pto_hal::{CoreType, DeviceMemory, GmAddr, KernelFn, KernelLoader, Platform, ProgramLoader, Topology};
+use pto_hal::{
+    CoreType, DeviceMemory, GmAddr, Handle, HostPlatform, KernelFn, KernelSource, Loader, OrchestrationSource, ProgramKind,
+    Topology,
+};
 
 pub use build::Graph;
 pub use config::{MAX_RING_HEAP, RingConfig, RunConfig, Timeouts};
@@ -71,17 +74,26 @@ impl Program {
     }
 }
 
-struct Streams<P: Platform> {
+/// The runtime's device programs on one device (see [`crate::programs`]).
+#[derive(Copy, Clone, Debug)]
+struct DevicePrograms {
+    hbg: Handle,
+    trb: Handle,
+    aicore: Handle,
+}
+
+struct Streams<P: HostPlatform> {
     aicpu: P::AicpuStream,
     aicore: P::AicoreStream,
 }
 
-pub(crate) struct Inner<P: Platform> {
+pub(crate) struct Inner<P: HostPlatform> {
     dev: P::Device,
     topo: Topology,
     timeouts: Timeouts,
     funcs: Mutex<(FuncTable, HashMap<String, FuncId>)>,
     streams: Mutex<Streams<P>>,
+    programs: DevicePrograms,
     slot_table: SlotTable,
     slot_mem: [Mutex<SlotMem>; PIPELINE_DEPTH],
     turns: run::Turns,
@@ -92,7 +104,7 @@ pub(crate) struct Inner<P: Platform> {
     unusable: Mutex<Option<String>>,
 }
 
-impl<P: Platform> Inner<P> {
+impl<P: HostPlatform> Inner<P> {
     fn lock_streams(&self) -> MutexGuard<'_, Streams<P>> {
         self.streams.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -113,7 +125,7 @@ impl<P: Platform> Inner<P> {
     }
 }
 
-impl<P: Platform> Drop for Inner<P> {
+impl<P: HostPlatform> Drop for Inner<P> {
     fn drop(&mut self) {
         for m in &self.slot_mem {
             let m = m.lock().unwrap_or_else(|e| e.into_inner());
@@ -127,17 +139,17 @@ impl<P: Platform> Drop for Inner<P> {
 
 /// An opened device. Cheap to clone (a shared handle); `Send + Sync` when the platform's
 /// parts are, so several host threads can share one device: their runs take turns.
-pub struct Device<P: Platform> {
+pub struct Device<P: HostPlatform> {
     inner: Arc<Inner<P>>,
 }
 
-impl<P: Platform> Clone for Device<P> {
+impl<P: HostPlatform> Clone for Device<P> {
     fn clone(&self) -> Self {
         Device { inner: self.inner.clone() }
     }
 }
 
-impl<P: Platform> core::fmt::Debug for Device<P> {
+impl<P: HostPlatform> core::fmt::Debug for Device<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Device")
             .field("serial", &self.inner.allocs.device())
@@ -146,11 +158,19 @@ impl<P: Platform> core::fmt::Debug for Device<P> {
     }
 }
 
-impl<P: Platform> Device<P> {
-    /// Take ownership of an opened platform device.
+impl<P: HostPlatform> Device<P> {
+    /// Take ownership of an opened platform device. The runtime's device programs must be
+    /// loadable by name ([`crate::programs`]): installed for an in-process platform (see
+    /// [`Device::new_in_process`]) or present in the platform's device library.
     pub fn new(dev: P::Device, timeouts: Timeouts) -> Result<Device<P>, Error> {
         timeouts.validate()?;
         let topo = P::topology(&dev);
+        let load = |kind, name| dev.load_program(kind, name).map_err(platform("device program load"));
+        let programs = DevicePrograms {
+            hbg: load(ProgramKind::Aicpu, crate::programs::HBG_AICPU)?,
+            trb: load(ProgramKind::Aicpu, crate::programs::TRB_AICPU)?,
+            aicore: load(ProgramKind::Aicore, crate::programs::LEGACY_AICORE)?,
+        };
         let (aicpu, aicore) = P::create_streams(&dev).map_err(platform("stream creation"))?;
         let arena_bytes = SlotArena { workers: topo.workers() }.bytes();
         let mut mems = Vec::new();
@@ -168,6 +188,7 @@ impl<P: Platform> Device<P> {
                 timeouts,
                 funcs: Mutex::new((FuncTable::default(), HashMap::new())),
                 streams: Mutex::new(Streams { aicpu, aicore }),
+                programs,
                 slot_table: SlotTable::new(),
                 slot_mem,
                 turns: run::Turns::default(),
@@ -177,6 +198,26 @@ impl<P: Platform> Device<P> {
                 closed: AtomicBool::new(false),
                 unusable: Mutex::new(None),
             }),
+        })
+    }
+
+    /// Take ownership of a device of a platform whose device half runs in this process (the
+    /// simulator, the on-target harness): install the runtime's device programs, then
+    /// [`Device::new`].
+    pub fn new_in_process(dev: P::Device, timeouts: Timeouts) -> Result<Device<P>, Error>
+    where
+        P: pto_hal::Platform,
+    {
+        crate::programs::install::<P>(&dev).map_err(platform("device program install"))?;
+        Device::new(dev, timeouts)
+    }
+
+    /// Register a kernel from its source: a Rust body for platforms that run kernels as
+    /// functions, a binary path for hardware (see [`KernelSource`]). Same id rules as
+    /// [`Device::register_kernel`].
+    pub fn register_kernel_source(&self, source: &KernelSource<'_>) -> Result<FuncId, Error> {
+        self.register_loaded(source.name, source.core, || {
+            self.inner.dev.load_kernel(source).map_err(platform("kernel load"))
         })
     }
 
@@ -215,6 +256,15 @@ impl<P: Platform> Device<P> {
     /// Register `kernel` under `name` for `core` cores; returns its func id. Registering the
     /// same name for the other core type gives the same id (one func id, two binaries).
     pub fn register_kernel(&self, name: &str, core: CoreType, kernel: KernelFn) -> Result<FuncId, Error> {
+        self.register_kernel_source(&KernelSource { name, core, function: Some(kernel), binary: None })
+    }
+
+    fn register_loaded(
+        &self,
+        name: &str,
+        core: CoreType,
+        load: impl FnOnce() -> Result<Handle, Error>,
+    ) -> Result<FuncId, Error> {
         self.inner.check_usable()?;
         let mut f = self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner());
         let (table, names) = &mut *f;
@@ -237,8 +287,8 @@ impl<P: Platform> Device<P> {
                     .ok_or(Error::Kernel { name: name.to_string(), why: "all 1024 func ids are taken" })?,
             ),
         };
-        let bin = self.inner.dev.load_kernel(kernel, core).map_err(platform("kernel load"))?;
-        table.insert(id.0, name, core, bin)?;
+        let bin = load()?;
+        table.insert(id.0, name, core, bin.0)?;
         names.insert(name.to_string(), id);
         Ok(id)
     }
@@ -252,7 +302,8 @@ impl<P: Platform> Device<P> {
     /// graph) or on the device's highest AICPU thread (device-side runtime).
     pub fn register_orchestration(&self, name: &str, f: OrchFn) -> Result<Program, Error> {
         self.inner.check_usable()?;
-        let handle = self.inner.dev.load_program(f).map_err(platform("orchestration program load"))?;
-        Ok(Program { name: name.to_string(), handle, f })
+        let source = OrchestrationSource { name, function: Some(f), binary: None };
+        let handle = self.inner.dev.load_orchestration(&source).map_err(platform("orchestration program load"))?;
+        Ok(Program { name: name.to_string(), handle: handle.0, f })
     }
 }

@@ -6,7 +6,7 @@ use std::format;
 use std::string::ToString;
 use std::vec::Vec;
 
-use pto_hal::{Clock, DeviceMemory, GmAddr, Platform};
+use pto_hal::{Clock, DeviceMemory, GmAddr, HostPlatform};
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::error::platform;
@@ -42,7 +42,7 @@ fn ticks(clock: &impl Clock, what: &str, us: u64) -> Result<u64, Error> {
     u64::try_from(t).map_err(|_| Error::Config(format!("{what} = {us} us does not fit the device's tick counter")))
 }
 
-impl<P: Platform> Device<P> {
+impl<P: HostPlatform> Device<P> {
     /// The orchestration image of a device-side run (without ring addresses yet).
     pub(crate) fn orch_image(
         &self,

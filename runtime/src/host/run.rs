@@ -15,7 +15,7 @@ use std::string::String;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use pto_hal::{AicoreStream, AicpuStream, DeviceMemory, GmAddr, Platform, Stream};
+use pto_hal::{AicoreStream, AicpuStream, DeviceMemory, GmAddr, HostPlatform, Stream};
 use zerocopy::IntoBytes;
 
 use super::build::Graph;
@@ -88,7 +88,7 @@ struct Reserved {
     generation: u64,
 }
 
-impl<P: Platform> Inner<P> {
+impl<P: HostPlatform> Inner<P> {
     /// Reserve a slot: wait in arrival order (bounded by `turn_us`) when `wait`, else answer
     /// [`Error::Busy`].
     fn reserve_slot(&self, wait: bool) -> Result<Reserved, Error> {
@@ -185,7 +185,7 @@ impl<P: Platform> Inner<P> {
     }
 }
 
-impl<P: Platform> Device<P> {
+impl<P: HostPlatform> Device<P> {
     /// Drain: wait (bounded by the stream budget) until every program submitted to the device
     /// has finished, and surface any device program failure. Run handles still report their
     /// own runs.
@@ -356,7 +356,7 @@ impl<P: Platform> Device<P> {
 }
 
 /// A run whose launch image is on the device, ready to launch. Dropping it frees its slot.
-pub struct PreparedRun<'d, P: Platform> {
+pub struct PreparedRun<'d, P: HostPlatform> {
     dev: &'d Device<P>,
     slot: Option<Reserved>,
     epoch: u64,
@@ -370,7 +370,7 @@ pub struct PreparedRun<'d, P: Platform> {
     pins: Option<Pins>,
 }
 
-impl<'d, P: Platform> PreparedRun<'d, P> {
+impl<'d, P: HostPlatform> PreparedRun<'d, P> {
     /// The pipeline slot this run holds.
     pub fn slot(&self) -> usize {
         self.slot.as_ref().map_or(usize::MAX, |r| r.slot)
@@ -400,13 +400,11 @@ impl<'d, P: Platform> PreparedRun<'d, P> {
         let started = Instant::now();
         let mut s = inner.lock_streams();
         let launched = (|| {
-            s.aicore
-                .launch_aicore(crate::exec::legacy::aicore_entry::<P::Aicore>, desc, self.clusters)
-                .map_err(platform("AICore launch"))?;
+            s.aicore.launch_aicore(inner.programs.aicore, desc, self.clusters).map_err(platform("AICore launch"))?;
             let core_ev = s.aicore.record_event().map_err(platform("AICore event"))?;
             let entry = match self.runtime {
-                RuntimeKind::HostBuiltGraph => crate::aicpu::aicpu_entry::<P::Aicpu>,
-                RuntimeKind::TensormapRing => crate::trb::aicpu_entry::<P::Aicpu>,
+                RuntimeKind::HostBuiltGraph => inner.programs.hbg,
+                RuntimeKind::TensormapRing => inner.programs.trb,
             };
             s.aicpu.launch_aicpu(entry, desc, self.threads).map_err(platform("AICPU launch"))?;
             let cpu_ev = s.aicpu.record_event().map_err(platform("AICPU event"))?;
@@ -442,7 +440,7 @@ impl<'d, P: Platform> PreparedRun<'d, P> {
     }
 }
 
-impl<P: Platform> Drop for PreparedRun<'_, P> {
+impl<P: HostPlatform> Drop for PreparedRun<'_, P> {
     fn drop(&mut self) {
         if let Some(r) = self.slot.take() {
             self.dev.inner.free_slot(&r);
@@ -454,7 +452,7 @@ impl<P: Platform> Drop for PreparedRun<'_, P> {
 }
 
 /// A launched run. [`RunHandle::wait`] is its completion fence; dropping the handle waits too.
-pub struct RunHandle<'d, P: Platform> {
+pub struct RunHandle<'d, P: HostPlatform> {
     dev: &'d Device<P>,
     slot: Option<Reserved>,
     epoch: u64,
@@ -476,7 +474,7 @@ enum Fenced {
     Never(Error),
 }
 
-impl<'d, P: Platform> RunHandle<'d, P> {
+impl<'d, P: HostPlatform> RunHandle<'d, P> {
     /// Non-blocking: have both of this run's boundaries completed?
     pub fn is_done(&self) -> Result<bool, Error> {
         let s = self.dev.inner.lock_streams();
@@ -682,7 +680,7 @@ fn timeout_or<E: pto_hal::Error + std::error::Error + Send + Sync + 'static>(
     if e.kind() == pto_hal::ErrorKind::Timeout { Error::Timeout { what, micros } } else { Error::platform(what, e) }
 }
 
-impl<P: Platform> Drop for RunHandle<'_, P> {
+impl<P: HostPlatform> Drop for RunHandle<'_, P> {
     fn drop(&mut self) {
         // The same bounded fence as `wait`, whatever the outcome; the report is dropped.
         drop_finish(self);
@@ -691,7 +689,7 @@ impl<P: Platform> Drop for RunHandle<'_, P> {
 
 /// The fence of a dropped handle, without a report (`Drop` cannot name the platform-error
 /// bound `finish` needs).
-fn drop_finish<P: Platform>(h: &mut RunHandle<'_, P>) {
+fn drop_finish<P: HostPlatform>(h: &mut RunHandle<'_, P>) {
     let Some(reserved) = h.slot.take() else { return };
     let inner = &*h.dev.inner;
     let budget = Duration::from_micros(inner.timeouts.stream_us);

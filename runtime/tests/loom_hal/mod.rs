@@ -11,7 +11,8 @@
 //!   payload. Window open/close is a per-core flag with a read-back, like the simulator's.
 //! * **Barriers** are loom fences: `rmb` = acquire, `wmb` / `store_store` = release, `full` /
 //!   `store_barrier` = seq-cst.
-//! * **Cache maintenance** is a no-op and the contract is [`HostCoherent`].
+//! * **Cache maintenance** is a no-op at each tier ([`AicpuCache`] for [`LoomAicpu`],
+//!   [`AicoreCache`] for [`LoomCore`]) and the contract is [`HostCoherent`].
 //! * **Clock**: one device counter, a loom atomic that advances on every `now_ticks` call, so
 //!   every deadline expires after finitely many reads and every bounded wait terminates.
 //! * **Events**: `wait_for_event` / `wait_for_word` are `loom::thread::yield_now()`, which is
@@ -24,8 +25,8 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 use pto_hal::{
-    AicoreAgent, AicpuAgent, Barriers, CacheMaintenance, Clock, CoreRegisters, Events, GmAddr, GmAtomic, GmMemory,
-    GmMemoryExt, HostCoherent, KernelContext, KernelContextExt, KernelFault, KernelFn, Reg, Registers, Ticks,
+    AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, CoreRegisters, Events, GmAddr, GmAtomic,
+    GmMemory, GmMemoryExt, HostCoherent, KernelContext, KernelContextExt, KernelFault, KernelFn, Reg, Registers, Ticks,
 };
 use pto_runtime::layout::{DESC_MAGIC, LAYOUT_VERSION, LaunchConfig, LaunchDesc};
 use pto_runtime::lifecycle::RunMap;
@@ -320,16 +321,6 @@ macro_rules! impl_common {
             }
         }
 
-        impl CacheMaintenance for $ty {
-            type Contract = HostCoherent;
-            fn invalidate_range(&self, _addr: GmAddr, _len: u64) {}
-            fn flush_range(&self, _addr: GmAddr, _len: u64) {}
-            fn writeback_line(&self, _addr: GmAddr) {}
-            fn invalidate_line(&self, _addr: GmAddr) {}
-            fn invalidate_all(&self) {}
-            fn cache_barrier(&self) {}
-        }
-
         impl Barriers for $ty {
             fn rmb(&self) {
                 fence(Ordering::Acquire)
@@ -371,6 +362,22 @@ macro_rules! impl_common {
 
 impl_common!(LoomAicpu);
 impl_common!(LoomCore);
+
+/// An AICPU thread maintains by range: nothing to do on the coherent loom device.
+impl AicpuCache for LoomAicpu {
+    type Contract = HostCoherent;
+    fn invalidate_range(&self, _addr: GmAddr, _len: u64) {}
+    fn flush_range(&self, _addr: GmAddr, _len: u64) {}
+}
+
+/// An AICore maintains by line and as a whole: nothing to do on the coherent loom device.
+impl AicoreCache for LoomCore {
+    type Contract = HostCoherent;
+    fn writeback_line(&self, _addr: GmAddr) {}
+    fn invalidate_line(&self, _addr: GmAddr) {}
+    fn invalidate_all(&self) {}
+    fn cache_barrier(&self) {}
+}
 
 impl Registers for LoomAicpu {
     fn read_reg(&self, core: u32, reg: Reg) -> u32 {

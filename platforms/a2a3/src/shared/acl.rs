@@ -14,19 +14,44 @@
 //! kernel launch of a function found in a device binary ([`CannBinary`], [`CannStream::launch`]
 //! over `aclrtBinaryLoadFromFile` / `aclrtBinaryGetFunction` / `aclrtLaunchKernel`).
 //!
-//! What does not: `pto_hal::AicpuStream` / `AicoreStream` / `KernelLoader`. Those take **host
-//! function pointers** (`AicpuEntry`, `AicoreEntry`, `KernelFn`) — a real device cannot run a
-//! host process's functions; its programs are separately built device binaries named by symbol.
-//! [`CannDevice::load_kernel_fn`] and [`CannStream::launch_entry`] say so as
-//! [`ErrorKind::Unsupported`](pto_hal::ErrorKind::Unsupported) errors instead of pretending.
+//! On top of these, the host half of the HAL: [`CannHost`] is a
+//! [`HostPlatform`](pto_hal::HostPlatform) (the chip's topology, two distinct streams
+//! [`CannAicpuStream`] / [`CannAicoreStream`]), and [`CannDevice`] a
+//! [`Loader`](pto_hal::Loader). How far each goes:
+//!
+//! * **AICore programs** — `load_program(ProgramKind::Aicore, name)` looks `name` up
+//!   (`aclrtBinaryGetFunction`) in the device library the board names when it opens the device
+//!   ([`CannDevice::open_with_library`]); `launch_aicore` launches it with `aclrtLaunchKernel` on
+//!   `clusters` blocks, the argument block being the launch argument's 8 bytes (little-endian
+//!   device address). An unknown name is an error naming it.
+//! * **AICPU programs** — not bound: an AICPU program is a CPU kernel in the AICPU image, started
+//!   through the vendor's CPU-kernel load/launch calls, which this binding does not declare.
+//!   `load_program(ProgramKind::Aicpu, name)` is an
+//!   [`ErrorKind::Unsupported`](pto_hal::ErrorKind::Unsupported) error naming the program and
+//!   what is missing, so no AICPU handle exists for `launch_aicpu` to take.
+//! * **Kernels and orchestrations** — `Unsupported`: an AICore resolves a kernel by its device
+//!   address, which the bound calls do not expose (`aclrtBinaryGetFunction` returns a host-side
+//!   handle), and orchestrations are linked into the AICPU image and installed there
+//!   ([`install_programs`](crate::install_programs)) — a host cannot place a Rust function on a
+//!   device, and the table has no names to look one up by.
+//!
+//! Nothing reports success for something it did not do.
 
+use core::cell::RefCell;
 use core::ffi::{CStr, c_int, c_void};
 use core::fmt;
 use core::marker::PhantomData;
 use std::collections::VecDeque;
+use std::ffi::CString;
+use std::rc::Rc;
+use std::string::String;
 use std::time::{Duration, Instant};
+use std::vec::Vec;
 
-use pto_hal::{DeviceMemory, ErrorKind, ErrorType, GmAddr, Stream};
+use pto_hal::{
+    AicoreStream, AicpuStream, Clock, DeviceMemory, ErrorKind, ErrorType, GmAddr, Handle, HostPlatform, KernelSource,
+    Loader, OrchestrationSource, ProgramKind, Stream, Ticks, Topology,
+};
 
 /// Raw declarations of the vendor runtime (AscendCL). Unverified; see the module docs.
 pub mod ffi {
@@ -129,7 +154,7 @@ pub mod ffi {
 }
 
 /// Errors of the vendor-runtime host side.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CannError {
     /// A vendor call returned a non-zero `aclError`.
     Call {
@@ -156,6 +181,25 @@ pub enum CannError {
     InvalidArgument(&'static str),
     /// Something this binding cannot do honestly (names what is missing).
     Unsupported(&'static str),
+    /// A device program the device library does not hold (or that could not be looked up).
+    UnknownProgram {
+        /// The program's name.
+        name: String,
+        /// The vendor call that failed, and its `aclError`.
+        call: &'static str,
+        /// Its `aclError`.
+        code: i32,
+    },
+    /// A device program of a kind this binding cannot load (names the program and what is
+    /// missing).
+    UnsupportedProgram {
+        /// The program's kind.
+        kind: ProgramKind,
+        /// The program's name.
+        name: String,
+        /// What is missing.
+        missing: &'static str,
+    },
 }
 
 impl fmt::Display for CannError {
@@ -166,6 +210,12 @@ impl fmt::Display for CannError {
             CannError::DeviceFault { call, code } => write!(f, "{call} reported a device fault (aclError {code})"),
             CannError::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             CannError::Unsupported(what) => write!(f, "unsupported: {what}"),
+            CannError::UnknownProgram { name, call, code } => {
+                write!(f, "device program {name:?} not found in the device library ({call}: aclError {code})")
+            }
+            CannError::UnsupportedProgram { kind, name, missing } => {
+                write!(f, "unsupported: {kind:?} program {name:?}: {missing}")
+            }
         }
     }
 }
@@ -176,10 +226,12 @@ impl pto_hal::Error for CannError {
     fn kind(&self) -> ErrorKind {
         match self {
             CannError::Call { code: ffi::ACL_ERROR_RT_MEMORY_ALLOCATION, .. } => ErrorKind::OutOfMemory,
-            CannError::Call { .. } | CannError::InvalidArgument(_) => ErrorKind::Other,
+            CannError::Call { .. } | CannError::InvalidArgument(_) | CannError::UnknownProgram { .. } => {
+                ErrorKind::Other
+            }
             CannError::Timeout { .. } => ErrorKind::Timeout,
             CannError::DeviceFault { .. } => ErrorKind::DeviceFault,
-            CannError::Unsupported(_) => ErrorKind::Unsupported,
+            CannError::Unsupported(_) | CannError::UnsupportedProgram { .. } => ErrorKind::Unsupported,
         }
     }
 }
@@ -201,32 +253,101 @@ pub fn init() -> Result<(), CannError> {
     check("aclInit", unsafe { ffi::aclInit(core::ptr::null()) })
 }
 
-/// The host's handle on one device: selected with `aclrtSetDevice`, released on drop.
+/// A device program found in the device library: handle `h` is entry `h - 1`.
+#[derive(Debug)]
+struct Program {
+    kind: ProgramKind,
+    name: String,
+    func: ffi::AclrtFuncHandle,
+}
+
+/// What a device and its streams share: the device is reset, and its library unloaded, when
+/// the last of them is dropped (so no stream outlives its device). Not `Send`: the device was
+/// selected (`aclrtSetDevice`) for the thread that opened it.
+#[derive(Debug)]
+struct Shared {
+    id: i32,
+    /// The device library the board named (AICore programs), if any.
+    library: Option<ffi::AclrtBinHandle>,
+    /// Device programs looked up so far.
+    programs: RefCell<Vec<Program>>,
+    /// When the device was opened (the origin of the host-side [`Clock`]).
+    opened: Instant,
+}
+
+impl Shared {
+    /// The function of program `handle`, if it is a program of `kind`.
+    fn function(&self, kind: ProgramKind, handle: Handle) -> Option<ffi::AclrtFuncHandle> {
+        let programs = self.programs.borrow();
+        let p = programs.get(usize::try_from(handle.0.checked_sub(1)?).ok()?)?;
+        (p.kind == kind).then_some(p.func)
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(lib) = self.library.take() {
+            // SAFETY: `lib` is the live handle loaded by `open_with_library`, unloaded once;
+            // every function looked up in it dies with this table.
+            let _ = unsafe { ffi::aclrtBinaryUnLoad(lib) };
+        }
+        // SAFETY: plain integer argument; the device was set by `open`. A failure cannot be
+        // reported from drop and leaves nothing to clean up.
+        let _ = unsafe { ffi::aclrtResetDevice(self.id) };
+    }
+}
+
+/// The host's handle on one device: selected with `aclrtSetDevice`, released (after its last
+/// stream) on drop.
 #[derive(Debug)]
 pub struct CannDevice {
-    id: i32,
+    shared: Rc<Shared>,
 }
 
 impl CannDevice {
-    /// Select device `id` for this thread (`aclrtSetDevice`).
+    /// Select device `id` for this thread (`aclrtSetDevice`), with no device library: AICore
+    /// programs cannot be loaded by name (see [`CannDevice::open_with_library`]).
     pub fn open(id: i32) -> Result<CannDevice, CannError> {
+        Self::open_inner(id, None)
+    }
+
+    /// Select device `id` and load the device library `library` (`aclrtBinaryLoadFromFile`):
+    /// the binary the board names, holding the runtime's AICore programs, which
+    /// [`Loader::load_program`] looks up by symbol.
+    pub fn open_with_library(id: i32, library: &CStr) -> Result<CannDevice, CannError> {
+        Self::open_inner(id, Some(library))
+    }
+
+    fn open_inner(id: i32, library: Option<&CStr>) -> Result<CannDevice, CannError> {
         // SAFETY: plain integer argument.
         check("aclrtSetDevice", unsafe { ffi::aclrtSetDevice(id) })?;
-        Ok(CannDevice { id })
+        // From here on, dropping `shared` resets the device (and unloads the library).
+        let mut shared = Shared { id, library: None, programs: RefCell::new(Vec::new()), opened: Instant::now() };
+        if let Some(path) = library {
+            let mut raw: ffi::AclrtBinHandle = core::ptr::null_mut();
+            // SAFETY: `path` is NUL-terminated and outlives the call; null options select the
+            // defaults; `raw` is a valid out-pointer.
+            check("aclrtBinaryLoadFromFile", unsafe {
+                ffi::aclrtBinaryLoadFromFile(path.as_ptr(), core::ptr::null_mut(), &mut raw)
+            })?;
+            shared.library = Some(raw);
+        }
+        Ok(CannDevice { shared: Rc::new(shared) })
     }
 
     /// The device id.
     pub fn id(&self) -> i32 {
-        self.id
+        self.shared.id
     }
 
     /// A new stream on this device (the run needs two: one for the AICPU program, one for the
-    /// AICore program — never both on one stream, which deadlocks).
-    pub fn create_stream(&self) -> Result<CannStream<'_>, CannError> {
+    /// AICore program — never both on one stream, which deadlocks; [`CannHost::create_streams`]
+    /// makes that unrepresentable).
+    pub fn create_stream(&self) -> Result<CannStream, CannError> {
         let mut raw: ffi::AclrtStream = core::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer for the stream handle.
         check("aclrtCreateStream", unsafe { ffi::aclrtCreateStream(&mut raw) })?;
-        Ok(CannStream { raw, events: VecDeque::new(), next_seq: 0, _dev: PhantomData })
+        Ok(CannStream { raw, events: VecDeque::new(), next_seq: 0, shared: self.shared.clone() })
     }
 
     /// Load a device binary (`aclrtBinaryLoadFromFile`).
@@ -240,26 +361,82 @@ impl CannDevice {
         Ok(CannBinary { raw, _dev: PhantomData })
     }
 
-    /// `pto_hal::KernelLoader::load_kernel` cannot be provided: it hands over a host function
-    /// pointer, which a device cannot call. Always `Unsupported`; load a device binary with
-    /// [`CannDevice::load_binary`] instead.
-    pub fn load_kernel_fn(&self, _kernel: pto_hal::KernelFn, _core: pto_hal::CoreType) -> Result<u64, CannError> {
-        Err(CannError::Unsupported(
-            "a host KernelFn cannot run on a device core: kernels must be device binaries \
-             (load_binary + function), which pto_hal::KernelLoader cannot name",
-        ))
-    }
-
     fn dev_ptr(addr: GmAddr) -> *mut c_void {
         addr.0 as usize as *mut c_void
     }
 }
 
-impl Drop for CannDevice {
-    fn drop(&mut self) {
-        // SAFETY: plain integer argument; the device was set by `open`. A failure cannot be
-        // reported from drop and leaves nothing to clean up.
-        let _ = unsafe { ffi::aclrtResetDevice(self.id) };
+impl Loader for CannDevice {
+    /// AICore programs: `name` looked up in the device library (`aclrtBinaryGetFunction`); the
+    /// same name twice gives the same handle. AICPU programs: `Unsupported` (see the module
+    /// docs), naming the program.
+    fn load_program(&self, kind: ProgramKind, name: &str) -> Result<Handle, CannError> {
+        if kind == ProgramKind::Aicpu {
+            return Err(CannError::UnsupportedProgram {
+                kind,
+                name: name.into(),
+                missing: "AICPU programs are CPU kernels of the AICPU image; the vendor's CPU-kernel \
+                          load/launch calls are not bound",
+            });
+        }
+        let Some(lib) = self.shared.library else {
+            return Err(CannError::UnsupportedProgram {
+                kind,
+                name: name.into(),
+                missing: "no device library: the board opens the device with CannDevice::open_with_library",
+            });
+        };
+        let mut programs = self.shared.programs.borrow_mut();
+        if let Some(i) = programs.iter().position(|p| p.kind == kind && p.name == name) {
+            return Ok(Handle(i as u64 + 1));
+        }
+        let symbol =
+            CString::new(name).map_err(|_| CannError::InvalidArgument("device program name contains a NUL byte"))?;
+        let mut func: ffi::AclrtFuncHandle = core::ptr::null_mut();
+        // SAFETY: `lib` is the live library handle (unloaded only when `Shared` drops); `symbol`
+        // is NUL-terminated and outlives the call; `func` is a valid out-pointer.
+        let code = unsafe { ffi::aclrtBinaryGetFunction(lib, symbol.as_ptr(), &mut func) };
+        if code != ffi::ACL_SUCCESS {
+            return Err(CannError::UnknownProgram { name: name.into(), call: "aclrtBinaryGetFunction", code });
+        }
+        programs.push(Program { kind, name: name.into(), func });
+        Ok(Handle(programs.len() as u64))
+    }
+
+    /// Always `Unsupported`: an AICore resolves a kernel by its device address, which the bound
+    /// calls do not expose (`aclrtBinaryGetFunction` returns a host-side handle). Launch a
+    /// kernel function directly with [`CannDevice::load_binary`] + [`CannStream::launch`].
+    fn load_kernel(&self, _kernel: &KernelSource<'_>) -> Result<Handle, CannError> {
+        Err(CannError::Unsupported(
+            "kernel handles for AICores need the kernel's device address; the vendor's \
+             function-address query is not bound (aclrtBinaryGetFunction gives a host handle)",
+        ))
+    }
+
+    /// Always `Unsupported`: orchestrations are linked into the AICPU image and installed there
+    /// ([`install_programs`](crate::install_programs)); the host cannot place one on the device.
+    fn load_orchestration<F: Copy + Send + Sync + PartialEq + 'static>(
+        &self,
+        _program: &OrchestrationSource<'_, F>,
+    ) -> Result<Handle, CannError> {
+        Err(CannError::Unsupported(
+            "orchestrations are linked into the AICPU image (install_programs); the image's program \
+             table has no names for a host to look one up by",
+        ))
+    }
+}
+
+/// The host's view of time: **not** the device counter (the bound calls have no host read of
+/// it), but the host's monotonic clock since the device was opened, counted at the chip's
+/// counter frequency. Good for converting budgets between microseconds and device ticks; never
+/// compare its values with device timestamps.
+impl Clock for CannDevice {
+    fn now_ticks(&self) -> Ticks {
+        let us = self.shared.opened.elapsed().as_micros();
+        (us * crate::COUNTER_HZ as u128 / 1_000_000).min(u64::MAX as u128) as u64
+    }
+    fn freq_hz(&self) -> u64 {
+        crate::COUNTER_HZ
     }
 }
 
@@ -374,39 +551,40 @@ pub struct CannEvent {
     seq: u64,
 }
 
-/// A vendor stream with its recorded events; destroyed (events included) on drop.
+/// A vendor stream with its recorded events; destroyed (events included) on drop. It keeps its
+/// device open.
 ///
 /// Events are created per record and destroyed once known complete: an event recorded after
 /// another on the same stream completes after it, so completion of the newest retires every
 /// older one.
 #[derive(Debug)]
-pub struct CannStream<'d> {
+pub struct CannStream {
     raw: ffi::AclrtStream,
     events: VecDeque<(u64, ffi::AclrtEvent)>,
     next_seq: u64,
-    _dev: PhantomData<&'d CannDevice>,
+    shared: Rc<Shared>,
 }
 
-impl CannStream<'_> {
+impl CannStream {
     /// Launch `func` on `block_dim` cores with `args` (copied by the runtime at submission).
     pub fn launch(&mut self, func: &CannFunction<'_>, block_dim: u32, args: &[u8]) -> Result<(), CannError> {
+        // SAFETY: `func.raw` is a live function handle: its binary outlives the borrow `func`
+        // holds.
+        unsafe { self.launch_raw(func.raw, block_dim, args) }
+    }
+
+    /// # Safety
+    ///
+    /// `func` is a live function handle of this stream's device.
+    unsafe fn launch_raw(&mut self, func: ffi::AclrtFuncHandle, block_dim: u32, args: &[u8]) -> Result<(), CannError> {
         if block_dim == 0 {
             return Err(CannError::InvalidArgument("kernel launch on zero cores"));
         }
-        // SAFETY: `func.raw` is a live function handle (its binary outlives it); `args` is
-        // valid for `args.len()` bytes during the call, which copies it; `self.raw` is live.
+        // SAFETY: `func` is live (the caller's promise); `args` is valid for `args.len()` bytes
+        // during the call, which copies it; `self.raw` is live.
         check("aclrtLaunchKernel", unsafe {
-            ffi::aclrtLaunchKernel(func.raw, block_dim, args.as_ptr() as *const c_void, args.len(), self.raw)
+            ffi::aclrtLaunchKernel(func, block_dim, args.as_ptr() as *const c_void, args.len(), self.raw)
         })
-    }
-
-    /// The HAL's `launch_aicpu` / `launch_aicore` shape (a host function pointer as the entry)
-    /// cannot be provided on hardware. Always `Unsupported`.
-    pub fn launch_entry(&mut self) -> Result<(), CannError> {
-        Err(CannError::Unsupported(
-            "pto_hal AicpuStream/AicoreStream launch a host fn pointer; a device runs device binaries \
-             (AICPU .so via the vendor's CPU-kernel launch, AICore .o via a function handle)",
-        ))
     }
 
     fn status(&self, ev: ffi::AclrtEvent) -> Result<bool, CannError> {
@@ -442,7 +620,7 @@ impl CannStream<'_> {
     }
 }
 
-impl Drop for CannStream<'_> {
+impl Drop for CannStream {
     fn drop(&mut self) {
         for (_, ev) in self.events.drain(..) {
             // SAFETY: each event is live and destroyed once.
@@ -453,11 +631,11 @@ impl Drop for CannStream<'_> {
     }
 }
 
-impl ErrorType for CannStream<'_> {
+impl ErrorType for CannStream {
     type Error = CannError;
 }
 
-impl Stream for CannStream<'_> {
+impl Stream for CannStream {
     type Event = CannEvent;
 
     fn record_event(&mut self) -> Result<CannEvent, CannError> {
@@ -522,5 +700,89 @@ impl Stream for CannStream<'_> {
             }
             code => Err(CannError::DeviceFault { call: "aclrtSynchronizeStreamWithTimeout", code }),
         }
+    }
+}
+
+/// The stream of a run that carries the AICPU program (see [`CannHost::create_streams`]).
+#[derive(Debug)]
+pub struct CannAicpuStream(pub CannStream);
+
+/// The stream of a run that carries the AICore program (see [`CannHost::create_streams`]).
+#[derive(Debug)]
+pub struct CannAicoreStream(pub CannStream);
+
+macro_rules! delegate_stream {
+    ($ty:ident) => {
+        impl ErrorType for $ty {
+            type Error = CannError;
+        }
+
+        impl Stream for $ty {
+            type Event = CannEvent;
+            fn record_event(&mut self) -> Result<CannEvent, CannError> {
+                self.0.record_event()
+            }
+            fn query_event(&self, ev: CannEvent) -> Result<bool, CannError> {
+                self.0.query_event(ev)
+            }
+            fn wait_event(&self, ev: CannEvent, timeout_us: u64) -> Result<(), CannError> {
+                self.0.wait_event(ev, timeout_us)
+            }
+            fn synchronize(&mut self, timeout_us: u64) -> Result<(), CannError> {
+                self.0.synchronize(timeout_us)
+            }
+        }
+    };
+}
+
+delegate_stream!(CannAicpuStream);
+delegate_stream!(CannAicoreStream);
+
+impl AicpuStream for CannAicpuStream {
+    /// Always fails: no AICPU program can be loaded by this binding (see the module docs), so
+    /// `program` is not one of this device's AICPU programs — `Unsupported`, naming what is
+    /// missing.
+    fn launch_aicpu(&mut self, _program: Handle, _args: GmAddr, _threads: u32) -> Result<(), CannError> {
+        Err(CannError::Unsupported(
+            "AICPU program launch: the vendor's CPU-kernel launch is not bound (and no AICPU program handle exists)",
+        ))
+    }
+}
+
+impl AicoreStream for CannAicoreStream {
+    /// `aclrtLaunchKernel` of the program's function on `clusters` blocks; the argument block is
+    /// `args` as 8 little-endian bytes (the device address of the launch descriptor). A handle
+    /// that is not an AICore program of this device is `InvalidArgument`.
+    fn launch_aicore(&mut self, program: Handle, args: GmAddr, clusters: u32) -> Result<(), CannError> {
+        let func = self
+            .0
+            .shared
+            .function(ProgramKind::Aicore, program)
+            .ok_or(CannError::InvalidArgument("not an AICore program handle of this device"))?;
+        // SAFETY: `func` was looked up in the device library this stream's `Shared` keeps
+        // loaded, so it is live for the call.
+        unsafe { self.0.launch_raw(func, clusters, &args.0.to_le_bytes()) }
+    }
+}
+
+/// The host half of the chip over the vendor runtime: a [`HostPlatform`] whose device is a
+/// [`CannDevice`]. Its topology is the chip's; see the module docs for what its loader and
+/// streams can and cannot do. There is no device half here (the AICore side is compiled by the
+/// vendor toolchain; the AICPU agent is this crate's AICPU type).
+#[derive(Debug)]
+pub enum CannHost {}
+
+impl HostPlatform for CannHost {
+    type Error = CannError;
+    type Device = CannDevice;
+    type AicpuStream = CannAicpuStream;
+    type AicoreStream = CannAicoreStream;
+
+    fn topology(_device: &CannDevice) -> Topology {
+        crate::TOPOLOGY
+    }
+
+    fn create_streams(device: &CannDevice) -> Result<(CannAicpuStream, CannAicoreStream), CannError> {
+        Ok((CannAicpuStream(device.create_stream()?), CannAicoreStream(device.create_stream()?)))
     }
 }

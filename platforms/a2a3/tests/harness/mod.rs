@@ -95,6 +95,24 @@ impl Observer for Recorder {
     }
 }
 
+/// Compiles only when `$ty` does **not** implement the trait `$tr`: with two blanket impls of
+/// one helper trait (one for every type, one for the implementors of `$tr`) the type argument
+/// of the call is inferred only when the second does not apply. Used to prove that an AICPU
+/// agent has no AICore cache operation.
+macro_rules! assert_not_impl {
+    ($ty:ty, $tr:path) => {{
+        trait AmbiguousIfImpl<A> {
+            fn some_item() {}
+        }
+        impl<T: ?Sized> AmbiguousIfImpl<()> for T {}
+        #[allow(dead_code)]
+        struct Invalid;
+        impl<T: ?Sized + $tr> AmbiguousIfImpl<Invalid> for T {}
+        let _ = <$ty as AmbiguousIfImpl<_>>::some_item;
+    }};
+}
+pub(crate) use assert_not_impl;
+
 /// Write.
 pub fn w(core: u32, offset: u32, value: u32) -> MmioOp {
     MmioOp::Write { core, offset, value }
