@@ -2,8 +2,8 @@
 
 use pto_hal::{GmAddr, Reg, Registers};
 
-use crate::shared::gm::{GmRegion, Observer, impl_shared_agent_traits};
-use crate::shared::mmio::RegWindows;
+use pto_aarch64::{GmRegion, Observer, RegWindows};
+
 use crate::{COND_OFFSET, DMB_OFFSET, FAST_PATH_CLOSE, FAST_PATH_OFFSET, FAST_PATH_OPEN, REG_WINDOW_BYTES};
 
 /// An a2a3 AICPU thread: GM, the cores' register windows, and (on aarch64) barriers, cache
@@ -109,7 +109,7 @@ impl<'r, O: Observer> A2a3Aicpu<'r, O> {
 fn dcache_line() -> u64 {
     #[cfg(target_arch = "aarch64")]
     {
-        maintenance::dcache_line_bytes() as u64
+        pto_aarch64::arm::dcache_line_bytes() as u64
     }
     #[cfg(not(target_arch = "aarch64"))]
     {
@@ -157,7 +157,7 @@ impl Iterator for MaintenanceLines {
 
 impl ExactSizeIterator for MaintenanceLines {}
 
-impl_shared_agent_traits!(A2a3Aicpu);
+pto_aarch64::impl_aicpu_agent_traits!(A2a3Aicpu);
 
 impl<O: Observer> Registers for A2a3Aicpu<'_, O> {
     #[inline]
@@ -186,62 +186,11 @@ impl<O: Observer> Registers for A2a3Aicpu<'_, O> {
 
 #[cfg(target_arch = "aarch64")]
 mod maintenance {
-    use core::arch::asm;
-
+    use pto_aarch64::arm::{dc_civac, dc_cvac, dsb_sy, isb};
     use pto_hal::{AicpuAgent, AicpuCache, GmAddr};
 
     use super::A2a3Aicpu;
     use crate::Observer;
-    use crate::shared::arm::dsb_sy;
-
-    /// `isb`: later instructions are fetched after everything before has completed.
-    #[inline(always)]
-    pub(crate) fn isb() {
-        // SAFETY: an instruction synchronisation barrier only flushes the pipeline.
-        unsafe { asm!("isb", options(nostack, preserves_flags)) }
-    }
-
-    /// `ctr_el0`: the cache type register.
-    #[inline(always)]
-    pub(crate) fn ctr_el0() -> u64 {
-        let v: u64;
-        // SAFETY: Linux sets SCTLR_EL1.UCT so EL0 may read CTR_EL0 (or traps and emulates the read
-        // with the system-wide safe value); the read touches no memory.
-        unsafe { asm!("mrs {v}, ctr_el0", v = out(reg) v, options(nomem, nostack, preserves_flags)) }
-        v
-    }
-
-    /// The smallest data-cache line of this CPU in bytes: `4 << CTR_EL0.DminLine` (bits 19:16,
-    /// log2 of the line in 4-byte words). Data-cache maintenance by address steps by this.
-    #[inline]
-    pub(crate) fn dcache_line_bytes() -> usize {
-        4 << ((ctr_el0() >> 16) & 0xF)
-    }
-
-    /// `dc civac`: clean and invalidate the line holding `addr` to the point of coherency.
-    ///
-    /// # Safety
-    ///
-    /// `addr` lies in a page mapped readable in this process.
-    #[inline(always)]
-    unsafe fn dc_civac(addr: u64) {
-        // SAFETY: the caller promised the page is mapped readable, so the instruction cannot
-        // fault. It writes back a dirty line and drops it: the bytes every agent reads are
-        // unchanged, so no Rust-visible value changes. Without `nomem` it is a compiler
-        // barrier, keeping plain accesses on their side of it.
-        unsafe { asm!("dc civac, {a}", a = in(reg) addr, options(nostack, preserves_flags)) }
-    }
-
-    /// `dc cvac`: clean (write back) the line holding `addr` to the point of coherency.
-    ///
-    /// # Safety
-    ///
-    /// As for [`dc_civac`].
-    #[inline(always)]
-    unsafe fn dc_cvac(addr: u64) {
-        // SAFETY: as for `dc_civac`; a clean does not even drop the line.
-        unsafe { asm!("dc cvac, {a}", a = in(reg) addr, options(nostack, preserves_flags)) }
-    }
 
     impl<O: Observer> A2a3Aicpu<'_, O> {
         /// Run `op` on every line of `[addr, addr + len)` rounded out, after checking that
@@ -287,7 +236,7 @@ mod maintenance {
 
     impl<O: Observer> AicpuAgent for A2a3Aicpu<'_, O> {
         fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F> {
-            crate::shared::programs::resolve_program(handle)
+            pto_aarch64::resolve_program(handle)
         }
         /// Calls `body`: on the device a panicking program aborts the AICPU program, which the
         /// host's stream reports as a failed launch.

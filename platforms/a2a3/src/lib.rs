@@ -21,23 +21,31 @@
 //! The AICore side of real hardware is compiled by the vendor toolchain, not Rust; the Rust
 //! layouts are its ABI. There is no `Platform` for real a2a3 hardware in this crate yet.
 //!
+//! What both chips share — the GM region and the agent traits over it, barriers, MMIO windows,
+//! the generic timer, the program table and the vendor host side — is the `pto-aarch64` crate;
+//! this crate adds the chip's facts, window sequences and cache maintenance.
+//!
 //! The aarch64 primitives are tested on an emulated CPU (qemu user mode, see the repository's
 //! `.cargo/config.toml`): `cargo test -p pto-a2a3 --target aarch64-unknown-linux-gnu`.
 #![no_std]
 
-#[cfg(feature = "cann")]
-extern crate std;
-
 mod aicpu;
-mod shared;
 
 pub use aicpu::{A2a3Aicpu, MaintenanceLines};
-#[cfg(feature = "cann")]
-pub use shared::acl as cann;
 #[cfg(target_arch = "aarch64")]
-pub use shared::arm::GenericTimer;
-pub use shared::gm::{GmRegion, MmioOp, Observer};
-pub use shared::programs::{ProgramTable, install_programs, resolve_program};
+pub use pto_aarch64::arm::GenericTimer;
+pub use pto_aarch64::{GmRegion, MmioOp, Observer, ProgramTable, install_programs, resolve_program};
+
+/// Host side over the vendor runtime (feature `cann`): `pto_aarch64::cann` with this chip's
+/// facts. **Untested** (no SDK, no device): only type-checked.
+#[cfg(feature = "cann")]
+pub mod cann {
+    pub use pto_aarch64::cann::*;
+
+    /// What the host side needs to know of this chip: open a device with
+    /// `CannDevice::open(id, CHIP)`.
+    pub const CHIP: ChipFacts = ChipFacts { topology: crate::TOPOLOGY, counter_hz: crate::COUNTER_HZ };
+}
 
 /// The host-DMA coherence contract of a2a3: AICPU loads may see stale lines after host DMA.
 pub type Contract = pto_hal::HostNonCoherent;

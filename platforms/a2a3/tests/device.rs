@@ -6,13 +6,9 @@
 //! timer and the whole conformance suite — run on an emulated CPU:
 //! `cargo test -p pto-a2a3 --target aarch64-unknown-linux-gnu` (runner in `.cargo/config.toml`).
 
-use pto_a2a3 as platform;
-
-mod harness;
-
-use harness::{Arena, Recorder, Windows, r, w};
-use platform::{A2a3Aicpu, COND_OFFSET, DMB_OFFSET, FAST_PATH_OFFSET, GmRegion, MaintenanceLines, REG_WINDOW_BYTES};
+use pto_a2a3::{A2a3Aicpu, COND_OFFSET, DMB_OFFSET, FAST_PATH_OFFSET, GmRegion, MaintenanceLines, REG_WINDOW_BYTES};
 use pto_hal::{GmAddr, GmAtomic, GmMemory, LINE_BYTES, Reg, Registers, line_span};
+use pto_target_harness::mem::{Arena, Recorder, Windows, r, w};
 
 const GM_BYTES: usize = 64 * 1024;
 const CORES: usize = 4;
@@ -61,8 +57,8 @@ fn conformance_portable_parts() {
 /// any target — checked at compile time.
 #[test]
 fn the_aicpu_agent_has_no_aicore_cache_operations() {
-    harness::assert_not_impl!(A2a3Aicpu<'static, Recorder>, pto_hal::AicoreCache);
-    harness::assert_not_impl!(A2a3Aicpu<'static>, pto_hal::AicoreCache);
+    pto_target_harness::assert_not_impl!(A2a3Aicpu<'static, Recorder>, pto_hal::AicoreCache);
+    pto_target_harness::assert_not_impl!(A2a3Aicpu<'static>, pto_hal::AicoreCache);
 }
 
 #[test]
@@ -186,7 +182,7 @@ mod aarch64 {
     use pto_hal::{AicpuAgent, AicpuCache, Clock, GmMemory, HostNonCoherent};
 
     use super::*;
-    use crate::platform::GenericTimer;
+    use pto_a2a3::GenericTimer;
 
     fn assert_aicpu_agent<A: AicpuAgent + AicpuCache<Contract = HostNonCoherent>>(_: &A) {}
 
@@ -261,13 +257,27 @@ mod aarch64 {
     #[test]
     fn handoff_through_a_register_on_two_threads() {
         let rig = Rig::new();
-        harness::handoff_pair(&rig.agent(), &rig.agent(), rig.gm.addr().offset(8192), 2, false, "register");
+        pto_target_harness::mem::handoff_pair(
+            &rig.agent(),
+            &rig.agent(),
+            rig.gm.addr().offset(8192),
+            2,
+            false,
+            "register",
+        );
     }
 
     #[test]
     fn handoff_through_a_gm_flag_on_two_threads() {
         let rig = Rig::new();
-        harness::handoff_pair(&rig.agent(), &rig.agent(), rig.gm.addr().offset(16384), 0, true, "GM-flag");
+        pto_target_harness::mem::handoff_pair(
+            &rig.agent(),
+            &rig.agent(),
+            rig.gm.addr().offset(16384),
+            0,
+            true,
+            "GM-flag",
+        );
     }
 
     #[test]

@@ -2,8 +2,8 @@
 
 use pto_hal::{AicpuCache, GmAddr, Reg, Registers};
 
-use crate::shared::gm::{GmRegion, Observer, impl_shared_agent_traits};
-use crate::shared::mmio::RegWindows;
+use pto_aarch64::{GmRegion, Observer, RegWindows};
+
 use crate::{COND_OFFSET, DMB_OFFSET, REG_WINDOW_BYTES};
 
 /// An a5 AICPU thread: GM, the cores' register windows, and (on aarch64) barriers, the
@@ -83,7 +83,7 @@ impl<'r, O: Observer> A5Aicpu<'r, O> {
     }
 }
 
-impl_shared_agent_traits!(A5Aicpu);
+pto_aarch64::impl_aicpu_agent_traits!(A5Aicpu);
 
 impl<O: Observer> Registers for A5Aicpu<'_, O> {
     #[inline]
@@ -121,7 +121,7 @@ impl<O: Observer> AicpuCache for A5Aicpu<'_, O> {
 #[cfg(target_arch = "aarch64")]
 impl<O: Observer> pto_hal::AicpuAgent for A5Aicpu<'_, O> {
     fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F> {
-        crate::shared::programs::resolve_program(handle)
+        pto_aarch64::resolve_program(handle)
     }
     /// Calls `body`: on the device a panicking program aborts the AICPU program, which the
     /// host's stream reports as a failed launch.

@@ -19,26 +19,31 @@
 //! The AICore side of real hardware is compiled by the vendor toolchain, not Rust. There is no
 //! `Platform` for real a5 hardware in this crate yet.
 //!
+//! What both chips share — the GM region and the agent traits over it, barriers, MMIO windows,
+//! the generic timer, the program table and the vendor host side — is the `pto-aarch64` crate;
+//! this crate adds the chip's facts, window sequences and cache maintenance.
+//!
 //! The aarch64 primitives are tested on an emulated CPU (qemu user mode, see the repository's
 //! `.cargo/config.toml`): `cargo test -p pto-a5 --target aarch64-unknown-linux-gnu`.
 #![no_std]
 
-#[cfg(feature = "cann")]
-extern crate std;
-
 mod aicpu;
-// The AICPU/host code both chips share lives in the a2a3 crate's source tree and is compiled
-// into this crate too (platform crates never depend on each other).
-#[path = "../../a2a3/src/shared/mod.rs"]
-mod shared;
 
 pub use aicpu::A5Aicpu;
-#[cfg(feature = "cann")]
-pub use shared::acl as cann;
 #[cfg(target_arch = "aarch64")]
-pub use shared::arm::GenericTimer;
-pub use shared::gm::{GmRegion, MmioOp, Observer};
-pub use shared::programs::{ProgramTable, install_programs, resolve_program};
+pub use pto_aarch64::arm::GenericTimer;
+pub use pto_aarch64::{GmRegion, MmioOp, Observer, ProgramTable, install_programs, resolve_program};
+
+/// Host side over the vendor runtime (feature `cann`): `pto_aarch64::cann` with this chip's
+/// facts. **Untested** (no SDK, no device): only type-checked.
+#[cfg(feature = "cann")]
+pub mod cann {
+    pub use pto_aarch64::cann::*;
+
+    /// What the host side needs to know of this chip: open a device with
+    /// `CannDevice::open(id, CHIP)`.
+    pub const CHIP: ChipFacts = ChipFacts { topology: crate::TOPOLOGY, counter_hz: crate::COUNTER_HZ };
+}
 
 /// The host-DMA coherence contract of a5: coherent.
 pub type Contract = pto_hal::HostCoherent;

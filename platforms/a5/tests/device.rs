@@ -6,14 +6,9 @@
 //! run on an emulated CPU: `cargo test -p pto-a5 --target aarch64-unknown-linux-gnu` (runner in
 //! `.cargo/config.toml`).
 
-use pto_a5 as platform;
-
-#[path = "../../a2a3/tests/harness/mod.rs"]
-mod harness;
-
-use harness::{Arena, Recorder, Windows, r, w};
-use platform::{A5Aicpu, COND_OFFSET, DMB_OFFSET, GmRegion, REG_WINDOW_BYTES};
+use pto_a5::{A5Aicpu, COND_OFFSET, DMB_OFFSET, GmRegion, REG_WINDOW_BYTES};
 use pto_hal::{AicpuCache, GmAddr, GmAtomic, GmMemory, HostCoherent, Reg, Registers};
+use pto_target_harness::mem::{Arena, Recorder, Windows, r, w};
 
 const GM_BYTES: usize = 64 * 1024;
 const CORES: usize = 3;
@@ -63,8 +58,8 @@ fn conformance_portable_parts() {
 /// not an `AicoreCache`, on any target — checked at compile time.
 #[test]
 fn the_aicpu_agent_has_no_aicore_cache_operations() {
-    harness::assert_not_impl!(A5Aicpu<'static, Recorder>, pto_hal::AicoreCache);
-    harness::assert_not_impl!(A5Aicpu<'static>, pto_hal::AicoreCache);
+    pto_target_harness::assert_not_impl!(A5Aicpu<'static, Recorder>, pto_hal::AicoreCache);
+    pto_target_harness::assert_not_impl!(A5Aicpu<'static>, pto_hal::AicoreCache);
 }
 
 #[test]
@@ -143,7 +138,7 @@ mod aarch64 {
     use pto_hal::{AicpuAgent, Clock};
 
     use super::*;
-    use crate::platform::GenericTimer;
+    use pto_a5::GenericTimer;
 
     fn assert_aicpu_agent<A: AicpuAgent>(_: &A) {}
 
@@ -184,13 +179,27 @@ mod aarch64 {
     #[test]
     fn handoff_through_a_register_on_two_threads() {
         let rig = Rig::new();
-        harness::handoff_pair(&rig.agent(), &rig.agent(), rig.gm.addr().offset(8192), 1, false, "register");
+        pto_target_harness::mem::handoff_pair(
+            &rig.agent(),
+            &rig.agent(),
+            rig.gm.addr().offset(8192),
+            1,
+            false,
+            "register",
+        );
     }
 
     #[test]
     fn handoff_through_a_gm_flag_on_two_threads() {
         let rig = Rig::new();
-        harness::handoff_pair(&rig.agent(), &rig.agent(), rig.gm.addr().offset(16384), 0, true, "GM-flag");
+        pto_target_harness::mem::handoff_pair(
+            &rig.agent(),
+            &rig.agent(),
+            rig.gm.addr().offset(16384),
+            0,
+            true,
+            "GM-flag",
+        );
     }
 
     #[test]

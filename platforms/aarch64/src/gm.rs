@@ -48,13 +48,18 @@ impl GmRegion {
     }
     /// The address of `[addr, addr + len)` as a pointer, after checking the range lies in the
     /// region and `addr` is aligned to `align`. Panics otherwise: on the device an access
-    /// outside GM is a fault, reported with the address instead of corrupting memory.
+    /// outside GM is a fault, reported with the address instead of corrupting memory. `align`
+    /// is a power of two.
+    ///
+    /// The pointer is only a number: whether it may be dereferenced is the promise of whoever
+    /// built the region (an agent's `unsafe` constructor).
     #[inline]
     #[track_caller]
-    pub(crate) fn ptr(&self, addr: GmAddr, len: u64, align: u64) -> *mut u8 {
+    pub fn ptr(&self, addr: GmAddr, len: u64, align: u64) -> *mut u8 {
         if !self.contains(addr, len) {
             panic!("AICPU access {:#x}+{} outside the mapped GM region {:#x}+{:#x}", addr.0, len, self.base, self.len);
         }
+        debug_assert!(align.is_power_of_two());
         if addr.0 & (align - 1) != 0 {
             panic!("misaligned AICPU GM access at {:#x} (needs {}-byte alignment)", addr.0, align);
         }
@@ -110,15 +115,20 @@ pub trait Observer {
 impl Observer for () {}
 
 /// Implements the traits both chips' AICPU agents share — `GmAtomic`, `GmMemory` (all targets)
-/// and, on aarch64, `Barriers`, `Clock` and `Events` — for `$ty<'r, O>`, a struct with fields
-/// `gm: GmRegion` and `obs: O` whose constructor carries the GM safety contract.
-macro_rules! impl_shared_agent_traits {
+/// and, on aarch64, `Barriers`, `Clock` and `Events` — for `$ty<'r, O>`, a struct of the
+/// calling crate with fields `gm: GmRegion` and `obs: O: Observer` whose `unsafe` constructor
+/// carries the GM safety contract (every byte of `gm` mapped, readable and writable for the
+/// agent's life; shared words accessed only atomically).
+///
+/// It also adds a private inherent method `word(&self, GmAddr) -> &AtomicU64` to `$ty`.
+#[macro_export]
+macro_rules! impl_aicpu_agent_traits {
     ($ty:ident) => {
         impl<O: $crate::Observer> $ty<'_, O> {
             /// The GM word at `addr` as an atomic (checked: inside the region, 8-aligned).
             #[inline]
             #[track_caller]
-            fn word(&self, addr: pto_hal::GmAddr) -> &core::sync::atomic::AtomicU64 {
+            fn word(&self, addr: $crate::__hal::GmAddr) -> &core::sync::atomic::AtomicU64 {
                 let p = self.gm.ptr(addr, 8, 8) as *mut u64;
                 // SAFETY: `p` is 8-aligned and its 8 bytes lie inside the GM region, which the
                 // agent's `unsafe` constructor promised is mapped, readable and writable for the
@@ -129,41 +139,41 @@ macro_rules! impl_shared_agent_traits {
             }
         }
 
-        impl<O: $crate::Observer> pto_hal::GmAtomic for $ty<'_, O> {
+        impl<O: $crate::Observer> $crate::__hal::GmAtomic for $ty<'_, O> {
             #[inline]
-            fn query(&self, addr: pto_hal::GmAddr) -> u64 {
+            fn query(&self, addr: $crate::__hal::GmAddr) -> u64 {
                 self.word(addr).load(core::sync::atomic::Ordering::Acquire)
             }
             #[inline]
-            fn store_direct(&self, addr: pto_hal::GmAddr, value: u64) {
+            fn store_direct(&self, addr: $crate::__hal::GmAddr, value: u64) {
                 self.word(addr).store(value, core::sync::atomic::Ordering::Release);
                 self.obs.gm_store(addr);
-                $crate::shared::barrier::store_store();
+                $crate::barrier::store_store();
             }
             #[inline]
-            fn store_direct_u32(&self, addr: pto_hal::GmAddr, value: u32) {
+            fn store_direct_u32(&self, addr: $crate::__hal::GmAddr, value: u32) {
                 let p = self.gm.ptr(addr, 4, 4) as *mut u32;
                 // SAFETY: as for `word`: 4-aligned, inside the mapped region, accessed
                 // atomically. A 32-bit store is single-copy atomic and touches only its 4 bytes.
                 let w = unsafe { core::sync::atomic::AtomicU32::from_ptr(p) };
                 w.store(value, core::sync::atomic::Ordering::Release);
                 self.obs.gm_store(addr);
-                $crate::shared::barrier::store_store();
+                $crate::barrier::store_store();
             }
             #[inline]
-            fn swap(&self, addr: pto_hal::GmAddr, value: u64) -> u64 {
+            fn swap(&self, addr: $crate::__hal::GmAddr, value: u64) -> u64 {
                 let old = self.word(addr).swap(value, core::sync::atomic::Ordering::AcqRel);
                 self.obs.gm_store(addr);
                 old
             }
             #[inline]
-            fn fetch_add(&self, addr: pto_hal::GmAddr, value: u64) -> u64 {
+            fn fetch_add(&self, addr: $crate::__hal::GmAddr, value: u64) -> u64 {
                 let old = self.word(addr).fetch_add(value, core::sync::atomic::Ordering::AcqRel);
                 self.obs.gm_store(addr);
                 old
             }
             #[inline]
-            fn compare_exchange(&self, addr: pto_hal::GmAddr, expected: u64, desired: u64) -> u64 {
+            fn compare_exchange(&self, addr: $crate::__hal::GmAddr, expected: u64, desired: u64) -> u64 {
                 use core::sync::atomic::Ordering::{AcqRel, Acquire};
                 match self.word(addr).compare_exchange(expected, desired, AcqRel, Acquire) {
                     Ok(seen) => {
@@ -176,7 +186,7 @@ macro_rules! impl_shared_agent_traits {
             /// One 64-bit load of the word at `addr` (8-aligned): `(bytes 0..4, bytes 4..8)` as
             /// little-endian `u32`s — a single-copy atomic view of both halves.
             #[inline]
-            fn query_u32_pair(&self, addr: pto_hal::GmAddr) -> (u32, u32) {
+            fn query_u32_pair(&self, addr: $crate::__hal::GmAddr) -> (u32, u32) {
                 let v = self.word(addr).load(core::sync::atomic::Ordering::Acquire);
                 (v as u32, (v >> 32) as u32)
             }
@@ -184,9 +194,9 @@ macro_rules! impl_shared_agent_traits {
             // nothing would change.
         }
 
-        impl<O: $crate::Observer> pto_hal::GmMemory for $ty<'_, O> {
+        impl<O: $crate::Observer> $crate::__hal::GmMemory for $ty<'_, O> {
             #[inline]
-            fn read(&self, addr: pto_hal::GmAddr, dst: &mut [u8]) {
+            fn read(&self, addr: $crate::__hal::GmAddr, dst: &mut [u8]) {
                 let src = self.gm.ptr(addr, dst.len() as u64, 1);
                 // SAFETY: `[src, src + dst.len())` lies inside the mapped GM region (checked);
                 // `dst` is a distinct live buffer of that length. `copy` tolerates overlap, so
@@ -194,7 +204,7 @@ macro_rules! impl_shared_agent_traits {
                 unsafe { core::ptr::copy(src as *const u8, dst.as_mut_ptr(), dst.len()) }
             }
             #[inline]
-            fn write(&self, addr: pto_hal::GmAddr, src: &[u8]) {
+            fn write(&self, addr: $crate::__hal::GmAddr, src: &[u8]) {
                 let dst = self.gm.ptr(addr, src.len() as u64, 1);
                 // SAFETY: as for `read`, with the roles swapped; the region is writable.
                 unsafe { core::ptr::copy(src.as_ptr(), dst, src.len()) }
@@ -202,45 +212,45 @@ macro_rules! impl_shared_agent_traits {
         }
 
         #[cfg(target_arch = "aarch64")]
-        impl<O: $crate::Observer> pto_hal::Barriers for $ty<'_, O> {
+        impl<O: $crate::Observer> $crate::__hal::Barriers for $ty<'_, O> {
             /// `dsb ld`.
             #[inline(always)]
             fn rmb(&self) {
-                $crate::shared::arm::dsb_ld()
+                $crate::arm::dsb_ld()
             }
             /// `dsb st`.
             #[inline(always)]
             fn wmb(&self) {
-                $crate::shared::arm::dsb_st()
+                $crate::arm::dsb_st()
             }
             /// `dmb ishst`.
             #[inline(always)]
             fn store_store(&self) {
-                $crate::shared::arm::dmb_ishst()
+                $crate::arm::dmb_ishst()
             }
             /// `dsb sy`.
             #[inline(always)]
             fn full(&self) {
-                $crate::shared::arm::dsb_sy()
+                $crate::arm::dsb_sy()
             }
             /// `dsb sy` (an AICore operation; on the AICPU the strongest barrier there is).
             #[inline(always)]
             fn store_barrier(&self) {
-                $crate::shared::arm::dsb_sy()
+                $crate::arm::dsb_sy()
             }
         }
 
         #[cfg(target_arch = "aarch64")]
-        impl<O: $crate::Observer> pto_hal::Clock for $ty<'_, O> {
+        impl<O: $crate::Observer> $crate::__hal::Clock for $ty<'_, O> {
             /// `cntvct_el0` (after an `isb`, so the read is not hoisted above earlier code).
             #[inline]
-            fn now_ticks(&self) -> pto_hal::Ticks {
-                $crate::shared::arm::cntvct()
+            fn now_ticks(&self) -> $crate::__hal::Ticks {
+                $crate::arm::cntvct()
             }
             /// `cntfrq_el0`.
             #[inline]
             fn freq_hz(&self) -> u64 {
-                $crate::shared::arm::cntfrq()
+                $crate::arm::cntfrq()
             }
         }
 
@@ -249,10 +259,10 @@ macro_rules! impl_shared_agent_traits {
         /// until the next timer event. Each call spins briefly and returns; callers re-check
         /// their condition and budget, as the HAL requires.
         #[cfg(target_arch = "aarch64")]
-        impl<O: $crate::Observer> pto_hal::Events for $ty<'_, O> {
+        impl<O: $crate::Observer> $crate::__hal::Events for $ty<'_, O> {
             #[inline]
-            fn wait_for_event(&self, deadline: pto_hal::Ticks) {
-                if $crate::shared::arm::cntvct() < deadline {
+            fn wait_for_event(&self, deadline: $crate::__hal::Ticks) {
+                if $crate::arm::cntvct() < deadline {
                     core::hint::spin_loop();
                 }
             }
@@ -260,12 +270,11 @@ macro_rules! impl_shared_agent_traits {
             #[inline(always)]
             fn send_event(&self) {}
             #[inline]
-            fn wait_for_word(&self, addr: pto_hal::GmAddr, seen: u64, deadline: pto_hal::Ticks) {
-                if pto_hal::GmAtomic::query(self, addr) == seen && $crate::shared::arm::cntvct() < deadline {
+            fn wait_for_word(&self, addr: $crate::__hal::GmAddr, seen: u64, deadline: $crate::__hal::Ticks) {
+                if $crate::__hal::GmAtomic::query(self, addr) == seen && $crate::arm::cntvct() < deadline {
                     core::hint::spin_loop();
                 }
             }
         }
     };
 }
-pub(crate) use impl_shared_agent_traits;

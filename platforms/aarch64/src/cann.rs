@@ -253,6 +253,16 @@ pub fn init() -> Result<(), CannError> {
     check("aclInit", unsafe { ffi::aclInit(core::ptr::null()) })
 }
 
+/// What the host side needs to know of the chip it drives; each chip crate has its constant
+/// (`pto_a2a3::cann::CHIP`, `pto_a5::cann::CHIP`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ChipFacts {
+    /// The chip's topology ([`HostPlatform::topology`] of a device).
+    pub topology: Topology,
+    /// The device counter frequency in Hz (the host-side [`Clock`] counts at it).
+    pub counter_hz: u64,
+}
+
 /// A device program found in the device library: handle `h` is entry `h - 1`.
 #[derive(Debug)]
 struct Program {
@@ -267,6 +277,8 @@ struct Program {
 #[derive(Debug)]
 struct Shared {
     id: i32,
+    /// The chip's facts (topology, counter frequency).
+    chip: ChipFacts,
     /// The device library the board named (AICore programs), if any.
     library: Option<ffi::AclrtBinHandle>,
     /// Device programs looked up so far.
@@ -306,23 +318,24 @@ pub struct CannDevice {
 
 impl CannDevice {
     /// Select device `id` for this thread (`aclrtSetDevice`), with no device library: AICore
-    /// programs cannot be loaded by name (see [`CannDevice::open_with_library`]).
-    pub fn open(id: i32) -> Result<CannDevice, CannError> {
-        Self::open_inner(id, None)
+    /// programs cannot be loaded by name (see [`CannDevice::open_with_library`]). `chip` is what
+    /// the host needs to know of the chip (each chip crate has its `cann::CHIP`).
+    pub fn open(id: i32, chip: ChipFacts) -> Result<CannDevice, CannError> {
+        Self::open_inner(id, chip, None)
     }
 
     /// Select device `id` and load the device library `library` (`aclrtBinaryLoadFromFile`):
     /// the binary the board names, holding the runtime's AICore programs, which
     /// [`Loader::load_program`] looks up by symbol.
-    pub fn open_with_library(id: i32, library: &CStr) -> Result<CannDevice, CannError> {
-        Self::open_inner(id, Some(library))
+    pub fn open_with_library(id: i32, chip: ChipFacts, library: &CStr) -> Result<CannDevice, CannError> {
+        Self::open_inner(id, chip, Some(library))
     }
 
-    fn open_inner(id: i32, library: Option<&CStr>) -> Result<CannDevice, CannError> {
+    fn open_inner(id: i32, chip: ChipFacts, library: Option<&CStr>) -> Result<CannDevice, CannError> {
         // SAFETY: plain integer argument.
         check("aclrtSetDevice", unsafe { ffi::aclrtSetDevice(id) })?;
         // From here on, dropping `shared` resets the device (and unloads the library).
-        let mut shared = Shared { id, library: None, programs: RefCell::new(Vec::new()), opened: Instant::now() };
+        let mut shared = Shared { id, chip, library: None, programs: RefCell::new(Vec::new()), opened: Instant::now() };
         if let Some(path) = library {
             let mut raw: ffi::AclrtBinHandle = core::ptr::null_mut();
             // SAFETY: `path` is NUL-terminated and outlives the call; null options select the
@@ -433,10 +446,10 @@ impl Loader for CannDevice {
 impl Clock for CannDevice {
     fn now_ticks(&self) -> Ticks {
         let us = self.shared.opened.elapsed().as_micros();
-        (us * crate::COUNTER_HZ as u128 / 1_000_000).min(u64::MAX as u128) as u64
+        (us * self.shared.chip.counter_hz as u128 / 1_000_000).min(u64::MAX as u128) as u64
     }
     fn freq_hz(&self) -> u64 {
-        crate::COUNTER_HZ
+        self.shared.chip.counter_hz
     }
 }
 
@@ -778,8 +791,8 @@ impl HostPlatform for CannHost {
     type AicpuStream = CannAicpuStream;
     type AicoreStream = CannAicoreStream;
 
-    fn topology(_device: &CannDevice) -> Topology {
-        crate::TOPOLOGY
+    fn topology(device: &CannDevice) -> Topology {
+        device.shared.chip.topology
     }
 
     fn create_streams(device: &CannDevice) -> Result<(CannAicpuStream, CannAicoreStream), CannError> {

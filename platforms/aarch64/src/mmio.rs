@@ -4,15 +4,16 @@ use core::ptr::NonNull;
 
 use volatile::VolatilePtr;
 
-use super::gm::{MmioOp, Observer};
+use crate::gm::{MmioOp, Observer};
 
 /// The register windows of the device's cores, indexed by physical core id: one base address
 /// per core (0 for a core without a window), as the host's register-address table lists them.
 ///
-/// Constructed only by an agent's `unsafe` constructor, which promises that every non-zero base
-/// maps at least the chip's window size of device registers.
+/// Built by an agent's `unsafe` constructor, which promises that every non-zero base maps at
+/// least the chip's window size of device registers. Accesses outside a window, or to a core
+/// without one, panic (a device fault) instead of touching unmapped memory.
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct RegWindows<'r> {
+pub struct RegWindows<'r> {
     bases: &'r [u64],
     window_bytes: u32,
 }
@@ -29,7 +30,7 @@ impl<'r> RegWindows<'r> {
     /// # Panics
     ///
     /// If a non-zero base is not 4-byte aligned or the window would wrap the address space.
-    pub(crate) unsafe fn new(bases: &'r [u64], window_bytes: u32) -> Self {
+    pub unsafe fn new(bases: &'r [u64], window_bytes: u32) -> Self {
         for (core, &b) in bases.iter().enumerate() {
             if b != 0 && (b % 4 != 0 || b.checked_add(window_bytes as u64).is_none_or(|e| e > usize::MAX as u64)) {
                 panic!("register window of core {core} at {b:#x} is misaligned or wraps the address space");
@@ -39,8 +40,13 @@ impl<'r> RegWindows<'r> {
     }
 
     /// Number of windows (physical cores).
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.bases.len()
+    }
+
+    /// Whether the table has no windows at all.
+    pub fn is_empty(&self) -> bool {
+        self.bases.is_empty()
     }
 
     /// The register at `offset` of `core`'s window.
@@ -62,7 +68,7 @@ impl<'r> RegWindows<'r> {
     /// Volatile 32-bit load of `offset` in `core`'s window.
     #[inline]
     #[track_caller]
-    pub(crate) fn read<O: Observer>(&self, obs: &O, core: u32, offset: u32) -> u32 {
+    pub fn read<O: Observer>(&self, obs: &O, core: u32, offset: u32) -> u32 {
         let value = self.reg(core, offset).read();
         obs.mmio(MmioOp::Read { core, offset, value });
         value
@@ -71,7 +77,7 @@ impl<'r> RegWindows<'r> {
     /// Volatile 32-bit store of `value` to `offset` in `core`'s window.
     #[inline]
     #[track_caller]
-    pub(crate) fn write<O: Observer>(&self, obs: &O, core: u32, offset: u32, value: u32) {
+    pub fn write<O: Observer>(&self, obs: &O, core: u32, offset: u32, value: u32) {
         self.reg(core, offset).write(value);
         obs.mmio(MmioOp::Write { core, offset, value });
     }

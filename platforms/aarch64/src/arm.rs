@@ -1,4 +1,5 @@
-//! aarch64 instructions the AICPU agents use: barriers and the generic timer.
+//! aarch64 instructions the AICPU agents use: barriers, data-cache maintenance by address, and
+//! the generic timer.
 //!
 //! Every barrier is an `asm!` block without `nomem`, so it is also a compiler barrier: the
 //! compiler neither moves memory accesses across it nor caches values in registers over it.
@@ -34,6 +35,55 @@ pub fn dmb_ishst() {
 pub fn dsb_sy() {
     // SAFETY: as for `dsb_ld`.
     unsafe { asm!("dsb sy", options(nostack, preserves_flags)) }
+}
+
+/// `isb`: later instructions are fetched after everything before has completed.
+#[inline(always)]
+pub fn isb() {
+    // SAFETY: an instruction synchronisation barrier only flushes the pipeline.
+    unsafe { asm!("isb", options(nostack, preserves_flags)) }
+}
+
+/// `ctr_el0`: the cache type register.
+#[inline(always)]
+pub fn ctr_el0() -> u64 {
+    let v: u64;
+    // SAFETY: Linux sets SCTLR_EL1.UCT so EL0 may read CTR_EL0 (or traps and emulates the read
+    // with the system-wide safe value); the read touches no memory.
+    unsafe { asm!("mrs {v}, ctr_el0", v = out(reg) v, options(nomem, nostack, preserves_flags)) }
+    v
+}
+
+/// The smallest data-cache line of this CPU in bytes: `4 << CTR_EL0.DminLine` (bits 19:16,
+/// log2 of the line in 4-byte words). Data-cache maintenance by address steps by this.
+#[inline]
+pub fn dcache_line_bytes() -> usize {
+    4 << ((ctr_el0() >> 16) & 0xF)
+}
+
+/// `dc civac`: clean and invalidate the line holding `addr` to the point of coherency.
+///
+/// # Safety
+///
+/// `addr` lies in a page mapped readable in this process.
+#[inline(always)]
+pub unsafe fn dc_civac(addr: u64) {
+    // SAFETY: the caller promised the page is mapped readable, so the instruction cannot
+    // fault. It writes back a dirty line and drops it: the bytes every agent reads are
+    // unchanged, so no Rust-visible value changes. Without `nomem` it is a compiler
+    // barrier, keeping plain accesses on their side of it.
+    unsafe { asm!("dc civac, {a}", a = in(reg) addr, options(nostack, preserves_flags)) }
+}
+
+/// `dc cvac`: clean (write back) the line holding `addr` to the point of coherency.
+///
+/// # Safety
+///
+/// As for [`dc_civac`].
+#[inline(always)]
+pub unsafe fn dc_cvac(addr: u64) {
+    // SAFETY: as for `dc_civac`; a clean does not even drop the line.
+    unsafe { asm!("dc cvac, {a}", a = in(reg) addr, options(nostack, preserves_flags)) }
 }
 
 /// `cntvct_el0`, read after an `isb` so it is not executed ahead of earlier instructions.

@@ -1,12 +1,9 @@
-//! Test harness shared by the a2a3 and a5 device tests (the a5 tests include this file with
-//! `#[path]`). The including test file names its platform crate `platform` (`use pto_a2a3 as
-//! platform;`) so the [`Recorder`] implements that crate's `Observer`.
+//! Memory standing in for the device, and instrumentation, for the a2a3 and a5 agent tests.
 //!
 //! GM is a heap buffer, 64-byte aligned; register windows are heap buffers too, one per core.
 //! Under qemu there is no device memory: the buffers stand in for it. Two test threads that
 //! hand a value over through a "register" buffer use volatile 32-bit accesses on ordinary
 //! memory — outside Rust's memory model exactly as MMIO is, and single-copy atomic on aarch64.
-#![allow(dead_code)]
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::sync::Mutex;
@@ -14,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use pto_hal::GmAddr;
 
-use crate::platform::{MmioOp, Observer};
+use pto_aarch64::{MmioOp, Observer};
 
 /// A zeroed heap buffer standing in for device memory.
 pub struct Arena {
@@ -40,6 +37,10 @@ impl Arena {
     pub fn len(&self) -> u64 {
         self.layout.size() as u64
     }
+    /// Always `false`: an arena is never empty.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
     /// The 32-bit word at byte `off`, read directly (volatile).
     pub fn word32(&self, off: usize) -> u32 {
         assert!(off % 4 == 0 && off + 4 <= self.layout.size());
@@ -47,6 +48,13 @@ impl Arena {
         unsafe { std::ptr::read_volatile(self.ptr.add(off) as *const u32) }
     }
 }
+
+// SAFETY: an arena is an owned heap buffer; it is reached through raw pointers and atomics /
+// volatile accesses only (never through references), so sharing or sending the owner across
+// threads adds no aliasing beyond what those accesses already handle.
+unsafe impl Send for Arena {}
+// SAFETY: as above.
+unsafe impl Sync for Arena {}
 
 impl Drop for Arena {
     fn drop(&mut self) {
@@ -57,7 +65,9 @@ impl Drop for Arena {
 
 /// Register windows: one zeroed buffer per core, and the table of their bases.
 pub struct Windows {
+    /// The windows, by physical core id.
     pub arenas: Vec<Arena>,
+    /// Their bases (0 for a core without a window), the table an AICPU agent is built over.
     pub bases: Vec<u64>,
 }
 
@@ -73,14 +83,18 @@ impl Windows {
 /// An observer that counts `GmAtomic` stores and records every MMIO access.
 #[derive(Default)]
 pub struct Recorder {
+    /// `GmAtomic` stores so far.
     pub stores: AtomicU64,
+    /// MMIO accesses so far, in order.
     pub mmio: Mutex<Vec<MmioOp>>,
 }
 
 impl Recorder {
+    /// `GmAtomic` stores so far.
     pub fn stores(&self) -> u64 {
         self.stores.load(Ordering::SeqCst)
     }
+    /// The MMIO accesses so far (and forget them).
     pub fn take_mmio(&self) -> Vec<MmioOp> {
         std::mem::take(&mut *self.mmio.lock().unwrap())
     }
@@ -99,6 +113,7 @@ impl Observer for Recorder {
 /// one helper trait (one for every type, one for the implementors of `$tr`) the type argument
 /// of the call is inferred only when the second does not apply. Used to prove that an AICPU
 /// agent has no AICore cache operation.
+#[macro_export]
 macro_rules! assert_not_impl {
     ($ty:ty, $tr:path) => {{
         trait AmbiguousIfImpl<A> {
@@ -111,7 +126,6 @@ macro_rules! assert_not_impl {
         let _ = <$ty as AmbiguousIfImpl<_>>::some_item;
     }};
 }
-pub(crate) use assert_not_impl;
 
 /// Write.
 pub fn w(core: u32, offset: u32, value: u32) -> MmioOp {
