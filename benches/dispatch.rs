@@ -10,14 +10,11 @@
 //! against its golden. The shapes run with the simulator's memory protection as configured (on
 //! by default; `PTO_SIM_PROTECT=off` turns it off); a last section measures its cost.
 
-#[path = "../examples/common/mod.rs"]
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::ShapeKind;
 use pto::prelude::*;
+use pto_testkit::ShapeKind;
 use serde_json::json;
 
 const NS: [u32; 3] = [1, 1000, 4000];
@@ -41,7 +38,7 @@ fn main() {
     let mut rounds = 9usize;
     let mut only: Option<String> = None;
     let mut cfg = RunConfig::default();
-    let mut runtimes = common::RUNTIMES.to_vec();
+    let mut runtimes = pto_testkit::RUNTIMES.to_vec();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--only" {
@@ -54,7 +51,7 @@ fn main() {
             runtimes = match args.next().as_deref() {
                 Some("hbg") => vec![RuntimeKind::HostBuiltGraph],
                 Some("trb") => vec![RuntimeKind::TensormapRing],
-                _ => common::RUNTIMES.to_vec(),
+                _ => pto_testkit::RUNTIMES.to_vec(),
             };
         }
         if a == "--rounds" {
@@ -64,7 +61,7 @@ fn main() {
             });
         }
     }
-    let (dev, k) = common::setup().unwrap_or_else(|e| {
+    let (dev, k) = pto_testkit::setup(pto::open).unwrap_or_else(|e| {
         eprintln!("cannot open the device: {e}");
         std::process::exit(1)
     });
@@ -79,8 +76,8 @@ fn main() {
                 let mut builds = Vec::new();
                 let mut prepared = None;
                 for _ in 0..3 {
-                    let p =
-                        common::build_shape(&dev, &k, kind, n).unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
+                    let p = pto_testkit::build_shape(&dev, &k, kind, n)
+                        .unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
                     builds.push(p.graph.build_time());
                     prepared = Some(p);
                 }
@@ -225,14 +222,14 @@ fn main() {
 
 /// The host build of the fanout and independent shapes at N = 1000 and 4000 with nothing
 /// running on the device: the tensor map and graph builder alone.
-fn isolated_submission(dev: &Device, k: &common::Kernels) -> Vec<(&'static str, Duration, Duration)> {
+fn isolated_submission(dev: &Device, k: &pto_testkit::Kernels) -> Vec<(&'static str, Duration, Duration)> {
     let mut out = Vec::new();
     // Let the simulated agents of the last run stop spinning and park first.
     std::thread::sleep(Duration::from_millis(200));
     for kind in [ShapeKind::Fanout, ShapeKind::Independent] {
         let mut t = [Duration::ZERO; 2];
         for (i, n) in [1000u32, 4000].into_iter().enumerate() {
-            let p = common::build_shape(dev, k, kind, n).unwrap_or_else(|e| panic!("{e}"));
+            let p = pto_testkit::build_shape(dev, k, kind, n).unwrap_or_else(|e| panic!("{e}"));
             let times = (0..15)
                 .map(|_| {
                     let s = Instant::now();
@@ -250,11 +247,11 @@ fn isolated_submission(dev: &Device, k: &common::Kernels) -> Vec<(&'static str, 
 }
 
 /// Median run time of the chain and independent shapes at N=1000 under each cache model.
-fn cache_model_cost(dev: &Device, k: &common::Kernels, rounds: usize) -> Vec<(&'static str, Duration, Duration)> {
+fn cache_model_cost(dev: &Device, k: &pto_testkit::Kernels, rounds: usize) -> Vec<(&'static str, Duration, Duration)> {
     use pto_sim::CacheModel;
     let mut out = Vec::new();
     for kind in [ShapeKind::Chain, ShapeKind::Independent] {
-        let p = common::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
+        let p = pto_testkit::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
         let mut t = [Duration::ZERO; 2];
         for (i, model) in
             [CacheModel::Coherent, CacheModel::Faithful { seed: 1, evict_per_mille: 20 }].into_iter().enumerate()
@@ -284,14 +281,14 @@ fn cache_model_cost(dev: &Device, k: &common::Kernels, rounds: usize) -> Vec<(&'
 /// so drift on a busy host hits both alike (the minimum is the least disturbed run).
 fn protection_cost(
     dev: &Device,
-    k: &common::Kernels,
+    k: &pto_testkit::Kernels,
     runtimes: &[RuntimeKind],
     rounds: usize,
 ) -> Vec<(&'static str, RuntimeKind, [Duration; 4])> {
     let was = dev.platform().protection();
     let mut out = Vec::new();
     for kind in [ShapeKind::Chain, ShapeKind::Independent] {
-        let p = common::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
+        let p = pto_testkit::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
         for &rt in runtimes {
             let cfg = RunConfig::default().with_runtime(rt);
             let mut runs = [Vec::new(), Vec::new()];

@@ -4,12 +4,8 @@
 //!
 //! `cargo run --release --example bgemm [-- --runtime hbg|trb|both]`. Both runtimes by default.
 
-#[path = "common/mod.rs"]
-mod common;
-
-#[path = "common/attention.rs"]
-mod attention;
+use pto::board::{Board, Selected};
 
 fn main() -> std::process::ExitCode {
-    common::example_main("bgemm", attention::bgemm)
+    pto_testkit::example_main("bgemm", Selected::NAME, pto::open, pto_testkit::attention::bgemm)
 }

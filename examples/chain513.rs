@@ -2,9 +2,8 @@
 //!
 //! `cargo run --release --example chain513`
 
-#[path = "common/mod.rs"]
-mod common;
+use pto::board::{Board, Selected};
 
 fn main() -> std::process::ExitCode {
-    common::example_main("chain513", common::chain513)
+    pto_testkit::example_main("chain513", Selected::NAME, pto::open, pto_testkit::chain513)
 }

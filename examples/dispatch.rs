@@ -3,12 +3,9 @@
 //!
 //! `cargo run --release --example dispatch [N]`
 
-#[path = "common/mod.rs"]
-mod common;
-
 use std::process::ExitCode;
 
-use common::ShapeKind;
+use pto_testkit::ShapeKind;
 
 fn main() -> ExitCode {
     let n: u32 = match std::env::args().nth(1).map(|s| s.parse()) {
@@ -19,7 +16,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (dev, k) = match common::setup() {
+    let (dev, k) = match pto_testkit::setup(pto::open) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("dispatch: cannot open the device: {e}");
@@ -28,8 +25,8 @@ fn main() -> ExitCode {
     };
     let mut ok = true;
     for kind in ShapeKind::ALL {
-        for rt in common::RUNTIMES {
-            let result = common::build_shape(&dev, &k, kind, n).and_then(|p| {
+        for rt in pto_testkit::RUNTIMES {
+            let result = pto_testkit::build_shape(&dev, &k, kind, n).and_then(|p| {
                 let r = p.run_checked(&dev, rt)?;
                 // Submission: the host graph build, or the device orchestrator's own time.
                 let submit = r.orchestration.unwrap_or(p.graph.build_time());

@@ -1,11 +1,10 @@
 //! The `manual_scope` workload on both runtimes (`--runtime hbg|trb|both`), checked against its
-//! golden. See `examples/common/mod.rs` for the orchestration.
+//! golden. See `testkit/src/lib.rs` for the orchestration.
 //!
 //! `cargo run --release --example manual_scope`
 
-#[path = "common/mod.rs"]
-mod common;
+use pto::board::{Board, Selected};
 
 fn main() -> std::process::ExitCode {
-    common::example_main("manual_scope", common::manual_scope)
+    pto_testkit::example_main("manual_scope", Selected::NAME, pto::open, pto_testkit::manual_scope)
 }

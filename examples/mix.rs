@@ -2,9 +2,8 @@
 //!
 //! `cargo run --release --example mix`
 
-#[path = "common/mod.rs"]
-mod common;
+use pto::board::{Board, Selected};
 
 fn main() -> std::process::ExitCode {
-    common::example_main("mix", common::mix)
+    pto_testkit::example_main("mix", Selected::NAME, pto::open, pto_testkit::mix)
 }

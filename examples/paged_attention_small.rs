@@ -6,12 +6,13 @@
 //! `cargo run --release --example paged_attention_small [-- --runtime hbg|trb|both]`. Both
 //! runtimes by default.
 
-#[path = "common/mod.rs"]
-mod common;
-
-#[path = "common/attention.rs"]
-mod attention;
+use pto::board::{Board, Selected};
 
 fn main() -> std::process::ExitCode {
-    common::example_main("paged_attention_small", attention::paged_attention_small)
+    pto_testkit::example_main(
+        "paged_attention_small",
+        Selected::NAME,
+        pto::open,
+        pto_testkit::attention::paged_attention_small,
+    )
 }

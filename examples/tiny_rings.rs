@@ -1,11 +1,10 @@
 //! The `tiny_rings` workload on both runtimes (`--runtime hbg|trb|both`), checked against its
-//! golden. See `examples/common/mod.rs` for the orchestration.
+//! golden. See `testkit/src/lib.rs` for the orchestration.
 //!
 //! `cargo run --release --example tiny_rings`
 
-#[path = "common/mod.rs"]
-mod common;
+use pto::board::{Board, Selected};
 
 fn main() -> std::process::ExitCode {
-    common::example_main("tiny_rings", common::tiny_rings)
+    pto_testkit::example_main("tiny_rings", Selected::NAME, pto::open, pto_testkit::tiny_rings)
 }

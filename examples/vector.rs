@@ -4,9 +4,8 @@
 //! `cargo run --release --example vector [-- --runtime hbg|trb|both]` (add
 //! `--features board-sim-a5` for the a5 board). Both runtimes by default.
 
-#[path = "common/mod.rs"]
-mod common;
+use pto::board::{Board, Selected};
 
 fn main() -> std::process::ExitCode {
-    common::example_main("vector", common::vector)
+    pto_testkit::example_main("vector", Selected::NAME, pto::open, pto_testkit::vector)
 }

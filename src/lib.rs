@@ -34,31 +34,14 @@ pub use pto_runtime as runtime;
 pub use pto_runtime::host::{Error, Program, RingConfig, RunConfig, RunReport};
 
 /// Boards, and the one this build selected.
+///
+/// The `board-*` features of this package are pto-boards' own: its build script resolves them
+/// to [`board::Selected`] (a non-default board wins over the default; two non-default boards,
+/// or none, fail the build naming the features), and only the boards whose platforms are
+/// enabled are compiled — so this module holds the selected board and whichever others this
+/// build enabled.
 pub mod board {
-    pub use pto_boards::{Board, BoardTimeouts, SimA2a3, SimA5, SimMini};
-
-    // The default board (`board-sim-a2a3`) yields to one non-default board feature; two
-    // non-default boards, or none at all, is a compile error.
-
-    #[cfg(all(feature = "board-sim-a5", feature = "board-sim-mini"))]
-    compile_error!("pto: two boards selected (`board-sim-a5` and `board-sim-mini`). Enable exactly one board feature.");
-
-    #[cfg(feature = "board-sim-mini")]
-    /// The board selected by cargo feature (`board-sim-mini`).
-    pub type Selected = SimMini;
-
-    #[cfg(all(feature = "board-sim-a5", not(feature = "board-sim-mini")))]
-    /// The board selected by cargo feature (`board-sim-a5`).
-    pub type Selected = SimA5;
-
-    #[cfg(all(feature = "board-sim-a2a3", not(any(feature = "board-sim-a5", feature = "board-sim-mini"))))]
-    /// The board selected by cargo feature (`board-sim-a2a3`, the default).
-    pub type Selected = SimA2a3;
-
-    #[cfg(not(any(feature = "board-sim-a2a3", feature = "board-sim-a5", feature = "board-sim-mini")))]
-    compile_error!(
-        "pto: no board selected. Enable exactly one board feature: `board-sim-a2a3` (the default), `board-sim-a5` or `board-sim-mini`."
-    );
+    pub use pto_boards::*;
 }
 
 use board::Board;
@@ -85,7 +68,10 @@ where
 {
     let t = B::timeouts();
     let dev = B::open().map_err(|e| Error::platform("device open", e))?;
-    pto_runtime::host::Device::new_in_process(dev, pto_runtime::host::Timeouts::new(t.watchdog_us, t.exit_us, t.stream_us))
+    pto_runtime::host::Device::new_in_process(
+        dev,
+        pto_runtime::host::Timeouts::new(t.watchdog_us, t.exit_us, t.stream_us),
+    )
 }
 
 /// Everything an example or test usually needs.

@@ -2,19 +2,15 @@
 //! both runtimes with the same, exactly known task count, and runs clean under the faithful
 //! cache model.
 
-#[path = "../examples/common/mod.rs"]
-mod common;
-
-#[path = "../examples/common/attention.rs"]
-mod attention;
+use pto_testkit::attention;
 
 use pto_sim::CacheModel;
 
 /// Run `w` on both runtimes of one device; both must pass their golden and complete
 /// `expect_tasks` tasks, each dispatched to exactly one core.
-fn on_both(w: common::Workload, expect_tasks: u64) -> Vec<common::Outcome> {
-    let (dev, k) = common::setup().expect("open the selected board");
-    let outs: Vec<common::Outcome> = common::RUNTIMES
+fn on_both(w: pto_testkit::Workload<pto::SelectedPlatform>, expect_tasks: u64) -> Vec<pto_testkit::Outcome> {
+    let (dev, k) = pto_testkit::setup(pto::open).expect("open the selected board");
+    let outs: Vec<pto_testkit::Outcome> = pto_testkit::RUNTIMES
         .iter()
         .map(|&rt| w(&dev, &k, rt).unwrap_or_else(|e| panic!("runtime {}: {e}", rt.name())))
         .collect();
@@ -56,9 +52,9 @@ fn registering_twice_reuses_the_func_ids() {
 
 #[test]
 fn attention_workloads_are_clean_under_the_faithful_cache_model() {
-    let (dev, k) = common::setup().expect("open the selected board");
+    let (dev, k) = pto_testkit::setup(pto::open).expect("open the selected board");
     dev.platform().set_cache_model(CacheModel::Faithful { seed: 3, evict_per_mille: 20 }).unwrap();
-    for rt in common::RUNTIMES {
+    for rt in pto_testkit::RUNTIMES {
         let b = attention::bgemm(&dev, &k, rt).unwrap_or_else(|e| panic!("bgemm on {}: {e}", rt.name()));
         assert_eq!(b.report.tasks, attention::BGEMM_TASKS);
         let p = attention::paged_attention_small(&dev, &k, rt)

@@ -1,21 +1,18 @@
 //! Bad input and faults: each is a clear error naming what was wrong, and the device is left
 //! usable (or explicitly unusable).
 
-#[path = "../examples/common/mod.rs"]
-mod common;
-
 use pto::prelude::*;
 use pto::runtime::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use pto::runtime::host::DeviceError;
 
-fn device() -> (Device, common::Kernels) {
-    common::setup().expect("open the selected board")
+fn device() -> (Device, pto_testkit::Kernels) {
+    pto_testkit::setup(pto::open).expect("open the selected board")
 }
 
 /// The device still runs a real graph correctly.
-fn still_works(dev: &Device, k: &common::Kernels) {
-    for rt in common::RUNTIMES {
-        let o = common::vector(dev, k, rt).unwrap_or_else(|e| panic!("device not usable after the error: {e}"));
+fn still_works(dev: &Device, k: &pto_testkit::Kernels) {
+    for rt in pto_testkit::RUNTIMES {
+        let o = pto_testkit::vector(dev, k, rt).unwrap_or_else(|e| panic!("device not usable after the error: {e}"));
         assert_eq!(o.report.tasks, 5);
     }
 }
@@ -137,7 +134,7 @@ fn mix_task_without_a_cluster_is_unplaceable() {
 #[test]
 fn kernel_panic_is_latched_with_task_and_core() {
     let (dev, k) = device();
-    let bad = dev.register_kernel("panics", CoreType::Aiv, common::k_panic).unwrap();
+    let bad = dev.register_kernel("panics", CoreType::Aiv, pto_testkit::k_panic).unwrap();
     let x = dev.alloc::<f32>(&[16]).unwrap();
     let graph = dev
         .build(|g| {
@@ -182,13 +179,13 @@ fn closed_device_refuses_work() {
     dev.close();
     assert_eq!(dev.run(&graph).unwrap_err(), Error::Closed);
     assert_eq!(dev.alloc::<f32>(&[4]).err(), Some(Error::Closed));
-    assert!(matches!(dev.register_kernel("late", CoreType::Aiv, common::k_add1), Err(Error::Closed)));
+    assert!(matches!(dev.register_kernel("late", CoreType::Aiv, pto_testkit::k_add1), Err(Error::Closed)));
 }
 
 #[test]
 fn error_messages_carry_name_and_hint() {
     let (dev, k) = device();
-    let bad = dev.register_kernel("panics", CoreType::Aiv, common::k_panic).unwrap();
+    let bad = dev.register_kernel("panics", CoreType::Aiv, pto_testkit::k_panic).unwrap();
     let x = dev.alloc::<f32>(&[16]).unwrap();
     let graph = dev.build(|g| g.submit(Task::aiv(bad).inout(&x.tensor())).map(|_| ())).unwrap();
     let text = dev.run(&graph).unwrap_err().to_string();

@@ -3,9 +3,6 @@
 //! public API and asserts the contained outcome: a named error before launch, a deferred free,
 //! a fault with a code, a bounded wait.
 
-#[path = "../examples/common/mod.rs"]
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -16,15 +13,15 @@ use pto::runtime::codes::{DeviceFault, Site};
 use pto::runtime::graph::{BufferRef, TensorProblem};
 use pto::runtime::host::{self, DeviceError, Timeouts};
 
-fn device() -> (Device, common::Kernels) {
-    common::setup().expect("open the selected board")
+fn device() -> (Device, pto_testkit::Kernels) {
+    pto_testkit::setup(pto::open).expect("open the selected board")
 }
 
 /// A device of the selected board with custom budgets.
-fn device_with(t: Timeouts) -> (Device, common::Kernels) {
+fn device_with(t: Timeouts) -> (Device, pto_testkit::Kernels) {
     let raw = Selected::open().expect("open the selected board");
     let dev = host::Device::new_in_process(raw, t).expect("device");
-    let k = common::Kernels::register(&dev).expect("kernels");
+    let k = pto_testkit::Kernels::register(&dev).expect("kernels");
     (dev, k)
 }
 
@@ -35,9 +32,9 @@ fn device_error(e: Error) -> DeviceError {
     }
 }
 
-fn still_works(dev: &Device, k: &common::Kernels) {
-    for rt in common::RUNTIMES {
-        let o = common::vector(dev, k, rt).unwrap_or_else(|e| panic!("device not usable: {e}"));
+fn still_works(dev: &Device, k: &pto_testkit::Kernels) {
+    for rt in pto_testkit::RUNTIMES {
+        let o = pto_testkit::vector(dev, k, rt).unwrap_or_else(|e| panic!("device not usable: {e}"));
         assert_eq!(o.report.tasks, 5);
     }
 }
@@ -80,7 +77,7 @@ fn a_tensor_whose_allocation_was_dropped_is_refused_before_launch() {
     // On the device-side runtime too (the program's arguments are checked before launch).
     let p = dev.register_orchestration("fill", fill_program).unwrap();
     let args = OrchArgs::new().tensor(t).scalar(fill.0 as u64);
-    for rt in common::RUNTIMES {
+    for rt in pto_testkit::RUNTIMES {
         match dev.run_program(&p, &args, &RunConfig::default().with_runtime(rt)) {
             Err(Error::Graph(GraphError::UnusableProgramArg { arg: 0, why: TensorProblem::Stale })) => {}
             other => panic!("{rt}: expected a stale program argument, got {other:?}"),
@@ -95,7 +92,7 @@ fn a_tensor_dropped_while_its_run_is_in_flight_is_freed_after_the_fence() {
     let (dev, k) = device();
     let fill = dev.register_kernel("fill42", CoreType::Aiv, k_slow_fill42).unwrap();
     let p = dev.register_orchestration("fill", fill_program).unwrap();
-    for rt in common::RUNTIMES {
+    for rt in pto_testkit::RUNTIMES {
         let x = dev.alloc::<f32>(&[1024]).unwrap();
         let x_addr = x.addr();
         let graph = dev.build(|g| g.submit(Task::aiv(fill).output(&x.tensor())).map(|_| ())).unwrap();
@@ -137,7 +134,7 @@ fn a_tensor_of_another_device_is_refused_on_both_runtimes() {
     }
     let p = b.register_orchestration("fill", fill_program).unwrap();
     let args = OrchArgs::new().tensor(x.tensor()).scalar(kb.add1.0 as u64);
-    for rt in common::RUNTIMES {
+    for rt in pto_testkit::RUNTIMES {
         let e = b.run_program(&p, &args, &RunConfig::default().with_runtime(rt)).unwrap_err();
         assert!(
             matches!(e, Error::Graph(GraphError::UnusableProgramArg { arg: 0, why: TensorProblem::Foreign { .. } })),
@@ -281,7 +278,7 @@ fn launch_state_survives_many_runs_with_every_thread_count() {
     let (dev, k) = device();
     let threads = dev.topology().aicpu_threads;
     for t in 2..=threads {
-        for rt in common::RUNTIMES {
+        for rt in pto_testkit::RUNTIMES {
             for _ in 0..10 {
                 let x = dev.tensor_from(&[16], &[0.0f32; 16]).unwrap();
                 let p = dev.register_orchestration("fill", fill_program).unwrap();
@@ -345,7 +342,8 @@ fn runs_from_several_threads_take_turns() {
             s.spawn(move || {
                 for i in 0..40 {
                     let rt = if (i + t) % 2 == 0 { RuntimeKind::HostBuiltGraph } else { RuntimeKind::TensormapRing };
-                    let o = common::vector(dev, k, rt).unwrap_or_else(|e| panic!("thread {t} run {i} ({rt}): {e}"));
+                    let o =
+                        pto_testkit::vector(dev, k, rt).unwrap_or_else(|e| panic!("thread {t} run {i} ({rt}): {e}"));
                     assert_eq!(o.report.tasks, 5);
                 }
             });
@@ -441,7 +439,7 @@ fn an_escaped_scope_tensor_is_the_same_named_error_on_both_runtimes() {
     let (dev, k) = device();
     let p = dev.register_orchestration("smuggle", smuggle).unwrap();
     let args = OrchArgs::new().scalar(k.fill1.0 as u64);
-    for rt in common::RUNTIMES {
+    for rt in pto_testkit::RUNTIMES {
         let e = dev.run_program(&p, &args, &RunConfig::default().with_runtime(rt)).unwrap_err();
         assert_eq!(e.code(), Some(ErrorCode::Orch(OrchError::InvalidArgs)), "{rt}: {e}");
         assert!(

@@ -1,27 +1,24 @@
 //! Runs back to back on one device, and a prepared successor overlapping its predecessor.
 
-#[path = "../examples/common/mod.rs"]
-mod common;
-
-use common::ShapeKind;
 use pto::prelude::*;
+use pto_testkit::ShapeKind;
 
 #[test]
 fn two_runs_back_to_back_on_one_device() {
-    let (dev, k) = common::setup().unwrap();
-    let p = common::build_shape(&dev, &k, ShapeKind::Chain, 200).unwrap_or_else(|e| panic!("{e}"));
+    let (dev, k) = pto_testkit::setup(pto::open).unwrap();
+    let p = pto_testkit::build_shape(&dev, &k, ShapeKind::Chain, 200).unwrap_or_else(|e| panic!("{e}"));
     let a = p.run_checked(&dev, RuntimeKind::HostBuiltGraph).unwrap_or_else(|e| panic!("{e}"));
     let b = p.run_checked(&dev, RuntimeKind::HostBuiltGraph).unwrap_or_else(|e| panic!("{e}"));
     assert!(b.epoch > a.epoch, "every run has its own epoch");
     // Same graph, different workload, same device.
-    common::vector(&dev, &k, RuntimeKind::TensormapRing).unwrap_or_else(|e| panic!("{e}"));
+    pto_testkit::vector(&dev, &k, RuntimeKind::TensormapRing).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
 fn prepared_successor_overlaps_its_predecessor() {
-    let (dev, k) = common::setup().unwrap();
-    let long = common::build_shape(&dev, &k, ShapeKind::Chain, 3000).unwrap_or_else(|e| panic!("{e}"));
-    let short = common::build_shape(&dev, &k, ShapeKind::Independent, 64).unwrap_or_else(|e| panic!("{e}"));
+    let (dev, k) = pto_testkit::setup(pto::open).unwrap();
+    let long = pto_testkit::build_shape(&dev, &k, ShapeKind::Chain, 3000).unwrap_or_else(|e| panic!("{e}"));
+    let short = pto_testkit::build_shape(&dev, &k, ShapeKind::Independent, 64).unwrap_or_else(|e| panic!("{e}"));
     long.reset().unwrap();
     short.reset().unwrap();
 
@@ -48,8 +45,8 @@ fn prepared_successor_overlaps_its_predecessor() {
 
 #[test]
 fn dropping_a_handle_fences_the_run() {
-    let (dev, k) = common::setup().unwrap();
-    let p = common::build_shape(&dev, &k, ShapeKind::Chain, 500).unwrap_or_else(|e| panic!("{e}"));
+    let (dev, k) = pto_testkit::setup(pto::open).unwrap();
+    let p = pto_testkit::build_shape(&dev, &k, ShapeKind::Chain, 500).unwrap_or_else(|e| panic!("{e}"));
     p.reset().unwrap();
     let h = dev.prepare(&p.graph, &RunConfig::default()).unwrap().launch().unwrap();
     drop(h);
@@ -64,7 +61,7 @@ fn a5_board_runs_the_same_workload() {
     // Both simulated boards are always compiled; this opens the a5 one explicitly.
     let dev = pto::open_board::<pto::board::SimA5>().unwrap();
     assert_eq!(dev.topology(), Topology { clusters: 36, aicpu_threads: 5 });
-    let f = dev.register_kernel("add1", CoreType::Aiv, common::k_add1).unwrap();
+    let f = dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap();
     let y = dev.alloc::<f32>(&[108, 16]).unwrap();
     let graph = dev
         .build(|g| {
@@ -83,9 +80,9 @@ fn a5_board_runs_the_same_workload() {
 fn many_short_runs_back_to_back() {
     // Registers left by one run (DMB = IDLE, COND = EXITED) must never be taken for the next
     // run's: every launch starts from reset registers and every run must complete promptly.
-    let (dev, k) = common::setup().unwrap();
+    let (dev, k) = pto_testkit::setup(pto::open).unwrap();
     for kind in [ShapeKind::DummyChain, ShapeKind::Chain] {
-        let p = common::build_shape(&dev, &k, kind, 1).unwrap_or_else(|e| panic!("{e}"));
+        let p = pto_testkit::build_shape(&dev, &k, kind, 1).unwrap_or_else(|e| panic!("{e}"));
         for _ in 0..25 {
             p.run_checked(&dev, RuntimeKind::HostBuiltGraph).unwrap_or_else(|e| panic!("{} : {e}", kind.name()));
         }
@@ -94,8 +91,8 @@ fn many_short_runs_back_to_back() {
 
 #[test]
 fn runs_on_fewer_clusters_than_the_board() {
-    let (dev, k) = common::setup().unwrap();
-    let p = common::build_shape(&dev, &k, ShapeKind::Fanout, 40).unwrap_or_else(|e| panic!("{e}"));
+    let (dev, k) = pto_testkit::setup(pto::open).unwrap();
+    let p = pto_testkit::build_shape(&dev, &k, ShapeKind::Fanout, 40).unwrap_or_else(|e| panic!("{e}"));
     let topo = dev.topology();
     let most = (topo.clusters - 1).max(1);
     for (clusters, threads) in [(1, 1), (2.min(topo.clusters), 2.min(topo.aicpu_threads)), (most, topo.aicpu_threads)] {

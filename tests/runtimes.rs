@@ -3,14 +3,11 @@
 //! access to tensor data. Every failure is a named error with its code and hint, and the
 //! device runs a real workload correctly afterwards.
 
-#[path = "../examples/common/mod.rs"]
-mod common;
-
-use common::{RUNTIMES, f};
 use pto::prelude::*;
+use pto_testkit::{RUNTIMES, f};
 
-fn device() -> (Device, common::Kernels) {
-    common::setup().expect("open the selected board")
+fn device() -> (Device, pto_testkit::Kernels) {
+    pto_testkit::setup(pto::open).expect("open the selected board")
 }
 
 fn trb(rings: RingConfig) -> RunConfig {
@@ -18,9 +15,9 @@ fn trb(rings: RingConfig) -> RunConfig {
 }
 
 /// The device still runs a real workload correctly, on both runtimes.
-fn still_works(dev: &Device, k: &common::Kernels) {
+fn still_works(dev: &Device, k: &pto_testkit::Kernels) {
     for rt in RUNTIMES {
-        let o = common::vector(dev, k, rt).unwrap_or_else(|e| panic!("device not usable after the error: {e}"));
+        let o = pto_testkit::vector(dev, k, rt).unwrap_or_else(|e| panic!("device not usable after the error: {e}"));
         assert_eq!(o.report.tasks, 5);
     }
 }

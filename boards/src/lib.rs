@@ -1,10 +1,27 @@
 //! `pto-boards`: a board is a platform plus a topology, a counter frequency and budgets.
 //!
-//! Every board here is always compiled; the facade's cargo features only choose which one is
-//! `pto::board::Selected`.
+//! One cargo feature per board (`board-sim-a2a3`, the default; `board-sim-a5`;
+//! `board-sim-mini`) selects [`Selected`]: the build script resolves the features (a non-default
+//! board wins over the default; two non-default boards, or none, fail the build naming them)
+//! and emits `cfg(board = "…")`. Each feature enables only the platforms its board needs, and a
+//! board is compiled only when its platforms are enabled, so a build for the a5 board does not
+//! compile the a2a3 platform.
 
 use pto_hal::{HostPlatform, Topology};
+#[cfg(feature = "pto-sim")]
 use pto_sim::{CacheModel, Sim, SimConfig, SimDevice, SimError};
+
+/// The board selected by cargo feature (`board-sim-a2a3`, the default).
+#[cfg(board = "sim-a2a3")]
+pub type Selected = SimA2a3;
+
+/// The board selected by cargo feature (`board-sim-a5`).
+#[cfg(board = "sim-a5")]
+pub type Selected = SimA5;
+
+/// The board selected by cargo feature (`board-sim-mini`).
+#[cfg(board = "sim-mini")]
+pub type Selected = SimMini;
 
 /// Budgets of a board, in microseconds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -39,9 +56,11 @@ pub const SIM_TIMEOUTS: BoardTimeouts =
 
 /// The a2a3 chip, simulated: 24 clusters (72 cores), 4 AICPU threads, 50 MHz counter,
 /// host-non-coherent contract.
+#[cfg(all(feature = "pto-sim", feature = "pto-a2a3"))]
 #[derive(Debug)]
 pub enum SimA2a3 {}
 
+#[cfg(all(feature = "pto-sim", feature = "pto-a2a3"))]
 impl Board for SimA2a3 {
     type Platform = Sim<pto_a2a3::Contract>;
     const NAME: &'static str = "sim-a2a3";
@@ -56,9 +75,11 @@ impl Board for SimA2a3 {
 
 /// The a5 chip, simulated: 36 clusters (108 cores), 5 AICPU threads, 1 GHz counter,
 /// host-coherent contract.
+#[cfg(all(feature = "pto-sim", feature = "pto-a5"))]
 #[derive(Debug)]
 pub enum SimA5 {}
 
+#[cfg(all(feature = "pto-sim", feature = "pto-a5"))]
 impl Board for SimA5 {
     type Platform = Sim<pto_a5::Contract>;
     const NAME: &'static str = "sim-a5";
@@ -74,14 +95,17 @@ impl Board for SimA5 {
 /// A small simulated board, the worked example of `docs/porting-a-board.md`: 2 clusters
 /// (6 cores), 2 AICPU threads, a 100 MHz counter, the a2a3 (host-non-coherent) contract, and
 /// the faithful cache model by default — so every run on it checks coherence.
+#[cfg(feature = "pto-sim")]
 #[derive(Debug)]
 pub enum SimMini {}
 
+#[cfg(feature = "pto-sim")]
 impl SimMini {
     /// The board's cache model: faithful, with a fixed seed (override with `PTO_SIM_CACHE`).
     pub const CACHE: CacheModel = CacheModel::Faithful { seed: 0x6d69_6e69, evict_per_mille: 20 };
 }
 
+#[cfg(feature = "pto-sim")]
 impl Board for SimMini {
     type Platform = Sim<pto_hal::HostNonCoherent>;
     const NAME: &'static str = "sim-mini";

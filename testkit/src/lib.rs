@@ -1,12 +1,34 @@
-//! Shared by the examples, the integration tests and the benchmark: kernels, orchestrations,
-//! workloads and their goldens. Each orchestration is written once and runs on both runtimes
-//! (host-built graph and device-side tensormap-and-ringbuffer); each workload checks the
-//! result against a golden computed on the host.
-#![allow(dead_code)]
+//! `pto-testkit`: shared by the examples, the integration tests and the benchmark of `pto` —
+//! kernels, orchestrations, workloads and their goldens. Each orchestration is written once and
+//! runs on both runtimes (host-built graph and device-side tensormap-and-ringbuffer); each
+//! workload checks the result against a golden computed on the host.
+//!
+//! The kit does not depend on the `pto` facade (it is one of its dev-dependencies): it is
+//! generic over the platform, and the caller opens the board and passes the device (or the
+//! opener) in:
+//!
+//! ```ignore
+//! let (dev, k) = pto_testkit::setup(pto::open)?; // the selected board, kernels registered
+//! let outcome = pto_testkit::vector(&dev, &k, RuntimeKind::TensormapRing)?;
+//! println!("{}", outcome.summary(<pto::board::Selected as Board>::NAME));
+//! ```
+
+pub mod attention;
 
 use std::time::{Duration, Instant};
 
-use pto::prelude::*;
+use pto_hal::{CoreType, HostPlatform, KernelContext, KernelContextExt};
+use pto_runtime::graph::{FuncId, GraphError, Task, Tensor};
+use pto_runtime::host::{Error, Program, RingConfig, RunConfig, RunReport};
+use pto_runtime::kernel::KernelIo;
+use pto_runtime::orch::{Orch, OrchArgs, OrchFail, RuntimeKind};
+
+/// A device of platform `P` (`pto::Device` is `Device<pto::SelectedPlatform>`).
+pub type Device<P> = pto_runtime::host::Device<P>;
+/// A device tensor of platform `P`.
+pub type DeviceTensor<P> = pto_runtime::host::DeviceTensor<P>;
+/// A built graph of platform `P`.
+pub type Graph<P> = pto_runtime::host::Graph<P>;
 
 // ---------------------------------------------------------------- kernels
 
@@ -31,13 +53,13 @@ pub fn k_add_scalar(k: &mut dyn KernelContext) {
     k.store(1, &a.iter().map(|x| x + s).collect::<Vec<f32>>());
 }
 
-/// x[0] += 1 (INOUT)
+/// `x[0] += 1` (INOUT)
 pub fn k_inc0(k: &mut dyn KernelContext) {
     let v: f32 = k.get(0, &[0]);
     k.set(0, &[0], v + 1.0);
 }
 
-/// x[:] = 1 (OUT)
+/// `x[:] = 1` (OUT)
 pub fn k_fill1(k: &mut dyn KernelContext) {
     let n = k.arg(0).elem_count() as usize;
     k.store(0, &vec![1.0f32; n]);
@@ -97,44 +119,70 @@ pub fn k_panic(_k: &mut dyn KernelContext) {
 /// The func ids of the kernels, fixed by registration order (checked by [`Kernels::register`]),
 /// so orchestrations can name them as constants.
 pub mod f {
-    use pto::prelude::FuncId;
+    use pto_runtime::graph::FuncId;
+    /// [`super::k_add`]
     pub const ADD: FuncId = FuncId(0);
+    /// [`super::k_mul`]
     pub const MUL: FuncId = FuncId(1);
+    /// [`super::k_add_scalar`]
     pub const ADD_SCALAR: FuncId = FuncId(2);
+    /// [`super::k_inc0`]
     pub const INC0: FuncId = FuncId(3);
+    /// [`super::k_fill1`]
     pub const FILL1: FuncId = FuncId(4);
+    /// [`super::k_accumulate`]
     pub const ACCUMULATE: FuncId = FuncId(5);
+    /// [`super::k_add1`]
     pub const ADD1: FuncId = FuncId(6);
+    /// [`super::k_mix_matmul`]
     pub const MATMUL: FuncId = FuncId(7);
+    /// [`super::k_mix_vec_half`]
     pub const VEC_HALF: FuncId = FuncId(8);
 }
 
-/// Register every kernel the workloads use.
+/// Every kernel and orchestration the workloads use, registered on one device.
 pub struct Kernels {
+    /// [`k_add`]
     pub add: FuncId,
+    /// [`k_mul`]
     pub mul: FuncId,
+    /// [`k_add_scalar`]
     pub add_scalar: FuncId,
+    /// [`k_inc0`]
     pub inc0: FuncId,
+    /// [`k_fill1`]
     pub fill1: FuncId,
+    /// [`k_accumulate`]
     pub accumulate: FuncId,
+    /// [`k_add1`]
     pub add1: FuncId,
+    /// [`k_mix_matmul`] (AIC half of the MIX task).
     pub matmul: FuncId,
+    /// [`k_mix_vec_half`] (AIV lanes of the MIX task).
     pub vec_half: FuncId,
+    /// The orchestrations.
     pub programs: Programs,
 }
 
 /// The orchestration programs of the workloads.
 pub struct Programs {
+    /// [`orch_vector`]
     pub vector: Program,
+    /// [`orch_chain513`]
     pub chain513: Program,
+    /// [`orch_mix`]
     pub mix: Program,
+    /// [`orch_shape`] (every dispatch shape).
     pub shape: Program,
+    /// [`orch_tiny_rings`]
     pub tiny_rings: Program,
+    /// [`orch_manual_scope`]
     pub manual_scope: Program,
 }
 
 impl Kernels {
-    pub fn register(dev: &Device) -> Result<Kernels, Error> {
+    /// Register every kernel and orchestration on `dev`; fails if the func ids differ from [`f`].
+    pub fn register<P: HostPlatform>(dev: &Device<P>) -> Result<Kernels, Error> {
         let k = Kernels {
             add: dev.register_kernel("add", CoreType::Aiv, k_add)?,
             mul: dev.register_kernel("mul", CoreType::Aiv, k_mul)?,
@@ -167,8 +215,8 @@ impl Kernels {
 pub const RUNTIMES: [RuntimeKind; 2] = [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing];
 
 /// Run `program` on `rt`: on the host-built graph the build is timed separately.
-pub fn run_on(
-    dev: &Device,
+pub fn run_on<P: HostPlatform>(
+    dev: &Device<P>,
     program: &Program,
     args: &OrchArgs,
     rt: RuntimeKind,
@@ -190,17 +238,23 @@ pub fn run_on(
 /// What a workload run reports.
 #[derive(Debug)]
 pub struct Outcome {
+    /// The workload's name.
     pub name: String,
+    /// The runtime it ran on.
     pub runtime: RuntimeKind,
+    /// The run's report.
     pub report: RunReport,
+    /// The host graph build time (host-built graph; zero on the device-side runtime).
     pub build: Duration,
+    /// How many output values matched the golden.
     pub checked: usize,
 }
 
 impl Outcome {
     /// One line: the submission figure is the host graph build (hbg) or the orchestration
     /// time on the device (trb, overlapped with execution).
-    pub fn summary(&self) -> String {
+    /// `board` is the name printed (`pto::board::Selected::NAME` for the selected board).
+    pub fn summary(&self, board: &str) -> String {
         let submit = match self.report.orchestration {
             Some(d) => format!("orch={:.3} ms", d.as_secs_f64() * 1e3),
             None => format!("build={:.3} ms", self.build.as_secs_f64() * 1e3),
@@ -208,7 +262,7 @@ impl Outcome {
         format!(
             "{:<22} board={} runtime={} tasks={} cores={} {submit} run={:.3} ms checked={} values PASS",
             self.name,
-            Selected::NAME,
+            board,
             self.runtime.name(),
             self.report.tasks,
             self.report.cores,
@@ -233,7 +287,9 @@ fn check_close(name: &str, got: &[f32], want: &[f32]) -> Result<usize, String> {
 /// A workload failure: the run failed, or its result differs from the golden.
 #[derive(Debug)]
 pub enum Failure {
+    /// The run failed.
     Run(Error),
+    /// The result differs from the golden.
     Golden(String),
 }
 
@@ -260,6 +316,7 @@ impl std::fmt::Display for Failure {
 
 // ---------------------------------------------------------------- vector
 
+/// Elements of each `vector` tensor.
 pub const VECTOR_N: u32 = 16384;
 
 /// f = (a+b+1)(a+b+2) + (a+b): a diamond of five AIV tasks. Args: a, b, f.
@@ -279,7 +336,7 @@ pub fn orch_vector(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
 }
 
 /// The `vector` workload on `rt`.
-pub fn vector(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
+pub fn vector<P: HostPlatform>(dev: &Device<P>, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
     let n = VECTOR_N;
     let a_host: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.25).collect();
     let b_host: Vec<f32> = (0..n).map(|i| (i % 13) as f32 - 3.0).collect();
@@ -295,6 +352,7 @@ pub fn vector(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Fai
 
 // ---------------------------------------------------------------- chain513
 
+/// Elements of each `chain513` tensor.
 pub const CHAIN_N: u32 = 4096;
 
 /// One add, then 512 `+1` tasks each reading the previous output. The intermediates
@@ -314,7 +372,7 @@ pub fn orch_chain513(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> 
 }
 
 /// The `chain513` workload on `rt`: out = a + b + 512.
-pub fn chain513(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
+pub fn chain513<P: HostPlatform>(dev: &Device<P>, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
     let n = CHAIN_N;
     let a_host: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let b_host: Vec<f32> = (0..n).map(|i| 0.5 * i as f32).collect();
@@ -330,7 +388,9 @@ pub fn chain513(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, F
 
 // ---------------------------------------------------------------- mix
 
+/// Side of a `mix` tile.
 pub const MIX_TILE: u32 = 32;
+/// Tiles in the `mix` workload.
 pub const MIX_TILES: u32 = 8;
 
 /// Per tile, a MIX task (AIC: C = A·B; both AIV lanes: half of E = 2·D + 1 each), then an AIV
@@ -360,7 +420,7 @@ pub fn orch_mix(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
 }
 
 /// The `mix` workload on `rt`.
-pub fn mix(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
+pub fn mix<P: HostPlatform>(dev: &Device<P>, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
     let t = MIX_TILE;
     let tiles = MIX_TILES;
     let e2 = (t * t) as usize;
@@ -393,7 +453,9 @@ pub fn mix(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failur
 
 // ---------------------------------------------------------------- tiny_rings
 
+/// Iterations (scopes) of `tiny_rings`.
 pub const TINY_ITERS: u32 = 64;
+/// Elements per `tiny_rings` row.
 pub const TINY_N: u32 = 256;
 
 /// Rings far smaller than the work: every iteration's scope must be reclaimed many times
@@ -420,7 +482,7 @@ pub fn orch_tiny_rings(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail
 }
 
 /// The `tiny_rings` workload on `rt` (rings of 8 slots, 16 KiB heap, 16 edges per depth).
-pub fn tiny_rings(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
+pub fn tiny_rings<P: HostPlatform>(dev: &Device<P>, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
     let (iters, n) = (TINY_ITERS, TINY_N);
     let x_h: Vec<f32> = (0..iters * n).map(|i| (i % 17) as f32 * 0.5 - 2.0).collect();
     let x = dev.tensor_from(&[iters, n], &x_h)?;
@@ -436,7 +498,7 @@ pub fn tiny_rings(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome,
 
 /// Explicit dependencies only, in a manual scope: x = 1 (fill), y += x (accumulate, after
 /// the fill), then x is overwritten with x + 1 — a write-after-read that must wait for the
-/// accumulate (declared), and z = x · y after both. Args: x, y, z ([n] each).
+/// accumulate (declared), and z = x · y after both. Args: x, y, z (`[n]` each).
 pub fn orch_manual_scope(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
     let (x, y, z) = (args.t(0)?, args.t(1)?, args.t(2)?);
     o.manual_scope(|s| {
@@ -448,10 +510,11 @@ pub fn orch_manual_scope(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFa
     })
 }
 
+/// Elements of each `manual_scope` tensor.
 pub const MANUAL_N: u32 = 1024;
 
 /// The `manual_scope` workload on `rt`: y0 + 1 then z = 2 · (y0 + 1).
-pub fn manual_scope(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
+pub fn manual_scope<P: HostPlatform>(dev: &Device<P>, k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
     let n = MANUAL_N;
     let y_h: Vec<f32> = (0..n).map(|i| (i % 5) as f32).collect();
     let x = dev.alloc::<f32>(&[n])?;
@@ -469,16 +532,23 @@ pub fn manual_scope(dev: &Device, k: &Kernels, rt: RuntimeKind) -> Result<Outcom
 /// The benchmark shapes of `shared/bench/anchor.md`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ShapeKind {
+    /// `N` dependent `x[0] += 1` tasks.
     Chain,
+    /// One fill, then `N` accumulates reading it.
     Fanout,
+    /// `N` independent `+1` tasks.
     Independent,
+    /// `N` dependent dummy (no-kernel) tasks.
     DummyChain,
+    /// One dummy producer, then `N` dummy consumers.
     DummyFanout,
 }
 
 impl ShapeKind {
+    /// Every shape, in benchmark order (the index is the orchestration's scalar 0).
     pub const ALL: [ShapeKind; 5] =
         [ShapeKind::Chain, ShapeKind::Fanout, ShapeKind::Independent, ShapeKind::DummyChain, ShapeKind::DummyFanout];
+    /// The shape's name, as printed.
     pub fn name(self) -> &'static str {
         match self {
             ShapeKind::Chain => "chain",
@@ -490,7 +560,7 @@ impl ShapeKind {
     }
 }
 
-/// The dispatch shapes as one orchestration. Args: x ([16]), y ([n, 16]); scalars: shape
+/// The dispatch shapes as one orchestration. Args: x (`[16]`), y (`[n, 16]`); scalars: shape
 /// index in [`ShapeKind::ALL`], n.
 pub fn orch_shape(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
     let (xt, y) = (args.t(0)?, args.t(1)?);
@@ -531,19 +601,31 @@ pub fn orch_shape(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
 
 /// A dispatch shape prepared on a device: its tensors, its orchestration arguments and the
 /// graph the host-built-graph runtime runs.
-pub struct Prepared {
+pub struct Prepared<P: HostPlatform> {
+    /// The shape.
     pub kind: ShapeKind,
+    /// Its `N`.
     pub n: u32,
-    pub x: DeviceTensor,
-    pub y: DeviceTensor,
+    /// `x` (`[16]` f32).
+    pub x: DeviceTensor<P>,
+    /// `y` (`[N, 16]` f32).
+    pub y: DeviceTensor<P>,
+    /// The orchestration arguments.
     pub args: OrchArgs,
+    /// The orchestration (for the device-side runtime).
     pub program: Program,
-    pub graph: Graph,
+    /// The graph built on the host (for the host-built graph).
+    pub graph: Graph<P>,
 }
 
 /// Build `kind` with `n` tasks (N+1 for the fanouts) for the host-built graph (its build time
 /// is the graph's), with the arguments to run it on the device-side runtime too.
-pub fn build_shape(dev: &Device, k: &Kernels, kind: ShapeKind, n: u32) -> Result<Prepared, Failure> {
+pub fn build_shape<P: HostPlatform>(
+    dev: &Device<P>,
+    k: &Kernels,
+    kind: ShapeKind,
+    n: u32,
+) -> Result<Prepared<P>, Failure> {
     let x = dev.alloc::<f32>(&[16])?;
     let y = dev.alloc::<f32>(&[n.max(1), 16])?;
     let idx = ShapeKind::ALL.iter().position(|&s| s == kind).unwrap_or(0) as u64;
@@ -552,7 +634,7 @@ pub fn build_shape(dev: &Device, k: &Kernels, kind: ShapeKind, n: u32) -> Result
     Ok(Prepared { kind, n, x, y, args, program: k.programs.shape.clone(), graph })
 }
 
-impl Prepared {
+impl<P: HostPlatform> Prepared<P> {
     /// Reset the tensors the shape updates in place.
     pub fn reset(&self) -> Result<(), Error> {
         self.x.write(&[0.0f32; 16])?;
@@ -582,7 +664,7 @@ impl Prepared {
     }
 
     /// Reset, run on `rt` and check once.
-    pub fn run_checked(&self, dev: &Device, rt: RuntimeKind) -> Result<RunReport, Failure> {
+    pub fn run_checked(&self, dev: &Device<P>, rt: RuntimeKind) -> Result<RunReport, Failure> {
         self.reset()?;
         let r = match rt {
             RuntimeKind::HostBuiltGraph => dev.run(&self.graph)?,
@@ -596,7 +678,7 @@ impl Prepared {
 }
 
 /// The workload signature shared by the examples.
-pub type Workload = fn(&Device, &Kernels, RuntimeKind) -> Result<Outcome, Failure>;
+pub type Workload<P> = fn(&Device<P>, &Kernels, RuntimeKind) -> Result<Outcome, Failure>;
 
 /// The runtimes named by the command line (`--runtime hbg|trb|both`, default both).
 pub fn runtimes_from_args() -> Result<Vec<RuntimeKind>, String> {
@@ -615,10 +697,15 @@ pub fn runtimes_from_args() -> Result<Vec<RuntimeKind>, String> {
     Ok(rts)
 }
 
-/// The `main` of a single-workload example: open the board, run `workload` on the runtimes
-/// the command line names (both by default), print each summary (or the failure) and exit
-/// accordingly.
-pub fn example_main(name: &str, workload: Workload) -> std::process::ExitCode {
+/// The `main` of a single-workload example: open the board named `board` with `open`
+/// (`pto::open` for the selected board), run `workload` on the runtimes the command line names
+/// (both by default), print each summary (or the failure) and exit accordingly.
+pub fn example_main<P: HostPlatform>(
+    name: &str,
+    board: &str,
+    open: impl FnOnce() -> Result<Device<P>, Error>,
+    workload: Workload<P>,
+) -> std::process::ExitCode {
     let rts = match runtimes_from_args() {
         Ok(r) => r,
         Err(e) => {
@@ -626,7 +713,7 @@ pub fn example_main(name: &str, workload: Workload) -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    let (dev, k) = match setup() {
+    let (dev, k) = match setup(open) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("{name}: cannot open the device: {e}");
@@ -636,7 +723,7 @@ pub fn example_main(name: &str, workload: Workload) -> std::process::ExitCode {
     let mut ok = true;
     for rt in rts {
         match workload(&dev, &k, rt) {
-            Ok(o) => println!("{}", o.summary()),
+            Ok(o) => println!("{}", o.summary(board)),
             Err(e) => {
                 eprintln!("{name} runtime={} FAIL: {e}", rt.name());
                 ok = false;
@@ -646,9 +733,9 @@ pub fn example_main(name: &str, workload: Workload) -> std::process::ExitCode {
     if ok { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE }
 }
 
-/// Open the selected board and register the kernels.
-pub fn setup() -> Result<(Device, Kernels), Error> {
-    let dev = pto::open()?;
+/// Open a device with `open` (`pto::open` for the selected board) and register the kernels.
+pub fn setup<P: HostPlatform>(open: impl FnOnce() -> Result<Device<P>, Error>) -> Result<(Device<P>, Kernels), Error> {
+    let dev = open()?;
     let k = Kernels::register(&dev)?;
     Ok((dev, k))
 }

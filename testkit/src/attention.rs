@@ -1,16 +1,19 @@
 //! Two larger workloads built from tile kernels: a batched tile GEMM (`bgemm`) and a small
-//! paged attention (`paged_attention_small`). Like the workloads of `common`, each one is a
+//! paged attention (`paged_attention_small`). Like the workloads of the crate root, each one is a
 //! set of host tensors, one orchestration written once for both runtimes and a golden
 //! computed on the host.
 //!
 //! The kernels are registered by [`AttnKernels::register`], which looks every name up first,
 //! so it may be called any number of times on one device. Func ids are whatever registration
 //! handed out, so the orchestrations receive them as scalar arguments instead of constants.
-#![allow(dead_code)]
+use pto_hal::{CoreType, HostPlatform, KernelContext, KernelContextExt};
+use pto_runtime::codes::OrchError;
+use pto_runtime::graph::{FuncId, Task, Tensor};
+use pto_runtime::host::{Error, Program, RunConfig};
+use pto_runtime::kernel::KernelIo;
+use pto_runtime::orch::{Orch, OrchArgs, OrchFail, RuntimeKind};
 
-use pto::prelude::*;
-
-use crate::common::{Failure, Kernels, Outcome, run_on};
+use crate::{Device, Failure, Kernels, Outcome, run_on};
 
 // ---------------------------------------------------------------- kernel helpers
 
@@ -174,7 +177,12 @@ pub struct AttnKernels {
 }
 
 /// The func id of `name`, registering `kernel` for `core` first if nobody has yet.
-fn kernel_id(dev: &Device, name: &str, core: CoreType, kernel: fn(&mut dyn KernelContext)) -> Result<FuncId, Error> {
+fn kernel_id<P: HostPlatform>(
+    dev: &Device<P>,
+    name: &str,
+    core: CoreType,
+    kernel: fn(&mut dyn KernelContext),
+) -> Result<FuncId, Error> {
     match dev.func(name) {
         Some(id) => Ok(id),
         None => dev.register_kernel(name, core, kernel),
@@ -184,7 +192,7 @@ fn kernel_id(dev: &Device, name: &str, core: CoreType, kernel: fn(&mut dyn Kerne
 impl AttnKernels {
     /// Register the attention kernels and programs on `dev` (kernels already registered under
     /// these names are reused, so calling this again is cheap and returns the same ids).
-    pub fn register(dev: &Device) -> Result<AttnKernels, Error> {
+    pub fn register<P: HostPlatform>(dev: &Device<P>) -> Result<AttnKernels, Error> {
         Ok(AttnKernels {
             matmul: kernel_id(dev, "attn_tile_matmul", CoreType::Aic, k_tile_matmul)?,
             accumulate: kernel_id(dev, "attn_tile_accumulate", CoreType::Aiv, k_tile_accumulate)?,
@@ -294,7 +302,7 @@ pub fn orch_bgemm(o: &mut Orch<'_>, args: &OrchArgs) -> Result<(), OrchFail> {
 }
 
 /// The `bgemm` workload on `rt` (registers the attention kernels itself; `_k` is unused).
-pub fn bgemm(dev: &Device, _k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
+pub fn bgemm<P: HostPlatform>(dev: &Device<P>, _k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
     let ak = AttnKernels::register(dev)?;
     let t = BGEMM_TILE;
     let (batch, m, n, kd) = (BGEMM_BATCH, BGEMM_MN_TILES * t, BGEMM_MN_TILES * t, BGEMM_K_TILES * t);
@@ -382,7 +390,7 @@ fn pa_args(args: &OrchArgs) -> Result<PaArgs, OrchFail> {
 }
 
 /// Paged attention over a shared KV cache. Args: Q `[seqs · r, d]`, K cache and V cache
-/// `[phys_blocks · t, d]`, out `[seqs · r, d]`; scalars as [`pa_args`] reads them. Per
+/// `[phys_blocks · t, d]`, out `[seqs · r, d]`; scalars as `pa_args` reads them. Per
 /// sequence, in its own scope: init the state (m, l, O), then per KV block QK (AIC), online
 /// softmax step (AIV), PV (AIC) and rescale-add into O (AIV) — the state is inout, so the
 /// blocks chain through the tensor map — and finally out = O / l (AIV).
@@ -446,7 +454,11 @@ fn host_attention(q: &[f32], k: &[f32], v: &[f32], d: usize, scale: f64) -> Vec<
 
 /// The `paged_attention_small` workload on `rt` (registers the attention kernels itself;
 /// `_k` is unused).
-pub fn paged_attention_small(dev: &Device, _k: &Kernels, rt: RuntimeKind) -> Result<Outcome, Failure> {
+pub fn paged_attention_small<P: HostPlatform>(
+    dev: &Device<P>,
+    _k: &Kernels,
+    rt: RuntimeKind,
+) -> Result<Outcome, Failure> {
     let ak = AttnKernels::register(dev)?;
     let (d, t, r) = (PA_HEAD_DIM, PA_BLOCK, PA_Q_ROWS);
     let seqs = PA_BLOCK_TABLE.len() as u32;
