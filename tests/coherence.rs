@@ -4,9 +4,6 @@
 //!
 //! Breakage is process-wide, so every test here takes `SERIAL` first.
 
-#[path = "../examples/common/mod.rs"]
-mod common;
-
 use std::sync::Mutex;
 
 use pto::board::{Board, SimA2a3, SimA5};
@@ -49,7 +46,8 @@ fn rows_graph<P: Platform>(dev: &host::Device<P>, rows: u32) -> (host::DeviceTen
 where
     P::Error: std::fmt::Display,
 {
-    let f = dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, common::k_add1).unwrap());
+    let f =
+        dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap());
     let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
     let g = dev
         .build(|g| {
@@ -84,21 +82,21 @@ fn assert_caught<T: std::fmt::Debug>(r: Result<T, Error>, missing: Missing) {
 fn correct_runtime_passes_every_example_under_the_faithful_model() {
     let _s = serial();
     for evict in [0, 20, 200] {
-        let (dev, k) = common::setup().unwrap();
+        let (dev, k) = pto_testkit::setup(pto::open).unwrap();
         dev.platform()
             .set_cache_model(CacheModel::Faithful { seed: 11 + evict as u64, evict_per_mille: evict })
             .unwrap();
-        for rt in common::RUNTIMES {
-            let on = |w: common::Workload, name: &str| {
+        for rt in pto_testkit::RUNTIMES {
+            let on = |w: pto_testkit::Workload<pto::SelectedPlatform>, name: &str| {
                 w(&dev, &k, rt).unwrap_or_else(|e| panic!("{name} on {}, evict {evict}: {e}", rt.name()));
             };
-            on(common::vector, "vector");
-            on(common::chain513, "chain513");
-            on(common::mix, "mix");
-            on(common::tiny_rings, "tiny_rings");
-            on(common::manual_scope, "manual_scope");
-            for kind in common::ShapeKind::ALL {
-                let p = common::build_shape(&dev, &k, kind, 64).unwrap_or_else(|e| panic!("{e}"));
+            on(pto_testkit::vector, "vector");
+            on(pto_testkit::chain513, "chain513");
+            on(pto_testkit::mix, "mix");
+            on(pto_testkit::tiny_rings, "tiny_rings");
+            on(pto_testkit::manual_scope, "manual_scope");
+            for kind in pto_testkit::ShapeKind::ALL {
+                let p = pto_testkit::build_shape(&dev, &k, kind, 64).unwrap_or_else(|e| panic!("{e}"));
                 for _ in 0..2 {
                     p.run_checked(&dev, rt).unwrap_or_else(|e| panic!("{} evict {evict}: {e}", kind.name()));
                 }
@@ -122,9 +120,25 @@ fn stale_descriptor_after_host_dma_is_caught_on_a2a3_only() {
     let (_y, g) = rows_graph(&dev, 4);
     let _b = breakage::activate(breakage::SKIP_HOST_INVALIDATE);
     dev.run(&g).unwrap();
-    assert_caught(dev.run(&g), Missing::InvalidateAfterHostDma);
+    let r = dev.run(&g);
     let v = dev.platform().take_violations();
-    assert!(v.iter().any(|v| v.agent == "aicpu 0" && v.last_writer.starts_with("host")), "{v:?}");
+    assert!(
+        v.iter().any(|v| v.agent == "aicpu 0"
+            && v.last_writer.starts_with("host")
+            && v.missing == Missing::InvalidateAfterHostDma),
+        "{v:?}"
+    );
+    match r {
+        // The AICPU ran on the previous run's epoch: it may accept the cores' previous reports,
+        // drive them, and release their gates with the old epoch, which a core of this run
+        // never takes for its release (no early exit) — so the AICore program may not end and
+        // the fence reports that instead of the program's coherence status.
+        // (With a fault latched — the stale epoch's handshake timeout, a core's RELEASE_TIMEOUT —
+        // the timeout rides along.)
+        Err(Error::Timeout { what: "AICore program", .. }) => {}
+        Err(Error::Device(d)) if matches!(d.also.as_deref(), Some(Error::Timeout { what: "AICore program", .. })) => {}
+        r => assert_caught(r, Missing::InvalidateAfterHostDma),
+    }
     // The same breakage is harmless under the a5 (host-coherent) contract.
     let dev = faithful::<SimA5>();
     let (_y, g) = rows_graph(&dev, 4);
@@ -248,22 +262,23 @@ fn shared_handshake_line_is_caught_and_ours_passes() {
 
 /// The contract is a type: an a5 build issues no AICPU cache maintenance per run; an a2a3
 /// build issues exactly the documented set — one invalidate of the descriptor's configuration
-/// per AICPU thread and one of the graph image — and no clean.
+/// per AICPU thread and one of the graph image, and one clean per dispatch payload.
 #[test]
 fn contract_decides_the_aicpu_cache_operations() {
     let _s = serial();
-    fn per_run<B: Board<Platform = pto_sim::Sim<C>>, C: pto::hal::Contract>() -> (u64, u64) {
+    fn per_run<B: Board<Platform = pto_sim::Sim<C>>, C: pto::hal::Contract>() -> (u64, u64, u64) {
         let dev = pto::open_board::<B>().unwrap();
         let (_y, g) = rows_graph(&dev, 8);
         dev.run(&g).unwrap();
         let (i0, f0) = dev.platform().aicpu_cache_ops();
-        dev.run(&g).unwrap();
+        let r = dev.run(&g).unwrap();
         let (i1, f1) = dev.platform().aicpu_cache_ops();
-        (i1 - i0, f1 - f0)
+        (i1 - i0, f1 - f0, r.dispatched)
     }
-    assert_eq!(per_run::<SimA5, _>(), (0, 0));
+    assert_eq!(per_run::<SimA5, _>(), (0, 0, 8));
     let threads = SimA2a3::TOPOLOGY.aicpu_threads as u64;
-    assert_eq!(per_run::<SimA2a3, _>(), (threads + 1, 0));
+    // a2a3: the invalidates of edges 1 and 2, and one clean per dispatch payload (edge 7).
+    assert_eq!(per_run::<SimA2a3, _>(), (threads + 1, 8, 8));
 }
 
 /// The cache model can be switched between runs, any number of times (a finished launch never
@@ -320,7 +335,7 @@ fn a_reused_argument_record_read_through_a_stale_line_is_caught() {
     let _s = serial();
     let run = |broken: bool| {
         let dev = faithful::<SimA2a3>();
-        let f = dev.register_kernel("add_scalar", CoreType::Aiv, common::k_add_scalar).unwrap();
+        let f = dev.register_kernel("add_scalar", CoreType::Aiv, pto_testkit::k_add_scalar).unwrap();
         let p = dev.register_orchestration("reuse_records", reuse_records).unwrap();
         let rows = 32u32;
         let x_h: Vec<f32> = (0..rows * 16).map(|i| i as f32).collect();
@@ -342,4 +357,229 @@ fn a_reused_argument_record_read_through_a_stale_line_is_caught() {
     assert_eq!(y, x_h.iter().map(|v| v + 2.0).collect::<Vec<f32>>());
     let (broken, _, _) = run(true);
     assert_caught(broken, Missing::Invalidate);
+}
+
+/// A device of board `B` as [`faithful`] builds it, with the AICPU write policy `policy`.
+fn faithful_with<B: Board>(policy: pto_sim::AicpuWritePolicy) -> host::Device<B::Platform>
+where
+    B::Platform:
+        Platform + HostPlatform<Device = pto_sim::SimDevice<<B::Platform as pto::hal::DevicePlatform>::Contract>>,
+{
+    let dev = faithful::<B>();
+    dev.platform().set_aicpu_writes(policy).unwrap();
+    dev
+}
+
+/// Class 8, edge 7 under a write-back AICPU cache: the AICPU writes a dispatch payload and never
+/// cleans it, so the core (which does invalidate) reads memory without the payload. Harmless
+/// with a write-through AICPU cache, which is why seed 004's open question matters.
+#[test]
+fn unpublished_payload_is_caught_under_a_write_back_aicpu() {
+    use pto_sim::AicpuWritePolicy::{WriteBack, WriteThrough};
+    let _s = serial();
+    let dev = faithful_with::<SimA2a3>(WriteBack);
+    assert_eq!(dev.platform().aicpu_writes(), WriteBack);
+    let (y, g) = rows_graph(&dev, 8);
+    dev.run(&g).unwrap();
+    assert_eq!(y.read::<f32>().unwrap(), vec![1.0; 128]);
+    {
+        let _b = breakage::activate(breakage::SKIP_PAYLOAD_CLEAN);
+        assert_caught(dev.run(&g), Missing::AicpuClean);
+        let v = dev.platform().take_violations();
+        assert!(v.iter().any(|v| v.agent.starts_with("core") && v.last_writer.starts_with("aicpu")), "{v:?}");
+        // The same breakage under write-through: nothing to catch.
+        let dev = faithful_with::<SimA2a3>(WriteThrough);
+        let (_y, g) = rows_graph(&dev, 8);
+        dev.run(&g).unwrap();
+        dev.run(&g).unwrap();
+        // And under the a5 contract a write-back request acts as write-through.
+        let dev = faithful::<SimA5>();
+        assert_eq!(dev.platform().set_aicpu_writes(WriteBack).unwrap(), WriteThrough);
+        let (_y, g) = rows_graph(&dev, 8);
+        dev.run(&g).unwrap();
+    }
+}
+
+/// Class 8, edge 13 under a write-back AICPU cache: the device-side orchestrator writes a
+/// task's argument record into the ring heap and never cleans it.
+#[test]
+fn unpublished_argument_record_is_caught_under_a_write_back_aicpu() {
+    let _s = serial();
+    let run = |broken: bool| {
+        let dev = faithful_with::<SimA2a3>(pto_sim::AicpuWritePolicy::WriteBack);
+        let f = dev.register_kernel("add_scalar", CoreType::Aiv, pto_testkit::k_add_scalar).unwrap();
+        let p = dev.register_orchestration("reuse_records", reuse_records).unwrap();
+        let rows = 8u32;
+        let x_h: Vec<f32> = (0..rows * 16).map(|i| i as f32).collect();
+        let x = dev.tensor_from(&[rows, 16], &x_h).unwrap();
+        let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
+        let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(f.0 as u64);
+        let cfg = RunConfig::default().with_runtime(RuntimeKind::TensormapRing);
+        let _b = broken.then(|| breakage::activate(breakage::SKIP_RECORD_CLEAN));
+        let r = dev.run_program(&p, &args, &cfg);
+        (r, y.read::<f32>().ok(), x_h)
+    };
+    let (ok, y, x_h) = run(false);
+    ok.unwrap();
+    assert_eq!(y.unwrap(), x_h.iter().map(|v| v + 2.0).collect::<Vec<f32>>());
+    let (broken, _, _) = run(true);
+    assert_caught(broken, Missing::AicpuClean);
+}
+
+/// x[i][0] := 100 + i from the orchestration (`Orch::write`, an AICPU plain store on the
+/// device-side runtime), then y_i = x_i + 1 on a core.
+fn write_then_consume(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    let (x, y) = (a.t(0)?, a.t(1)?);
+    let f = FuncId(a.s(0)? as u16);
+    for i in 0..x.shape[0] {
+        o.write::<f32>(&x, &[i, 0], 100.0 + i as f32)?;
+        o.submit(Task::aiv(f).input(&x.view(&[i, 0], &[1, 16])?).output(&y.view(&[i, 0], &[1, 16])?).scalar_f32(1.0))?;
+    }
+    Ok(())
+}
+
+/// Class 8, edge 14 under a write-back AICPU cache: the device-side orchestrator writes a
+/// tensor element with a plain store and never cleans it; the consuming core reads memory.
+#[test]
+fn unpublished_element_write_is_caught_under_a_write_back_aicpu() {
+    let _s = serial();
+    let run = |broken: bool| {
+        let dev = faithful_with::<SimA2a3>(pto_sim::AicpuWritePolicy::WriteBack);
+        let f = dev.register_kernel("add_scalar", CoreType::Aiv, pto_testkit::k_add_scalar).unwrap();
+        let p = dev.register_orchestration("write_then_consume", write_then_consume).unwrap();
+        let rows = 4u32;
+        let x = dev.tensor_from(&[rows, 16], &vec![0.0f32; (rows * 16) as usize]).unwrap();
+        let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
+        let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(f.0 as u64);
+        let cfg = RunConfig::default().with_runtime(RuntimeKind::TensormapRing);
+        let _b = broken.then(|| breakage::activate(breakage::SKIP_ELEMENT_CLEAN));
+        let r = dev.run_program(&p, &args, &cfg);
+        (r, y.read::<f32>().ok(), x.read::<f32>().ok())
+    };
+    let (ok, y, x) = run(false);
+    ok.unwrap();
+    let y = y.unwrap();
+    let x = x.unwrap();
+    for i in 0..4usize {
+        assert_eq!(x[i * 16], 100.0 + i as f32, "the host reads the element the AICPU wrote");
+        assert_eq!(y[i * 16], 101.0 + i as f32);
+        assert_eq!(y[i * 16 + 1], 1.0);
+    }
+    let (broken, _, _) = run(true);
+    assert_caught(broken, Missing::AicpuClean);
+}
+
+/// The AICPU cache operations one run issues, per board contract and runtime, printed (the
+/// benchmark-style figure for the publication edges 7, 13, 14): `cargo test --test coherence
+/// aicpu_cache_ops_per_run -- --nocapture`.
+#[test]
+fn aicpu_cache_ops_per_run() {
+    let _s = serial();
+    fn per_run<B: Board<Platform = pto_sim::Sim<C>>, C: pto::hal::Contract>(rt: RuntimeKind) -> (u64, u64, u64, u64) {
+        let dev = pto::open_board::<B>().unwrap();
+        let f = dev.register_kernel("add_scalar", CoreType::Aiv, pto_testkit::k_add_scalar).unwrap();
+        let p = dev.register_orchestration("reuse_records", reuse_records).unwrap();
+        let rows = 16u32;
+        let x = dev.tensor_from(&[rows, 16], &vec![1.0f32; (rows * 16) as usize]).unwrap();
+        let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
+        let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(f.0 as u64);
+        let cfg = RunConfig::default().with_runtime(rt);
+        dev.run_program(&p, &args, &cfg).unwrap();
+        let (i0, f0) = dev.platform().aicpu_cache_ops();
+        let r = dev.run_program(&p, &args, &cfg).unwrap();
+        let (i1, f1) = dev.platform().aicpu_cache_ops();
+        (i1 - i0, f1 - f0, r.tasks, r.dispatched)
+    }
+    let threads = SimA2a3::TOPOLOGY.aicpu_threads as u64;
+    for rt in [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing] {
+        let (inv, clean, tasks, dispatched) = per_run::<SimA2a3, _>(rt);
+        println!(
+            "aicpu cache ops per run: board=sim-a2a3 runtime={} tasks={tasks} dispatched={dispatched} invalidate_range={inv} flush_range={clean}",
+            rt.name()
+        );
+        assert_eq!(inv, threads + 1);
+        let records = if rt == RuntimeKind::TensormapRing { tasks } else { 0 };
+        assert_eq!(
+            clean,
+            dispatched + records,
+            "one clean per payload, plus one per record on the device-side runtime"
+        );
+        let (inv, clean, tasks, dispatched) = per_run::<SimA5, _>(rt);
+        println!(
+            "aicpu cache ops per run: board=sim-a5   runtime={} tasks={tasks} dispatched={dispatched} invalidate_range={inv} flush_range={clean}",
+            rt.name()
+        );
+        assert_eq!((inv, clean), (0, 0));
+    }
+}
+
+/// A device with short budgets: watchdog 100 ms, exit 100 ms (so a core waits 300 ms at most
+/// before it escalates), host stream budget `stream_us`.
+fn short_budgets<B: Board>(stream_us: u64) -> host::Device<B::Platform>
+where
+    B::Platform: Platform,
+{
+    let raw = B::open().unwrap_or_else(|e| panic!("open: {e}"));
+    host::Device::new_in_process(raw, Timeouts::new(100_000, 100_000, stream_us)).unwrap()
+}
+
+/// The teardown gate has no early exit. Every AICPU thread stalls in retirement after its
+/// cores acknowledged EXIT and before it closes and releases them (a stuck AICPU thread that
+/// still owns its cores). A core's gate wait outlasts its budget: instead of leaving (which
+/// would let the next program on its stream start while this run's AICPU can still write its
+/// registers) it latches RELEASE_TIMEOUT at site `Gate`, naming itself, and keeps waiting. Here
+/// the stall ends once a fault is latched, the AICPU releases every core, and the run ends with
+/// that code; nothing was left unreleased, so the device stays usable.
+#[test]
+fn a_stuck_aicpu_thread_ends_the_run_with_release_timeout_not_an_early_exit() {
+    let _s = serial();
+    let dev = short_budgets::<SimA2a3>(20_000_000);
+    let (y, g) = rows_graph(&dev, 4);
+    dev.run(&g).unwrap();
+    let r = {
+        let _b = breakage::activate(breakage::STALL_RETIRE);
+        dev.run(&g)
+    };
+    match r {
+        Err(Error::Device(d)) => {
+            assert_eq!(d.code.name(), "RELEASE_TIMEOUT", "{d}");
+            assert_eq!(d.code.value(), 206);
+            assert_eq!(d.site, pto::runtime::codes::Site::Gate, "{d}");
+            assert!(d.core.is_some(), "the waiting core is named: {d}");
+            assert!(d.also.is_none(), "no core left early with a status of its own: {d}");
+        }
+        other => panic!("expected RELEASE_TIMEOUT, got {other:?}"),
+    }
+    // Every core was released by its AICPU (none left on its own): the device is usable.
+    let report = dev.run(&g).unwrap();
+    assert_eq!(report.released, report.cores);
+    assert_eq!(y.read::<f32>().unwrap(), vec![3.0; 64]);
+}
+
+/// Same, with the AICPU thread stuck past the host's fence: the run still ends with the named
+/// code (the latch is the report, the fence's timeout rides along), and the device is marked
+/// unusable — no core was released early.
+#[test]
+fn an_aicpu_thread_stuck_past_the_fence_reports_release_timeout_and_the_device_is_unusable() {
+    let _s = serial();
+    // Core budget 300 ms; the stall lasts 4 × 300 ms, longer than the host's 1 s fence.
+    let dev = short_budgets::<SimA2a3>(1_000_000);
+    let (_y, g) = rows_graph(&dev, 4);
+    dev.run(&g).unwrap();
+    let r = {
+        let _b = breakage::activate(breakage::STALL_RETIRE_LONG);
+        let r = dev.run(&g);
+        // Let the stalled threads finish before the switch goes off (they check it once).
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        r
+    };
+    match r {
+        Err(Error::Device(d)) => {
+            assert_eq!(d.code.name(), "RELEASE_TIMEOUT", "{d}");
+            assert_eq!(d.site, pto::runtime::codes::Site::Gate, "{d}");
+            assert!(matches!(d.also.as_deref(), Some(Error::Timeout { .. })), "the fence timed out: {d}");
+        }
+        other => panic!("expected RELEASE_TIMEOUT, got {other:?}"),
+    }
+    assert!(matches!(dev.run(&g), Err(Error::Unusable(_))));
 }

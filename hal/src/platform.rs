@@ -3,8 +3,8 @@
 use core::sync::atomic::AtomicPtr;
 
 use crate::{
-    AicoreCache, AicoreStream, AicpuCache, AicpuStream, Barriers, Clock, Contract, CoreRegisters, CoreType, DeviceMemory,
-    ErrorType, Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Registers,
+    AicoreCache, AicoreStream, AicpuCache, AicpuStream, Barriers, Clock, Contract, CoreRegisters, CoreType,
+    DeviceMemory, ErrorType, Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Registers,
 };
 
 /// The shape of a device: clusters of 1 AIC + 2 AIV, and AICPU threads.

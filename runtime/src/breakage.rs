@@ -22,6 +22,22 @@ pub const SHARED_HANDSHAKE_LINE: u32 = 1 << 5;
 /// harmless while every record has its own bytes (the host-built graph), stale once the
 /// device-side runtime reuses ring heap bytes for a later task's record.
 pub const SKIP_ARGS_OBSERVE: u32 = 1 << 6;
+/// The AICPU does not clean a dispatch payload after writing it (AICPU → AICore, edge 7):
+/// harmless with a write-through AICPU cache, an unpublished payload under write-back.
+pub const SKIP_PAYLOAD_CLEAN: u32 = 1 << 7;
+/// The device-side orchestrator does not clean a task's argument record after writing it into
+/// the ring heap (AICPU → AICore, edge 13).
+pub const SKIP_RECORD_CLEAN: u32 = 1 << 8;
+/// The device-side orchestrator does not clean a tensor element it wrote (`Orch::write`;
+/// AICPU → AICore consumers and the host, edge 14).
+pub const SKIP_ELEMENT_CLEAN: u32 = 1 << 9;
+/// Fault injection, not a dropped operation: every AICPU thread stalls in retirement after its
+/// cores acknowledged EXIT (before close and release) until a fault is latched (at most four
+/// core wait budgets) — an AICPU thread stuck while it still owns its cores.
+pub const STALL_RETIRE: u32 = 1 << 10;
+/// Same, but the stall lasts four core wait budgets whatever happens: long enough for the
+/// host's fence to give up on the AICPU program.
+pub const STALL_RETIRE_LONG: u32 = 1 << 11;
 
 #[cfg(feature = "breakage")]
 static ACTIVE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);

@@ -67,6 +67,10 @@ pub enum DeviceFault {
     /// A kernel started (its core acknowledged the dispatch) and did not finish within the
     /// watchdog.
     KernelHung = 205,
+    /// A core acknowledged EXIT and its AICPU thread neither released nor abandoned it within
+    /// the core's wait budget. The core does not leave (the AICPU may still own it): it keeps
+    /// waiting at its gate, and the run ends through its fatal path.
+    ReleaseTimeout = 206,
 }
 
 /// Any device-side error code.
@@ -220,6 +224,11 @@ impl ErrorCode {
                 "a core did not acknowledge EXIT within the exit budget; it was not released",
                 "the device is unusable until reopened; check for a kernel that never returns",
             ),
+            ErrorCode::Device(D::ReleaseTimeout) => (
+                "RELEASE_TIMEOUT",
+                "a core acknowledged EXIT but its AICPU thread did not release it through the teardown gate within the core's wait budget; the core keeps waiting (it never leaves while the AICPU may still own it)",
+                "an AICPU thread is stuck in retirement: if the run never completes the device is unusable until reopened; otherwise raise the exit budget",
+            ),
             ErrorCode::Device(D::KernelHung) => (
                 "KERNEL_HUNG",
                 "a kernel started on its core and did not return within the scheduler's watchdog",
@@ -260,6 +269,8 @@ pub enum Site {
     /// The orchestration (on the host for the host-built graph, on the highest AICPU thread
     /// for the device-side runtime).
     Orchestrator = 10,
+    /// AICore: waiting at its teardown gate for the AICPU's release.
+    Gate = 11,
 }
 
 impl Site {
@@ -276,6 +287,7 @@ impl Site {
             Site::Window => "aicore window wait",
             Site::CoreIdle => "aicore dispatch wait",
             Site::Orchestrator => "orchestrator",
+            Site::Gate => "aicore teardown-gate wait",
         }
     }
 }
@@ -286,7 +298,7 @@ mod tests {
 
     #[test]
     fn every_code_round_trips_and_has_text() {
-        for v in (0..=12).chain(99..=105).chain(199..=206) {
+        for v in (0..=12).chain(99..=105).chain(199..=207) {
             if let Some(c) = ErrorCode::from_i32(v) {
                 assert_eq!(c.value(), v);
                 assert!(!c.name().is_empty() && !c.description().is_empty() && !c.hint().is_empty());

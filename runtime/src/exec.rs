@@ -24,7 +24,8 @@ pub mod legacy {
     pub const STATUS_WINDOW_TIMEOUT: i32 = -8;
     /// Status when no dispatch and no EXIT arrived within budget.
     pub const STATUS_IDLE_TIMEOUT: i32 = -9;
-    /// Status when the teardown gate was never released within budget.
+    /// Status when the AICPU abandoned the core at its teardown gate (it did not acknowledge
+    /// EXIT in time) instead of releasing it.
     pub const STATUS_NOT_RELEASED: i32 = -6;
 
     /// The AICore program entry point of the legacy executor.
@@ -89,10 +90,9 @@ pub mod legacy {
             deadline = a.now_ticks().saturating_add(budget);
         }
 
-        if lifecycle::wait_release(a, map.gate(launch.block_idx), cfg.epoch, a.now_ticks().saturating_add(budget)) {
-            0
-        } else {
-            STATUS_NOT_RELEASED
+        match lifecycle::wait_release(a, &map, launch.block_idx, budget) {
+            lifecycle::Release::Released => 0,
+            lifecycle::Release::Abandoned => STATUS_NOT_RELEASED,
         }
     }
 

@@ -11,10 +11,14 @@
 //! 4. AICPU retires its cores as a group: EXIT to every core, then one shared deadline for the
 //!    EXITED acknowledgements, then close + read-back of each acknowledged window, one `rmb`,
 //!    and only then RELEASE through the core's teardown gate (the gate word := this run's
-//!    epoch). A core returns only after it reads its release, so the next program on its stream
-//!    can never start while this run's AICPU still writes its registers.
+//!    epoch). A core that did not acknowledge in time is abandoned instead (gate := the cancel
+//!    value), after the AICPU's last access to its registers. A core returns only after it
+//!    reads its release or its abandonment, so the next program on its stream can never start
+//!    while this run's AICPU still owns it; a core whose gate wait outlasts its budget latches
+//!    `RELEASE_TIMEOUT` and keeps waiting (the run ends through its fatal path, never through
+//!    a core leaving early).
 
-use pto_hal::{AicoreAgent, AicoreLaunch, AicpuAgent, GmAddr, GmAtomic, GmMemory, Reg, Ticks};
+use pto_hal::{AicoreAgent, AicoreLaunch, AicpuAgent, AicpuCache, Contract, GmAddr, GmAtomic, GmMemory, Reg, Ticks};
 use zerocopy::IntoBytes;
 
 use crate::codes::{ErrorCode, Site};
@@ -141,6 +145,17 @@ pub fn latched<A: GmAtomic>(a: &A, desc: GmAddr) -> bool {
     a.query(desc.offset(offsets::FATAL_CLAIMED)) != 0
 }
 
+/// Make the AICPU's plain stores of `[addr, addr+len)` visible to every other agent — an
+/// AICore's cached or device-direct read, the host's D2H copy — by the contract: a clean
+/// (`flush_range`, which ends with a full barrier) under `HostNonCoherent` (a2a3, whose AICPU
+/// cache may be write-back), an inlined no-op under `HostCoherent` (a5: completed AICPU writes
+/// are visible without a clean). Every AICPU plain store another agent reads goes through it
+/// (`docs/cache-contract.md`, edges 7, 13 and 14).
+#[inline(always)]
+pub fn publish_aicpu<A: AicpuCache + ?Sized>(a: &A, addr: GmAddr, len: u64) {
+    <A::Contract as Contract>::publish_to_host(a, addr, len)
+}
+
 /// Read the launch configuration from a descriptor the host copied in, making host DMA
 /// visible first on non-coherent builds.
 pub fn read_config<A: GmMemory + pto_hal::AicpuCache>(a: &A, desc: GmAddr) -> LaunchConfig {
@@ -234,17 +249,50 @@ pub fn cancel_window<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) {
     a.store_direct(map.gate(w), cancel_value(map.cfg.epoch));
 }
 
-/// AICore: after EXITED, wait until this run's AICPU released the core through its gate.
-/// Bounded (nothing hangs forever); `false` when the budget ran out.
-pub fn wait_release<A: AicoreAgent>(a: &A, gate: GmAddr, epoch: u64, deadline: Ticks) -> bool {
+/// How a core's teardown-gate wait ended: both are the AICPU's acknowledgement that it is done
+/// with the core's registers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The gate holds this run's epoch: closed and released.
+    Released,
+    /// The gate holds the cancel value: the AICPU gave up on the core (it did not acknowledge
+    /// EXIT in time) and will not touch it again; it was not closed.
+    Abandoned,
+}
+
+/// AICore `w`: after EXITED, wait until this run's AICPU released (or abandoned) the core
+/// through its gate. The wait has no early exit: when `budget` ticks pass without either, the
+/// core latches `RELEASE_TIMEOUT` (site `Gate`, this core) — the run's fatal path — and goes on
+/// waiting, because the AICPU may still own its registers. Only the AICPU ends the wait.
+pub fn wait_release<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, budget: Ticks) -> Release {
+    let gate = map.gate(w);
+    let epoch = map.cfg.epoch;
+    let mut deadline = a.now_ticks().saturating_add(budget);
+    let mut escalated = false;
     loop {
         let v = a.query(gate);
         if v == epoch {
             a.store_barrier();
-            return true;
+            return Release::Released;
         }
-        if a.now_ticks() >= deadline {
-            return false;
+        if v == cancel_value(epoch) {
+            a.store_barrier();
+            return Release::Abandoned;
+        }
+        let now = a.now_ticks();
+        if now >= deadline {
+            if !escalated {
+                escalated = true;
+                let f = Fault {
+                    code: ErrorCode::Device(crate::codes::DeviceFault::ReleaseTimeout),
+                    site: Site::Gate,
+                    task: None,
+                    core: Some(w),
+                    detail: budget,
+                };
+                latch(a, map.desc, f, "");
+            }
+            deadline = now.saturating_add(budget.max(1));
         }
         a.wait_for_word(gate, v, deadline);
     }
@@ -306,7 +354,9 @@ pub struct Retired {
 
 /// AICPU: retire `cores` (`(worker, physical id)` pairs that handshook) with one shared
 /// deadline: EXIT broadcast, quiesce, close + read-back, one `rmb`, then RELEASE each
-/// acknowledged core's gate with `epoch`. A silent core is neither closed nor released.
+/// acknowledged core's gate with `epoch`. A silent core is neither closed nor released; after
+/// the `rmb` (its last register access is behind it) its gate gets the cancel value: the AICPU
+/// abandons it, so if it ever reaches its gate it leaves instead of waiting forever.
 pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], exited: &mut [bool]) -> Retired {
     let deadline = a.now_ticks().saturating_add(map.cfg.exit_ticks);
     a.wmb();
@@ -329,6 +379,9 @@ pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], ex
         }
         a.wait_for_event(deadline);
     }
+    if crate::breakage::broken(crate::breakage::STALL_RETIRE | crate::breakage::STALL_RETIRE_LONG) {
+        stall(a, map);
+    }
     let mut out = Retired::default();
     for (i, &(w, phys)) in cores.iter().enumerate() {
         if exited[i] {
@@ -343,7 +396,26 @@ pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], ex
         if exited[i] {
             a.store_direct(map.gate(w), map.cfg.epoch);
             out.released += 1;
+        } else {
+            a.store_direct(map.gate(w), cancel_value(map.cfg.epoch));
         }
     }
     out
+}
+
+/// Fault injection (`breakage::STALL_RETIRE*`): the AICPU thread stalls while it owns cores
+/// that acknowledged EXIT — until a fault is latched (`STALL_RETIRE`), or for four core wait
+/// budgets (`STALL_RETIRE_LONG`; also the bound of the former).
+fn stall<A: AicpuAgent>(a: &A, map: &RunMap) {
+    let until = a.now_ticks().saturating_add(map.cfg.core_wait_ticks.saturating_mul(4));
+    let claimed = map.desc.offset(offsets::FATAL_CLAIMED);
+    let long = crate::breakage::broken(crate::breakage::STALL_RETIRE_LONG);
+    loop {
+        let now = a.now_ticks();
+        let seen = a.query(claimed);
+        if now >= until || (seen != 0 && !long) {
+            return;
+        }
+        a.wait_for_word(claimed, seen, until);
+    }
 }

@@ -716,7 +716,13 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             reserved0: 0,
             reserved: [0; 3],
         };
-        self.a.write(self.b.map.payload(c.w, reg & 1), p.as_bytes());
+        let at = self.b.map.payload(c.w, reg & 1);
+        self.a.write(at, p.as_bytes());
+        // The core reads the payload after the DMB write: publish it by the contract (a clean
+        // under a2a3's possibly write-back AICPU cache; nothing on a5).
+        if !crate::breakage::broken(crate::breakage::SKIP_PAYLOAD_CLEAN) {
+            lifecycle::publish_aicpu(self.a, at, core::mem::size_of::<DispatchPayload>() as u64);
+        }
         let sub = Sub { task: t, block, lane, reg };
         if c.running.is_none() {
             c.running = Some(sub);

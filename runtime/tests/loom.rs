@@ -17,7 +17,8 @@
 //!    per-core logic with the real [`decide`] and [`regs::next_id`]; the core side is either a
 //!    transcription of `exec.rs`'s loop or the real [`aicore_entry`] (end to end, with the real
 //!    handshake, window, dispatch, kernel output, FIN, retirement and gate).
-//! 4. **Teardown gate** — the real [`retire_group`] and [`wait_release`] over the loom device.
+//! 4. **Teardown gate** — the real [`retire_group`] and [`wait_release`] over the loom device:
+//!    a core leaves only on the AICPU's release or abandonment, never on its own budget.
 //!
 //! What loom does **not** cover, so these models do not either:
 //!
@@ -56,7 +57,7 @@ use pto_hal::{
 use pto_runtime::exec::legacy::aicore_entry;
 use pto_runtime::host::slots::{Refused, SlotTable};
 use pto_runtime::layout::{ArgsHeader, DispatchPayload, Handshake, offsets, regs};
-use pto_runtime::lifecycle::{self, Retired, RunMap, retire_group, wait_release};
+use pto_runtime::lifecycle::{self, Release, Retired, RunMap, retire_group, wait_release};
 use pto_runtime::queue::{Full, ReadyQueue};
 use pto_runtime::sched::decide;
 use zerocopy::IntoBytes;
@@ -879,30 +880,43 @@ fn handshake_window_or_cancel() {
 // ---------------------------------------------------------------------------------------------
 
 /// The AICore's exit path, transcribed from `exec.rs`: wait for DMB == EXIT, store barrier,
-/// COND := EXITED, then the real [`wait_release`] on its gate, with budget `core_wait_ticks`.
-/// On a released return, checks that the AICPU's close of this core's window completed first,
-/// then marks the core as gone (from then on any AICPU access to its registers fails the
-/// model); with `timeout_leaves`, a timed-out return marks it gone too. Returns what
-/// `wait_release` returned.
-fn core_exit(c: &LoomCore, map: &RunMap, worker: u32, timeout_leaves: bool) -> bool {
+/// COND := EXITED, then the real [`wait_release`] on its gate, with budget `core_wait_ticks`
+/// (past it the core latches RELEASE_TIMEOUT and keeps waiting). On a released return, checks
+/// that the AICPU's close of this core's window completed first; on an abandoned one, that the
+/// window was never closed. Either way the core then leaves: from then on any AICPU access to
+/// its registers fails the model. Returns what `wait_release` returned.
+fn core_exit(c: &LoomCore, map: &RunMap, worker: u32) -> Release {
     loom_hal::spin_until(|| c.read_dmb() == regs::DMB_EXIT);
     c.store_barrier();
     c.write_cond(regs::COND_EXITED);
-    let released = wait_release(c, map.gate(worker), map.cfg.epoch, c.now_ticks() + map.cfg.core_wait_ticks);
-    if released {
-        assert!(c.dev.closed(c.phys), "core {} released before the AICPU closed its window", c.phys);
+    let r = wait_release(c, map, worker, map.cfg.core_wait_ticks);
+    match r {
+        Release::Released => {
+            assert!(c.dev.closed(c.phys), "core {} released before the AICPU closed its window", c.phys)
+        }
+        Release::Abandoned => assert!(!c.dev.closed(c.phys), "core {} abandoned after its window was closed", c.phys),
     }
-    if released || timeout_leaves {
-        c.dev.mark_left(c.phys);
+    c.dev.mark_left(c.phys);
+    r
+}
+
+/// Whether the run latched RELEASE_TIMEOUT for `worker` (checked: any latched fault must be
+/// that one).
+fn escalated(dev: &Device, map: &RunMap, worker: u32) -> bool {
+    if dev.peek(map.desc.offset(offsets::FATAL_CLAIMED)) == 0 {
+        return false;
     }
-    released
+    assert_eq!(dev.peek(map.desc.offset(offsets::FATAL_CODE)), 206, "only RELEASE_TIMEOUT may be latched here");
+    assert_eq!(dev.peek(map.desc.offset(offsets::FATAL_SITE)), 11, "site Gate");
+    assert_eq!(dev.peek(map.desc.offset(offsets::FATAL_CORE)), u64::from(worker), "the waiting core is named");
+    true
 }
 
 /// What [`retire_model`] observed.
 struct RetireRun {
     retired: Retired,
     exited: Vec<bool>,
-    released: Vec<bool>,
+    released: Vec<Release>,
     dev: Arc<Device>,
     map: RunMap,
 }
@@ -915,7 +929,6 @@ fn retire_model(
     group: &'static [(u32, u32)],
     alive: &'static [u32],
     budgets: Budgets,
-    timeout_leaves: bool,
     aicpu_first: bool,
     reg_order: RegOrder,
 ) -> RetireRun {
@@ -933,7 +946,7 @@ fn retire_model(
     for &phys in alive {
         let worker = group.iter().find(|&&(_, p)| p == phys).expect("alive core not in the group").0;
         let dev = dev.clone();
-        jobs.push(job(move || core_exit(&LoomCore { dev, phys }, &map, worker, timeout_leaves)));
+        jobs.push(job(move || core_exit(&LoomCore { dev, phys }, &map, worker)));
     }
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     if !aicpu_first {
@@ -941,7 +954,7 @@ fn retire_model(
     }
     let mut r = run_jobs(&order, jobs);
     let (retired, exited) = r.take::<(Retired, Vec<bool>)>(0);
-    let released = (1..=alive.len()).map(|i| r.take::<bool>(i)).collect();
+    let released = (1..=alive.len()).map(|i| r.take::<Release>(i)).collect();
     RetireRun { retired, exited, released, dev, map }
 }
 
@@ -954,10 +967,11 @@ const SHORT: Budgets = Budgets { watchdog: u64::MAX / 4, exit: 3, core_wait: 4 }
 /// `wait_release`; both spawn orders, and registers ordered both as the HAL promises and as
 /// the simulator implements them. The device clock advances on every read, so either
 /// deadline can expire. Invariant: the core returns released only after the AICPU's
-/// `close_window` for it completed; after it returned released the AICPU never touches its
-/// registers; an acknowledged core is closed exactly once and its gate holds the epoch; a core
-/// reported silent is neither closed nor released (gate 0) and never returns released.
-/// Reached: "released" and "silent".
+/// `close_window` for it completed; after it returned (released or abandoned) the AICPU never
+/// touches its registers; an acknowledged core is closed exactly once and its gate holds the
+/// epoch; a core reported silent is neither closed nor released — its gate holds the cancel
+/// value (abandoned) — and returns abandoned, never released. A fault, if any, is the core's
+/// RELEASE_TIMEOUT. Reached: "released" and "silent".
 #[test]
 fn retire_releases_only_after_close() {
     let outcomes = Tally::new(2);
@@ -969,18 +983,20 @@ fn retire_releases_only_after_close() {
     ] {
         let tally = outcomes.clone();
         check("retire_releases_only_after_close", None, move || {
-            let run = retire_model(&[(0, 1)], &[1], SHORT, false, aicpu_first, reg_order);
+            let run = retire_model(&[(0, 1)], &[1], SHORT, aicpu_first, reg_order);
             let RetireRun { retired, exited, released, dev, map } = run;
+            let _ = escalated(&dev, &map, 0);
             if exited[0] {
                 assert_eq!(retired, Retired { released: 1, silent: None });
                 assert_eq!(dev.closes(1), 1, "an acknowledged core is closed exactly once");
                 assert_eq!(dev.peek(map.gate(0)), EPOCH);
+                assert_eq!(released[0], Release::Released);
                 tally.hit(0);
             } else {
                 assert_eq!(retired, Retired { released: 0, silent: Some(0) });
                 assert_eq!(dev.closes(1), 0, "a silent core's window was closed");
-                assert_eq!(dev.peek(map.gate(0)), 0, "a silent core was released");
-                assert!(!released[0], "a core the AICPU did not release left its gate released");
+                assert_eq!(dev.peek(map.gate(0)), lifecycle::cancel_value(EPOCH), "a silent core was released");
+                assert_eq!(released[0], Release::Abandoned, "a core the AICPU did not release left its gate released");
                 tally.hit(1);
             }
         });
@@ -991,44 +1007,68 @@ fn retire_releases_only_after_close() {
 /// Teardown gate, two cores retired as a group with one shared deadline: worker 1 (phys 0)
 /// never acknowledges EXIT; worker 0 (phys 1) runs the exit path; both spawn orders.
 /// Invariant: `retire_group` always reports worker 1 as silent (it is first in the group),
-/// never closes or releases it (its gate stays 0); the other core is closed and released iff
-/// it acknowledged in time, and only after its close; no AICPU register access after a core
-/// left its gate released. Reached: the other core released, and not.
+/// never closes or releases it (its gate holds the cancel value: abandoned); the other core is
+/// closed and released iff it acknowledged in time, and only after its close, else abandoned;
+/// no AICPU register access after a core left its gate. Reached: the other core released, and
+/// not.
 #[test]
 fn retire_never_releases_a_silent_core() {
     let outcomes = Tally::new(2);
     for aicpu_first in [true, false] {
         let tally = outcomes.clone();
         check("retire_never_releases_a_silent_core", None, move || {
-            let run = retire_model(&[(1, 0), (0, 1)], &[1], SHORT, false, aicpu_first, RegOrder::HalContract);
+            let run = retire_model(&[(1, 0), (0, 1)], &[1], SHORT, aicpu_first, RegOrder::HalContract);
             let RetireRun { retired, exited, released, dev, map } = run;
+            let _ = escalated(&dev, &map, 0);
             assert_eq!(retired.silent, Some(1), "the silent core must be reported");
             assert!(!exited[0]);
             assert_eq!(dev.closes(0), 0, "the silent core's window was closed");
-            assert_eq!(dev.peek(map.gate(1)), 0, "the silent core was released");
+            assert_eq!(dev.peek(map.gate(1)), lifecycle::cancel_value(EPOCH), "the silent core was released");
             assert_eq!(retired.released, u32::from(exited[1]));
-            assert_eq!(dev.peek(map.gate(0)), if exited[1] { EPOCH } else { 0 });
+            assert_eq!(dev.peek(map.gate(0)), if exited[1] { EPOCH } else { lifecycle::cancel_value(EPOCH) });
             assert_eq!(dev.closes(1), u32::from(exited[1]));
-            assert!(!released[0] || exited[1]);
+            assert_eq!(released[0] == Release::Released, exited[1]);
             tally.hit(usize::from(exited[1]));
         });
     }
     outcomes.assert_all_reached(&["other core not acknowledged in time", "other core released"]);
 }
 
-/// **Not an invariant the code keeps today** — a reproducer, hence ignored; run it with
-/// `--ignored` to see the counterexample. DESIGN §5.3 says nothing is reused on a timeout and
-/// §5.4 names the teardown-gate wait as the one wait without a budget, but
-/// `lifecycle::wait_release` is bounded by `core_wait_ticks`. A core whose gate budget runs out
-/// returns (so its stream may start the next program) while this run's AICPU can still read
-/// its COND, close its window and store its gate. Here the core's budget (2 ticks) is shorter
-/// than the AICPU's EXIT budget (8); the model fails with "AICPU … core 1's registers after the
-/// core left its teardown gate".
+/// Teardown gate with a core budget (2 ticks) far shorter than the AICPU's EXIT budget (8): the
+/// core's gate wait runs out while the AICPU still owns it. (Before the gate wait had an
+/// escalation instead of an exit, this model was an ignored reproducer,
+/// `retire_gate_wait_timeout_lets_the_core_leave_early`: the core returned on its budget and
+/// the AICPU then read its COND, closed its window and stored its gate — after it left.)
+/// Invariant: the core never leaves while the AICPU may still own it — the loom device fails
+/// the model on any AICPU register access after the core left; a core whose budget ran out
+/// latched RELEASE_TIMEOUT at site `Gate` naming itself and went on waiting; it leaves only on
+/// the AICPU's release (after the close) or abandonment (never closed); the gate and the
+/// retirement report agree. Both spawn orders. Reached: released within the core's budget, and
+/// released after the core escalated (the abandoned path is reached by
+/// `retire_releases_only_after_close`).
 #[test]
-#[ignore = "reproducer: a timed-out gate wait lets the core leave while the AICPU still owns it"]
-fn retire_gate_wait_timeout_lets_the_core_leave_early() {
-    check("retire_gate_wait_timeout_lets_the_core_leave_early", None, || {
-        let budgets = Budgets { watchdog: u64::MAX / 4, exit: 8, core_wait: 2 };
-        let _ = retire_model(&[(0, 1)], &[1], budgets, true, true, RegOrder::HalContract);
-    });
+fn retire_gate_wait_never_leaves_while_the_aicpu_owns_the_core() {
+    let outcomes = Tally::new(2);
+    for aicpu_first in [true, false] {
+        let tally = outcomes.clone();
+        check("retire_gate_wait_never_leaves_while_the_aicpu_owns_the_core", None, move || {
+            let budgets = Budgets { watchdog: u64::MAX / 4, exit: 8, core_wait: 2 };
+            let run = retire_model(&[(0, 1)], &[1], budgets, aicpu_first, RegOrder::HalContract);
+            let RetireRun { retired, exited, released, dev, map } = run;
+            let escalated = escalated(&dev, &map, 0);
+            if exited[0] {
+                assert_eq!(retired, Retired { released: 1, silent: None });
+                assert_eq!(released[0], Release::Released);
+                assert_eq!(dev.peek(map.gate(0)), EPOCH);
+                tally.hit(usize::from(escalated));
+            } else {
+                // Not reached with these budgets (loom serves a yielding AICPU's core first);
+                // `retire_releases_only_after_close` reaches it.
+                assert_eq!(retired, Retired { released: 0, silent: Some(0) });
+                assert_eq!(released[0], Release::Abandoned);
+                assert_eq!(dev.peek(map.gate(0)), lifecycle::cancel_value(EPOCH));
+            }
+        });
+    }
+    outcomes.assert_all_reached(&["released within the core's budget", "escalated (RELEASE_TIMEOUT), then released"]);
 }

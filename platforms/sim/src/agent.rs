@@ -11,8 +11,8 @@ use std::sync::atomic::{Ordering, fence};
 use std::time::Duration;
 
 use pto_hal::{
-    AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, Contract, CoreRegisters, CoreType, Events, GmAddr,
-    GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
+    AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, Contract, CoreRegisters, CoreType, Events,
+    GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
 };
 
 use crate::device::{Inner, KERNEL_BASE};

@@ -12,7 +12,7 @@ use pto_hal::{
 };
 
 use crate::agent::{SimAicpu, SimCore};
-use crate::faithful::{CacheModel, Faithful, Violation};
+use crate::faithful::{AicpuWritePolicy, CacheModel, Faithful, Violation};
 use crate::gm::Gm;
 use crate::park::{SpinPermits, Wake};
 use crate::{SimConfig, SimError};
@@ -437,7 +437,13 @@ impl<C: Contract> SimDevice<C> {
                     CacheModel::Faithful { seed, evict_per_mille } => (seed, evict_per_mille),
                     CacheModel::Coherent => (0, 0),
                 };
-                Faithful::new(seed, evict, C::HOST_COHERENT, topo.aicpu_threads, topo.workers())
+                let f = Faithful::new(seed, evict, C::HOST_COHERENT, topo.aicpu_threads, topo.workers());
+                f.set_aicpu_writes(
+                    AicpuWritePolicy::from_env()
+                        .or(config.aicpu_writes)
+                        .unwrap_or(AicpuWritePolicy::for_contract(C::HOST_COHERENT)),
+                );
+                f
             },
             faithful_on: AtomicBool::new(matches!(model, CacheModel::Faithful { .. })),
             protect: AtomicBool::new(crate::protect::from_env().unwrap_or(config.protect)),
@@ -493,6 +499,24 @@ impl<C: Contract> SimDevice<C> {
             }
         }
         Ok(())
+    }
+
+    /// Switch the AICPU write policy of the faithful model (between runs: refused while a
+    /// launch is active); the model restarts from empty caches, as with
+    /// [`SimDevice::set_cache_model`]. Returns the policy in effect (under the host-coherent
+    /// contract `WriteBack` acts as `WriteThrough`).
+    pub fn set_aicpu_writes(&self, policy: AicpuWritePolicy) -> Result<AicpuWritePolicy, SimError> {
+        if self.inner.active_launches.load(Ordering::Acquire) != 0 {
+            return Err(SimError::InvalidArgument("the AICPU write policy cannot change while a launch is active"));
+        }
+        let f = &self.inner.faithful;
+        f.reset(f.seed(), f.evict_per_mille());
+        Ok(f.set_aicpu_writes(policy))
+    }
+
+    /// The AICPU write policy in effect under the faithful model.
+    pub fn aicpu_writes(&self) -> AicpuWritePolicy {
+        self.inner.faithful.aicpu_writes()
     }
 
     /// Switch memory protection on or off (between runs: refused while a launch is active).

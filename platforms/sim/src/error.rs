@@ -44,7 +44,9 @@ pub enum SimError {
     Closed,
     /// A program or kernel the simulator cannot load: no device program is installed under
     /// the name, or the source has no Rust form.
-    #[error("not loadable on the simulator: {0} (install the runtime's device programs, or give the source a Rust function)")]
+    #[error(
+        "not loadable on the simulator: {0} (install the runtime's device programs, or give the source a Rust function)"
+    )]
     NotInstalled(String),
 }
 

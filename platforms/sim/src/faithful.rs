@@ -4,9 +4,26 @@
 //!   core's copy; a load is served from the copy when present (stale or not) and fills it from
 //!   memory otherwise; a write-back emits the **whole** line, bytes the core never wrote
 //!   included; invalidate drops the copy (writing it back first when dirty, like `dcci`).
-//! * Every AICPU thread has a cache too. AICPU stores write through to memory (the AICPU and the
-//!   AICores share a coherence domain: an AICore write-back drops the AICPU's copy of the line,
-//!   an AICore fill sees the AICPU's stores). Host DMA writes memory, not caches: with the
+//! * Every AICPU thread has a cache too. What an AICPU store does is the board's
+//!   [`AicpuWritePolicy`] (seed 004's unknown 3: "is GM cacheable for the AICPU, and under what
+//!   write policy?"):
+//!   * **write-through**: the store reaches memory at once (an AICore fill and a device-direct
+//!     load see it);
+//!   * **write-back** (the a2a3 default, the conservative answer): the store dirties the AICPU
+//!     cluster's copy of the line and memory keeps the old bytes until that line is written back
+//!     — by a range clean or invalidate (`flush_range` / `invalidate_range`) issued by **any**
+//!     AICPU thread (`dc cvac` / `dc civac` act on the whole inner-shareable cluster), by a
+//!     random eviction, or never (a program that ends with it is a violation). The write-back
+//!     emits the whole line, as an AICore's does. The AICPU threads are one coherent SMP
+//!     cluster: a line one thread dirtied is what every AICPU thread reads (the model keeps
+//!     AICPU-dirty lines in one cluster-level map, and a line there has no copy in any
+//!     thread's own cache). Another agent's cached or device-direct read, and a host D2H read,
+//!     see memory. Under the host-coherent contract (a5) the contract's premise — completed
+//!     AICPU GM writes are visible to every consumer without a clean — makes `back` behave as
+//!     `through`.
+//!
+//!   Either way an AICore write-back drops the AICPU threads' copies of the line (one coherence
+//!   domain on the read side), and host DMA writes memory, not caches: with the
 //!   host-non-coherent contract (a2a3) AICPU caches keep stale lines across it; with the
 //!   host-coherent contract (a5) host DMA drops them.
 //! * Device-direct loads/stores and atomics act on memory and bypass every cache.
@@ -23,6 +40,12 @@
 //! agents whose writes are not ordered (the whole-line rule), a register write (FIN, ACK, a
 //! report marker) issued while the core still holds dirty or unfenced lines, and a program that
 //! ends with dirty lines. Violations fail the launch that found them.
+//!
+//! Locks: an agent's state, then (AICPU threads only) the cluster's dirty lines, then a line
+//! shard; the shared AICPU clock and the word clocks are taken under an agent's state only.
+//! An AICPU thread never holds two agent locks (it drops other threads' copies after releasing
+//! its own); an AICore holds its own and then one AICPU thread's at a time; nobody takes an
+//! agent lock or the cluster lock while holding a shard. So no cycle, hence no deadlock.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -52,17 +75,68 @@ pub enum CacheModel {
 }
 
 impl CacheModel {
-    /// The model named by `PTO_SIM_CACHE` (`coherent`, `faithful` or `faithful:SEED`), if set.
+    /// The model named by `PTO_SIM_CACHE` (`coherent`, `faithful` or `faithful:SEED`, each
+    /// optionally followed by `:through` or `:back`, the AICPU write policy), if set.
     pub fn from_env() -> Option<CacheModel> {
-        let v = std::env::var("PTO_SIM_CACHE").ok()?;
-        let mut parts = v.splitn(2, ':');
+        Self::parse(&std::env::var("PTO_SIM_CACHE").ok()?)
+    }
+
+    /// Parse a `PTO_SIM_CACHE` value (see [`CacheModel::from_env`]).
+    pub fn parse(v: &str) -> Option<CacheModel> {
+        let mut parts = v.split(':');
         match parts.next()? {
             "coherent" => Some(CacheModel::Coherent),
             "faithful" => {
-                let seed = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
+                let seed = parts.find_map(|s| s.parse().ok()).unwrap_or(0x5eed);
                 Some(CacheModel::Faithful { seed, evict_per_mille: 20 })
             }
             _ => None,
+        }
+    }
+}
+
+/// What an AICPU store does to memory (seed 004's unknown 3, as a board parameter).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AicpuWritePolicy {
+    /// The store reaches memory at once; other agents' fills and device-direct loads see it.
+    WriteThrough,
+    /// The store dirties the AICPU cluster's copy of the line; memory (and so every other
+    /// agent) sees it only once the line is written back (range clean or invalidate, eviction).
+    WriteBack,
+}
+
+impl AicpuWritePolicy {
+    /// The policy for a contract when the board names none: write-back under the
+    /// host-non-coherent contract (a2a3: the conservative answer while the mapping is
+    /// unknown), write-through under the host-coherent one (a5: completed AICPU writes are
+    /// visible without a clean).
+    pub fn for_contract(host_coherent: bool) -> AicpuWritePolicy {
+        if host_coherent { AicpuWritePolicy::WriteThrough } else { AicpuWritePolicy::WriteBack }
+    }
+
+    /// Parse `through` or `back`.
+    pub fn parse(v: &str) -> Option<AicpuWritePolicy> {
+        match v.trim() {
+            "through" | "write-through" => Some(AicpuWritePolicy::WriteThrough),
+            "back" | "write-back" => Some(AicpuWritePolicy::WriteBack),
+            _ => None,
+        }
+    }
+
+    /// The policy the environment names: `PTO_SIM_AICPU_WRITES=through|back`, else a
+    /// `:through` / `:back` part of `PTO_SIM_CACHE` (e.g. `faithful:42:back`).
+    pub fn from_env() -> Option<AicpuWritePolicy> {
+        if let Some(p) = std::env::var("PTO_SIM_AICPU_WRITES").ok().and_then(|v| Self::parse(&v)) {
+            return Some(p);
+        }
+        std::env::var("PTO_SIM_CACHE").ok()?.split(':').skip(1).find_map(Self::parse)
+    }
+
+    /// Its name in the environment syntax.
+    pub fn name(self) -> &'static str {
+        match self {
+            AicpuWritePolicy::WriteThrough => "through",
+            AicpuWritePolicy::WriteBack => "back",
         }
     }
 }
@@ -84,6 +158,10 @@ pub enum Missing {
     StoreBarrierBeforeSignal,
     /// Two agents wrote one line through caches without ordering: one writer per line.
     WholeLineRule,
+    /// An AICPU store (write-back AICPU cache) never reached memory before another agent read
+    /// it: the AICPU must clean the range before the hand-off (`flush_range`, the contract's
+    /// publication of AICPU stores).
+    AicpuClean,
 }
 
 impl Missing {
@@ -101,6 +179,9 @@ impl Missing {
             Missing::StoreBarrierBeforeSignal => "store barrier between the write-back and the register hand-off",
             Missing::WholeLineRule => {
                 "one writer per cache line (two agents wrote this line through caches without ordering)"
+            }
+            Missing::AicpuClean => {
+                "clean by the AICPU writer before the hand-off (flush_range: publish AICPU stores under a write-back AICPU cache)"
             }
         }
     }
@@ -227,6 +308,22 @@ struct AgentState {
     current: Option<Arc<LaunchState>>,
 }
 
+#[derive(Default)]
+struct Cluster {
+    lines: LineMap<Box<CLine>>,
+    keys: Vec<u64>,
+}
+
+impl Cluster {
+    fn remove(&mut self, line: u64) -> Option<Box<CLine>> {
+        let l = self.lines.remove(&line)?;
+        if let Some(i) = self.keys.iter().position(|&k| k == line) {
+            self.keys.swap_remove(i);
+        }
+        Some(l)
+    }
+}
+
 struct RegSync {
     vc: Vc,
     version: u64,
@@ -240,8 +337,15 @@ pub struct Faithful {
     seed: AtomicU64,
     evict_per_mille: AtomicU32,
     host_coherent: bool,
+    /// AICPU stores stay in the cluster's cache until written back (write-back policy, and
+    /// only under the host-non-coherent contract).
+    aicpu_write_back: std::sync::atomic::AtomicBool,
     n_aicpu: u16,
     agents: Box<[Mutex<AgentState>]>,
+    /// Lines the AICPU cluster holds dirty (write-back policy): one map for the whole cluster,
+    /// so a line one thread dirtied is what every thread reads. A line here has no copy in any
+    /// AICPU thread's own cache.
+    cluster: Mutex<Cluster>,
     shards: Box<[Mutex<LineMap<Box<LineMeta>>>]>,
     regs: Box<[Mutex<RegSync>]>,
     words: Mutex<LineMap<Vc>>,
@@ -261,8 +365,13 @@ fn is_core(n_aicpu: u16, a: u16) -> bool {
     a != HOST && a > n_aicpu && a != NONE
 }
 
+fn is_aicpu(n_aicpu: u16, a: u16) -> bool {
+    a != HOST && a <= n_aicpu
+}
+
 impl Faithful {
-    /// A model for `aicpu` AICPU threads and `cores` AICores.
+    /// A model for `aicpu` AICPU threads and `cores` AICores, AICPU stores writing through
+    /// (see [`Faithful::set_aicpu_writes`]).
     pub fn new(seed: u64, evict_per_mille: u32, host_coherent: bool, aicpu: u32, cores: u32) -> Faithful {
         let n = 1 + aicpu as usize + cores as usize;
         assert!(n <= 128, "the faithful model tracks at most 128 agents");
@@ -270,6 +379,7 @@ impl Faithful {
             seed: AtomicU64::new(seed),
             evict_per_mille: AtomicU32::new(evict_per_mille),
             host_coherent,
+            aicpu_write_back: std::sync::atomic::AtomicBool::new(false),
             n_aicpu: aicpu as u16,
             agents: (0..n)
                 .map(|i| {
@@ -284,6 +394,7 @@ impl Faithful {
                     })
                 })
                 .collect(),
+            cluster: Mutex::new(Cluster::default()),
             shards: (0..64).map(|_| Mutex::new(LineMap::default())).collect(),
             regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
             words: Mutex::new(LineMap::default()),
@@ -296,6 +407,29 @@ impl Faithful {
     /// The eviction seed.
     pub fn seed(&self) -> u64 {
         self.seed.load(Ordering::Relaxed)
+    }
+
+    /// Set the AICPU write policy (between runs, with [`Faithful::reset`]). Under the
+    /// host-coherent contract AICPU stores are visible to every agent whatever the policy, so
+    /// `WriteBack` acts as `WriteThrough` there. Returns the policy in effect.
+    pub fn set_aicpu_writes(&self, policy: AicpuWritePolicy) -> AicpuWritePolicy {
+        let back = policy == AicpuWritePolicy::WriteBack && !self.host_coherent;
+        self.aicpu_write_back.store(back, Ordering::Relaxed);
+        self.aicpu_writes()
+    }
+
+    /// The AICPU write policy in effect.
+    pub fn aicpu_writes(&self) -> AicpuWritePolicy {
+        if self.aicpu_wb() { AicpuWritePolicy::WriteBack } else { AicpuWritePolicy::WriteThrough }
+    }
+
+    #[inline]
+    fn aicpu_wb(&self) -> bool {
+        self.aicpu_write_back.load(Ordering::Relaxed)
+    }
+
+    fn aicpu_mask(&self) -> u128 {
+        ((1u128 << (self.n_aicpu + 1)) - 1) & !1
     }
 
     /// Forget every cache, clock and line record (between runs, when no program is active).
@@ -324,6 +458,7 @@ impl Faithful {
         }
         lock(&self.words).clear();
         *lock(&self.aicpu_shared) = vec![0; n];
+        *lock(&self.cluster) = Cluster::default();
     }
 
     /// AICPU thread `a` exchanges what it knows with the other AICPU threads (see
@@ -429,6 +564,11 @@ impl Faithful {
             // The bytes are lost, as on silicon they would reach memory at some later eviction.
             self.drop_line(&mut st, a, line, gm, false);
         }
+        // An AICPU thread's dirty lines (write-back policy) are the cluster's and outlive its
+        // program, as a real AICPU cache is not emptied when a program ends: they are not a
+        // violation by themselves (AICPU-to-AICPU data needs no publication), but any other
+        // agent's or the host's later read of them is (`Missing::AicpuClean`), and so is a
+        // later write-back over bytes written since (the whole-line rule).
         st.unfenced = false;
         let vc = st.vc.clone();
         st.vc[a as usize] += 1;
@@ -606,9 +746,11 @@ impl Faithful {
             let reader_aicpu = reader != HOST && !is_core(self.n_aicpu, reader);
             if reader_aicpu && w == HOST { Missing::InvalidateAfterHostDma } else { Missing::Invalidate }
         } else if m.dirty_by & (1u128 << w) != 0 {
-            Missing::WriteBack
+            if is_aicpu(self.n_aicpu, w) { Missing::AicpuClean } else { Missing::WriteBack }
         } else if !in_memory && m.mby[b] != w {
             Missing::WholeLineRule
+        } else if is_aicpu(self.n_aicpu, w) {
+            Missing::AicpuClean
         } else {
             Missing::WriteBack
         })
@@ -632,6 +774,55 @@ impl Faithful {
             let r = Self::rand(st);
             let k = st.keys[(r % st.keys.len() as u64) as usize];
             self.drop_line(st, a, k, gm, true);
+        }
+    }
+
+    /// An AICPU access may evict one of the cluster's dirty lines (write-back policy).
+    fn maybe_evict_cluster(&self, st: &mut AgentState, a: u16, gm: &Gm) {
+        let p = self.evict_per_mille.load(Ordering::Relaxed) as u64;
+        if p == 0 || Self::rand(st) % 1000 >= p {
+            return;
+        }
+        let r = Self::rand(st);
+        let mut cl = lock(&self.cluster);
+        if cl.keys.is_empty() {
+            return;
+        }
+        let k = cl.keys[(r % cl.keys.len() as u64) as usize];
+        self.cluster_write_back(st, a, &mut cl, k, gm);
+    }
+
+    /// AICPU thread `a` writes the cluster's dirty copy of `line` back (whole line) and drops it.
+    fn cluster_write_back(&self, st: &mut AgentState, a: u16, cl: &mut Cluster, line: u64, gm: &Gm) {
+        let Some(l) = cl.remove(line) else { return };
+        if l.dirty == 0 {
+            return;
+        }
+        let stamp = st.vc[a as usize];
+        let mut clobber = None;
+        {
+            let mut shard = self.shard(line);
+            let m = shard.entry(line).or_default();
+            for b in 0..64 {
+                if l.dirty & (1 << b) == 0 && (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) && clobber.is_none() {
+                    clobber = Some((b, (m.mw[b], m.mt[b])));
+                }
+                m.mw[b] = l.ow[b];
+                m.mt[b] = l.ot[b];
+                m.mby[b] = a;
+            }
+            m.r#gen += 1;
+            m.last_writer = a;
+            m.last_wb_t = stamp;
+            m.dirty_by &= !self.aicpu_mask();
+        }
+        if let Some(off) = gm_offset(line) {
+            gm.write_bytes(off, &l.data);
+        }
+        st.unfenced = true;
+        if let Some((b, w)) = clobber {
+            let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);
+            self.report(st, v);
         }
     }
 
@@ -718,10 +909,50 @@ impl Faithful {
         // the model cannot see: every AICPU access joins what the cluster knows.
         self.cluster_sync(a, &mut st);
         self.maybe_evict(&mut st, a, gm);
+        let cluster = is_aicpu(self.n_aicpu, a) && self.aicpu_wb();
+        if cluster {
+            self.maybe_evict_cluster(&mut st, a, gm);
+        }
         let len = dst.len() as u64;
         let mut done = 0usize;
         for line in lines(addr, len) {
             let (lo, hi) = span_in(line, addr, len);
+            if cluster {
+                // A line the cluster holds dirty is what every AICPU thread reads.
+                let mut found = None;
+                let served = {
+                    let cl = lock(&self.cluster);
+                    match cl.lines.get(&line) {
+                        Some(l) => {
+                            let shard = self.shard(line);
+                            if let Some(m) = shard.get(&line) {
+                                for b in lo..hi {
+                                    if let Some(missing) = self.stale(a, &st, m, b, (l.ow[b], l.ot[b]), true) {
+                                        found = Some(self.violation(
+                                            a,
+                                            "load",
+                                            line + b as u64,
+                                            (m.tw[b], m.tt[b]),
+                                            missing,
+                                        ));
+                                        break;
+                                    }
+                                }
+                            }
+                            dst[done..done + (hi - lo)].copy_from_slice(&l.data[lo..hi]);
+                            true
+                        }
+                        None => false,
+                    }
+                };
+                if let Some(v) = found {
+                    self.report(&st, v);
+                }
+                if served {
+                    done += hi - lo;
+                    continue;
+                }
+            }
             let hit = st.cache.contains_key(&line);
             if !hit {
                 self.fill(&mut st, a, line, off + line - addr, gm);
@@ -753,6 +984,10 @@ impl Faithful {
         let mut st = lock(&self.agents[a as usize]);
         self.cluster_sync(a, &mut st);
         self.maybe_evict(&mut st, a, gm);
+        if !core && self.aicpu_wb() {
+            self.store_write_back(a, st, addr, off, src, gm);
+            return;
+        }
         let stamp = st.vc[a as usize];
         let len = src.len() as u64;
         let mut done = 0usize;
@@ -831,9 +1066,88 @@ impl Faithful {
         }
     }
 
-    /// Write back every dirty line of `[addr, addr+len)` (a range clean).
+    /// An AICPU store under the write-back policy: the bytes go to the cluster's dirty copy of
+    /// each line (filled from memory when the cluster has none), not to memory; every AICPU
+    /// thread's own copy of those lines is dropped (the cluster's copy supersedes it).
+    fn store_write_back(&self, a: u16, mut st: MutexGuard<'_, AgentState>, addr: u64, off: u64, src: &[u8], gm: &Gm) {
+        self.maybe_evict_cluster(&mut st, a, gm);
+        let stamp = st.vc[a as usize];
+        let len = src.len() as u64;
+        let mut done = 0usize;
+        let mut found = Vec::new();
+        {
+            let mut cl = lock(&self.cluster);
+            for line in lines(addr, len) {
+                let (lo, hi) = span_in(line, addr, len);
+                remove_key(&mut st, line);
+                if !cl.lines.contains_key(&line) {
+                    if cl.lines.len() >= self.capacity {
+                        let r = Self::rand(&mut st);
+                        let k = cl.keys[(r % cl.keys.len() as u64) as usize];
+                        self.cluster_write_back(&mut st, a, &mut cl, k, gm);
+                    }
+                    let mut data = [0u8; 64];
+                    gm.read_bytes(off + line - addr, &mut data);
+                    let (ow, ot, fill_gen, fill_ok) = match self.shard(line).get(&line) {
+                        Some(m) => {
+                            let others_dirty = m.dirty_by & !self.aicpu_mask() != 0;
+                            let lw = m.last_writer;
+                            let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
+                            (m.mw, m.mt, m.r#gen, !others_dirty && ordered)
+                        }
+                        None => ([NONE; 64], [0; 64], 0, true),
+                    };
+                    cl.lines.insert(line, Box::new(CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false }));
+                    cl.keys.push(line);
+                }
+                let mut shard = self.shard(line);
+                let m = shard.entry(line).or_default();
+                let l = cl.lines.get_mut(&line).expect("inserted above");
+                if !l.owned {
+                    l.owned = true;
+                    let others_dirty = m.dirty_by & !self.aicpu_mask();
+                    if !l.fill_ok || m.r#gen != l.fill_gen || others_dirty != 0 {
+                        let lw = if others_dirty != 0 { others_dirty.trailing_zeros() as u16 } else { m.last_writer };
+                        found.push(self.violation(
+                            a,
+                            "store",
+                            line + lo as u64,
+                            (lw, m.last_wb_t),
+                            Missing::WholeLineRule,
+                        ));
+                    }
+                }
+                for (i, b) in (lo..hi).enumerate() {
+                    l.data[b] = src[done + i];
+                    l.ow[b] = a;
+                    l.ot[b] = stamp;
+                    l.dirty |= 1 << b;
+                    m.tw[b] = a;
+                    m.tt[b] = stamp;
+                }
+                m.dirty_by |= 1u128 << a;
+                done += hi - lo;
+            }
+        }
+        for v in found {
+            self.report(&st, v);
+        }
+        drop(st);
+        for t in 0..self.n_aicpu {
+            if 1 + t != a {
+                let mut other = lock(&self.agents[1 + t as usize]);
+                for line in lines(addr, len) {
+                    remove_key(&mut other, line);
+                }
+            }
+        }
+    }
+
+    /// Write back every dirty line of `[addr, addr+len)` (a range clean). An AICPU clean also
+    /// writes back the lines the cluster holds dirty, whichever thread dirtied them.
     pub fn clean(&self, a: u16, addr: u64, len: u64, gm: &Gm) {
         let mut st = lock(&self.agents[a as usize]);
+        self.clean_cluster(&mut st, a, addr, len, gm);
         for line in lines(addr, len) {
             self.write_back(&mut st, a, line, gm);
         }
@@ -842,8 +1156,21 @@ impl Faithful {
     /// Write back (when dirty) and drop every line of `[addr, addr+len)`.
     pub fn invalidate(&self, a: u16, addr: u64, len: u64, gm: &Gm) {
         let mut st = lock(&self.agents[a as usize]);
+        self.clean_cluster(&mut st, a, addr, len, gm);
         for line in lines(addr, len) {
             self.drop_line(&mut st, a, line, gm, true);
+        }
+    }
+
+    fn clean_cluster(&self, st: &mut AgentState, a: u16, addr: u64, len: u64, gm: &Gm) {
+        if is_aicpu(self.n_aicpu, a) && self.aicpu_wb() {
+            let mut cl = lock(&self.cluster);
+            if cl.lines.is_empty() {
+                return;
+            }
+            for line in lines(addr, len) {
+                self.cluster_write_back(st, a, &mut cl, line, gm);
+            }
         }
     }
 
@@ -1059,6 +1386,109 @@ mod tests {
         let mut b = [0u8; 16];
         gm.read_bytes(off, &mut b);
         assert_eq!(b, [4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5]);
+    }
+
+    /// The AICPU dispatches to core 0: DMB of core 0.
+    fn dispatch(f: &Faithful) {
+        f.reg_write(CPU, 0, 0);
+        f.reg_read(C0, 0, 0);
+    }
+
+    #[test]
+    fn write_back_aicpu_store_is_invisible_until_cleaned() {
+        for clean in [false, true] {
+            let (gm, f, a, off) = setup(false);
+            assert_eq!(f.set_aicpu_writes(AicpuWritePolicy::WriteBack), AicpuWritePolicy::WriteBack);
+            f.store(CPU, a, off, &[7; 8], &gm);
+            let mut mem = [9u8; 8];
+            gm.read_bytes(off, &mut mem);
+            assert_eq!(mem, [0; 8], "a write-back AICPU store does not reach memory");
+            if clean {
+                f.clean(CPU, a, 8, &gm);
+                f.fence(CPU);
+            }
+            dispatch(&f);
+            f.invalidate(C0, a, 8, &gm);
+            let mut b = [0u8; 8];
+            f.load(C0, a, off, &mut b, &gm);
+            if clean {
+                assert_eq!((b, missing(&f)), ([7; 8], vec![]));
+            } else {
+                assert_eq!((b, missing(&f)), ([0; 8], vec![Missing::AicpuClean]));
+            }
+            // A device-direct load sees memory too.
+            f.word_load(C0, off, a);
+            assert_eq!(missing(&f), if clean { vec![] } else { vec![Missing::AicpuClean] });
+        }
+    }
+
+    #[test]
+    fn write_through_aicpu_store_needs_no_clean() {
+        let (gm, f, a, off) = setup(false);
+        f.store(CPU, a, off, &[7; 8], &gm);
+        dispatch(&f);
+        f.invalidate(C0, a, 8, &gm);
+        let mut b = [0u8; 8];
+        f.load(C0, a, off, &mut b, &gm);
+        assert_eq!((b, missing(&f)), ([7; 8], vec![]));
+    }
+
+    #[test]
+    fn the_aicpu_cluster_reads_its_own_dirty_lines_and_any_thread_may_clean_them() {
+        // Two AICPU threads (1, 2), one core (3).
+        let gm = Gm::new(1 << 20);
+        let a = gm.alloc(4096, 64).unwrap().0;
+        let off = gm.offset_of(GmAddr(a), 64).unwrap();
+        let f = Faithful::new(9, 0, false, 2, 1);
+        f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
+        let mut b = [0u8; 8];
+        f.load(2, a, off, &mut b, &gm); // thread 2 caches the line (stale soon)
+        f.store(1, a, off, &[4; 8], &gm);
+        f.load(2, a, off, &mut b, &gm);
+        assert_eq!((b, missing(&f)), ([4; 8], vec![]), "one SMP cluster: thread 2 reads thread 1's dirty line");
+        f.store(2, a + 8, off + 8, &[5; 8], &gm);
+        f.clean(2, a, 64, &gm); // thread 2's clean writes back thread 1's bytes too
+        f.fence(2);
+        f.reg_write(2, 0, 0);
+        f.reg_read(3, 0, 0);
+        let mut c = [0u8; 16];
+        f.load(3, a, off, &mut c, &gm);
+        assert_eq!((c, missing(&f)), ([4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5], vec![]));
+    }
+
+    #[test]
+    fn write_back_dirty_aicpu_line_outlives_the_program_and_a_host_read_of_it_is_caught() {
+        let (gm, f, a, off) = setup(false);
+        f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
+        f.store(CPU, a, off, &[3; 8], &gm);
+        let end = f.job_end(CPU, &gm);
+        assert_eq!(missing(&f), []);
+        f.host_acquire(&end);
+        assert_eq!(f.host_read(a, 8).map_err(|v| v.missing), Err(Missing::AicpuClean));
+    }
+
+    #[test]
+    fn write_back_acts_as_write_through_under_the_host_coherent_contract() {
+        let (gm, f, a, off) = setup(true);
+        assert_eq!(f.set_aicpu_writes(AicpuWritePolicy::WriteBack), AicpuWritePolicy::WriteThrough);
+        f.store(CPU, a, off, &[7; 8], &gm);
+        let mut mem = [0u8; 8];
+        gm.read_bytes(off, &mut mem);
+        assert_eq!(mem, [7; 8]);
+    }
+
+    #[test]
+    fn policy_syntax() {
+        assert_eq!(AicpuWritePolicy::parse("back"), Some(AicpuWritePolicy::WriteBack));
+        assert_eq!(AicpuWritePolicy::parse("through"), Some(AicpuWritePolicy::WriteThrough));
+        assert_eq!(AicpuWritePolicy::parse("maybe"), None);
+        assert_eq!(CacheModel::parse("faithful:42:back"), Some(CacheModel::Faithful { seed: 42, evict_per_mille: 20 }));
+        assert_eq!(
+            CacheModel::parse("faithful:back"),
+            Some(CacheModel::Faithful { seed: 0x5eed, evict_per_mille: 20 })
+        );
+        assert_eq!(AicpuWritePolicy::for_contract(false), AicpuWritePolicy::WriteBack);
+        assert_eq!(AicpuWritePolicy::for_contract(true), AicpuWritePolicy::WriteThrough);
     }
 
     #[test]

@@ -39,14 +39,14 @@ mod stream;
 use std::marker::PhantomData;
 
 use pto_hal::{
-    AicoreEntry, AicpuEntry, Clock, Contract, DevicePlatform, DeviceMemory, ErrorType, GmAddr, Handle, HostPlatform,
+    AicoreEntry, AicpuEntry, Clock, Contract, DeviceMemory, DevicePlatform, ErrorType, GmAddr, Handle, HostPlatform,
     KernelSource, Loader, OrchestrationSource, Platform, ProgramKind, Ticks, Topology,
 };
 
 pub use agent::{SimAicpu, SimCore};
 pub use device::{DROP_JOIN_BUDGET, SimDevice, detached_threads};
 pub use error::SimError;
-pub use faithful::{COHERENCE_STATUS, CacheModel, Missing, Violation};
+pub use faithful::{AicpuWritePolicy, COHERENCE_STATUS, CacheModel, Missing, Violation};
 pub use gm::GM_BASE;
 pub use stream::{SimAicoreStream, SimAicpuStream, SimEvent};
 
@@ -68,6 +68,13 @@ pub struct SimConfig {
     pub max_spinners: u32,
     /// The cache model (the environment variable `PTO_SIM_CACHE` overrides it at open).
     pub cache: CacheModel,
+    /// What an AICPU store does under the faithful model ([`AicpuWritePolicy`]); `None` derives
+    /// it from the contract: write-back under `HostNonCoherent` (a2a3), write-through under
+    /// `HostCoherent` (a5, where write-back acts as write-through anyway). The environment
+    /// overrides it at open: `PTO_SIM_AICPU_WRITES=through|back`, or a `:through` / `:back`
+    /// part of `PTO_SIM_CACHE` (`faithful:42:back`); [`SimDevice::set_aicpu_writes`] switches it
+    /// between runs.
+    pub aicpu_writes: Option<AicpuWritePolicy>,
     /// Memory protection: every kernel access to GM is checked against its task's tensor
     /// arguments — a read must lie on the elements of one argument, a write on the elements of
     /// one argument the task may write through — and an access outside them is refused (nothing
@@ -86,6 +93,7 @@ impl Default for SimConfig {
             aicore_spin_us: 20,
             max_spinners: 64,
             cache: CacheModel::Coherent,
+            aicpu_writes: None,
             protect: true,
         }
     }
@@ -192,7 +200,9 @@ impl<C: Contract> Loader for SimDevice<C> {
     fn load_program(&self, kind: ProgramKind, name: &str) -> Result<Handle, SimError> {
         let t = self.inner.device_programs.read().unwrap_or_else(|e| e.into_inner());
         let found = match kind {
-            ProgramKind::Aicpu => t.aicpu.iter().position(|p| p.0 == name).map(|i| device::DEVICE_PROGRAM_BASE + i as u64),
+            ProgramKind::Aicpu => {
+                t.aicpu.iter().position(|p| p.0 == name).map(|i| device::DEVICE_PROGRAM_BASE + i as u64)
+            }
             ProgramKind::Aicore => t
                 .aicore
                 .iter()
@@ -203,7 +213,9 @@ impl<C: Contract> Loader for SimDevice<C> {
     }
 
     fn load_kernel(&self, kernel: &KernelSource<'_>) -> Result<Handle, SimError> {
-        let f = kernel.function.ok_or_else(|| SimError::NotInstalled(format!("kernel {} has no Rust body", kernel.name)))?;
+        let f = kernel
+            .function
+            .ok_or_else(|| SimError::NotInstalled(format!("kernel {} has no Rust body", kernel.name)))?;
         let core = kernel.core;
         let mut t = self.inner.kernels.write().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = t.iter().position(|&(g, c)| std::ptr::fn_addr_eq(g, f) && c == core) {

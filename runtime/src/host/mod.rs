@@ -41,8 +41,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
 
 use pto_hal::{
-    CoreType, DeviceMemory, GmAddr, Handle, HostPlatform, KernelFn, KernelSource, Loader, OrchestrationSource, ProgramKind,
-    Topology,
+    CoreType, DeviceMemory, GmAddr, Handle, HostPlatform, KernelFn, KernelSource, Loader, OrchestrationSource,
+    ProgramKind, Topology,
 };
 
 pub use build::Graph;

@@ -668,6 +668,15 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
 /// How long the AICore program may still run once the AICPU program ended with a latched
 /// fault: the cores' own wait budget for this run, plus a margin. A core still running after
 /// it is stuck in a kernel.
+///
+/// The teardown-gate wait has no early exit (`lifecycle::wait_release`: past its budget a core
+/// latches `RELEASE_TIMEOUT` and keeps waiting), but it needs no longer grace: every AICPU
+/// thread stores each of its cores' gates — release, or the cancel value for a core it
+/// abandons — before its program ends, so once the AICPU program has ended no core waits at
+/// its gate for more than a wake-up. A core whose AICPU thread is stuck keeps the AICPU
+/// program from ending; the fence then gives up on the AICPU boundary after `stream_us` and
+/// reports the core's latched `RELEASE_TIMEOUT` (which `core_wait < stream_us` makes sure is
+/// latched by then), with the device marked unusable.
 fn core_grace_us(clock: &impl pto_hal::Clock, d: &LaunchDesc) -> u64 {
     clock.micros_from_ticks(d.config.core_wait_ticks).saturating_add(200_000)
 }

@@ -548,6 +548,10 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         rec.resize(crate::args::record_len(&task) as usize, 0);
         crate::args::encode(&task, GmAddr::NULL, &mut rec);
         self.a.write(GmAddr(args_addr), &rec);
+        // Published by the contract before the task can become ready (a clean under a2a3).
+        if !crate::breakage::broken(crate::breakage::SKIP_RECORD_CLEAN) {
+            crate::lifecycle::publish_aicpu(self.a, GmAddr(args_addr), rec.len() as u64);
+        }
         self.record = rec;
 
         let me = handle(ring, self.s.rings[ring].slot_of(local));
@@ -687,6 +691,10 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         let (addr, region) = self.element(t, index, bytes.len())?;
         self.wait_producers(&region)?;
         self.a.write(GmAddr(addr), bytes);
+        // Consumers (AICores) and the host read it: publish by the contract.
+        if !crate::breakage::broken(crate::breakage::SKIP_ELEMENT_CLEAN) {
+            crate::lifecycle::publish_aicpu(self.a, GmAddr(addr), bytes.len() as u64);
+        }
         Ok(())
     }
 
