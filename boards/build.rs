@@ -8,8 +8,13 @@
 use std::process::ExitCode;
 
 /// Every board feature, with the value of `cfg(board)` it selects. The first is the default.
-const BOARDS: [(&str, &str); 3] =
-    [("board-sim-a2a3", "sim-a2a3"), ("board-sim-a5", "sim-a5"), ("board-sim-mini", "sim-mini")];
+const BOARDS: [(&str, &str); 5] = [
+    ("board-sim-a2a3", "sim-a2a3"),
+    ("board-sim-a5", "sim-a5"),
+    ("board-sim-mini", "sim-mini"),
+    ("board-a2a3", "a2a3"),
+    ("board-a5", "a5"),
+];
 
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=build.rs");

@@ -56,8 +56,24 @@ pub type DeviceTensor = pto_runtime::host::DeviceTensor<SelectedPlatform>;
 pub type Graph = pto_runtime::host::Graph<SelectedPlatform>;
 
 /// Open the selected board's device.
+#[cfg(not(any(feature = "board-a2a3", feature = "board-a5")))]
 pub fn open() -> Result<Device, Error> {
     open_board::<board::Selected>()
+}
+
+/// Open the selected board's device: a hardware board, whose runtime device programs come
+/// from its device library (see `pto_boards::A2a3`).
+#[cfg(any(feature = "board-a2a3", feature = "board-a5"))]
+pub fn open() -> Result<Device, Error> {
+    open_chip_board::<board::Selected>()
+}
+
+/// Open the device of a hardware board: the runtime's device programs are loaded by name from
+/// the platform's device library.
+pub fn open_chip_board<B: Board>() -> Result<pto_runtime::host::Device<B::Platform>, Error> {
+    let t = B::timeouts();
+    let dev = B::open().map_err(|e| Error::platform("device open", e))?;
+    pto_runtime::host::Device::new(dev, pto_runtime::host::Timeouts::new(t.watchdog_us, t.exit_us, t.stream_us))
 }
 
 /// Open the device of any board whose device half runs in this process (every simulated

@@ -23,6 +23,19 @@ pub type Selected = SimA5;
 #[cfg(board = "sim-mini")]
 pub type Selected = SimMini;
 
+/// The board selected by cargo feature (`board-a2a3`).
+#[cfg(board = "a2a3")]
+pub type Selected = A2a3;
+
+/// The board selected by cargo feature (`board-a5`).
+#[cfg(board = "a5")]
+pub type Selected = A5;
+
+/// Whether the selected board runs its device half in this process (a simulated board) or on
+/// a chip (a hardware board, whose device programs come from the library `PTO_DEVICE_LIBRARY`
+/// names).
+pub const SELECTED_IN_PROCESS: bool = !cfg!(any(board = "a2a3", board = "a5"));
+
 /// Budgets of a board, in microseconds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct BoardTimeouts {
@@ -120,3 +133,63 @@ impl Board for SimMini {
         SIM_TIMEOUTS
     }
 }
+
+/// Budgets of hardware boards: the reference's 10 s watchdog, a 1 s exit budget and a 50 s host
+/// budget.
+#[cfg(any(feature = "board-a2a3", feature = "board-a5"))]
+pub const CHIP_TIMEOUTS: BoardTimeouts =
+    BoardTimeouts { watchdog_us: 10_000_000, exit_us: 1_000_000, stream_us: 50_000_000 };
+
+/// The device library the hardware boards load the runtime's AICPU programs from: the path in
+/// `PTO_DEVICE_LIBRARY` (the `libpto_device.so` that `pto-device` builds for the chip).
+#[cfg(any(feature = "board-a2a3", feature = "board-a5"))]
+fn device_library() -> Result<std::ffi::CString, &'static str> {
+    let path = std::env::var("PTO_DEVICE_LIBRARY")
+        .map_err(|_| "PTO_DEVICE_LIBRARY is not set: point it at libpto_device.so built for this chip")?;
+    std::ffi::CString::new(path).map_err(|_| "PTO_DEVICE_LIBRARY contains a NUL byte")
+}
+
+/// Device id the hardware boards open: `PTO_DEVICE_ID` (default 0).
+#[cfg(any(feature = "board-a2a3", feature = "board-a5"))]
+fn device_id() -> Result<i32, &'static str> {
+    match std::env::var("PTO_DEVICE_ID") {
+        Ok(v) => v.parse().map_err(|_| "PTO_DEVICE_ID is not a device number"),
+        Err(_) => Ok(0),
+    }
+}
+
+macro_rules! chip_board {
+    ($(#[$doc:meta])* $board:ident, $feature:literal, $chip:ident, $name:literal) => {
+        $(#[$doc])*
+        #[cfg(feature = $feature)]
+        #[derive(Debug)]
+        pub enum $board {}
+
+        #[cfg(feature = $feature)]
+        impl Board for $board {
+            type Platform = $chip::cann::CannHost;
+            const NAME: &'static str = $name;
+            const TOPOLOGY: Topology = $chip::TOPOLOGY;
+            fn open() -> Result<$chip::cann::CannDevice, $chip::cann::CannError> {
+                use $chip::cann::CannError;
+                let lib = device_library().map_err(CannError::InvalidArgument)?;
+                let id = device_id().map_err(CannError::InvalidArgument)?;
+                $chip::cann::CannDevice::open_with_library(id, $chip::cann::CHIP, &lib)
+            }
+            fn timeouts() -> BoardTimeouts {
+                CHIP_TIMEOUTS
+            }
+        }
+    };
+}
+
+chip_board!(
+    /// A real a2a3 chip over the vendor runtime: the host half is `pto_a2a3::cann::CannHost`,
+    /// the AICPU programs come from `PTO_DEVICE_LIBRARY`, the device from `PTO_DEVICE_ID`.
+    /// Type-checked only in this repository (no SDK, no chip).
+    A2a3, "board-a2a3", pto_a2a3, "a2a3"
+);
+chip_board!(
+    /// A real a5 chip over the vendor runtime (see [`A2a3`]). Type-checked only.
+    A5, "board-a5", pto_a5, "a5"
+);
