@@ -21,7 +21,9 @@
 //! The payload and ack word must not share a line (the suite uses separate lines), the ack word
 //! and flag word start at 0, and the payload is [`DATA_BYTES`] at a 64-aligned address.
 
-use pto_hal::{AicoreCache, Barriers, Clock, CoreRegisters, GmAddr, GmAtomic, GmMemory, Reg, Registers};
+use pto_hal::{
+    AicoreCache, AicpuCache, Barriers, Clock, Contract, CoreRegisters, GmAddr, GmAtomic, GmMemory, Reg, Registers,
+};
 
 use crate::{Check, Failure, Outcome};
 
@@ -82,7 +84,7 @@ fn wait<C: Clock + ?Sized>(
     }
 }
 
-fn produce<A: GmMemory + GmAtomic + Barriers + Clock + ?Sized>(
+fn produce<A: GmMemory + GmAtomic + Barriers + Clock + AicpuCache + ?Sized>(
     a: &A,
     h: &Handoff,
     check: Check,
@@ -99,6 +101,9 @@ fn produce<A: GmMemory + GmAtomic + Barriers + Clock + ?Sized>(
             ch.copy_from_slice(&word(round, i as u64).to_le_bytes());
         }
         a.write(h.data, &payload);
+        // Under a write-back AICPU cache the payload reaches memory only when cleaned: the
+        // contract publishes it (a range clean on a2a3, nothing on a5).
+        <A::Contract as Contract>::publish_to_host(a, h.data, DATA_BYTES);
         a.wmb();
         signal(round);
     }
@@ -159,7 +164,7 @@ fn consume_rounds<A: GmMemory + GmAtomic + Barriers + Clock + ?Sized>(
 /// Producer of a register hand-off: payload, `wmb`, DMB := round (AICPU).
 pub fn publish_via_register<A>(a: &A, h: &Handoff, s: RegisterSignal, relax: &dyn Fn()) -> Outcome
 where
-    A: GmMemory + GmAtomic + Barriers + Registers + Clock + ?Sized,
+    A: GmMemory + GmAtomic + Barriers + Registers + Clock + AicpuCache + ?Sized,
 {
     produce(a, h, Check::HandoffRegister, relax, |round| a.write_reg(s.core, Reg::Dmb, round))
 }
@@ -185,7 +190,7 @@ where
 /// Producer of a GM-flag hand-off: payload, `wmb`, device-direct store of the round to `flag`.
 pub fn publish_via_gm_flag<A>(a: &A, h: &Handoff, flag: GmAddr, relax: &dyn Fn()) -> Outcome
 where
-    A: GmMemory + GmAtomic + Barriers + Clock + ?Sized,
+    A: GmMemory + GmAtomic + Barriers + Clock + AicpuCache + ?Sized,
 {
     produce(a, h, Check::HandoffGmFlag, relax, |round| a.store_direct(flag, round as u64))
 }
@@ -206,7 +211,7 @@ where
 #[cfg(feature = "std")]
 pub fn run_pair<P, C>(producer: &P, consumer: &C, h: &Handoff, core: u32, flag: Option<GmAddr>) -> Outcome
 where
-    P: GmMemory + GmAtomic + Barriers + Registers + Clock + Sync + ?Sized,
+    P: GmMemory + GmAtomic + Barriers + Registers + Clock + AicpuCache + Sync + ?Sized,
     C: GmMemory + GmAtomic + Barriers + Registers + Clock + Sync + ?Sized,
 {
     let relax = || std::thread::yield_now();

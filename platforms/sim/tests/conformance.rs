@@ -382,10 +382,10 @@ macro_rules! conformance_on {
 conformance_on! {
     coherent_a2a3: HostNonCoherent => SimConfig { freq_hz: FREQ, ..SimConfig::default() };
     coherent_a5: HostCoherent => SimConfig { freq_hz: FREQ, ..SimConfig::default() };
-    // The AICPU → AICore hand-off of `pto_conformance::handoff` (payload, `wmb`, DMB) has no
-    // AICPU clean, so it holds only with a write-through AICPU cache: the a2a3 lines pin it
-    // (the simulator's a2a3 default is write-back, under which the runtime cleans its payloads).
-    faithful_a2a3: HostNonCoherent => SimConfig {
+    // The AICPU → AICore hand-off of `pto_conformance::handoff` publishes its payload by the
+    // contract (a clean on a2a3), so it holds under both AICPU write policies.
+    faithful_a2a3: HostNonCoherent => SimConfig { freq_hz: FREQ, cache: FAITHFUL, ..SimConfig::default() };
+    faithful_a2a3_write_through: HostNonCoherent => SimConfig {
         freq_hz: FREQ,
         cache: FAITHFUL,
         aicpu_writes: Some(pto_sim::AicpuWritePolicy::WriteThrough),
@@ -397,7 +397,6 @@ conformance_on! {
         freq_hz: 100_000_000,
         gm_bytes: 256 << 20,
         cache: pto_sim::CacheModel::Faithful { seed: 0x6d69_6e69, evict_per_mille: 20 },
-        aicpu_writes: Some(pto_sim::AicpuWritePolicy::WriteThrough),
         ..SimConfig::default()
     };
 }

@@ -146,7 +146,13 @@ pub const HANDOFF_ROUNDS: u32 = 20_000;
 #[cfg(target_arch = "aarch64")]
 pub fn handoff_pair<A>(p: &A, c: &A, base: GmAddr, core: u32, flag: bool, what: &str)
 where
-    A: pto_hal::GmMemory + pto_hal::GmAtomic + pto_hal::Barriers + pto_hal::Registers + pto_hal::Clock + Sync,
+    A: pto_hal::GmMemory
+        + pto_hal::GmAtomic
+        + pto_hal::Barriers
+        + pto_hal::Registers
+        + pto_hal::Clock
+        + pto_hal::AicpuCache
+        + Sync,
 {
     let h = pto_conformance::handoff::Handoff {
         data: base,
