@@ -8,7 +8,10 @@
 //! tensormap-and-ringbuffer), fixed cost run(1), marginal µs per task at each N, and submission
 //! time (the host graph build, or the device orchestrator's own time). Every run is checked
 //! against its golden. The shapes run with the simulator's memory protection as configured (on
-//! by default; `PTO_SIM_PROTECT=off` turns it off); a last section measures its cost.
+//! by default; `PTO_SIM_PROTECT=off` turns it off); a section measures its cost, and a last one
+//! the cost of swimlane tracing (`RunConfig::with_trace`) at N=1000, on vs off in the same
+//! process with the rounds interleaved (`--trace-cost` runs that section alone). Anything else
+//! on the command line is refused with the usage (exit status 2).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -39,32 +42,66 @@ fn main() {
     let mut only: Option<String> = None;
     let mut cfg = RunConfig::default();
     let mut runtimes = pto_testkit::RUNTIMES.to_vec();
+    let mut trace_cost_only = false;
     let mut args = std::env::args().skip(1);
+    let usage = || -> ! {
+        eprintln!(
+            "usage: cargo bench --bench dispatch -- [--rounds R] [--only SHAPE,...] [--runtime hbg|trb|both] [--threads T] [--trace-cost]\n\
+             shapes: chain, fanout, independent, dummy_chain, dummy_fanout"
+        );
+        std::process::exit(2)
+    };
     while let Some(a) = args.next() {
-        if a == "--only" {
-            only = args.next();
-        }
-        if a == "--threads" {
-            cfg.aicpu_threads = args.next().and_then(|s| s.parse().ok());
-        }
-        if a == "--runtime" {
-            runtimes = match args.next().as_deref() {
-                Some("hbg") => vec![RuntimeKind::HostBuiltGraph],
-                Some("trb") => vec![RuntimeKind::TensormapRing],
-                _ => pto_testkit::RUNTIMES.to_vec(),
-            };
-        }
-        if a == "--rounds" {
-            rounds = args.next().and_then(|s| s.parse().ok()).filter(|&r: &usize| r > 0).unwrap_or_else(|| {
-                eprintln!("--rounds needs a positive integer");
-                std::process::exit(2)
-            });
+        match a.as_str() {
+            // `cargo bench` passes this to every bench binary.
+            "--bench" => {}
+            "--only" => {
+                let v = args.next().unwrap_or_else(|| usage());
+                if let Some(bad) = v.split(',').find(|n| !ShapeKind::ALL.iter().any(|k| k.name() == *n)) {
+                    eprintln!("--only: unknown shape {bad:?}");
+                    usage();
+                }
+                only = Some(v);
+            }
+            "--threads" => match args.next().and_then(|s| s.parse().ok()).filter(|&t: &u32| t > 0) {
+                Some(t) => cfg.aicpu_threads = Some(t),
+                None => {
+                    eprintln!("--threads needs a positive integer");
+                    usage()
+                }
+            },
+            "--runtime" => {
+                runtimes = match args.next().as_deref() {
+                    Some("hbg") => vec![RuntimeKind::HostBuiltGraph],
+                    Some("trb") => vec![RuntimeKind::TensormapRing],
+                    Some("both") => pto_testkit::RUNTIMES.to_vec(),
+                    other => {
+                        eprintln!("--runtime takes hbg, trb or both, got {other:?}");
+                        usage()
+                    }
+                }
+            }
+            "--rounds" => {
+                rounds = args.next().and_then(|s| s.parse().ok()).filter(|&r: &usize| r > 0).unwrap_or_else(|| {
+                    eprintln!("--rounds needs a positive integer");
+                    usage()
+                });
+            }
+            "--trace-cost" => trace_cost_only = true,
+            other => {
+                eprintln!("unknown argument {other:?}");
+                usage()
+            }
         }
     }
     let (dev, k) = pto_testkit::setup(pto::open).unwrap_or_else(|e| {
         eprintln!("cannot open the device: {e}");
         std::process::exit(1)
     });
+    if trace_cost_only {
+        print_trace_cost(&tracing_cost(&dev, &k, &runtimes, rounds));
+        return;
+    }
     let mut table = Vec::new();
     for kind in ShapeKind::ALL {
         if only.as_deref().is_some_and(|o| !o.split(',').any(|n| n == kind.name())) {
@@ -116,6 +153,7 @@ fn main() {
     let isolated = isolated_submission(&dev, &k);
     let cache_ratio = cache_model_cost(&dev, &k, rounds);
     let protect_ratio = protection_cost(&dev, &k, &runtimes, rounds);
+    let trace_ratio = tracing_cost(&dev, &k, &runtimes, rounds);
 
     println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
     println!("submission = graph build on the host (hbg) / orchestration time on the device (trb)");
@@ -196,9 +234,16 @@ fn main() {
             on_min.as_secs_f64() / off_min.as_secs_f64()
         );
     }
+    print_trace_cost(&trace_ratio);
     let doc = json!({
         "board": Selected::NAME,
         "rounds": rounds,
+        "tracing_cost": trace_ratio.iter().map(|(n, rt, [off, on, off_min, on_min])| json!({
+            "shape": n, "runtime": rt.name(), "n": 1000, "off_us": us(*off), "on_us": us(*on),
+            "ratio": on.as_secs_f64() / off.as_secs_f64(),
+            "off_min_us": us(*off_min), "on_min_us": us(*on_min),
+            "ratio_min": on_min.as_secs_f64() / off_min.as_secs_f64(),
+        })).collect::<Vec<_>>(),
         "protection_cost": protect_ratio.iter().map(|(n, rt, [off, on, off_min, on_min])| json!({
             "shape": n, "runtime": rt.name(), "n": 1000, "off_us": us(*off), "on_us": us(*on),
             "ratio": on.as_secs_f64() / off.as_secs_f64(),
@@ -317,6 +362,68 @@ fn protection_cost(
     }
     dev.platform().set_protection(was).expect("no launch is active");
     out
+}
+
+/// Run time of the chain and independent shapes at N=1000 with tracing off and on, per runtime,
+/// as `[median off, median on, min off, min on]` (rounds interleaved, as for protection).
+fn tracing_cost(
+    dev: &Device,
+    k: &pto_testkit::Kernels,
+    runtimes: &[RuntimeKind],
+    rounds: usize,
+) -> Vec<(&'static str, RuntimeKind, [Duration; 4])> {
+    let mut out = Vec::new();
+    for kind in [ShapeKind::Chain, ShapeKind::Independent] {
+        let p = pto_testkit::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
+        for &rt in runtimes {
+            let mut runs = [Vec::new(), Vec::new()];
+            for r in 0..rounds + 2 {
+                for i in if r % 2 == 0 { [0, 1] } else { [1, 0] } {
+                    let cfg = RunConfig::default().with_runtime(rt).with_trace(i == 1);
+                    p.reset().expect("reset");
+                    let s = Instant::now();
+                    let rep = match rt {
+                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
+                        RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &cfg),
+                    }
+                    .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), rt.name()));
+                    let el = s.elapsed();
+                    p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
+                    let t = rep.trace.as_ref();
+                    assert_eq!(t.is_some(), i == 1, "a trace exactly when tracing is on");
+                    if let Some(t) = t {
+                        assert!(t.is_complete(), "{} {}: trace lost records: {:?}", kind.name(), rt.name(), t.rings);
+                    }
+                    if r >= 2 {
+                        runs[i].push(el);
+                    }
+                }
+            }
+            let min = |v: &Vec<Duration>| v.iter().copied().min().unwrap_or_default();
+            let mins = [min(&runs[0]), min(&runs[1])];
+            let [off, on] = runs.map(median);
+            out.push((kind.name(), rt, [off, on, mins[0], mins[1]]));
+        }
+    }
+    out
+}
+
+fn print_trace_cost(rows: &[(&'static str, RuntimeKind, [Duration; 4])]) {
+    println!(
+        "tracing on / off, run time at N=1000 (same device, same graph, rounds interleaved; host wall incl. trace read-back):"
+    );
+    for (name, rt, [off, on, off_min, on_min]) in rows {
+        println!(
+            "  {name:<12} {:<4} median: off {:>8.3} ms  on {:>8.3} ms  ratio {:.3}x   min: off {:>8.3} ms  on {:>8.3} ms  ratio {:.3}x",
+            rt.name(),
+            us(*off) / 1e3,
+            us(*on) / 1e3,
+            on.as_secs_f64() / off.as_secs_f64(),
+            us(*off_min) / 1e3,
+            us(*on_min) / 1e3,
+            on_min.as_secs_f64() / off_min.as_secs_f64()
+        );
+    }
 }
 
 fn target_dir() -> std::path::PathBuf {

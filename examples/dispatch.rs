@@ -8,12 +8,23 @@ use std::process::ExitCode;
 use pto_testkit::ShapeKind;
 
 fn main() -> ExitCode {
-    let n: u32 = match std::env::args().nth(1).map(|s| s.parse()) {
-        None => 1000,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            eprintln!("dispatch: N must be a positive integer");
-            return ExitCode::FAILURE;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n: u32 = match args.as_slice() {
+        [] => 1000,
+        [a] if a == "-h" || a == "--help" => {
+            println!("usage: dispatch [N]   (N > 0 tasks per shape, default 1000)");
+            return ExitCode::SUCCESS;
+        }
+        [a] => match a.parse() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                eprintln!("dispatch: N must be a positive integer, got {a:?}\nusage: dispatch [N]");
+                return ExitCode::from(2);
+            }
+        },
+        _ => {
+            eprintln!("dispatch: unexpected arguments {:?}\nusage: dispatch [N]", &args[1..]);
+            return ExitCode::from(2);
         }
     };
     let (dev, k) = match pto_testkit::setup(pto::open) {

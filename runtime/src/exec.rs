@@ -14,7 +14,7 @@ pub mod legacy {
     use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
     use crate::layout::{
         ArgsHeader, DESC_MAGIC, DispatchPayload, LAYOUT_VERSION, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, TENSOR_WRITTEN,
-        TensorDesc, regs,
+        TensorDesc, TraceRecord, regs, trace_kind,
     };
     use crate::lifecycle::{self, Fault, RunMap};
 
@@ -36,6 +36,7 @@ pub mod legacy {
             return STATUS_BAD_DESC;
         }
         let map = RunMap { desc, cfg };
+        let mut trace = crate::trace::TraceRing::open(&cfg, true, launch.block_idx);
         lifecycle::report(a, &map, &launch);
 
         let budget = cfg.core_wait_ticks;
@@ -61,6 +62,9 @@ pub mod legacy {
         loop {
             let v = a.read_dmb();
             if v == regs::DMB_EXIT {
+                if let Some(t) = &trace {
+                    t.close(a);
+                }
                 a.store_barrier();
                 a.write_cond(regs::COND_EXITED);
                 break;
@@ -86,7 +90,7 @@ pub mod legacy {
             }
             a.rmb();
             last = v;
-            run_one(a, &map, &launch, v);
+            run_one(a, &map, &launch, v, &mut trace);
             deadline = a.now_ticks().saturating_add(budget);
         }
 
@@ -96,7 +100,13 @@ pub mod legacy {
         }
     }
 
-    fn run_one<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch, id: u32) {
+    fn run_one<A: AicoreAgent>(
+        a: &A,
+        map: &RunMap,
+        launch: &AicoreLaunch,
+        id: u32,
+        trace: &mut Option<crate::trace::TraceRing>,
+    ) {
         let at = map.payload(launch.block_idx, id & 1);
         if !crate::breakage::broken(crate::breakage::SKIP_PAYLOAD_OBSERVE) {
             a.observe_line(at);
@@ -104,6 +114,7 @@ pub mod legacy {
         let mut p = DispatchPayload::default();
         a.read(at, p.as_mut_bytes());
         a.write_cond(regs::ack(id));
+        let start = if trace.is_some() { a.now_ticks() } else { 0 };
         let w = launch.block_idx;
         let fault = |code: ErrorCode, detail: u64, text: &str| {
             lifecycle::latch(
@@ -150,6 +161,20 @@ pub mod legacy {
                     ctx.publish_outputs(a);
                 }
             }
+        }
+        if let Some(t) = trace {
+            let r = TraceRecord {
+                kind: trace_kind::SUBTASK,
+                lane: if launch.core_type == CoreType::Aic { 0 } else { 1 + p.lane.min(1) as u8 },
+                core: w,
+                task: p.task_id,
+                block: p.block_idx,
+                bin: p.bin,
+                start,
+                end: a.now_ticks(),
+                ..TraceRecord::default()
+            };
+            t.push(a, &r);
         }
         a.store_barrier();
         a.write_cond(regs::fin(id));

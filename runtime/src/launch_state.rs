@@ -89,8 +89,14 @@ pub fn share<'l, A: AicpuAgent, S: TaskSource>(
         a.send_event();
         return match published {
             Ok(handle) => Ok(Shared { handle }),
-            Err(Unpublished::BootFailed) => Err(STATUS_BAD_DESC),
-            Err(Unpublished::Abandoned) => Err(STATUS_NO_BOOT),
+            Err(Unpublished::BootFailed) => {
+                error!("launch: boot failed on thread {}: the descriptor is unusable", launch.thread_idx);
+                Err(STATUS_BAD_DESC)
+            }
+            Err(Unpublished::Abandoned) => {
+                warn!("launch: thread {} booted after a waiter gave up: launch abandoned", launch.thread_idx);
+                Err(STATUS_NO_BOOT)
+            }
         };
     }
     // The booting thread boots within the watchdog of this run (read here, not trusted from it).
@@ -100,7 +106,10 @@ pub fn share<'l, A: AicpuAgent, S: TaskSource>(
         let give_up = a.now_ticks() >= deadline;
         match cell.attach(give_up) {
             Attach::Attached(handle) => return Ok(Shared { handle }),
-            Attach::NoState => return Err(STATUS_NO_BOOT),
+            Attach::NoState => {
+                warn!("launch: thread {} got no launch state (boot failed or timed out)", launch.thread_idx);
+                return Err(STATUS_NO_BOOT);
+            }
             Attach::Pending => a.wait_for_event(deadline),
         }
     }

@@ -10,6 +10,10 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+// The logging shim's macros (`trace!` … `error!`): declared first, so every module sees them.
+#[macro_use]
+mod fmt;
+
 pub mod aicpu;
 pub mod args;
 pub mod breakage;
@@ -27,6 +31,7 @@ pub mod queue;
 pub mod sched;
 mod sync;
 pub mod tensormap;
+pub mod trace;
 pub mod trb;
 
 #[cfg(feature = "std")]

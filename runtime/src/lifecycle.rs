@@ -77,8 +77,17 @@ pub struct Fault {
 /// also stores device-direct (it is the only writer of the text lines).
 pub fn latch<A: GmAtomic + pto_hal::Barriers>(a: &A, desc: GmAddr, fault: Fault, text: &str) -> bool {
     if a.compare_exchange(desc.offset(offsets::FATAL_CLAIMED), 0, 1) != 0 {
+        debug!("fault not latched (an earlier one won): code {}", fault.code.value());
         return false;
     }
+    error!(
+        "fault latched: code {} site {} task {} core {} detail {}",
+        fault.code.value(),
+        u32::from(fault.site),
+        fault.task.map_or(-1, i64::from),
+        fault.core.map_or(-1, i64::from),
+        fault.detail
+    );
     a.store_direct(desc.offset(offsets::FATAL_CODE), fault.code.value() as u32 as u64);
     a.store_direct(desc.offset(offsets::FATAL_SITE), u32::from(fault.site) as u64);
     a.store_direct(desc.offset(offsets::FATAL_TASK), fault.task.map_or(u64::MAX, u64::from));
@@ -277,12 +286,14 @@ pub fn wait_release<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, budget: Ticks) 
         }
         if v == cancel_value(epoch) {
             a.store_barrier();
+            warn!("release gate: worker {} abandoned by the AICPU (epoch {})", w, epoch);
             return Release::Abandoned;
         }
         let now = a.now_ticks();
         if now >= deadline {
             if !escalated {
                 escalated = true;
+                warn!("release gate: worker {} not released within {} ticks", w, budget);
                 let f = Fault {
                     code: ErrorCode::Device(crate::codes::DeviceFault::ReleaseTimeout),
                     site: Site::Gate,
@@ -318,6 +329,10 @@ pub fn poll_report<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) -> Option<Handsha
             a.write(task, &map.payload(w, 0).0.to_le_bytes());
             a.flush_range(task, 8);
         }
+        debug!(
+            "handshake: worker {} reported type {} phys {} epoch {}",
+            w, hs.core_type, hs.physical_core_id, hs.report_epoch
+        );
         Some(hs)
     } else {
         None
@@ -400,6 +415,13 @@ pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], ex
             a.store_direct(map.gate(w), cancel_value(map.cfg.epoch));
         }
     }
+    info!(
+        "retire: released {} of {} cores, first silent worker {} (epoch {})",
+        out.released,
+        cores.len(),
+        out.silent.map_or(-1, i64::from),
+        map.cfg.epoch
+    );
     out
 }
 

@@ -36,9 +36,11 @@ pub fn aicore_programs<A: AicoreAgent>() -> [(&'static str, AicoreEntry<A>); 1] 
 pub fn install<P: Platform>(device: &P::Device) -> Result<(), P::Error> {
     for (name, entry) in aicpu_programs::<P::Aicpu>() {
         P::install_aicpu_program(device, name, entry)?;
+        debug!("installed AICPU program {}", name);
     }
     for (name, entry) in aicore_programs::<P::Aicore>() {
         P::install_aicore_program(device, name, entry)?;
+        debug!("installed AICore program {}", name);
     }
     Ok(())
 }

@@ -18,9 +18,10 @@ use pto_hal::{AicpuAgent, CoreType, GmAddr, Reg};
 use zerocopy::IntoBytes;
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
-use crate::layout::{DispatchPayload, Shape, TaskRecord, lanes, offsets, regs};
+use crate::layout::{DispatchPayload, Shape, TaskRecord, TraceRecord, lanes, offsets, regs, trace_kind};
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::queue::ReadyQueue;
+use crate::trace::TraceRing;
 
 /// What the scheduler needs to know of one task.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -284,12 +285,15 @@ pub struct Scheduler<'s, A: AicpuAgent, S: TaskSource> {
     cores: Vec<CoreSlot>,
     /// Idle cores by type, most recently idle last (reused first: it is likely still awake).
     idle: [Vec<usize>; 2],
-    batch: Vec<(u32, u32)>,
+    /// DMB writes of this pass: (physical core, dispatch id, core slot).
+    batch: Vec<(u32, u32, u32)>,
     dispatched: u64,
     pushed: bool,
     /// A sync-start task waiting for enough idle cores of its shape.
     cohort: Option<(u32, Shape)>,
     completions: Completions,
+    /// This thread's trace ring, when the run traces.
+    trace: Option<TraceRing>,
 }
 
 const MIX_LANES: [(usize, u8, u32); 3] = [(0, 0, 0), (1, 1, 0), (2, 2, 1)];
@@ -331,6 +335,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             pushed: false,
             cohort: None,
             completions: Completions::new(),
+            trace: TraceRing::open(&b.map.cfg, false, t),
         }
     }
 
@@ -340,7 +345,8 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         let a = self.a;
         let s = self.b;
         let map = &s.map;
-        let deadline = a.now_ticks().saturating_add(map.cfg.watchdog_ticks);
+        let started = a.now_ticks();
+        let deadline = started.saturating_add(map.cfg.watchdog_ticks);
         let mut waiting: Vec<usize> = (0..self.cores.len()).collect();
         loop {
             let before = waiting.len();
@@ -406,6 +412,9 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         }
         for v in &mut self.idle {
             v.reverse();
+        }
+        if let Some(t) = &mut self.trace {
+            t.phase(a, trace_kind::HANDSHAKE, started, a.now_ticks());
         }
     }
 
@@ -483,11 +492,15 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             }
             let slice = a.ticks_from_micros(10_000);
             a.wait_for_event((last_progress.saturating_add(watchdog + 1)).min(now.saturating_add(slice)));
+            if let Some(t) = &mut self.trace {
+                t.phase(a, trace_kind::IDLE, now, a.now_ticks());
+            }
         }
     }
 
     /// Retire every core that handshook; returns how many were released.
     pub fn retire(&mut self) -> u32 {
+        let started = if self.trace.is_some() { self.a.now_ticks() } else { 0 };
         let ups: Vec<(u32, u32)> = self.cores.iter().filter(|c| c.up).map(|c| (c.w, c.phys)).collect();
         let mut exited = alloc::vec![false; ups.len()];
         let r = lifecycle::retire_group(self.a, &self.b.map, &ups, &mut exited);
@@ -503,12 +516,18 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                 },
             );
         }
+        if let Some(t) = &mut self.trace {
+            t.phase(self.a, trace_kind::RETIRE, started, self.a.now_ticks());
+        }
         r.released
     }
 
-    /// Publish this thread's counters to the run line.
+    /// Publish this thread's counters to the run line (and close its trace ring).
     pub fn publish_counters(&self, released: u32) {
         let a = self.a;
+        if let Some(t) = &self.trace {
+            t.close(a);
+        }
         let d = self.b.map.desc;
         a.fetch_add(d.offset(offsets::RUN_DISPATCHED), self.dispatched);
         a.fetch_add(d.offset(offsets::RUN_CORES_READY), self.cores.iter().filter(|c| c.up).count() as u64);
@@ -519,6 +538,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
     fn poll_completions(&mut self) -> bool {
         let a = self.a;
         let mut progress = false;
+        let started = if self.trace.is_some() { a.now_ticks() } else { 0 };
         for i in 0..self.cores.len() {
             let c = &self.cores[i];
             if c.running.is_none() {
@@ -553,13 +573,43 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                     self.idle[ty].push(i);
                 }
             }
+            let w = c.w;
             for sub in finished.into_iter().flatten() {
                 progress = true;
+                if self.trace.is_some() {
+                    let now = a.now_ticks();
+                    self.trace_sub(trace_kind::COMPLETE, w, sub, now);
+                }
                 self.subtask_done(sub);
             }
             progress |= d.running_acked;
         }
+        if progress {
+            if let Some(t) = &mut self.trace {
+                t.phase(a, trace_kind::COMPLETING, started, a.now_ticks());
+            }
+        }
         progress
+    }
+
+    /// Record a scheduler event about subtask `sub` on worker `w` at tick `now`.
+    #[cold]
+    fn trace_sub(&mut self, kind: u8, w: u32, sub: Sub, now: u64) {
+        let info = self.s.info(sub.task);
+        if let Some(t) = &mut self.trace {
+            let r = TraceRecord {
+                kind,
+                lane: sub.lane,
+                core: w,
+                task: info.report_id,
+                block: sub.block,
+                bin: info.bins[sub.lane as usize],
+                start: now,
+                end: now,
+                ..TraceRecord::default()
+            };
+            t.push(self.a, &r);
+        }
     }
 
     fn subtask_done(&mut self, sub: Sub) {
@@ -573,6 +623,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
     }
 
     fn dispatch(&mut self) -> bool {
+        let started = if self.trace.is_some() { self.a.now_ticks() } else { 0 };
         let mut any = false;
         if let Some((t, shape)) = self.cohort {
             any |= self.place(t, shape);
@@ -601,12 +652,35 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         if !self.batch.is_empty() {
             let a = self.a;
             a.wmb();
-            for &(phys, reg) in &self.batch {
+            // The dispatch tick is read before the first DMB write: no core starts before it.
+            let at = if self.trace.is_some() { a.now_ticks() } else { 0 };
+            for &(phys, reg, _) in &self.batch {
                 a.write_reg(phys, Reg::Dmb, reg);
+            }
+            if self.trace.is_some() {
+                self.trace_dispatched(started, at);
             }
             self.batch.clear();
         }
         any
+    }
+
+    /// Record the dispatch of every subtask of this pass's batch, and the pass itself.
+    #[cold]
+    fn trace_dispatched(&mut self, started: u64, at: u64) {
+        let batch = core::mem::take(&mut self.batch);
+        for &(_, reg, i) in &batch {
+            let c = &self.cores[i as usize];
+            let sub = [c.running, c.pending].into_iter().flatten().find(|s| s.reg == reg);
+            if let Some(sub) = sub {
+                self.trace_sub(trace_kind::DISPATCH, c.w, sub, at);
+            }
+        }
+        self.batch = batch;
+        let now = self.a.now_ticks();
+        if let Some(t) = &mut self.trace {
+            t.phase(self.a, trace_kind::DISPATCHING, started, now);
+        }
     }
 
     fn has_capacity(&self, shape: Shape) -> bool {
@@ -730,7 +804,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         } else {
             c.pending = Some(sub);
         }
-        self.batch.push((c.phys, reg));
+        self.batch.push((c.phys, reg, i as u32));
         self.dispatched += 1;
     }
 }

@@ -729,8 +729,8 @@ mod tests {
         let mut m = TensorMap::new(usize::MAX);
         m.insert(&rows(1, 0, 4), 1).unwrap();
         assert_eq!(found(&m, &rows(1, 2, 1)), [1]);
-        assert_eq!(found(&m, &rows(1, 5, 3)), []);
-        assert_eq!(found(&m, &rows(2, 0, 8)), [], "another buffer");
+        assert_eq!(found(&m, &rows(1, 5, 3)), [0u32; 0]);
+        assert_eq!(found(&m, &rows(2, 0, 8)), [0u32; 0], "another buffer");
     }
 
     #[test]

@@ -211,6 +211,20 @@ impl Kernels {
     }
 }
 
+thread_local! {
+    /// Set by [`traced`]: every [`run_on`] of this thread records a trace.
+    static TRACE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with tracing on (or off) for every workload run it makes on this thread
+/// ([`RunConfig::with_trace`]); the trace arrives in [`Outcome::report`]`.trace`.
+pub fn traced<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    let before = TRACE.with(|t| t.replace(on));
+    let v = f();
+    TRACE.with(|t| t.set(before));
+    v
+}
+
 /// Both runtimes, in the order examples run them.
 pub const RUNTIMES: [RuntimeKind; 2] = [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing];
 
@@ -222,7 +236,7 @@ pub fn run_on<P: HostPlatform>(
     rt: RuntimeKind,
     cfg: &RunConfig,
 ) -> Result<(RunReport, Duration), Error> {
-    let cfg = cfg.clone().with_runtime(rt);
+    let cfg = cfg.clone().with_runtime(rt).with_trace(cfg.trace || TRACE.with(|t| t.get()));
     match rt {
         RuntimeKind::HostBuiltGraph => {
             let g = dev.build_program(program, args)?;
@@ -680,21 +694,102 @@ impl<P: HostPlatform> Prepared<P> {
 /// The workload signature shared by the examples.
 pub type Workload<P> = fn(&Device<P>, &Kernels, RuntimeKind) -> Result<Outcome, Failure>;
 
-/// The runtimes named by the command line (`--runtime hbg|trb|both`, default both).
-pub fn runtimes_from_args() -> Result<Vec<RuntimeKind>, String> {
-    let mut args = std::env::args().skip(1);
-    let mut rts = RUNTIMES.to_vec();
-    while let Some(a) = args.next() {
-        if a == "--runtime" {
-            rts = match args.next().as_deref() {
-                Some("hbg") => vec![RuntimeKind::HostBuiltGraph],
-                Some("trb") => vec![RuntimeKind::TensormapRing],
-                Some("both") => RUNTIMES.to_vec(),
-                other => return Err(format!("--runtime takes hbg, trb or both, got {other:?}")),
+/// An example's command line: `[--runtime hbg|trb|both] [--trace FILE.json] [--svg FILE.svg]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExampleArgs {
+    /// The runtimes to run on (default both).
+    pub runtimes: Vec<RuntimeKind>,
+    /// Where to write the Chrome trace-event JSON of each run.
+    pub trace: Option<std::path::PathBuf>,
+    /// Where to write the SVG swimlane of each run.
+    pub svg: Option<std::path::PathBuf>,
+}
+
+/// Usage of an example's command line.
+pub fn example_usage(name: &str) -> String {
+    format!(
+        "usage: {name} [--runtime hbg|trb|both] [--trace FILE.json] [--svg FILE.svg]\n\
+         (with both runtimes, the device-side runtime's trace files get `.trb` before their extension)"
+    )
+}
+
+impl ExampleArgs {
+    /// Parse `args` (without the program name). Anything unknown, a missing value or a bad
+    /// one is an error naming it.
+    pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<ExampleArgs, String> {
+        let mut it = args.into_iter();
+        let mut out = ExampleArgs { runtimes: RUNTIMES.to_vec(), ..ExampleArgs::default() };
+        while let Some(a) = it.next() {
+            let (flag, inline) = match a.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+                _ => (a.clone(), None),
             };
+            let mut value =
+                |what: &str| inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{flag} needs {what}"));
+            match flag.as_str() {
+                "--runtime" => {
+                    out.runtimes = match value("hbg, trb or both")?.as_str() {
+                        "hbg" => vec![RuntimeKind::HostBuiltGraph],
+                        "trb" => vec![RuntimeKind::TensormapRing],
+                        "both" => RUNTIMES.to_vec(),
+                        other => return Err(format!("--runtime takes hbg, trb or both, got {other:?}")),
+                    }
+                }
+                "--trace" => out.trace = Some(value("a file name")?.into()),
+                "--svg" => out.svg = Some(value("a file name")?.into()),
+                "-h" | "--help" => return Err(String::from("help")),
+                _ => return Err(format!("unknown argument {a:?}")),
+            }
         }
+        Ok(out)
     }
-    Ok(rts)
+}
+
+/// The runtimes named by the command line (`--runtime hbg|trb|both`, default both); anything
+/// else on it is an error.
+pub fn runtimes_from_args() -> Result<Vec<RuntimeKind>, String> {
+    ExampleArgs::parse(std::env::args().skip(1)).map(|a| a.runtimes)
+}
+
+/// `path` for runtime `rt`'s trace: `path` itself for the host-built graph or when one
+/// runtime runs; the device-side runtime's run of a two-runtime invocation gets the runtime's
+/// name before the extension (`t.json` → `t.trb.json`).
+pub fn trace_path(path: &std::path::Path, rt: RuntimeKind, several: bool) -> std::path::PathBuf {
+    if !several || rt == RuntimeKind::HostBuiltGraph {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(e) => format!("{stem}.{}.{}", rt.name(), e.to_string_lossy()),
+        None => format!("{stem}.{}", rt.name()),
+    };
+    path.with_file_name(name)
+}
+
+/// Write `report`'s trace as Chrome JSON to `json` and as SVG to `svg` (each if given);
+/// returns a line describing what was written.
+pub fn write_trace(
+    report: &RunReport,
+    json: Option<&std::path::Path>,
+    svg: Option<&std::path::Path>,
+) -> Result<String, String> {
+    let Some(t) = &report.trace else { return Err(String::from("the run carries no trace")) };
+    let mut said = format!(
+        "trace: {} subtasks, {} phases, {} records dropped, {} rings unclosed",
+        t.subtasks.len(),
+        t.phases.len(),
+        t.dropped(),
+        t.unclosed()
+    );
+    if let Some(p) = json {
+        std::fs::write(p, t.to_chrome_json()).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        said += &format!(", JSON {}", p.display());
+    }
+    if let Some(p) = svg {
+        std::fs::write(p, t.to_svg()).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+        said += &format!(", SVG {}", p.display());
+    }
+    Ok(said)
 }
 
 /// The `main` of a single-workload example: open the board named `board` with `open`
@@ -706,13 +801,19 @@ pub fn example_main<P: HostPlatform>(
     open: impl FnOnce() -> Result<Device<P>, Error>,
     workload: Workload<P>,
 ) -> std::process::ExitCode {
-    let rts = match runtimes_from_args() {
-        Ok(r) => r,
+    let args = match ExampleArgs::parse(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) if e == "help" => {
+            println!("{}", example_usage(name));
+            return std::process::ExitCode::SUCCESS;
+        }
         Err(e) => {
-            eprintln!("{name}: {e}");
+            eprintln!("{name}: {e}\n{}", example_usage(name));
             return std::process::ExitCode::from(2);
         }
     };
+    let tracing = args.trace.is_some() || args.svg.is_some();
+    let several = args.runtimes.len() > 1;
     let (dev, k) = match setup(open) {
         Ok(v) => v,
         Err(e) => {
@@ -721,9 +822,22 @@ pub fn example_main<P: HostPlatform>(
         }
     };
     let mut ok = true;
-    for rt in rts {
-        match workload(&dev, &k, rt) {
-            Ok(o) => println!("{}", o.summary(board)),
+    for &rt in &args.runtimes {
+        match traced(tracing, || workload(&dev, &k, rt)) {
+            Ok(o) => {
+                println!("{}", o.summary(board));
+                if tracing {
+                    let json = args.trace.as_deref().map(|p| trace_path(p, rt, several));
+                    let svg = args.svg.as_deref().map(|p| trace_path(p, rt, several));
+                    match write_trace(&o.report, json.as_deref(), svg.as_deref()) {
+                        Ok(line) => println!("{name:<22} {line}"),
+                        Err(e) => {
+                            eprintln!("{name} runtime={} trace: {e}", rt.name());
+                            ok = false;
+                        }
+                    }
+                }
+            }
             Err(e) => {
                 eprintln!("{name} runtime={} FAIL: {e}", rt.name());
                 ok = false;

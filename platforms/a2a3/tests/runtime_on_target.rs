@@ -9,11 +9,14 @@
 //! running the runtime's legacy executor (`pto_runtime::exec::legacy::aicore_entry`) over the
 //! harness's AICore agent. The host side is the runtime's own (`Device::new_in_process` over
 //! `pto_target_harness::platform::OnTarget`). Workloads: `vector` and `chain513`, both
-//! runtimes, against host goldens. On other targets this file is empty: there is no a2a3
-//! AICPU that is not aarch64.
+//! runtimes, against host goldens. The device half logs with defmt into a GM log ring
+//! (`pto_aarch64::devlog`) that the test drains and decodes with `defmt-decoder` against this
+//! executable's own `.defmt` table (`pto_target_harness::devlog`), and checks what was logged.
+//! On other targets this file is empty: there is no a2a3 AICPU that is not aarch64.
 #![cfg(target_arch = "aarch64")]
 
 use pto_a2a3::{A2a3Aicpu, GmRegion};
+use pto_target_harness::devlog;
 use pto_target_harness::platform::Chip;
 use pto_target_harness::workloads::{run_all, small_topology};
 
@@ -47,7 +50,26 @@ fn the_installed_programs_are_the_runtimes_entries_for_the_real_agent() {
 
 /// 2 clusters (6 cores), 3 AICPU threads: on the device-side runtime, 1 orchestrator and 2
 /// schedulers; on the host-built graph, 3 schedulers (one owning no cluster).
+///
+/// The device log of those runs, decoded on the host side: every core's handshake in every
+/// run, every core released in every run, no fault; and the host's installation of the
+/// runtime's device programs.
 #[test]
 fn vector_and_chain513_on_both_runtimes() {
-    run_all::<A2a3>(small_topology(3));
+    /// `run_all`: `vector` and `chain513`, each on both runtimes.
+    const RUNS: u32 = 4;
+    let topology = small_topology(3);
+    // Install the ring before the device's first frame, and start from an empty one.
+    devlog::take().unwrap_or_else(|e| panic!("a2a3 device log: {e}"));
+    run_all::<A2a3>(topology);
+    let log = devlog::take().unwrap_or_else(|e| panic!("a2a3 device log: {e}"));
+    println!("a2a3 device log: {} lines in {} bytes, e.g.", log.lines.len(), log.bytes);
+    for l in log.starting_with("retire:").take(3) {
+        println!("  {l}");
+    }
+    devlog::check_clean_runs(&log, topology.workers(), RUNS).unwrap_or_else(|e| panic!("a2a3 device log: {e}"));
+    for program in [pto_runtime::programs::HBG_AICPU, pto_runtime::programs::TRB_AICPU] {
+        let want = format!("installed AICPU program {program}");
+        assert!(log.starting_with(&want).count() > 0, "a2a3 device log: no `{want}`");
+    }
 }

@@ -12,6 +12,8 @@
 //!   embedded-hal `DelayNs`).
 //! * [`ProgramTable`], [`install_programs`], [`resolve_program`]: orchestration programs linked
 //!   into an AICPU image, by handle.
+//! * [`devlog`]: the device's log ring in GM; with the `defmt` feature, the process's
+//!   `#[defmt::global_logger]`, writing the runtime's defmt frames into it.
 //! * `cann` (feature `cann`): device memory, streams and the loader over the vendor runtime,
 //!   parametrised by the chip's facts (`cann::ChipFacts`). **Untested** (no SDK, no device):
 //!   only type-checked.
@@ -24,6 +26,7 @@
 #[cfg(feature = "cann")]
 extern crate std;
 
+pub mod devlog;
 mod gm;
 mod mmio;
 mod programs;

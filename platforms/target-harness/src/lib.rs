@@ -15,6 +15,8 @@
 //! * `workloads` (aarch64 only): the `vector` and `chain513` workloads (kernels,
 //!   orchestrations and host goldens, written again here so the platform crates need neither
 //!   the examples nor the `pto` facade), run on both runtimes.
+//! * `devlog` (aarch64, feature `defmt`): the GM log ring the device half's defmt frames go
+//!   to, drained and decoded on the host side with `defmt-decoder`.
 //!
 //! On-target means the target instruction set under qemu user mode: the AICPU program, the
 //! AICore executor and the kernels all run as aarch64 code, with the real barriers, atomics
@@ -23,6 +25,9 @@
 //! executor, which is what the layouts in `pto_runtime::layout` are the ABI of.
 
 pub mod mem;
+
+#[cfg(all(target_arch = "aarch64", feature = "defmt"))]
+pub mod devlog;
 
 #[cfg(target_arch = "aarch64")]
 pub mod platform;

@@ -102,6 +102,14 @@ pub struct RunConfig {
     pub runtime: RuntimeKind,
     /// Ring sizes and budgets of the device-side runtime.
     pub rings: RingConfig,
+    /// Record a swimlane trace of the run ([`RunReport::trace`](super::RunReport::trace)).
+    /// Off by default: then no ring storage exists and the device only tests a flag.
+    pub trace: bool,
+    /// Records per AICore ring and per AICPU-thread ring when tracing (default
+    /// [`DEFAULT_CORE_RECORDS`](super::trace::DEFAULT_CORE_RECORDS),
+    /// [`DEFAULT_THREAD_RECORDS`](super::trace::DEFAULT_THREAD_RECORDS)); records beyond are
+    /// counted as dropped.
+    pub trace_records: Option<(u32, u32)>,
 }
 
 impl RunConfig {
@@ -128,6 +136,17 @@ impl RunConfig {
     /// The same configuration with a watchdog of `us` microseconds.
     pub fn with_watchdog_us(mut self, us: u64) -> Self {
         self.watchdog_us = Some(us);
+        self
+    }
+    /// The same configuration with tracing on or off.
+    pub fn with_trace(mut self, trace: bool) -> Self {
+        self.trace = trace;
+        self
+    }
+    /// The same configuration with trace rings of `per_core` records per AICore and
+    /// `per_thread` records per AICPU thread (each at least 1).
+    pub fn with_trace_records(mut self, per_core: u32, per_thread: u32) -> Self {
+        self.trace_records = Some((per_core, per_thread));
         self
     }
     /// The same configuration with ring sizes `rings`.

@@ -33,6 +33,7 @@ mod memory;
 mod publish;
 mod run;
 pub mod slots;
+pub mod trace;
 
 use std::collections::HashMap;
 use std::string::{String, ToString};
@@ -52,6 +53,7 @@ pub use error::{DeviceError, Error, PlatformError};
 pub use memory::DeviceTensor;
 use publish::SlotMem;
 pub use run::{PreparedRun, RunHandle, RunReport};
+pub use trace::Trace;
 
 use crate::graph::FuncId;
 use crate::hbg::FuncTable;
@@ -130,7 +132,7 @@ impl<P: HostPlatform> Drop for Inner<P> {
         for m in &self.slot_mem {
             let m = m.lock().unwrap_or_else(|e| e.into_inner());
             let _ = self.dev.free(m.arena);
-            for (a, _) in [m.image, m.heaps].into_iter().flatten() {
+            for (a, _) in [m.image, m.heaps, m.trace].into_iter().flatten() {
                 let _ = self.dev.free(a);
             }
         }
@@ -177,7 +179,7 @@ impl<P: HostPlatform> Device<P> {
         for _ in 0..PIPELINE_DEPTH {
             let arena = dev.alloc(arena_bytes, 64).map_err(platform("slot allocation"))?;
             dev.memset(arena, 0, arena_bytes).map_err(platform("slot initialisation"))?;
-            mems.push(Mutex::new(SlotMem { arena, image: None, heaps: None }));
+            mems.push(Mutex::new(SlotMem { arena, image: None, heaps: None, trace: None }));
         }
         let mut mems = mems.into_iter();
         let slot_mem = [mems.next().ok_or(Error::Closed)?, mems.next().ok_or(Error::Closed)?];

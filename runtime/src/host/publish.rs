@@ -14,7 +14,7 @@ use super::{Device, Error, Program, RunConfig};
 use crate::graph::{GraphError, Placement};
 use crate::layout::{
     DESC_MAGIC, FuncEntry, LAYOUT_VERSION, LaunchConfig, LaunchDesc, ORCH_MAGIC, OrchImage, OrchTensor, RINGS,
-    RingSpec, SlotArena, orch_flags,
+    RingSpec, SlotArena, TraceLayout, orch_flags,
 };
 use crate::orch::OrchArgs;
 
@@ -25,6 +25,8 @@ pub(crate) struct SlotMem {
     pub(crate) image: Option<(GmAddr, u64)>,
     /// The device-side runtime's ring heaps (one allocation, cut per ring).
     pub(crate) heaps: Option<(GmAddr, u64)>,
+    /// Trace rings (allocated by the first traced run of the slot, kept for later ones).
+    pub(crate) trace: Option<(GmAddr, u64)>,
 }
 
 /// What a published run needs to know about itself.
@@ -172,6 +174,37 @@ impl<P: HostPlatform> Device<P> {
             }
         };
         let arena = mem.arena;
+        let (core_records, thread_records) =
+            cfg.trace_records.unwrap_or((super::trace::DEFAULT_CORE_RECORDS, super::trace::DEFAULT_THREAD_RECORDS));
+        let trace = if cfg.trace {
+            if core_records == 0 || thread_records == 0 || core_records > 1 << 24 || thread_records > 1 << 24 {
+                return Err(Error::Config(format!(
+                    "trace_records = ({core_records}, {thread_records}): each must be in 1..=2^24"
+                )));
+            }
+            let tl = TraceLayout {
+                base: 0,
+                workers: what.clusters * 3,
+                threads: what.threads,
+                core_records,
+                thread_records,
+            };
+            let need = tl.bytes();
+            match mem.trace {
+                Some((a, cap)) if cap >= need => a.0,
+                old => {
+                    if let Some((a, _)) = old {
+                        dev.free(a).map_err(platform("trace ring free"))?;
+                        mem.trace = None;
+                    }
+                    let a = dev.alloc(need, 64).map_err(platform("trace ring allocation"))?;
+                    mem.trace = Some((a, need));
+                    a.0
+                }
+            }
+        } else {
+            0
+        };
         let layout = SlotArena { workers: inner.topo.workers() };
         let epoch = inner.epoch.fetch_add(1, core::sync::atomic::Ordering::Relaxed) + 1;
         let config = LaunchConfig {
@@ -192,7 +225,10 @@ impl<P: HostPlatform> Device<P> {
             watchdog_ticks,
             exit_ticks,
             core_wait_ticks,
-            reserved: [0; 3],
+            trace,
+            trace_core_records: if cfg.trace { core_records } else { 0 },
+            trace_thread_records: if cfg.trace { thread_records } else { 0 },
+            reserved: [0; 1],
         };
         LaunchImage::prepare(config, what.bytes).publish(dev, arena, image)?;
         Ok(epoch)

@@ -52,6 +52,8 @@ pub struct RunReport {
     pub orchestration: Option<Duration>,
     /// Pipeline slot used.
     pub slot: usize,
+    /// The run's swimlane trace, when [`RunConfig::trace`] was on.
+    pub trace: Option<super::Trace>,
 }
 
 #[derive(Default)]
@@ -642,6 +644,14 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
             )));
         }
         let micros = pto_hal::Clock::micros_from_ticks(&inner.dev, d.run.orch_ticks);
+        let trace = match crate::layout::TraceLayout::of(&d.config) {
+            None => None,
+            Some(l) => {
+                let funcs = inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
+                let hz = pto_hal::Clock::freq_hz(&inner.dev);
+                Some(super::trace::collect(&inner.dev, hz, &funcs, &d, l)?)
+            }
+        };
         Ok(RunReport {
             epoch: self.epoch,
             tasks: d.run.completed,
@@ -650,6 +660,7 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
             released: d.run.cores_released,
             wall,
             slot,
+            trace,
             orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
                 .then(|| Duration::from_micros(micros)),
         })

@@ -96,7 +96,13 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         Err(status) => return status,
     };
     if launch.thread_idx == orch_thread {
+        let mut trace = crate::trace::TraceRing::open(&shared.base().map.cfg, false, orch_thread);
+        let started = if trace.is_some() { a.now_ticks() } else { 0 };
         orchestrator::run(a, &shared);
+        if let Some(t) = &mut trace {
+            t.phase(a, crate::layout::trace_kind::ORCHESTRATION, started, a.now_ticks());
+            t.close(a);
+        }
         a.fetch_add(shared.base().map.desc.offset(offsets::RUN_THREADS_DONE), 1);
     } else {
         let mut sched = Scheduler::new(a, &*shared, launch.thread_idx, orch_thread.max(1));

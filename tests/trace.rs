@@ -1,0 +1,208 @@
+//! Swimlane traces: with `RunConfig::with_trace(true)` every subtask of a run is recorded on
+//! its core, the AICPU threads record their phases, the host collects both into
+//! `RunReport::trace`, and the exports are what their readers expect (Chrome trace-event JSON
+//! for Perfetto, a well-formed SVG). Run it under `PTO_SIM_CACHE=faithful:1` too: tracing keeps
+//! the one-writer-per-line rule.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use pto::prelude::*;
+use pto::runtime::host::Trace;
+use pto_testkit::RUNTIMES;
+use serde_json::Value;
+
+fn device() -> (pto::Device, pto_testkit::Kernels) {
+    pto_testkit::setup(pto::open).expect("open the selected board")
+}
+
+fn traced_vector(rt: RuntimeKind) -> (pto_testkit::Outcome, Trace, u64) {
+    let (dev, k) = device();
+    let o = pto_testkit::traced(true, || pto_testkit::vector(&dev, &k, rt)).unwrap_or_else(|e| panic!("{rt}: {e}"));
+    let t = o.report.trace.clone().unwrap_or_else(|| panic!("{rt}: no trace in the report"));
+    (o, t, pto::hal::Clock::freq_hz(dev.platform()))
+}
+
+/// Parse the JSON and check it: every slice on a known track, start ≤ end, every subtask of
+/// the run exactly once. Returns the flow events.
+fn check_json(t: &Trace, tasks: u64) -> Vec<Value> {
+    let doc: Value = serde_json::from_str(&t.to_chrome_json()).expect("valid JSON");
+    let events = doc["traceEvents"].as_array().expect("traceEvents array");
+    let mut tracks: HashSet<(u64, u64)> = HashSet::new();
+    let mut procs: HashSet<u64> = HashSet::new();
+    for e in events.iter().filter(|e| e["ph"] == "M") {
+        match e["name"].as_str() {
+            Some("thread_name") => {
+                tracks.insert((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()));
+            }
+            Some("process_name") => {
+                procs.insert(e["pid"].as_u64().unwrap());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(procs.len(), 2, "one AICore and one AICPU process");
+    let mut seen: HashMap<(u64, u64, u64), u32> = HashMap::new();
+    let mut task_ids: HashSet<u64> = HashSet::new();
+    for e in events.iter().filter(|e| e["ph"] == "X") {
+        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        assert!(tracks.contains(&key), "slice on an unnamed track: {e}");
+        let ts = e["ts"].as_f64().unwrap();
+        let dur = e["dur"].as_f64().unwrap();
+        assert!(ts >= 0.0 && dur >= 0.0, "start <= end: {e}");
+        if e["cat"] == "task" {
+            let a = &e["args"];
+            let task = a["task"].as_u64().unwrap();
+            task_ids.insert(task);
+            *seen.entry((task, a["block"].as_u64().unwrap(), a["lane"].as_u64().unwrap())).or_default() += 1;
+            assert!(a["dispatch_us"].as_f64().unwrap() <= ts + 1e-9, "dispatched before it started: {e}");
+            assert!(a["completion_us"].as_f64().unwrap() + 1e-9 >= ts + dur, "completion after its end: {e}");
+        }
+    }
+    assert!(seen.values().all(|&n| n == 1), "every subtask exactly once: {seen:?}");
+    assert_eq!(task_ids.len() as u64, tasks, "every task of the run");
+    assert_eq!(doc["otherData"]["dropped_records"], 0);
+    events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f").cloned().collect()
+}
+
+fn check_svg(t: &Trace) {
+    let svg = t.to_svg();
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    assert_eq!(root.tag_name().namespace(), Some("http://www.w3.org/2000/svg"));
+    let boxes = root.children().filter(|n| n.has_tag_name("rect") && n.children().any(|c| c.has_tag_name("title")));
+    assert!(boxes.count() >= t.subtasks.len());
+}
+
+#[test]
+fn traced_runs_record_every_subtask_on_both_runtimes() {
+    for rt in RUNTIMES {
+        let (o, t, hz) = traced_vector(rt);
+        assert!(t.is_complete(), "{rt}: {:?}", t.rings);
+        assert_eq!(t.subtasks.len(), 5, "{rt}: five AIV tasks");
+        assert_eq!(t.freq_hz, hz, "the board's counter frequency");
+        let clusters = t.clusters;
+        for s in &t.subtasks {
+            assert!(s.core >= clusters, "{rt}: vector runs on AIV cores only");
+            assert!(s.start <= s.end);
+            let (d, c) = (s.dispatch.expect("dispatch tick"), s.completion.expect("completion tick"));
+            assert!(
+                d <= s.start && s.end <= c,
+                "{rt}: dispatch {d} <= start {} <= end {} <= completion {c}",
+                s.start,
+                s.end
+            );
+            assert!(s.func.is_some() && s.thread.is_some());
+        }
+        assert!(t.funcs.values().any(|n| n == "add") && t.funcs.values().any(|n| n == "mul"));
+        assert!(t.phases.iter().any(|p| p.phase == pto::runtime::host::trace::Phase::Dispatch));
+        if rt == RuntimeKind::TensormapRing {
+            assert!(t.phases.iter().any(|p| p.phase == pto::runtime::host::trace::Phase::Orchestration));
+            assert_eq!(t.edges, None, "the device-side runtime's producers are not known");
+        }
+        let flows = check_json(&t, o.report.tasks);
+        check_svg(&t);
+        if rt == RuntimeKind::HostBuiltGraph {
+            // c -> d, c -> e, d -> h, e -> h, h -> f, c -> f
+            let edges = t.edges.as_ref().expect("edges from the image");
+            assert_eq!(edges.len(), 6, "{edges:?}");
+            let mut ids: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+            for f in &flows {
+                ids.entry(f["id"].as_u64().unwrap()).or_default().push(f["ph"].as_str().unwrap().to_string());
+                if f["ph"] == "f" {
+                    assert_eq!(f["bp"], "e");
+                }
+            }
+            assert_eq!(ids.len(), 6);
+            assert!(ids.values().all(|v| v == &["s", "f"]), "{ids:?}");
+        } else {
+            assert!(flows.is_empty());
+        }
+    }
+}
+
+#[test]
+fn tracing_off_records_nothing() {
+    let (dev, k) = device();
+    for rt in RUNTIMES {
+        let o = pto_testkit::vector(&dev, &k, rt).unwrap_or_else(|e| panic!("{rt}: {e}"));
+        assert!(o.report.trace.is_none());
+    }
+    // Off again after a traced run of the same slots: nothing leaks into the next report.
+    let o = pto_testkit::traced(true, || pto_testkit::vector(&dev, &k, RuntimeKind::HostBuiltGraph)).unwrap();
+    assert!(o.report.trace.is_some());
+    let o = pto_testkit::vector(&dev, &k, RuntimeKind::HostBuiltGraph).unwrap();
+    assert!(o.report.trace.is_none());
+}
+
+#[test]
+fn a_full_ring_counts_what_it_dropped() {
+    let (dev, k) = device();
+    for rt in RUNTIMES {
+        let p = pto_testkit::build_shape(&dev, &k, pto_testkit::ShapeKind::Chain, 64).unwrap_or_else(|e| panic!("{e}"));
+        p.reset().unwrap();
+        let cfg = RunConfig::default().with_runtime(rt).with_trace(true).with_trace_records(2, 4);
+        let r = match rt {
+            RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
+            RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &cfg),
+        }
+        .unwrap_or_else(|e| panic!("{rt}: {e}"));
+        p.check(&r).unwrap();
+        let t = r.trace.expect("trace");
+        assert_eq!(t.unclosed(), 0);
+        assert!(t.subtasks.len() < 64);
+        let core_records: u64 = t
+            .rings
+            .iter()
+            .filter(|r| matches!(r.owner, pto::runtime::host::trace::RingOwner::Core(_)))
+            .map(|r| r.records + r.dropped)
+            .sum();
+        assert_eq!(core_records, 64, "{rt}: every subtask stored or counted: {:?}", t.rings);
+        assert!(t.dropped() > 0);
+        let doc: Value = serde_json::from_str(&t.to_chrome_json()).unwrap();
+        assert_eq!(doc["otherData"]["dropped_records"].as_u64(), Some(t.dropped()));
+    }
+}
+
+#[test]
+fn bad_trace_sizes_are_refused() {
+    let (dev, k) = device();
+    let p = pto_testkit::build_shape(&dev, &k, pto_testkit::ShapeKind::Independent, 4).unwrap();
+    let e = dev.run_with(&p.graph, &RunConfig::default().with_trace(true).with_trace_records(0, 4)).unwrap_err();
+    assert!(e.to_string().contains("trace_records"), "{e}");
+}
+
+/// The faithful cache model (seed 1, as `PTO_SIM_CACHE=faithful:1`) on traced runs of both sim
+/// boards and both contracts: the rings break no coherence rule, and the runs still pass.
+#[test]
+fn traced_runs_pass_the_faithful_cache_model() {
+    fn on<B: Board>()
+    where
+        B::Platform: pto::hal::Platform,
+        <B::Platform as pto::hal::HostPlatform>::Device: Faithful,
+    {
+        let dev = pto::open_board::<B>().unwrap_or_else(|e| panic!("open {}: {e}", B::NAME));
+        dev.platform().faithful(1);
+        let k = pto_testkit::Kernels::register(&dev).unwrap();
+        for rt in RUNTIMES {
+            for w in [pto_testkit::vector, pto_testkit::chain513, pto_testkit::mix] {
+                let o =
+                    pto_testkit::traced(true, || w(&dev, &k, rt)).unwrap_or_else(|e| panic!("{}: {rt}: {e}", B::NAME));
+                let t = o.report.trace.expect("trace");
+                assert!(t.is_complete(), "{}: {rt}: {:?}", B::NAME, t.rings);
+                let subtasks: HashSet<(u32, u32, u8)> = t.subtasks.iter().map(|s| (s.task, s.block, s.lane)).collect();
+                assert_eq!(subtasks.len(), t.subtasks.len());
+            }
+        }
+    }
+    trait Faithful {
+        fn faithful(&self, seed: u64);
+    }
+    impl<C: pto::hal::Contract> Faithful for pto_sim::SimDevice<C> {
+        fn faithful(&self, seed: u64) {
+            self.set_cache_model(pto_sim::CacheModel::Faithful { seed, evict_per_mille: 20 }).unwrap();
+        }
+    }
+    on::<pto::board::SimA2a3>();
+    on::<pto::board::SimA5>();
+}
