@@ -12,7 +12,7 @@
 //!   with blocks left goes back to its queue.
 
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pto_hal::{AicpuAgent, CoreType, GmAddr, Reg};
 use zerocopy::IntoBytes;
@@ -73,8 +73,6 @@ pub struct Base {
     /// Set when a fault is latched: every thread stops dispatching and retires its cores.
     pub stop: AtomicBool,
     progress_tick: AtomicU64,
-    /// Threads done with this state (the last one frees it).
-    pub departed: AtomicU32,
 }
 
 impl Base {
@@ -86,7 +84,6 @@ impl Base {
             completed: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             progress_tick: AtomicU64::new(a.now_ticks()),
-            departed: AtomicU32::new(0),
         }
     }
 
