@@ -17,4 +17,21 @@ pub trait DeviceMemory: ErrorType {
     fn copy_d2h(&self, dst: &mut [u8], src: GmAddr) -> Result<(), Self::Error>;
     /// Fill `len` device bytes with `byte`.
     fn memset(&self, dst: GmAddr, byte: u8, len: u64) -> Result<(), Self::Error>;
+
+    /// Read the 8-byte device word at `addr` (8-aligned) while the device runs: an **acquire**
+    /// of a word the device stores device-direct (`GmAtomic::store_direct` after a store
+    /// barrier), so device writes published before that store are visible to later reads.
+    /// The default is a D2H copy of the word; a platform whose copies do not order (or a model
+    /// that tracks ordering, like the simulator's faithful cache model) overrides it.
+    fn load_word(&self, addr: GmAddr) -> Result<u64, Self::Error> {
+        let mut b = [0u8; 8];
+        self.copy_d2h(&mut b, addr)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    /// Write the 8-byte device word at `addr` (8-aligned) while the device runs: a **release**
+    /// that the device observes with a device-direct load (`GmAtomic::query`). The default is
+    /// an H2D copy of the word.
+    fn store_word(&self, addr: GmAddr, value: u64) -> Result<(), Self::Error> {
+        self.copy_h2d(addr, &value.to_le_bytes())
+    }
 }

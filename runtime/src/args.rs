@@ -9,7 +9,7 @@ use pto_hal::GmAddr;
 use zerocopy::IntoBytes;
 
 use crate::graph::{Arg, Direction, Placement, Task, Tensor};
-use crate::layout::{ARGS_HEAD, ArgsHeader, TENSOR_WRITTEN, TensorDesc, args_flags};
+use crate::layout::{ARGS_HEAD, ArgsHeader, NO_FUNC, TENSOR_DUMP, TENSOR_READ, TENSOR_WRITTEN, TensorDesc, args_flags};
 
 /// Bytes of `task`'s record.
 pub fn record_len(task: &Task) -> u64 {
@@ -34,19 +34,30 @@ pub fn encode(task: &Task, heap_base: GmAddr, out: &mut [u8]) {
         scalars: task.scalars().len() as u32,
         predicate: task.predicate().map_or(0, |p| tensor_addr(p, heap_base)),
         flags: if task.is_sync_start() { args_flags::SYNC_START } else { 0 },
+        dump_scalars: task.dump_scalars(),
+        funcs: task.kind().lane_funcs().map(|f| f.map_or(NO_FUNC, |(id, _)| id.0)),
         reserved: 0,
     };
     let head = ARGS_HEAD as usize;
     out[..head].copy_from_slice(ah.as_bytes());
     let mut p = head;
-    for a in task.args() {
-        out[p..p + 64].copy_from_slice(tensor_desc(a, heap_base).as_bytes());
+    for i in 0..task.args().len() {
+        out[p..p + 64].copy_from_slice(tensor_desc_of(task, i, heap_base).as_bytes());
         p += 64;
     }
     for s in task.scalars() {
         out[p..p + 8].copy_from_slice(&s.to_le_bytes());
         p += 8;
     }
+}
+
+/// The descriptor of argument `i` of `task`.
+pub fn tensor_desc_of(task: &Task, i: usize, heap_base: GmAddr) -> TensorDesc {
+    let mut d = tensor_desc(&task.args()[i], heap_base);
+    if task.dump_mask() & (1u64 << i) != 0 {
+        d.flags |= TENSOR_DUMP;
+    }
+    d
 }
 
 /// The descriptor of one argument.
@@ -59,7 +70,9 @@ pub fn tensor_desc(a: &Arg, heap_base: GmAddr) -> TensorDesc {
         ndims: t.ndims,
         shape: t.shape,
         strides: t.strides,
-        // NoDep arguments may be written too: the executor publishes them as well.
-        flags: if a.dir.writes() || a.dir == Direction::NoDep { TENSOR_WRITTEN } else { 0 },
+        // NoDep arguments may be read and written: the executor publishes them, and the
+        // args dump treats them as in-outs.
+        flags: if a.dir.writes() || a.dir == Direction::NoDep { TENSOR_WRITTEN } else { 0 }
+            | if a.dir.reads() || a.dir == Direction::NoDep { TENSOR_READ } else { 0 },
     }
 }

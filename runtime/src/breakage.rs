@@ -38,6 +38,9 @@ pub const STALL_RETIRE: u32 = 1 << 10;
 /// Same, but the stall lasts four core wait budgets whatever happens: long enough for the
 /// host's fence to give up on the AICPU program.
 pub const STALL_RETIRE_LONG: u32 = 1 << 11;
+/// The args dump publishes a buffer without writing back its payload and record lines (the
+/// host reads memory, so on a2a3 it would read stale bytes).
+pub const SKIP_DUMP_CLEAN: u32 = 1 << 12;
 
 #[cfg(feature = "breakage")]
 static ACTIVE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);

@@ -379,6 +379,7 @@ pub struct Task {
     predicate: Option<Tensor>,
     sync_start: bool,
     allow_alias: bool,
+    dump: u64,
 }
 
 impl Task {
@@ -393,6 +394,7 @@ impl Task {
             predicate: None,
             sync_start: false,
             allow_alias: false,
+            dump: 0,
         }
     }
     /// An AIC task.
@@ -464,6 +466,38 @@ impl Task {
     /// Whether the task opted in to aliased arguments ([`Task::allow_alias`]).
     pub fn allows_alias(&self) -> bool {
         self.allow_alias
+    }
+    /// Mark arguments for the args dump: bit `i` of `mask` marks argument `i`, counting the
+    /// tensor arguments first (in the order they were added), then the scalars. Marks add up
+    /// over calls; `u64::MAX` marks everything the task has. What a mark means depends on the
+    /// run's dump level (`RunConfig::dump`): at `Partial` only marked arguments are recorded,
+    /// at `Hybrid` every argument is recorded and marked ones carry their data, at `Full`
+    /// marks do not matter. A mark beyond the task's arguments is refused by validation
+    /// ([`GraphError::BadDumpMask`]), except for `u64::MAX`.
+    ///
+    /// ```
+    /// # use pto_runtime::graph::*;
+    /// # use pto_hal::GmAddr;
+    /// # let buf = BufferRef { device: 0, id: 1, placement: Placement::External(GmAddr(0x1000)), bytes: 64, dtype: DType::F32 };
+    /// # let (a, out) = (Tensor::whole(buf, &[16]).unwrap(), Tensor::whole(buf, &[16]).unwrap());
+    /// // Capture the output (argument 1) and the scalar (argument 2).
+    /// let t = Task::aiv(FuncId(3)).input(&a).output(&out).scalar(7).dump(0b110).allow_alias();
+    /// assert_eq!(t.dump_mask(), 0b110);
+    /// assert!(t.validate(0).is_ok());
+    /// ```
+    pub fn dump(mut self, mask: u64) -> Task {
+        self.dump |= mask;
+        self
+    }
+    /// The arguments marked for the args dump ([`Task::dump`]), as marked.
+    pub fn dump_mask(&self) -> u64 {
+        self.dump
+    }
+    /// The scalars marked for the args dump: bit `i` = scalar `i`.
+    pub fn dump_scalars(&self) -> u32 {
+        let n = self.args.len() as u32;
+        let shifted = if n >= 64 { 0 } else { self.dump >> n };
+        (shifted & ((1u64 << self.scalars.len().min(32)) - 1)) as u32
     }
     /// Add a raw 64-bit scalar.
     pub fn scalar(mut self, v: u64) -> Task {
@@ -555,6 +589,10 @@ impl Task {
         if self.sync_start && self.kind == Kind::Dummy {
             return Err(GraphError::BadBlockNum { task, block_num: self.block_num });
         }
+        let args = self.args.len() + self.scalars.len();
+        if self.dump != u64::MAX && args < 64 && self.dump >> args != 0 {
+            return Err(GraphError::BadDumpMask { task, mask: self.dump, args: args as u32 });
+        }
         Ok(())
     }
 }
@@ -643,6 +681,16 @@ pub const MAX_BLOCKS: u32 = 1 << 16;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum GraphError {
+    /// A dump mask marking arguments the task does not have.
+    #[error("task {task}: dump mask {mask:#x} marks arguments beyond its {args} arguments (tensors, then scalars)")]
+    BadDumpMask {
+        /// The task.
+        task: u32,
+        /// The mask given.
+        mask: u64,
+        /// The task's arguments (tensors + scalars).
+        args: u32,
+    },
     /// A shape with no dimensions or more than five.
     #[error("a tensor needs 1..=5 dimensions, got {0}")]
     BadRank(u32),

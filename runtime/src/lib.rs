@@ -18,6 +18,7 @@ pub mod aicpu;
 pub mod args;
 pub mod breakage;
 pub mod codes;
+pub mod dump;
 pub mod exec;
 pub mod graph;
 pub mod hbg;

@@ -18,6 +18,7 @@ use pto_hal::{AicpuAgent, CoreType, GmAddr, Reg};
 use zerocopy::IntoBytes;
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
+use crate::dump::Dumper;
 use crate::layout::{DispatchPayload, Shape, TaskRecord, TraceRecord, lanes, offsets, regs, trace_kind};
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::queue::ReadyQueue;
@@ -291,6 +292,8 @@ pub struct Scheduler<'s, A: AicpuAgent, S: TaskSource> {
     completions: Completions,
     /// This thread's trace ring, when the run traces.
     trace: Option<TraceRing>,
+    /// This thread's args-dump lane, when the run dumps.
+    dump: Option<Dumper<'s, A>>,
 }
 
 const MIX_LANES: [(usize, u8, u32); 3] = [(0, 0, 0), (1, 1, 0), (2, 2, 1)];
@@ -333,6 +336,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             cohort: None,
             completions: Completions::new(),
             trace: TraceRing::open(&b.map.cfg, false, t),
+            dump: Dumper::open(a, &b.map.cfg, t),
         }
     }
 
@@ -519,11 +523,15 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         r.released
     }
 
-    /// Publish this thread's counters to the run line (and close its trace ring).
-    pub fn publish_counters(&self, released: u32) {
+    /// Publish this thread's counters to the run line (and close its trace ring and its dump
+    /// lane).
+    pub fn publish_counters(&mut self, released: u32) {
         let a = self.a;
         if let Some(t) = &self.trace {
             t.close(a);
+        }
+        if let Some(d) = &mut self.dump {
+            d.close();
         }
         let d = self.b.map.desc;
         a.fetch_add(d.offset(offsets::RUN_DISPATCHED), self.dispatched);
@@ -609,11 +617,24 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         }
     }
 
+    /// Record task `info`'s arguments at `stage` in this thread's dump lane.
+    #[cold]
+    fn dump_task(&mut self, info: &TaskInfo, stage: u8) {
+        let (a, b) = (self.a, self.b);
+        if let Some(d) = &mut self.dump {
+            let stop = || b.stop.load(Ordering::Acquire) || lifecycle::latched(a, b.map.desc);
+            d.task(info.report_id, info.args, stage, &stop);
+        }
+    }
+
     fn subtask_done(&mut self, sub: Sub) {
         let s = self.s;
         let info = s.info(sub.task);
         let need = info.block_num * info.lanes.count_ones();
         if s.subtasks_done(sub.task).fetch_add(1, Ordering::AcqRel) + 1 == need {
+            if self.dump.is_some() {
+                self.dump_task(&info, crate::layout::dump_stage::AFTER_COMPLETION);
+            }
             self.completions.complete(self.a, s, sub.task);
             self.pushed = true;
         }
@@ -730,6 +751,10 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             let b = next.load(Ordering::Relaxed);
             if b >= info.block_num {
                 break;
+            }
+            if b == 0 && self.dump.is_some() && self.has_capacity(shape) {
+                // Before the first block reaches a core: the inputs as the task will read them.
+                self.dump_task(&info, crate::layout::dump_stage::BEFORE_DISPATCH);
             }
             match shape {
                 Shape::Mix => {

@@ -18,6 +18,7 @@ pub mod attention;
 use std::time::{Duration, Instant};
 
 use pto_hal::{CoreType, HostPlatform, KernelContext, KernelContextExt};
+use pto_runtime::dump::DumpLevel;
 use pto_runtime::graph::{FuncId, GraphError, Task, Tensor};
 use pto_runtime::host::{Error, Program, RingConfig, RunConfig, RunReport};
 use pto_runtime::kernel::KernelIo;
@@ -216,6 +217,21 @@ thread_local! {
     static TRACE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+thread_local! {
+    /// Set by [`dumped`]: every [`run_on`] of this thread dumps arguments.
+    static DUMP: std::cell::RefCell<Option<(DumpLevel, Option<std::path::PathBuf>)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with the args dump at `level` (writing into `dir`, or a fresh temporary directory)
+/// for every workload run it makes on this thread ([`RunConfig::with_dump`]); what was written
+/// arrives in [`Outcome::report`]`.dump`.
+pub fn dumped<T>(level: Option<DumpLevel>, dir: Option<std::path::PathBuf>, f: impl FnOnce() -> T) -> T {
+    let before = DUMP.with(|d| d.replace(level.map(|l| (l, dir))));
+    let v = f();
+    DUMP.with(|d| *d.borrow_mut() = before);
+    v
+}
+
 /// Run `f` with tracing on (or off) for every workload run it makes on this thread
 /// ([`RunConfig::with_trace`]); the trace arrives in [`Outcome::report`]`.trace`.
 pub fn traced<T>(on: bool, f: impl FnOnce() -> T) -> T {
@@ -236,7 +252,13 @@ pub fn run_on<P: HostPlatform>(
     rt: RuntimeKind,
     cfg: &RunConfig,
 ) -> Result<(RunReport, Duration), Error> {
-    let cfg = cfg.clone().with_runtime(rt).with_trace(cfg.trace || TRACE.with(|t| t.get()));
+    let mut cfg = cfg.clone().with_runtime(rt).with_trace(cfg.trace || TRACE.with(|t| t.get()));
+    if let Some((level, dir)) = DUMP.with(|d| d.borrow().clone()) {
+        cfg = cfg.with_dump(Some(level));
+        if let Some(dir) = dir {
+            cfg = cfg.with_dump_dir(dir.join(rt.name()));
+        }
+    }
     match rt {
         RuntimeKind::HostBuiltGraph => {
             let g = dev.build_program(program, args)?;

@@ -161,6 +161,12 @@ impl<C: Contract> SimDevice<C> {
     fn host_range(&self, addr: GmAddr, len: u64) -> Result<u64, SimError> {
         self.inner.gm.offset_of(addr, len).ok_or(SimError::InvalidAddress { addr: addr.0, len })
     }
+    fn host_word(&self, addr: GmAddr) -> Result<u64, SimError> {
+        if addr.0 % 8 != 0 {
+            return Err(SimError::InvalidArgument("a device word address must be 8-aligned"));
+        }
+        self.host_range(addr, 8)
+    }
 }
 
 impl<C: Contract> DeviceMemory for SimDevice<C> {
@@ -192,6 +198,25 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
         if let Some(f) = self.inner.model() {
             f.host_write(dst.0, len);
         }
+        Ok(())
+    }
+    fn load_word(&self, addr: GmAddr) -> Result<u64, SimError> {
+        let off = self.host_word(addr)?;
+        let v = self.inner.gm.word(off).load(std::sync::atomic::Ordering::Acquire);
+        if let Some(f) = self.inner.model() {
+            // An acquire: what the device published before storing this word happens before
+            // the host's later reads (so a payload read without its write-back is caught).
+            f.word_load(faithful::HOST, off, addr.0);
+        }
+        Ok(v)
+    }
+    fn store_word(&self, addr: GmAddr, value: u64) -> Result<(), SimError> {
+        let off = self.host_word(addr)?;
+        if let Some(f) = self.inner.model() {
+            f.word_store(faithful::HOST, off, addr.0, false);
+        }
+        self.inner.gm.word(off).store(value, std::sync::atomic::Ordering::Release);
+        self.inner.word_written(addr.0);
         Ok(())
     }
 }

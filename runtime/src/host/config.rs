@@ -2,9 +2,11 @@
 //! ring sizes, each checked with named errors before anything reaches the device.
 
 use std::format;
+use std::path::PathBuf;
 use std::string::ToString;
 
 use super::Error;
+use crate::dump::DumpLevel;
 use crate::layout::RINGS;
 use crate::orch::RuntimeKind;
 
@@ -110,9 +112,36 @@ pub struct RunConfig {
     /// [`DEFAULT_THREAD_RECORDS`](super::trace::DEFAULT_THREAD_RECORDS)); records beyond are
     /// counted as dropped.
     pub trace_records: Option<(u32, u32)>,
+    /// Record the run's arguments (the args dump) at this level; `None` (the default) is
+    /// off: then no lane storage exists and the device only tests a flag. See
+    /// `docs/args-dump.md`.
+    pub dump: Option<DumpLevel>,
+    /// Where the args dump writes `args_dump.json` and `args.bin` (default: a fresh
+    /// directory `pto-dump/run-<serial>-<epoch>` under the system's temporary directory).
+    pub dump_dir: Option<PathBuf>,
+    /// Payload arena bytes per AICPU thread (default
+    /// [`DEFAULT_ARENA`](super::dump::DEFAULT_ARENA); a multiple of 64 in
+    /// [`MIN_ARENA`](super::dump::MIN_ARENA)`..=`[`MAX_ARENA`](super::dump::MAX_ARENA)).
+    /// An argument larger than half the arena is truncated to that, and its record says so.
+    pub dump_arena: Option<u64>,
 }
 
 impl RunConfig {
+    /// The same configuration with the args dump at `level` (or off).
+    pub fn with_dump(mut self, level: Option<DumpLevel>) -> Self {
+        self.dump = level;
+        self
+    }
+    /// The same configuration, writing the args dump into `dir`.
+    pub fn with_dump_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dump_dir = Some(dir.into());
+        self
+    }
+    /// The same configuration with a payload arena of `bytes` per AICPU thread.
+    pub fn with_dump_arena(mut self, bytes: u64) -> Self {
+        self.dump_arena = Some(bytes);
+        self
+    }
     /// The same configuration on `runtime`.
     pub fn with_runtime(mut self, runtime: RuntimeKind) -> Self {
         self.runtime = runtime;

@@ -161,6 +161,14 @@ pub enum Error {
     /// The device was closed.
     #[error("the device is closed")]
     Closed,
+    /// The args dump could not write its files.
+    #[error("args dump: cannot write {path}: {why}")]
+    DumpFiles {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// The I/O error, as text.
+        why: String,
+    },
     /// An earlier failure left the device unusable; reopen it.
     #[error("the device is unusable: {0}")]
     Unusable(String),

@@ -53,6 +53,11 @@ impl Allocations {
         Allocations { device, next_id: AtomicU64::new(1), live: Mutex::new(HashMap::new()) }
     }
 
+    /// The base address of the live allocation holding `addr`, if any.
+    pub(crate) fn locate(&self, addr: u64) -> Option<u64> {
+        self.lock().values().find(|a| a.addr.0 <= addr && addr < a.addr.0 + a.bytes).map(|a| a.addr.0)
+    }
+
     pub(crate) fn device(&self) -> u64 {
         self.device
     }

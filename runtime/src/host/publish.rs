@@ -13,8 +13,8 @@ use super::error::platform;
 use super::{Device, Error, Program, RunConfig};
 use crate::graph::{GraphError, Placement};
 use crate::layout::{
-    DESC_MAGIC, FuncEntry, LAYOUT_VERSION, LaunchConfig, LaunchDesc, ORCH_MAGIC, OrchImage, OrchTensor, RINGS,
-    RingSpec, SlotArena, TraceLayout, orch_flags,
+    DESC_MAGIC, DumpLayout, FuncEntry, LAYOUT_VERSION, LaunchConfig, LaunchDesc, ORCH_MAGIC, OrchImage, OrchTensor,
+    RINGS, RingSpec, SlotArena, TraceLayout, orch_flags,
 };
 use crate::orch::OrchArgs;
 
@@ -27,6 +27,15 @@ pub(crate) struct SlotMem {
     pub(crate) heaps: Option<(GmAddr, u64)>,
     /// Trace rings (allocated by the first traced run of the slot, kept for later ones).
     pub(crate) trace: Option<(GmAddr, u64)>,
+    /// The args-dump region of the run published in this slot (allocated per dumping run,
+    /// taken by its launch, freed after its collector finished).
+    pub(crate) dump: Option<DumpRegion>,
+}
+
+/// A dumping run's region and the collector that will drain it.
+pub(crate) struct DumpRegion {
+    pub(crate) addr: GmAddr,
+    pub(crate) collector: super::dump::Collector,
 }
 
 /// What a published run needs to know about itself.
@@ -207,6 +216,43 @@ impl<P: HostPlatform> Device<P> {
         };
         let layout = SlotArena { workers: inner.topo.workers() };
         let epoch = inner.epoch.fetch_add(1, core::sync::atomic::Ordering::Relaxed) + 1;
+        if let Some(d) = mem.dump.take() {
+            // A prepared run that was never launched left its region behind.
+            dev.free(d.addr).map_err(platform("args-dump region free"))?;
+        }
+        let dump = match cfg.dump {
+            None => 0,
+            Some(level) => {
+                let arena = cfg.dump_arena.unwrap_or(super::dump::DEFAULT_ARENA);
+                if arena % 64 != 0 || !(super::dump::MIN_ARENA..=super::dump::MAX_ARENA).contains(&arena) {
+                    return Err(Error::Config(format!(
+                        "dump_arena = {arena}: must be a multiple of 64 in {}..={}",
+                        super::dump::MIN_ARENA,
+                        super::dump::MAX_ARENA
+                    )));
+                }
+                let h = super::dump::header(level, what.threads, arena, watchdog_ticks / 2, epoch);
+                let need = DumpLayout::region_bytes(&h)
+                    .ok_or_else(|| Error::Config(format!("dump_arena = {arena}: the dump region overflows")))?;
+                let a = dev.alloc(need, 64).map_err(platform("args-dump region allocation"))?;
+                let l = DumpLayout { base: a.0, header: h };
+                if let Err(e) = super::dump::initialize(dev, &l) {
+                    let _ = dev.free(a);
+                    return Err(Error::platform("args-dump region initialization", e));
+                }
+                let dir = cfg.dump_dir.clone().unwrap_or_else(|| {
+                    std::env::temp_dir().join("pto-dump").join(format!("run-{}-{epoch}", inner.allocs.device()))
+                });
+                match super::dump::Collector::create(l, level, &dir) {
+                    Ok(collector) => mem.dump = Some(DumpRegion { addr: a, collector }),
+                    Err(source) => {
+                        let _ = dev.free(a);
+                        return Err(Error::DumpFiles { path: dir, why: source.to_string() });
+                    }
+                }
+                a.0
+            }
+        };
         let config = LaunchConfig {
             magic: DESC_MAGIC,
             version: LAYOUT_VERSION,
@@ -228,7 +274,7 @@ impl<P: HostPlatform> Device<P> {
             trace,
             trace_core_records: if cfg.trace { core_records } else { 0 },
             trace_thread_records: if cfg.trace { thread_records } else { 0 },
-            reserved: [0; 1],
+            dump,
         };
         LaunchImage::prepare(config, what.bytes).publish(dev, arena, image)?;
         Ok(epoch)

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::format;
-use std::string::String;
+use std::string::{String, ToString};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -54,6 +54,8 @@ pub struct RunReport {
     pub slot: usize,
     /// The run's swimlane trace, when [`RunConfig::trace`] was on.
     pub trace: Option<super::Trace>,
+    /// What the args dump wrote, when [`RunConfig::dump`] was on.
+    pub dump: Option<super::dump::DumpReport>,
 }
 
 #[derive(Default)]
@@ -398,7 +400,15 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
             inner.release_pins(pins);
             return Err(e);
         }
-        let desc = inner.slot_mem[reserved.slot].lock().unwrap_or_else(|e| e.into_inner()).arena;
+        let (desc, dump) = {
+            let mut mem = inner.slot_mem[reserved.slot].lock().unwrap_or_else(|e| e.into_inner());
+            let dump = mem.dump.take().map(|d| Dumping {
+                addr: d.addr,
+                collector: std::sync::Mutex::new(Some(d.collector)),
+                failed: std::sync::Mutex::new(None),
+            });
+            (mem.arena, dump)
+        };
         let started = Instant::now();
         let mut s = inner.lock_streams();
         let launched = (|| {
@@ -428,6 +438,7 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                     runtime: self.runtime,
                     pins: Some(pins),
                     _keep: self.keep.take(),
+                    dump,
                 })
             }
             Err(e) => {
@@ -466,6 +477,44 @@ pub struct RunHandle<'d, P: HostPlatform> {
     runtime: RuntimeKind,
     pins: Option<Pins>,
     _keep: Option<Graph<P>>,
+    /// The args-dump region and its collector, when the run dumps.
+    dump: Option<Dumping>,
+}
+
+/// A dumping run's collector and what it has met so far.
+struct Dumping {
+    addr: GmAddr,
+    collector: std::sync::Mutex<Option<super::dump::Collector>>,
+    /// The first collection failure (draining stops there).
+    failed: std::sync::Mutex<Option<Error>>,
+}
+
+impl Dumping {
+    /// Drain what the lanes published (a no-op after a failure).
+    fn drain<D: DeviceMemory>(&self, dev: &D)
+    where
+        D::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if failed.is_some() {
+            return;
+        }
+        let mut c = self.collector.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = c.as_mut() {
+            if let Err(e) = c.drain(dev) {
+                *failed = Some(collect_error(e));
+            }
+        }
+    }
+}
+
+fn collect_error<E: pto_hal::Error + std::error::Error + Send + Sync + 'static>(
+    e: super::dump::CollectError<E>,
+) -> Error {
+    match e {
+        super::dump::CollectError::Io(e) => Error::DumpFiles { path: "args dump directory".into(), why: e.to_string() },
+        super::dump::CollectError::Device(e) => Error::platform("args-dump collection", e),
+    }
 }
 
 /// How a run's fence ended.
@@ -502,8 +551,13 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         let inner = &*self.dev.inner;
         let deadline = Instant::now() + Duration::from_micros(budget_us);
         let what = if aicpu { "AICPU program" } else { "AICore program" };
-        let chunk = 2_000u64;
+        // A dumping run is drained between short waits, so the producer's back-pressure
+        // lifts while the run is in flight.
+        let chunk = if self.dump.is_some() { 200u64 } else { 2_000u64 };
         loop {
+            if let Some(d) = &self.dump {
+                d.drain(&inner.dev);
+            }
             let left = deadline.saturating_duration_since(Instant::now()).as_micros() as u64;
             let s = inner.lock_streams();
             let r = if aicpu {
@@ -572,6 +626,7 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
                     (Err(Error::Unusable(_)), Some(f)) => Err(f),
                     (r, _) => r,
                 };
+                let result = self.finish_dump(result, true);
                 inner.free_slot(&reserved);
                 if let Some(p) = self.pins.take() {
                     inner.release_pins(p);
@@ -582,6 +637,8 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
                 // Some program of this run never ended: the device is unusable, and every
                 // tensor the run names stays allocated (a stuck core may still write it).
                 core::mem::forget(self.pins.take());
+                // The manifest says what was collected, with its accounting unknown.
+                let _ = self.finish_dump(Err(Error::Closed), false);
                 let latched = self.read_desc().ok().and_then(|d| lifecycle::decode_latch(&d));
                 let err = match latched {
                     Some(lifecycle::Latched { fault: Ok(f), message }) => {
@@ -598,6 +655,36 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
                 // The slot is not reused: the device is unusable.
                 Err(err)
             }
+        }
+    }
+
+    /// Close the args dump of a run whose fence ended (`fenced`: both programs ended, so the
+    /// region may be read and freed): final drain, counters, manifest. A run that failed
+    /// reports its accounting as unknown; a collection failure fails a run that succeeded.
+    fn finish_dump(&mut self, result: Result<RunReport, Error>, fenced: bool) -> Result<RunReport, Error> {
+        let Some(d) = self.dump.take() else { return result };
+        let inner = &*self.dev.inner;
+        let collector = d.collector.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let failed = d.failed.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let complete = fenced && result.is_ok() && failed.is_none();
+        let run = serde_json::json!({
+            "epoch": self.epoch,
+            "runtime": self.runtime.to_string(),
+            "complete": complete,
+        });
+        let locate = |addr: u64| inner.allocs.locate(addr);
+        let report = collector.map(|c| c.finish(&inner.dev, complete, run, &locate));
+        if fenced {
+            let _ = inner.dev.free(d.addr);
+        }
+        match (result, failed, report) {
+            (Ok(_), Some(e), _) => Err(e),
+            (Ok(_), None, Some(Err(e))) => Err(collect_error(e)),
+            (Ok(mut r), None, Some(Ok(rep))) => {
+                r.dump = Some(rep);
+                Ok(r)
+            }
+            (r, _, _) => r,
         }
     }
 
@@ -661,6 +748,7 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
             wall,
             slot,
             trace,
+            dump: None,
             orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
                 .then(|| Duration::from_micros(micros)),
         })
@@ -736,8 +824,22 @@ fn drop_finish<P: HostPlatform>(h: &mut RunHandle<'_, P>) {
         if now >= deadline {
             break false;
         }
+        if let Some(d) = &h.dump {
+            d.drain(&inner.dev);
+        }
         std::thread::sleep(Duration::from_micros(200));
     };
+    if let Some(d) = h.dump.take() {
+        // Without a report nobody learns whether the run succeeded: its accounting is unknown.
+        let collector = d.collector.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(c) = collector {
+            let run = serde_json::json!({ "epoch": h.epoch, "runtime": h.runtime.to_string(), "complete": false });
+            let _ = c.finish(&inner.dev, false, run, &|addr| inner.allocs.locate(addr));
+        }
+        if done {
+            let _ = inner.dev.free(d.addr);
+        }
+    }
     if done {
         inner.free_slot(&reserved);
         if let Some(p) = h.pins.take() {

@@ -103,6 +103,11 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
             t.phase(a, crate::layout::trace_kind::ORCHESTRATION, started, a.now_ticks());
             t.close(a);
         }
+        // The orchestrator dispatches nothing, so its dump lane stays empty: close it, so the
+        // host can trust the run's accounting.
+        if let Some(mut d) = crate::dump::Dumper::open(a, &shared.base().map.cfg, orch_thread) {
+            d.close();
+        }
         a.fetch_add(shared.base().map.desc.offset(offsets::RUN_THREADS_DONE), 1);
     } else {
         let mut sched = Scheduler::new(a, &*shared, launch.thread_idx, orch_thread.max(1));

@@ -1,0 +1,506 @@
+//! The args dump, host side: the lanes' storage, the collector that drains them while the run
+//! is in flight, the files it writes, and [`Dump::open`], the reader.
+//!
+//! A dump directory holds two files:
+//!
+//! * `args.bin` — the payloads, appended in the order they were collected, each the view's
+//!   elements in row-major logical order (little-endian, strides removed);
+//! * `args_dump.json` — the manifest: `format_version`, `run` (epoch, level, runtime), `records`
+//!   (one object per record, sorted by task, stage, argument) and `accounting` (`total`,
+//!   `collected`, `dropped`, or `unknown: true` with what was collected).
+//!
+//! The collector runs in the host thread that waits for the run ([`super::RunHandle::wait`],
+//! [`super::Device::run`]): between short waits on the streams it drains every lane's ready
+//! queue, appends the payloads to `args.bin`, returns the buffers to the free queue and
+//! acknowledges the payload bytes (which releases the producer's back-pressure).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::string::{String, ToString};
+use std::vec::Vec;
+use std::{format, vec};
+
+use pto_hal::{DeviceMemory, GmAddr};
+use serde_json::{Value, json};
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::dump::DumpLevel;
+use crate::graph::DType;
+use crate::layout::{
+    DUMP_MAGIC, DumpHeader, DumpLaneState, DumpLayout, DumpReady, DumpRecord, dump_direction, dump_flags, dump_stage,
+};
+
+/// The manifest's format version.
+pub const FORMAT_VERSION: u32 = 1;
+/// Default payload arena per lane (bytes).
+pub const DEFAULT_ARENA: u64 = 16 << 20;
+/// Metadata buffers per lane.
+pub const BUFFERS: u32 = 8;
+/// Records per metadata buffer.
+pub const RECORDS: u32 = 64;
+/// Smallest arena a run may ask for.
+pub const MIN_ARENA: u64 = 4096;
+/// Largest arena a run may ask for (per lane).
+pub const MAX_ARENA: u64 = 1 << 36;
+
+/// The header of a run's dump region (the host writes it before launch).
+pub(crate) fn header(level: DumpLevel, lanes: u32, arena: u64, wait_ticks: u64, epoch: u64) -> DumpHeader {
+    DumpHeader {
+        magic: DUMP_MAGIC,
+        level: level.into(),
+        lanes,
+        buffers: BUFFERS,
+        records: RECORDS,
+        reserved0: 0,
+        arena,
+        wait_ticks,
+        epoch,
+        reserved: [0; 2],
+    }
+}
+
+/// Write the region's initial state: the header, zeroed lanes, and every lane's free queue
+/// holding all its buffers.
+pub(crate) fn initialize<D: DeviceMemory>(dev: &D, l: &DumpLayout) -> Result<(), D::Error> {
+    let h = &l.header;
+    for t in 0..h.lanes {
+        // State, ack and the two rings: the metadata buffers and the arena need no clearing
+        // (nothing is read there before it is written).
+        dev.memset(GmAddr(l.lane(t)), 0, l.buffer(t, 0) - l.lane(t))?;
+        let free: Vec<u8> = (0..h.buffers as u64).flat_map(|b| b.to_le_bytes()).collect();
+        dev.copy_h2d(GmAddr(l.free(t, 0)), &free)?;
+        dev.copy_h2d(GmAddr(l.ack(t) + 16), &(h.buffers as u64).to_le_bytes())?;
+    }
+    dev.copy_h2d(GmAddr(l.base), h.as_bytes())
+}
+
+/// How much of a dump was collected. `total == collected + dropped` whenever it is known.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Accounting {
+    /// Records the device produced (committed or dropped); `None` when unknown (the run did
+    /// not complete, or a lane never closed).
+    pub total: Option<u64>,
+    /// Records in the manifest with their payloads.
+    pub collected: u64,
+    /// Records lost (refused, abandoned, given up under back-pressure, or lost on the host);
+    /// `None` when unknown.
+    pub dropped: Option<u64>,
+}
+
+impl Accounting {
+    /// Whether the counts are known.
+    pub fn known(&self) -> bool {
+        self.total.is_some()
+    }
+}
+
+/// What a run's args dump produced (in [`super::RunReport::dump`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpReport {
+    /// The directory holding `args_dump.json` and `args.bin`.
+    pub dir: PathBuf,
+    /// The level the run dumped at.
+    pub level: DumpLevel,
+    /// The counts.
+    pub accounting: Accounting,
+    /// Payload bytes written to `args.bin`.
+    pub payload_bytes: u64,
+}
+
+struct Collected {
+    lane: u32,
+    rec: DumpRecord,
+    /// Offset in `args.bin`.
+    bin: u64,
+}
+
+#[derive(Clone, Default)]
+struct LaneCursor {
+    ready_head: u64,
+    free_tail: u64,
+}
+
+/// Drains a run's lanes into its dump directory.
+pub(crate) struct Collector {
+    l: DumpLayout,
+    level: DumpLevel,
+    dir: PathBuf,
+    bin: BufWriter<File>,
+    bin_len: u64,
+    records: Vec<Collected>,
+    lanes: Vec<LaneCursor>,
+    /// Records whose payload could not be taken (corrupt entry or record).
+    host_dropped: u64,
+    scratch: Vec<u8>,
+}
+
+/// A collector failure: a file that could not be written or a device read that failed.
+#[derive(Debug)]
+pub(crate) enum CollectError<E> {
+    Io(std::io::Error),
+    Device(E),
+}
+
+impl Collector {
+    /// Create the directory and `args.bin`.
+    pub(crate) fn create(l: DumpLayout, level: DumpLevel, dir: &Path) -> std::io::Result<Collector> {
+        std::fs::create_dir_all(dir)?;
+        let bin = BufWriter::new(File::create(dir.join("args.bin"))?);
+        Ok(Collector {
+            lanes: vec![LaneCursor { ready_head: 0, free_tail: l.header.buffers as u64 }; l.header.lanes as usize],
+            l,
+            level,
+            dir: dir.to_path_buf(),
+            bin,
+            bin_len: 0,
+            records: Vec::new(),
+            host_dropped: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Take every buffer the lanes published so far; returns how many.
+    pub(crate) fn drain<D: DeviceMemory>(&mut self, dev: &D) -> Result<usize, CollectError<D::Error>> {
+        let mut n = 0;
+        for t in 0..self.l.header.lanes {
+            let tail = dev.load_word(GmAddr(self.l.lane(t))).map_err(CollectError::Device)?;
+            while self.lanes[t as usize].ready_head < tail {
+                self.take(dev, t)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    fn take<D: DeviceMemory>(&mut self, dev: &D, t: u32) -> Result<(), CollectError<D::Error>> {
+        let h = self.l.header;
+        let head = self.lanes[t as usize].ready_head;
+        let mut e = DumpReady::new_zeroed();
+        dev.copy_d2h(e.as_mut_bytes(), GmAddr(self.l.ready(t, head))).map_err(CollectError::Device)?;
+        if e.buffer < h.buffers && e.count <= h.records {
+            let mut recs = vec![DumpRecord::new_zeroed(); e.count as usize];
+            dev.copy_d2h(recs.as_mut_slice().as_mut_bytes(), GmAddr(self.l.buffer(t, e.buffer)))
+                .map_err(CollectError::Device)?;
+            for rec in recs {
+                self.record(dev, t, rec)?;
+            }
+        } else {
+            // A corrupt entry: its records are unknown; nothing of it is read.
+            self.host_dropped += e.count.min(h.records) as u64;
+        }
+        // Give the buffer back, then the payload bytes, then the entry.
+        let c = &mut self.lanes[t as usize];
+        if e.buffer < h.buffers {
+            dev.store_word(GmAddr(self.l.free(t, c.free_tail)), e.buffer as u64).map_err(CollectError::Device)?;
+            c.free_tail += 1;
+            dev.store_word(GmAddr(self.l.ack(t) + 16), c.free_tail).map_err(CollectError::Device)?;
+        }
+        dev.store_word(GmAddr(self.l.ack(t) + 8), e.end).map_err(CollectError::Device)?;
+        c.ready_head += 1;
+        dev.store_word(GmAddr(self.l.ack(t)), c.ready_head).map_err(CollectError::Device)
+    }
+
+    fn record<D: DeviceMemory>(&mut self, dev: &D, t: u32, rec: DumpRecord) -> Result<(), CollectError<D::Error>> {
+        let size = self.l.header.arena;
+        let len = rec.payload_len;
+        let sound = len <= size / 2 && rec.ndims <= 5 && (rec.payload_offset % size) + len <= size;
+        if !sound {
+            self.host_dropped += 1;
+            return Ok(());
+        }
+        let bin = self.bin_len;
+        if len > 0 {
+            self.scratch.resize(len as usize, 0);
+            let at = GmAddr(self.l.arena(t) + rec.payload_offset % size);
+            dev.copy_d2h(&mut self.scratch, at).map_err(CollectError::Device)?;
+            self.bin.write_all(&self.scratch).map_err(CollectError::Io)?;
+            self.bin_len += len;
+        }
+        self.records.push(Collected { lane: t, rec, bin });
+        Ok(())
+    }
+
+    /// Final drain (when the run completed), then the lanes' counters, then the manifest.
+    /// `complete` is whether the run ended without a fault; a run that did not complete
+    /// reports its accounting as unknown.
+    pub(crate) fn finish<D: DeviceMemory>(
+        mut self,
+        dev: &D,
+        complete: bool,
+        run: Value,
+        locate: &dyn Fn(u64) -> Option<u64>,
+    ) -> Result<DumpReport, CollectError<D::Error>> {
+        let mut totals = Some((0u64, 0u64));
+        if complete {
+            self.drain(dev)?;
+            for t in 0..self.l.header.lanes {
+                let mut s = DumpLaneState::new_zeroed();
+                dev.copy_d2h(s.as_mut_bytes(), GmAddr(self.l.lane(t))).map_err(CollectError::Device)?;
+                totals = match totals {
+                    Some((c, d))
+                        if s.closed == self.l.header.epoch && s.ready_tail == self.lanes[t as usize].ready_head =>
+                    {
+                        Some((c + s.committed, d + s.dropped))
+                    }
+                    _ => None,
+                };
+            }
+        } else {
+            totals = None;
+        }
+        self.bin.flush().map_err(CollectError::Io)?;
+        let collected = self.records.len() as u64;
+        let accounting = match totals {
+            Some((committed, dropped)) if committed == collected + self.host_dropped => {
+                Accounting { total: Some(committed + dropped), collected, dropped: Some(dropped + self.host_dropped) }
+            }
+            _ => Accounting { total: None, collected, dropped: None },
+        };
+        self.records.sort_by_key(|c| (c.rec.task, c.rec.stage, c.rec.arg, c.lane, c.rec.seq));
+        let records: Vec<Value> = self.records.iter().map(|c| record_json(c, locate)).collect();
+        let acc = match (accounting.total, accounting.dropped) {
+            (Some(total), Some(dropped)) => json!({ "total": total, "collected": collected, "dropped": dropped }),
+            _ => json!({ "unknown": true, "collected": collected }),
+        };
+        let manifest = json!({
+            "format_version": FORMAT_VERSION,
+            "run": run,
+            "level": self.level.name(),
+            "bin_file": "args.bin",
+            "bin_format": { "type": "logical_contiguous", "byte_order": "little_endian" },
+            "records": records,
+            "accounting": acc,
+        });
+        let text = serde_json::to_string_pretty(&manifest).map_err(|e| CollectError::Io(e.into()))?;
+        std::fs::write(self.dir.join("args_dump.json"), text).map_err(CollectError::Io)?;
+        Ok(DumpReport { dir: self.dir.clone(), level: self.level, accounting, payload_bytes: self.bin_len })
+    }
+}
+
+fn stage_name(s: u8) -> &'static str {
+    if s == dump_stage::AFTER_COMPLETION { "after_completion" } else { "before_dispatch" }
+}
+
+fn direction_name(d: u8) -> &'static str {
+    match d {
+        dump_direction::OUTPUT => "output",
+        dump_direction::INOUT => "inout",
+        _ => "input",
+    }
+}
+
+fn dtype_of(code: u32) -> Option<DType> {
+    DType::try_from(code).ok()
+}
+
+fn record_json(c: &Collected, locate: &dyn Fn(u64) -> Option<u64>) -> Value {
+    let r = &c.rec;
+    let n = (r.ndims as usize).min(5);
+    let scalar = r.flags & dump_flags::SCALAR != 0;
+    let funcs: Vec<u16> = r.func_ids.iter().copied().filter(|&f| f != crate::layout::NO_FUNC).collect();
+    let mut m = serde_json::Map::new();
+    m.insert("task".into(), json!(r.task));
+    m.insert("func_ids".into(), json!(funcs));
+    m.insert("stage".into(), json!(stage_name(r.stage)));
+    m.insert("arg".into(), json!(r.arg));
+    m.insert("direction".into(), json!(direction_name(r.direction)));
+    m.insert("kind".into(), json!(if scalar { "scalar" } else { "tensor" }));
+    m.insert("lane".into(), json!(c.lane));
+    m.insert("seq".into(), json!(r.seq));
+    if scalar {
+        m.insert("value".into(), json!(r.scalar));
+        m.insert("dtype".into(), Value::Null);
+    } else {
+        let elem = r.elem_bytes.max(1) as u64;
+        m.insert("dtype".into(), json!(dtype_of(r.dtype).map(|d| super::memory::dtype_name(d))));
+        m.insert("shape".into(), json!(&r.shape[..n]));
+        m.insert("strides".into(), json!(&r.strides[..n]));
+        m.insert("offset".into(), json!(locate(r.addr).map(|base| (r.addr - base) / elem)));
+        m.insert("addr".into(), json!(format!("{:#x}", r.addr)));
+        m.insert("payload_offset".into(), json!(c.bin));
+        m.insert("payload_len".into(), json!(r.payload_len));
+        m.insert("view_bytes".into(), json!(r.view_bytes));
+        m.insert("truncated".into(), json!(r.flags & dump_flags::TRUNCATED != 0));
+    }
+    Value::Object(m)
+}
+
+// ------------------------------------------------------------------------------------ reader
+
+/// Where a record was captured.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stage {
+    /// Before the task's first dispatch.
+    BeforeDispatch,
+    /// After the task completed.
+    AfterCompletion,
+}
+
+/// One record of a dump, as read back from its manifest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// The task (its id in the graph, or the device-side id on the rings runtime).
+    pub task: u32,
+    /// Func ids of the task's lanes.
+    pub func_ids: Vec<u16>,
+    /// The stage.
+    pub stage: Stage,
+    /// Argument index (tensors first, then scalars).
+    pub arg: u32,
+    /// `"input"`, `"output"` or `"inout"`.
+    pub direction: String,
+    /// Element type (`None` for a scalar).
+    pub dtype: Option<String>,
+    /// Extents.
+    pub shape: Vec<u32>,
+    /// Strides in elements.
+    pub strides: Vec<u32>,
+    /// Element offset of the view in its allocation, when the host knew the allocation.
+    pub offset: Option<u64>,
+    /// Offset of the payload in `args.bin`.
+    pub payload_offset: u64,
+    /// Payload bytes.
+    pub payload_len: u64,
+    /// Whether the payload is a truncated prefix.
+    pub truncated: bool,
+    /// A scalar's value.
+    pub value: Option<u64>,
+}
+
+/// A dump directory, read back.
+#[derive(Debug)]
+pub struct Dump {
+    /// The records, in manifest order (task, stage, argument).
+    pub records: Vec<Record>,
+    /// The counts.
+    pub accounting: Accounting,
+    /// The level.
+    pub level: String,
+    /// The manifest's `run` object.
+    pub run: Value,
+    bin: Vec<u8>,
+}
+
+/// Why a dump directory could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DumpError {
+    /// A file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The manifest is not what this reader understands.
+    #[error("{path}: {why}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+impl Dump {
+    /// Read `dir/args_dump.json` and `dir/args.bin`.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Dump, DumpError> {
+        let dir = dir.as_ref();
+        let mpath = dir.join("args_dump.json");
+        let bpath = dir.join("args.bin");
+        let text = std::fs::read_to_string(&mpath).map_err(|source| DumpError::Io { path: mpath.clone(), source })?;
+        let mut bin = Vec::new();
+        File::open(&bpath)
+            .and_then(|mut f| f.read_to_end(&mut bin))
+            .map_err(|source| DumpError::Io { path: bpath.clone(), source })?;
+        let bad = |why: String| DumpError::Format { path: mpath.clone(), why };
+        let v: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        if v["format_version"] != json!(FORMAT_VERSION) {
+            return Err(bad(format!("format_version {} (this reader reads {FORMAT_VERSION})", v["format_version"])));
+        }
+        let u = |x: &Value, k: &str| x[k].as_u64().ok_or_else(|| bad(format!("record field `{k}` missing")));
+        let list = |x: &Value, k: &str| -> Vec<u32> {
+            x[k].as_array().map(|a| a.iter().filter_map(|y| y.as_u64()).map(|y| y as u32).collect()).unwrap_or_default()
+        };
+        let mut records = Vec::new();
+        for r in v["records"].as_array().ok_or_else(|| bad("no `records` array".into()))? {
+            let stage = match r["stage"].as_str() {
+                Some("before_dispatch") => Stage::BeforeDispatch,
+                Some("after_completion") => Stage::AfterCompletion,
+                other => return Err(bad(format!("unknown stage {other:?}"))),
+            };
+            let scalar = r["kind"] == "scalar";
+            let rec = Record {
+                task: u(r, "task")? as u32,
+                func_ids: list(r, "func_ids").into_iter().map(|f| f as u16).collect(),
+                stage,
+                arg: u(r, "arg")? as u32,
+                direction: r["direction"].as_str().unwrap_or("input").to_string(),
+                dtype: r["dtype"].as_str().map(str::to_string),
+                shape: list(r, "shape"),
+                strides: list(r, "strides"),
+                offset: r["offset"].as_u64(),
+                payload_offset: if scalar { 0 } else { u(r, "payload_offset")? },
+                payload_len: if scalar { 0 } else { u(r, "payload_len")? },
+                truncated: r["truncated"].as_bool().unwrap_or(false),
+                value: if scalar { r["value"].as_u64() } else { None },
+            };
+            let end = rec.payload_offset.checked_add(rec.payload_len);
+            if end.is_none_or(|e| e > bin.len() as u64) {
+                return Err(bad(format!(
+                    "task {} arg {}: payload [{}, +{}) is outside args.bin ({} bytes)",
+                    rec.task,
+                    rec.arg,
+                    rec.payload_offset,
+                    rec.payload_len,
+                    bin.len()
+                )));
+            }
+            records.push(rec);
+        }
+        let a = &v["accounting"];
+        let accounting = if a["unknown"] == json!(true) {
+            Accounting { total: None, collected: a["collected"].as_u64().unwrap_or(0), dropped: None }
+        } else {
+            Accounting { total: Some(u(a, "total")?), collected: u(a, "collected")?, dropped: Some(u(a, "dropped")?) }
+        };
+        Ok(Dump {
+            records,
+            accounting,
+            level: v["level"].as_str().unwrap_or_default().to_string(),
+            run: v["run"].clone(),
+            bin,
+        })
+    }
+
+    /// The payload bytes of `r`.
+    pub fn bytes(&self, r: &Record) -> &[u8] {
+        &self.bin[r.payload_offset as usize..(r.payload_offset + r.payload_len) as usize]
+    }
+
+    /// The payload of `r` as elements of `T` (`None` when its length is not a whole number of
+    /// `T`s).
+    pub fn data<T: bytemuck::Pod>(&self, r: &Record) -> Option<Vec<T>> {
+        let b = self.bytes(r);
+        if b.len() % core::mem::size_of::<T>() != 0 {
+            return None;
+        }
+        Some(b.chunks_exact(core::mem::size_of::<T>()).map(bytemuck::pod_read_unaligned).collect())
+    }
+
+    /// The record of task `task`, argument `arg`, at `stage`.
+    pub fn find(&self, task: u32, arg: u32, stage: Stage) -> Option<&Record> {
+        self.records.iter().find(|r| r.task == task && r.arg == arg && r.stage == stage)
+    }
+
+    /// Records per task.
+    pub fn by_task(&self) -> BTreeMap<u32, Vec<&Record>> {
+        let mut m: BTreeMap<u32, Vec<&Record>> = BTreeMap::new();
+        for r in &self.records {
+            m.entry(r.task).or_default().push(r);
+        }
+        m
+    }
+}
