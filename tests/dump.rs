@@ -1,10 +1,25 @@
 //! The args dump: selection levels, the two stages, payloads against the goldens, strided
 //! views, truncation, back-pressure and accounting, the files and their reader.
 
+use std::sync::Mutex;
+
+use pto::board::{Board, SimA2a3, SimA5, SimMini};
+use pto::hal::{HostPlatform, Platform};
+use pto::prelude::*;
+use pto::runtime::breakage;
 use pto::runtime::dump::DumpLevel;
+use pto::runtime::graph::{DType, GraphError};
 use pto::runtime::host::dump::{Dump, Stage};
-use pto::runtime::orch::RuntimeKind;
+use pto::runtime::host::{self, Timeouts};
+use pto_sim::CacheModel;
 use pto_testkit as kit;
+
+/// Breakage is process-wide: every test takes this first.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("pto-dump-test-{}-{name}", std::process::id()));
@@ -16,13 +31,13 @@ fn tmp(name: &str) -> std::path::PathBuf {
 /// at completion equals task k+1's input at dispatch, bit for bit, and each equals the golden.
 #[test]
 fn chain513_full_records_every_boundary_and_matches_the_golden() {
+    let _s = serial();
     let (dev, k) = kit::setup(pto::open).unwrap();
     for rt in kit::RUNTIMES {
         let dir = tmp("chain513");
         let o = kit::dumped(Some(DumpLevel::Full), Some(dir.clone()), || kit::chain513(&dev, &k, rt)).unwrap();
         let rep = o.report.dump.as_ref().expect("a dump report");
         let acc = rep.accounting;
-        eprintln!("{rt:?}: {acc:?} bytes {}", rep.payload_bytes);
         assert_eq!(acc.total, Some(acc.collected + acc.dropped.unwrap()), "{rt:?}: {acc:?}");
         assert_eq!(acc.dropped, Some(0), "{rt:?}");
         let d = Dump::open(&rep.dir).unwrap();
@@ -45,6 +60,263 @@ fn chain513_full_records_every_boundary_and_matches_the_golden() {
                 assert_eq!(d.bytes(next_in), d.bytes(out), "{rt:?} task {} input", k + 1);
             }
         }
-        let _ = rt == RuntimeKind::HostBuiltGraph;
+    }
+}
+
+/// A device of board `B` with short budgets, optionally under the faithful cache model.
+fn device<B: Board>(faithful: bool) -> host::Device<B::Platform>
+where
+    B::Platform: Platform<Device = pto_sim::SimDevice<<B::Platform as pto::hal::DevicePlatform>::Contract>>,
+{
+    let raw = B::open().unwrap_or_else(|e| panic!("open: {e}"));
+    if faithful {
+        raw.set_cache_model(CacheModel::Faithful { seed: 7, evict_per_mille: 0 }).unwrap();
+    }
+    host::Device::new_in_process(raw, Timeouts::new(300_000, 300_000, 20_000_000)).unwrap()
+}
+
+fn add1<P: HostPlatform>(dev: &host::Device<P>) -> FuncId {
+    dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, kit::k_add1).unwrap())
+}
+
+fn accumulate<P: HostPlatform>(dev: &host::Device<P>) -> FuncId {
+    dev.func("accumulate")
+        .unwrap_or_else(|| dev.register_kernel("accumulate", CoreType::Aiv, kit::k_accumulate).unwrap())
+}
+
+/// `y += x` on row r of two [rows, 16] tensors, with a scalar; task r marks `mark(r)`.
+fn rows<P: HostPlatform>(
+    dev: &host::Device<P>,
+    n: u32,
+    mark: impl Fn(u32) -> u64,
+) -> (host::DeviceTensor<P>, host::DeviceTensor<P>, host::Graph<P>) {
+    let f = accumulate(dev);
+    let xs: Vec<f32> = (0..n * 16).map(|i| i as f32).collect();
+    let x = dev.tensor_from(&[n, 16], &xs).unwrap();
+    let y = dev.tensor_from(&[n, 16], &vec![100.0f32; (n * 16) as usize]).unwrap();
+    let g = dev
+        .build(|g| {
+            for r in 0..n {
+                let t = Task::aiv(f)
+                    .input(&x.tensor().view(&[r, 0], &[1, 16])?)
+                    .inout(&y.tensor().view(&[r, 0], &[1, 16])?)
+                    .scalar(r as u64)
+                    .dump(mark(r));
+                g.submit(t)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    (x, y, g)
+}
+
+fn run_dump<P: HostPlatform>(dev: &host::Device<P>, g: &host::Graph<P>, cfg: RunConfig, name: &str) -> (RunReport, Dump)
+where
+    P::Error: std::fmt::Display,
+{
+    let dir = tmp(name);
+    let r = dev.run_with(g, &cfg.with_dump_dir(&dir)).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let d = Dump::open(&dir).unwrap();
+    (r, d)
+}
+
+#[test]
+fn partial_records_only_marked_arguments_and_hybrid_keeps_data_only_for_them() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    // Task 1 marks its input (arg 0), task 2 its scalar (arg 2); the others mark nothing.
+    let (_x, _y, g) = rows(&dev, 4, |r| match r {
+        1 => 0b001,
+        2 => 0b100,
+        _ => 0,
+    });
+    let (rep, d) = run_dump(&dev, &g, RunConfig::default().with_dump(Some(DumpLevel::Partial)), "partial");
+    let acc = rep.dump.unwrap().accounting;
+    assert_eq!((acc.total, acc.collected, acc.dropped), (Some(2), 2, Some(0)));
+    let r = d.find(1, 0, Stage::BeforeDispatch).unwrap();
+    assert_eq!(d.data::<f32>(r).unwrap(), (16..32).map(|i| i as f32).collect::<Vec<_>>());
+    let s = d.find(2, 2, Stage::BeforeDispatch).unwrap();
+    assert_eq!((s.value, s.payload_len), (Some(2), 0));
+
+    // Hybrid: every argument of every task, data only where marked.
+    let (rep, d) = run_dump(&dev, &g, RunConfig::default().with_dump(Some(DumpLevel::Hybrid)), "hybrid");
+    // Per task: input (before), in-out (before and after), scalar (before).
+    assert_eq!(rep.dump.unwrap().accounting.collected, 4 * 4);
+    for rec in &d.records {
+        let marked = (rec.task == 1 && rec.arg == 0) || rec.arg == 2;
+        assert_eq!(rec.payload_len > 0, marked && rec.arg != 2, "{rec:?}");
+    }
+    // The in-out of task 3 before and after: y = 100, then 100 + x.
+    let (b, a) = (d.find(3, 1, Stage::BeforeDispatch).unwrap(), d.find(3, 1, Stage::AfterCompletion).unwrap());
+    assert_eq!(b.direction, "inout");
+    assert_eq!((b.payload_len, a.payload_len), (0, 0));
+
+    // Partial with no marks anywhere: nothing recorded, accounting still exact.
+    let (_x2, _y2, g0) = rows(&dev, 3, |_| 0);
+    let (rep, d) = run_dump(&dev, &g0, RunConfig::default().with_dump(Some(DumpLevel::Partial)), "unmarked");
+    let acc = rep.dump.unwrap().accounting;
+    assert_eq!((acc.total, acc.collected), (Some(0), 0));
+    assert!(d.records.is_empty());
+}
+
+#[test]
+fn full_records_in_outs_at_both_stages_with_offsets_and_func_ids() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let (_x, _y, g) = rows(&dev, 3, |_| 0);
+    let (_, d) = run_dump(&dev, &g, RunConfig::default().with_dump(Some(DumpLevel::Full)), "full");
+    let f = accumulate(&dev).0;
+    for t in 0..3u32 {
+        let before = d.find(t, 1, Stage::BeforeDispatch).unwrap();
+        let after = d.find(t, 1, Stage::AfterCompletion).unwrap();
+        assert_eq!(d.data::<f32>(before).unwrap(), vec![100.0; 16]);
+        let want: Vec<f32> = (0..16).map(|i| 100.0 + (t * 16 + i) as f32).collect();
+        assert_eq!(d.data::<f32>(after).unwrap(), want);
+        assert_eq!(before.offset, Some(t as u64 * 16), "element offset of row {t} in its allocation");
+        assert_eq!(before.func_ids, vec![f]);
+        assert_eq!(before.dtype.as_deref(), Some("f32"));
+        assert_eq!(before.shape, vec![1, 16]);
+        // The input is captured before dispatch only.
+        assert!(d.find(t, 0, Stage::AfterCompletion).is_none());
+    }
+}
+
+#[test]
+fn a_strided_view_is_captured_element_by_element() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let f = add1(&dev);
+    let host: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let m = dev.tensor_from(&[8, 8], &host).unwrap();
+    // Every other column of rows 1..5: innermost stride 2.
+    let v = pto::runtime::graph::Tensor::strided(m.tensor().buffer, DType::F32, 8, &[4, 4], &[8, 2]).unwrap();
+    let g = dev.build(|g| g.submit(Task::aiv(f).inout(&v)).map(|_| ())).unwrap();
+    let (_, d) = run_dump(&dev, &g, RunConfig::default().with_dump(Some(DumpLevel::Full)), "strided");
+    let before = d.find(0, 0, Stage::BeforeDispatch).unwrap();
+    let want: Vec<f32> = (0..4).flat_map(|r| (0..4).map(move |c| (8 + r * 8 + c * 2) as f32)).collect();
+    assert_eq!(d.data::<f32>(before).unwrap(), want);
+    assert_eq!(before.strides, vec![8, 2]);
+    let after = d.find(0, 0, Stage::AfterCompletion).unwrap();
+    assert_eq!(d.data::<f32>(after).unwrap(), want.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+}
+
+#[test]
+fn an_argument_larger_than_half_the_arena_is_truncated_and_says_so() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let f = add1(&dev);
+    let host: Vec<f32> = (0..4096).map(|i| i as f32).collect();
+    let y = dev.tensor_from(&[4096], &host).unwrap();
+    let g = dev.build(|g| g.submit(Task::aiv(f).inout(&y.tensor())).map(|_| ())).unwrap();
+    let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(8192);
+    let (_, d) = run_dump(&dev, &g, cfg, "truncated");
+    let r = d.find(0, 0, Stage::BeforeDispatch).unwrap();
+    assert!(r.truncated);
+    assert_eq!(r.payload_len, 4096, "clamped to arena / 2");
+    assert_eq!(d.data::<f32>(r).unwrap(), host[..1024].to_vec());
+}
+
+#[test]
+fn a_tiny_arena_back_pressures_without_deadlock_and_counts_exactly() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let (_x, _y, g) = rows(&dev, 200, |_| 0);
+    let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(4096);
+    let (rep, d) = run_dump(&dev, &g, cfg, "tiny");
+    let acc = rep.dump.unwrap().accounting;
+    assert_eq!(acc.total, Some(acc.collected + acc.dropped.unwrap()), "{acc:?}");
+    assert_eq!(acc.total, Some(200 * 4), "{acc:?}");
+    assert_eq!(d.records.len() as u64, acc.collected);
+    // Whatever was collected is right.
+    for r in d.records.iter().filter(|r| r.arg == 0) {
+        let want: Vec<f32> = (0..16).map(|i| (r.task * 16 + i) as f32).collect();
+        assert_eq!(d.data::<f32>(r).unwrap(), want);
+    }
+}
+
+#[test]
+fn dump_off_reserves_nothing_and_reports_nothing() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let (_x, _y, g) = rows(&dev, 2, |_| u64::MAX);
+    let r = dev.run(&g).unwrap();
+    assert!(r.dump.is_none());
+}
+
+#[test]
+fn bad_dump_input_is_refused_with_named_errors() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let (_x, _y, g) = rows(&dev, 1, |_| 0);
+    for arena in [100, 64, 1 << 40] {
+        let e = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(arena));
+        assert!(matches!(&e, Err(Error::Config(m)) if m.contains("dump_arena")), "{e:?}");
+    }
+    // A mark beyond the task's arguments.
+    let f = add1(&dev);
+    let y = dev.alloc::<f32>(&[16]).unwrap();
+    let e = dev.build(|g| g.submit(Task::aiv(f).inout(&y.tensor()).dump(0b10)).map(|_| ()));
+    assert!(matches!(e, Err(Error::Graph(GraphError::BadDumpMask { task: 0, mask: 2, args: 1 }))), "{e:?}");
+    // "partial" and friends parse; anything else is named.
+    assert_eq!("hybrid".parse::<DumpLevel>(), Ok(DumpLevel::Hybrid));
+    assert!("everything".parse::<DumpLevel>().is_err());
+}
+
+#[test]
+fn a_failed_run_reports_its_accounting_as_unknown() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let bad = dev.func("panic").unwrap_or_else(|| dev.register_kernel("panic", CoreType::Aiv, kit::k_panic).unwrap());
+    let (_x, y, _) = rows(&dev, 1, |_| 0);
+    let inc = add1(&dev);
+    let g = dev
+        .build(|g| {
+            g.submit(Task::aiv(inc).inout(&y.tensor()))?;
+            g.submit(Task::aiv(bad).inout(&y.tensor()))?;
+            Ok(())
+        })
+        .unwrap();
+    let dir = tmp("failed");
+    let e = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_dir(&dir));
+    assert!(matches!(e, Err(Error::Device(_))), "{e:?}");
+    let d = Dump::open(&dir).unwrap();
+    assert_eq!(d.accounting.total, None, "never short: unknown");
+    assert_eq!(d.accounting.collected, d.records.len() as u64);
+    assert_eq!(d.run["complete"], serde_json::json!(false));
+    // The device is still usable.
+    let (_a, _b, ok) = rows(&dev, 1, |_| 0);
+    dev.run(&ok).unwrap();
+}
+
+/// The faithful model: a payload published without its write-back is caught on a2a3; the
+/// correct code passes on every board.
+#[test]
+fn a_payload_published_without_write_back_is_caught_and_the_correct_lane_passes_everywhere() {
+    let _s = serial();
+    fn clean<B: Board>()
+    where
+        B::Platform: Platform<Device = pto_sim::SimDevice<<B::Platform as pto::hal::DevicePlatform>::Contract>>,
+    {
+        let dev = device::<B>(true);
+        let (_x, _y, g) = rows(&dev, 6, |_| 0);
+        let (rep, d) = run_dump(&dev, &g, RunConfig::default().with_dump(Some(DumpLevel::Full)), B::NAME);
+        assert_eq!(rep.dump.unwrap().accounting.dropped, Some(0), "{}", B::NAME);
+        assert_eq!(d.records.len(), 6 * 4, "{}", B::NAME);
+        assert!(dev.platform().take_violations().is_empty(), "{}", B::NAME);
+    }
+    clean::<SimA2a3>();
+    clean::<SimA5>();
+    clean::<SimMini>();
+
+    let dev = device::<SimA2a3>(true);
+    let (_x, _y, g) = rows(&dev, 6, |_| 0);
+    let _b = breakage::activate(breakage::SKIP_DUMP_CLEAN);
+    let r = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_dir(tmp("broken")));
+    match r {
+        Err(Error::Platform { op, message, .. }) => {
+            assert_eq!(op, "args-dump collection", "{message}");
+            assert!(message.contains(pto_sim::Missing::AicpuClean.describe()), "{message}");
+        }
+        other => panic!("expected the collector to report the stale payload, got {other:?}"),
     }
 }

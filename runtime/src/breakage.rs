@@ -41,6 +41,9 @@ pub const STALL_RETIRE_LONG: u32 = 1 << 11;
 /// The args dump publishes a buffer without writing back its payload and record lines (the
 /// host reads memory, so on a2a3 it would read stale bytes).
 pub const SKIP_DUMP_CLEAN: u32 = 1 << 12;
+/// The args dump stores a lane's ready tail before the ready entry it publishes (the host may
+/// take the entry before it is written: a stale buffer index, count and end).
+pub const DUMP_TAIL_FIRST: u32 = 1 << 13;
 
 #[cfg(feature = "breakage")]
 static ACTIVE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);

@@ -104,7 +104,7 @@ impl<'a, A: AicpuAgent> GmLane<'a, A> {
     }
 
     /// Records committed so far (published or not).
-    pub fn committed(&self) -> u64 {
+    pub fn records_committed(&self) -> u64 {
         self.seq
     }
 
@@ -247,6 +247,10 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
         let entry = DumpReady { buffer: b, count: self.count, end: self.cursor };
         let at = GmAddr(self.l.ready(self.t, self.ready_tail));
         let bytes = entry.as_bytes();
+        let tail_first = crate::breakage::broken(crate::breakage::DUMP_TAIL_FIRST);
+        if tail_first {
+            a.store_direct(self.state(word::READY_TAIL), self.ready_tail + 1);
+        }
         a.store_direct(at, u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8])));
         a.store_direct(at.offset(8), entry.end);
         self.committed += self.count as u64;
@@ -255,7 +259,9 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
         self.store_counters();
         a.store_barrier();
         self.ready_tail += 1;
-        a.store_direct(self.state(word::READY_TAIL), self.ready_tail);
+        if !tail_first {
+            a.store_direct(self.state(word::READY_TAIL), self.ready_tail);
+        }
         self.current = None;
         self.count = 0;
         true

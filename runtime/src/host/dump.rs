@@ -314,7 +314,7 @@ fn record_json(c: &Collected, locate: &dyn Fn(u64) -> Option<u64>) -> Value {
         m.insert("dtype".into(), Value::Null);
     } else {
         let elem = r.elem_bytes.max(1) as u64;
-        m.insert("dtype".into(), json!(dtype_of(r.dtype).map(|d| super::memory::dtype_name(d))));
+        m.insert("dtype".into(), json!(dtype_of(r.dtype).map(super::memory::dtype_name)));
         m.insert("shape".into(), json!(&r.shape[..n]));
         m.insert("strides".into(), json!(&r.strides[..n]));
         m.insert("offset".into(), json!(locate(r.addr).map(|base| (r.addr - base) / elem)));
