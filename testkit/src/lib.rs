@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use pto_hal::{CoreType, HostPlatform, KernelContext, KernelContextExt};
 use pto_runtime::dump::DumpLevel;
+use pto_runtime::host::dump::{Dump, Stage};
 use pto_runtime::graph::{FuncId, GraphError, Task, Tensor};
 use pto_runtime::host::{Error, Program, RingConfig, RunConfig, RunReport};
 use pto_runtime::kernel::KernelIo;
@@ -219,14 +220,25 @@ thread_local! {
 
 thread_local! {
     /// Set by [`dumped`]: every [`run_on`] of this thread dumps arguments.
-    static DUMP: std::cell::RefCell<Option<(DumpLevel, Option<std::path::PathBuf>)>> = const { std::cell::RefCell::new(None) };
+    static DUMP: std::cell::RefCell<Option<(DumpLevel, Option<std::path::PathBuf>, Option<u64>)>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Run `f` with the args dump at `level` (writing into `dir`, or a fresh temporary directory)
 /// for every workload run it makes on this thread ([`RunConfig::with_dump`]); what was written
 /// arrives in [`Outcome::report`]`.dump`.
 pub fn dumped<T>(level: Option<DumpLevel>, dir: Option<std::path::PathBuf>, f: impl FnOnce() -> T) -> T {
-    let before = DUMP.with(|d| d.replace(level.map(|l| (l, dir))));
+    dumped_with_arena(level, dir, None, f)
+}
+
+/// [`dumped`], with a payload arena of `arena` bytes per AICPU thread
+/// ([`RunConfig::with_dump_arena`]) when given.
+pub fn dumped_with_arena<T>(
+    level: Option<DumpLevel>,
+    dir: Option<std::path::PathBuf>,
+    arena: Option<u64>,
+    f: impl FnOnce() -> T,
+) -> T {
+    let before = DUMP.with(|d| d.replace(level.map(|l| (l, dir, arena))));
     let v = f();
     DUMP.with(|d| *d.borrow_mut() = before);
     v
@@ -253,8 +265,11 @@ pub fn run_on<P: HostPlatform>(
     cfg: &RunConfig,
 ) -> Result<(RunReport, Duration), Error> {
     let mut cfg = cfg.clone().with_runtime(rt).with_trace(cfg.trace || TRACE.with(|t| t.get()));
-    if let Some((level, dir)) = DUMP.with(|d| d.borrow().clone()) {
+    if let Some((level, dir, arena)) = DUMP.with(|d| d.borrow().clone()) {
         cfg = cfg.with_dump(Some(level));
+        if let Some(bytes) = arena {
+            cfg = cfg.with_dump_arena(bytes);
+        }
         if let Some(dir) = dir {
             cfg = cfg.with_dump_dir(dir.join(rt.name()));
         }
@@ -420,6 +435,43 @@ pub fn chain513<P: HostPlatform>(dev: &Device<P>, k: &Kernels, rt: RuntimeKind) 
     let golden: Vec<f32> = a_host.iter().zip(&b_host).map(|(a, b)| a + b + 512.0).collect();
     let checked = check_close("chain513 out", &out.read::<f32>()?, &golden).map_err(Failure::Golden)?;
     Ok(Outcome { name: "chain513".into(), runtime: rt, report, build, checked })
+}
+
+/// Check a `chain513` dump taken at [`DumpLevel::Full`]: exact accounting with nothing
+/// dropped; for every task its output at completion equals the golden at that stage (a + b +
+/// k), and equals the next task's input at dispatch, bit for bit. Returns the records checked.
+pub fn check_chain513_dump(d: &Dump) -> Result<usize, String> {
+    let acc = d.accounting;
+    if acc.total != Some(acc.collected) || acc.dropped != Some(0) {
+        return Err(format!("accounting: {acc:?} (expected every record collected, none dropped)"));
+    }
+    // The add: 2 inputs + 1 output; each +1: 1 input, 1 output, 1 scalar.
+    if d.records.len() != 3 + 512 * 3 {
+        return Err(format!("{} records, expected {}", d.records.len(), 3 + 512 * 3));
+    }
+    let n = CHAIN_N as usize;
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let b: Vec<f32> = (0..n).map(|i| 0.5 * i as f32).collect();
+    let tasks: Vec<u32> = d.by_task().keys().copied().collect();
+    if tasks.len() != 513 {
+        return Err(format!("{} tasks recorded, expected 513", tasks.len()));
+    }
+    for (k, &t) in tasks.iter().enumerate() {
+        let out_arg = if k == 0 { 2 } else { 1 };
+        let out = d.find(t, out_arg, Stage::AfterCompletion).ok_or(format!("task {k}: no output record"))?;
+        let got: Vec<f32> = d.data(out).ok_or(format!("task {k}: payload is not f32s"))?;
+        let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y + k as f32).collect();
+        if got != want {
+            return Err(format!("task {k}: output at completion differs from the golden"));
+        }
+        if let Some(&next) = tasks.get(k + 1) {
+            let input = d.find(next, 0, Stage::BeforeDispatch).ok_or(format!("task {}: no input record", k + 1))?;
+            if d.bytes(input) != d.bytes(out) {
+                return Err(format!("task {}: input at dispatch differs from task {k}'s output", k + 1));
+            }
+        }
+    }
+    Ok(d.records.len())
 }
 
 // ---------------------------------------------------------------- mix
@@ -716,7 +768,8 @@ impl<P: HostPlatform> Prepared<P> {
 /// The workload signature shared by the examples.
 pub type Workload<P> = fn(&Device<P>, &Kernels, RuntimeKind) -> Result<Outcome, Failure>;
 
-/// An example's command line: `[--runtime hbg|trb|both] [--trace FILE.json] [--svg FILE.svg]`.
+/// An example's command line: `[--runtime hbg|trb|both] [--trace FILE.json] [--svg FILE.svg]
+/// [--dump partial|hybrid|full [--dump-dir DIR]]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExampleArgs {
     /// The runtimes to run on (default both).
@@ -725,19 +778,27 @@ pub struct ExampleArgs {
     pub trace: Option<std::path::PathBuf>,
     /// Where to write the SVG swimlane of each run.
     pub svg: Option<std::path::PathBuf>,
+    /// Record the runs' arguments at this level (the args dump).
+    pub dump: Option<DumpLevel>,
+    /// Where the args dump writes: each run into `DIR/<runtime>` (`hbg`, `trb`). Without it,
+    /// each run writes a fresh directory under the system's temporary directory.
+    pub dump_dir: Option<std::path::PathBuf>,
 }
 
 /// Usage of an example's command line.
 pub fn example_usage(name: &str) -> String {
     format!(
         "usage: {name} [--runtime hbg|trb|both] [--trace FILE.json] [--svg FILE.svg]\n\
-         (with both runtimes, the device-side runtime's trace files get `.trb` before their extension)"
+         {pad} [--dump partial|hybrid|full [--dump-dir DIR]]\n\
+         (with both runtimes, the device-side runtime's trace files get `.trb` before their extension;\n\
+         the args dump of each run goes to DIR/hbg or DIR/trb)",
+        pad = " ".repeat(name.len() + 6)
     )
 }
 
 impl ExampleArgs {
     /// Parse `args` (without the program name). Anything unknown, a missing value or a bad
-    /// one is an error naming it.
+    /// one is an error naming it; so is `--dump-dir` without `--dump`.
     pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<ExampleArgs, String> {
         let mut it = args.into_iter();
         let mut out = ExampleArgs { runtimes: RUNTIMES.to_vec(), ..ExampleArgs::default() };
@@ -759,11 +820,111 @@ impl ExampleArgs {
                 }
                 "--trace" => out.trace = Some(value("a file name")?.into()),
                 "--svg" => out.svg = Some(value("a file name")?.into()),
+                "--dump" => out.dump = Some(parse_dump_level(&value("partial, hybrid or full")?)?),
+                "--dump-dir" => out.dump_dir = Some(value("a directory")?.into()),
                 "-h" | "--help" => return Err(String::from("help")),
                 _ => return Err(format!("unknown argument {a:?}")),
             }
         }
+        check_dump_dir(out.dump, out.dump_dir.as_deref())?;
         Ok(out)
+    }
+}
+
+/// The value of `--dump`: `partial`, `hybrid` or `full`; anything else is an error naming it.
+pub fn parse_dump_level(s: &str) -> Result<DumpLevel, String> {
+    s.parse().map_err(|_| format!("--dump takes partial, hybrid or full, got {s:?}"))
+}
+
+/// `--dump-dir` only means something with `--dump`: an error otherwise.
+pub fn check_dump_dir(level: Option<DumpLevel>, dir: Option<&std::path::Path>) -> Result<(), String> {
+    match (level, dir) {
+        (None, Some(d)) => Err(format!("--dump-dir {} needs --dump partial|hybrid|full", d.display())),
+        _ => Ok(()),
+    }
+}
+
+/// One line on what a run's args dump wrote: records collected, dropped (or `unknown`),
+/// payload bytes and the directory. An error when the run carries no dump report.
+pub fn dump_summary(report: &RunReport) -> Result<String, String> {
+    let d = report.dump.as_ref().ok_or_else(|| String::from("the run carries no args-dump report"))?;
+    Ok(dump_line(d.level.name(), &d.accounting, d.payload_bytes, &d.dir))
+}
+
+/// The same line for a run that failed, read back from the dump directory it left: `None` when
+/// there is no readable manifest there written at or after `since` (the run's start), so a
+/// stale dump of an earlier run is never reported as this one's. Its accounting is unknown.
+pub fn failed_dump_summary(dir: &std::path::Path, since: std::time::SystemTime) -> Option<String> {
+    let written = std::fs::metadata(dir.join("args_dump.json")).and_then(|m| m.modified()).ok()?;
+    if written < since {
+        return None;
+    }
+    let d = pto_runtime::host::dump::Dump::open(dir).ok()?;
+    let bytes = d.records.iter().map(|r| r.payload_len).sum();
+    Some(dump_line(&d.level, &d.accounting, bytes, dir))
+}
+
+fn dump_line(level: &str, a: &pto_runtime::host::dump::Accounting, payload_bytes: u64, dir: &std::path::Path) -> String {
+    let unknown = || String::from("unknown");
+    format!(
+        "dump: level={level} records={} dropped={} total={} payload={payload_bytes} bytes dir={}",
+        a.collected,
+        a.dropped.map_or_else(unknown, |n| n.to_string()),
+        a.total.map_or_else(unknown, |n| n.to_string()),
+        dir.display()
+    )
+}
+
+#[cfg(test)]
+mod example_args_tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ExampleArgs, String> {
+        ExampleArgs::parse(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn defaults_run_both_runtimes_without_dump() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.runtimes, RUNTIMES.to_vec());
+        assert_eq!((a.dump, a.dump_dir), (None, None));
+    }
+
+    #[test]
+    fn dump_levels_and_dir_parse_in_both_spellings() {
+        for (word, level) in [("partial", DumpLevel::Partial), ("hybrid", DumpLevel::Hybrid), ("full", DumpLevel::Full)] {
+            assert_eq!(parse(&["--dump", word]).unwrap().dump, Some(level));
+            assert_eq!(parse(&[&format!("--dump={word}")]).unwrap().dump, Some(level));
+        }
+        let a = parse(&["--runtime", "hbg", "--dump", "full", "--dump-dir", "/tmp/d"]).unwrap();
+        assert_eq!(a.runtimes, vec![RuntimeKind::HostBuiltGraph]);
+        assert_eq!(a.dump, Some(DumpLevel::Full));
+        assert_eq!(a.dump_dir.as_deref(), Some(std::path::Path::new("/tmp/d")));
+        // Order does not matter: --dump-dir may come first.
+        let b = parse(&["--dump-dir=/tmp/d", "--dump=hybrid"]).unwrap();
+        assert_eq!((b.dump, b.dump_dir.as_deref()), (Some(DumpLevel::Hybrid), Some(std::path::Path::new("/tmp/d"))));
+    }
+
+    #[test]
+    fn bad_dump_flags_are_errors_naming_them() {
+        let e = parse(&["--dump", "everything"]).unwrap_err();
+        assert!(e.contains("--dump") && e.contains("\"everything\"") && e.contains("partial, hybrid or full"), "{e}");
+        let e = parse(&["--dump"]).unwrap_err();
+        assert!(e.contains("--dump needs"), "{e}");
+        let e = parse(&["--dump", "full", "--dump-dir"]).unwrap_err();
+        assert!(e.contains("--dump-dir needs"), "{e}");
+        let e = parse(&["--dump-dir", "/tmp/d"]).unwrap_err();
+        assert!(e.contains("--dump-dir") && e.contains("needs --dump"), "{e}");
+        let e = parse(&["--dump", "FULL"]).unwrap_err();
+        assert!(e.contains("\"FULL\""), "{e}");
+        let e = parse(&["--dumps", "full"]).unwrap_err();
+        assert!(e.contains("unknown argument \"--dumps\""), "{e}");
+    }
+
+    #[test]
+    fn usage_names_the_dump_flags() {
+        let u = example_usage("vector");
+        assert!(u.contains("--dump partial|hybrid|full") && u.contains("--dump-dir DIR"), "{u}");
     }
 }
 
@@ -816,7 +977,8 @@ pub fn write_trace(
 
 /// The `main` of a single-workload example: open the board named `board` with `open`
 /// (`pto::open` for the selected board), run `workload` on the runtimes the command line names
-/// (both by default), print each summary (or the failure) and exit accordingly.
+/// (both by default), print each summary (or the failure) and exit accordingly. With `--dump`
+/// each run records its arguments ([`dumped`]) and a line says what its dump wrote.
 pub fn example_main<P: HostPlatform>(
     name: &str,
     board: &str,
@@ -845,7 +1007,8 @@ pub fn example_main<P: HostPlatform>(
     };
     let mut ok = true;
     for &rt in &args.runtimes {
-        match traced(tracing, || workload(&dev, &k, rt)) {
+        let started = std::time::SystemTime::now();
+        match dumped(args.dump, args.dump_dir.clone(), || traced(tracing, || workload(&dev, &k, rt))) {
             Ok(o) => {
                 println!("{}", o.summary(board));
                 if tracing {
@@ -859,9 +1022,22 @@ pub fn example_main<P: HostPlatform>(
                         }
                     }
                 }
+                if args.dump.is_some() {
+                    match dump_summary(&o.report) {
+                        Ok(line) => println!("{name:<22} {line}"),
+                        Err(e) => {
+                            eprintln!("{name} runtime={} dump: {e}", rt.name());
+                            ok = false;
+                        }
+                    }
+                }
             }
             Err(e) => {
                 eprintln!("{name} runtime={} FAIL: {e}", rt.name());
+                // What a failed run collected is still on disk, its accounting unknown.
+                if let Some(line) = args.dump_dir.as_ref().and_then(|d| failed_dump_summary(&d.join(rt.name()), started)) {
+                    eprintln!("{name:<22} {line}");
+                }
                 ok = false;
             }
         }

@@ -18,7 +18,7 @@
 use pto_a2a3::{A2a3Aicpu, GmRegion};
 use pto_target_harness::devlog;
 use pto_target_harness::platform::Chip;
-use pto_target_harness::workloads::{run_all, small_topology};
+use pto_target_harness::workloads::{dump_chain513, run_all, small_topology};
 
 /// The a2a3 chip as the harness needs it.
 struct A2a3;
@@ -72,4 +72,12 @@ fn vector_and_chain513_on_both_runtimes() {
         let want = format!("installed AICPU program {program}");
         assert!(log.starting_with(&want).count() > 0, "a2a3 device log: no `{want}`");
     }
+}
+
+/// The args dump on the real a2a3 AICPU agent: `chain513` at `Full` on both runtimes, every
+/// payload checked against the golden (task k's output at completion is task k+1's input at
+/// dispatch, bit for bit), accounting exact.
+#[test]
+fn chain513_args_dump_on_both_runtimes() {
+    dump_chain513::<A2a3>(small_topology(3));
 }

@@ -55,3 +55,34 @@ pub fn run_all<C: Chip>(topology: Topology) {
     }
     println!("{}: both workloads on both runtimes in {:?}", C::NAME, start.elapsed());
 }
+
+/// Open a device of chip `C` with `topology` and run `chain513` on both runtimes with the
+/// args dump at `Full` (a 4 MiB arena per AICPU thread, so the lanes fit the emulated GM and
+/// back-pressure is exercised): the real AICPU agent captures every task boundary into its
+/// lane, the host collects while the run is in flight, and the payloads are checked against
+/// the golden ([`pto_testkit::check_chain513_dump`]).
+pub fn dump_chain513<C: Chip>(topology: Topology) {
+    use pto_runtime::dump::DumpLevel;
+    let dev = open::<C>(topology).unwrap_or_else(|e| panic!("{}: open: {e}", C::NAME));
+    let k = pto_testkit::Kernels::register(&dev).unwrap_or_else(|e| panic!("{}: register: {e}", C::NAME));
+    let dir = std::env::temp_dir().join(format!("pto-target-dump-{}-{}", C::NAME, std::process::id()));
+    for rt in [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing] {
+        let start = Instant::now();
+        let o = pto_testkit::dumped_with_arena(Some(DumpLevel::Full), Some(dir.clone()), Some(4 << 20), || {
+            pto_testkit::chain513(&dev, &k, rt)
+        })
+        .unwrap_or_else(|e| panic!("{} on target, {} with the dump: {e}", C::NAME, rt.name()));
+        let rep = o.report.dump.unwrap_or_else(|| panic!("{}: the run carries no dump report", C::NAME));
+        let d = pto_runtime::host::dump::Dump::open(&rep.dir).unwrap_or_else(|e| panic!("{}: {e}", C::NAME));
+        let n = pto_testkit::check_chain513_dump(&d)
+            .unwrap_or_else(|e| panic!("{} on target, {}: args dump: {e}", C::NAME, rt.name()));
+        println!(
+            "{}: chain513 on {} dumped {n} records ({} payload bytes) in {:?}",
+            C::NAME,
+            rt.name(),
+            rep.payload_bytes,
+            start.elapsed()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
