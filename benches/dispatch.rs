@@ -10,8 +10,10 @@
 //! against its golden. The shapes run with the simulator's memory protection as configured (on
 //! by default; `PTO_SIM_PROTECT=off` turns it off); a section measures its cost, and a last one
 //! the cost of swimlane tracing (`RunConfig::with_trace`) at N=1000, on vs off in the same
-//! process with the rounds interleaved (`--trace-cost` runs that section alone). Anything else
-//! on the command line is refused with the usage (exit status 2).
+//! process with the rounds interleaved (`--trace-cost` runs that section alone), and the cost of
+//! the args dump at N=1000: off, `Partial` with nothing marked (the selection test alone) and
+//! `Full` (with records/s and MB/s; `--dump-cost` runs that section alone). Anything else on
+//! the command line is refused with the usage (exit status 2).
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -43,10 +45,11 @@ fn main() {
     let mut cfg = RunConfig::default();
     let mut runtimes = pto_testkit::RUNTIMES.to_vec();
     let mut trace_cost_only = false;
+    let mut dump_cost_only = false;
     let mut args = std::env::args().skip(1);
     let usage = || -> ! {
         eprintln!(
-            "usage: cargo bench --bench dispatch -- [--rounds R] [--only SHAPE,...] [--runtime hbg|trb|both] [--threads T] [--trace-cost]\n\
+            "usage: cargo bench --bench dispatch -- [--rounds R] [--only SHAPE,...] [--runtime hbg|trb|both] [--threads T] [--trace-cost] [--dump-cost]\n\
              shapes: chain, fanout, independent, dummy_chain, dummy_fanout"
         );
         std::process::exit(2)
@@ -88,6 +91,7 @@ fn main() {
                 });
             }
             "--trace-cost" => trace_cost_only = true,
+            "--dump-cost" => dump_cost_only = true,
             other => {
                 eprintln!("unknown argument {other:?}");
                 usage()
@@ -99,7 +103,12 @@ fn main() {
         std::process::exit(1)
     });
     if trace_cost_only {
-        print_trace_cost(&tracing_cost(&dev, &k, &runtimes, rounds));
+        print_cost(TRACE_TITLE, &TRACE_NAMES, &tracing_cost(&dev, &k, &runtimes, rounds));
+        return;
+    }
+    if dump_cost_only {
+        let (rows, full) = dump_cost(&dev, &k, &runtimes, rounds);
+        print_dump_cost(&rows, &full);
         return;
     }
     let mut table = Vec::new();
@@ -154,6 +163,7 @@ fn main() {
     let cache_ratio = cache_model_cost(&dev, &k, rounds);
     let protect_ratio = protection_cost(&dev, &k, &runtimes, rounds);
     let trace_ratio = tracing_cost(&dev, &k, &runtimes, rounds);
+    let (dump_rows, dump_full) = dump_cost(&dev, &k, &runtimes, rounds);
 
     println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
     println!("submission = graph build on the host (hbg) / orchestration time on the device (trb)");
@@ -221,35 +231,15 @@ fn main() {
             faithful.as_secs_f64() / coherent.as_secs_f64()
         );
     }
-    println!("memory protection on / off, run time at N=1000 (same device, same graph, rounds interleaved):");
-    for (name, rt, [off, on, off_min, on_min]) in &protect_ratio {
-        println!(
-            "  {name:<12} {:<4} median: off {:>8.3} ms  on {:>8.3} ms  ratio {:.3}x   min: off {:>8.3} ms  on {:>8.3} ms  ratio {:.3}x",
-            rt.name(),
-            us(*off) / 1e3,
-            us(*on) / 1e3,
-            on.as_secs_f64() / off.as_secs_f64(),
-            us(*off_min) / 1e3,
-            us(*on_min) / 1e3,
-            on_min.as_secs_f64() / off_min.as_secs_f64()
-        );
-    }
-    print_trace_cost(&trace_ratio);
+    print_cost(PROTECT_TITLE, &PROTECT_NAMES, &protect_ratio);
+    print_cost(TRACE_TITLE, &TRACE_NAMES, &trace_ratio);
+    print_dump_cost(&dump_rows, &dump_full);
     let doc = json!({
         "board": Selected::NAME,
         "rounds": rounds,
-        "tracing_cost": trace_ratio.iter().map(|(n, rt, [off, on, off_min, on_min])| json!({
-            "shape": n, "runtime": rt.name(), "n": 1000, "off_us": us(*off), "on_us": us(*on),
-            "ratio": on.as_secs_f64() / off.as_secs_f64(),
-            "off_min_us": us(*off_min), "on_min_us": us(*on_min),
-            "ratio_min": on_min.as_secs_f64() / off_min.as_secs_f64(),
-        })).collect::<Vec<_>>(),
-        "protection_cost": protect_ratio.iter().map(|(n, rt, [off, on, off_min, on_min])| json!({
-            "shape": n, "runtime": rt.name(), "n": 1000, "off_us": us(*off), "on_us": us(*on),
-            "ratio": on.as_secs_f64() / off.as_secs_f64(),
-            "off_min_us": us(*off_min), "on_min_us": us(*on_min),
-            "ratio_min": on_min.as_secs_f64() / off_min.as_secs_f64(),
-        })).collect::<Vec<_>>(),
+        "tracing_cost": cost_json(&trace_ratio, &TRACE_NAMES),
+        "protection_cost": cost_json(&protect_ratio, &PROTECT_NAMES),
+        "dump_cost": cost_json(&dump_rows, &DUMP_NAMES),
         "cache_model_cost": cache_ratio.iter().map(|(n, c, f)| json!({
             "shape": n, "n": 1000, "coherent_us": us(*c), "faithful_us": us(*f),
             "ratio": f.as_secs_f64() / c.as_secs_f64(),
@@ -321,109 +311,186 @@ fn cache_model_cost(dev: &Device, k: &pto_testkit::Kernels, rounds: usize) -> Ve
     out
 }
 
-/// Run time of the chain and independent shapes at N=1000 with memory protection off and on, per
-/// runtime, as `[median off, median on, min off, min on]`: the rounds alternate between the two
-/// so drift on a busy host hits both alike (the minimum is the least disturbed run).
-fn protection_cost(
+/// One row of an interleaved comparison: a shape and runtime, and per variant its median and
+/// minimum run time (the minimum is the least disturbed run).
+type CostRow = (&'static str, RuntimeKind, Vec<[Duration; 2]>);
+
+/// Run the chain and independent shapes at N=1000 on each runtime under each of `variants`
+/// configurations, the rounds interleaved (the order rotates every round) so drift on a busy
+/// host hits every variant alike. `set(i)` switches device-wide settings for variant `i`,
+/// `cfg(i, rt)` gives its run configuration, and `check(i, &report)` checks what it reported.
+fn interleaved_cost(
     dev: &Device,
     k: &pto_testkit::Kernels,
     runtimes: &[RuntimeKind],
     rounds: usize,
-) -> Vec<(&'static str, RuntimeKind, [Duration; 4])> {
+    variants: usize,
+    set: &dyn Fn(usize),
+    cfg: &dyn Fn(usize, RuntimeKind) -> RunConfig,
+    check: &mut dyn FnMut(usize, &RunReport, Duration),
+) -> Vec<CostRow> {
+    let mut out = Vec::new();
+    for kind in [ShapeKind::Chain, ShapeKind::Independent] {
+        let p = pto_testkit::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
+        for &rt in runtimes {
+            let mut runs = vec![Vec::new(); variants];
+            for r in 0..rounds + 2 {
+                for j in 0..variants {
+                    let i = (j + r) % variants;
+                    set(i);
+                    let c = cfg(i, rt);
+                    p.reset().expect("reset");
+                    let s = Instant::now();
+                    let rep = match rt {
+                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &c),
+                        RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &c),
+                    }
+                    .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), rt.name()));
+                    let el = s.elapsed();
+                    p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
+                    check(i, &rep, el);
+                    if r >= 2 {
+                        runs[i].push(el);
+                    }
+                }
+            }
+            let stats = runs.into_iter().map(|v| [v.iter().copied().min().unwrap_or_default(), median(v)]).collect();
+            out.push((kind.name(), rt, stats));
+        }
+    }
+    out
+}
+
+/// Memory protection off (variant 0) and on (1).
+fn protection_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind], rounds: usize) -> Vec<CostRow> {
     let was = dev.platform().protection();
-    let mut out = Vec::new();
-    for kind in [ShapeKind::Chain, ShapeKind::Independent] {
-        let p = pto_testkit::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
-        for &rt in runtimes {
-            let cfg = RunConfig::default().with_runtime(rt);
-            let mut runs = [Vec::new(), Vec::new()];
-            for r in 0..rounds + 2 {
-                for i in if r % 2 == 0 { [0, 1] } else { [1, 0] } {
-                    dev.platform().set_protection(i == 1).expect("no launch is active");
-                    p.reset().expect("reset");
-                    let s = Instant::now();
-                    let rep = match rt {
-                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
-                        RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &cfg),
-                    }
-                    .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), rt.name()));
-                    let el = s.elapsed();
-                    p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
-                    if r >= 2 {
-                        runs[i].push(el);
-                    }
-                }
-            }
-            let min = |v: &Vec<Duration>| v.iter().copied().min().unwrap_or_default();
-            let mins = [min(&runs[0]), min(&runs[1])];
-            let [off, on] = runs.map(median);
-            out.push((kind.name(), rt, [off, on, mins[0], mins[1]]));
-        }
-    }
+    let set = |i: usize| dev.platform().set_protection(i == 1).expect("no launch is active");
+    let rows = interleaved_cost(
+        dev,
+        k,
+        runtimes,
+        rounds,
+        2,
+        &set,
+        &|_, rt| RunConfig::default().with_runtime(rt),
+        &mut |_, _, _| {},
+    );
     dev.platform().set_protection(was).expect("no launch is active");
-    out
+    rows
 }
 
-/// Run time of the chain and independent shapes at N=1000 with tracing off and on, per runtime,
-/// as `[median off, median on, min off, min on]` (rounds interleaved, as for protection).
-fn tracing_cost(
+/// Tracing off (variant 0) and on (1).
+fn tracing_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind], rounds: usize) -> Vec<CostRow> {
+    let cfg = |i: usize, rt| RunConfig::default().with_runtime(rt).with_trace(i == 1);
+    interleaved_cost(dev, k, runtimes, rounds, 2, &|_| {}, &cfg, &mut |i, rep, _| {
+        let t = rep.trace.as_ref();
+        assert_eq!(t.is_some(), i == 1, "a trace exactly when tracing is on");
+        if let Some(t) = t {
+            assert!(t.is_complete(), "trace lost records: {:?}", t.rings);
+        }
+    })
+}
+
+/// The args dump off (variant 0), at `Partial` with nothing marked (1: the selection test and
+/// the lanes, no record), and at `Full` (2). Returns the rows and, per row order, the `Full`
+/// runs' (records, payload bytes, run time) summed.
+fn dump_cost(
     dev: &Device,
     k: &pto_testkit::Kernels,
     runtimes: &[RuntimeKind],
     rounds: usize,
-) -> Vec<(&'static str, RuntimeKind, [Duration; 4])> {
-    let mut out = Vec::new();
-    for kind in [ShapeKind::Chain, ShapeKind::Independent] {
-        let p = pto_testkit::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
-        for &rt in runtimes {
-            let mut runs = [Vec::new(), Vec::new()];
-            for r in 0..rounds + 2 {
-                for i in if r % 2 == 0 { [0, 1] } else { [1, 0] } {
-                    let cfg = RunConfig::default().with_runtime(rt).with_trace(i == 1);
-                    p.reset().expect("reset");
-                    let s = Instant::now();
-                    let rep = match rt {
-                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
-                        RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &cfg),
-                    }
-                    .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), rt.name()));
-                    let el = s.elapsed();
-                    p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
-                    let t = rep.trace.as_ref();
-                    assert_eq!(t.is_some(), i == 1, "a trace exactly when tracing is on");
-                    if let Some(t) = t {
-                        assert!(t.is_complete(), "{} {}: trace lost records: {:?}", kind.name(), rt.name(), t.rings);
-                    }
-                    if r >= 2 {
-                        runs[i].push(el);
-                    }
-                }
+) -> (Vec<CostRow>, Vec<(u64, u64, Duration)>) {
+    use pto::runtime::dump::DumpLevel;
+    let dir = std::env::temp_dir().join(format!("pto-bench-dump-{}", std::process::id()));
+    let cfg = |i: usize, rt| {
+        let level = [None, Some(DumpLevel::Partial), Some(DumpLevel::Full)][i];
+        RunConfig::default().with_runtime(rt).with_dump(level).with_dump_dir(&dir)
+    };
+    let mut full = Vec::new();
+    let mut rows_seen = 0usize;
+    let mut acc = (0u64, 0u64, Duration::ZERO);
+    let mut last_runs = 0usize;
+    let rows = interleaved_cost(dev, k, runtimes, rounds, 3, &|_| {}, &cfg, &mut |i, rep, el| {
+        assert_eq!(rep.dump.is_some(), i > 0, "a dump report exactly when the dump is on");
+        if i == 2 {
+            let d = rep.dump.as_ref().expect("dump report");
+            assert_eq!(d.accounting.dropped, Some(0), "the benchmark's dumps lose nothing");
+            acc.0 += d.accounting.collected;
+            acc.1 += d.payload_bytes;
+            acc.2 += el;
+            last_runs += 1;
+            if last_runs == rounds + 2 {
+                full.push(acc);
+                acc = (0, 0, Duration::ZERO);
+                last_runs = 0;
+                rows_seen += 1;
             }
-            let min = |v: &Vec<Duration>| v.iter().copied().min().unwrap_or_default();
-            let mins = [min(&runs[0]), min(&runs[1])];
-            let [off, on] = runs.map(median);
-            out.push((kind.name(), rt, [off, on, mins[0], mins[1]]));
         }
-    }
-    out
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    debug_assert_eq!(rows_seen, rows.len());
+    (rows, full)
 }
 
-fn print_trace_cost(rows: &[(&'static str, RuntimeKind, [Duration; 4])]) {
-    println!(
-        "tracing on / off, run time at N=1000 (same device, same graph, rounds interleaved; host wall incl. trace read-back):"
+const PROTECT_TITLE: &str =
+    "memory protection on / off, run time at N=1000 (same device, same graph, rounds interleaved):";
+const PROTECT_NAMES: [&str; 2] = ["off", "on"];
+const TRACE_TITLE: &str = "tracing on / off, run time at N=1000 (same device, same graph, rounds interleaved; host wall incl. trace read-back):";
+const TRACE_NAMES: [&str; 2] = ["off", "on"];
+const DUMP_NAMES: [&str; 3] = ["off", "partial-unmarked", "full"];
+
+fn print_dump_cost(rows: &[CostRow], full: &[(u64, u64, Duration)]) {
+    print_cost(
+        "args dump off / partial with nothing marked (selection only) / full, run time at N=1000 (rounds interleaved; host wall incl. collection and files):",
+        &DUMP_NAMES,
+        rows,
     );
-    for (name, rt, [off, on, off_min, on_min]) in rows {
+    for ((name, rt, _), (records, bytes, t)) in rows.iter().zip(full) {
+        let s = t.as_secs_f64();
         println!(
-            "  {name:<12} {:<4} median: off {:>8.3} ms  on {:>8.3} ms  ratio {:.3}x   min: off {:>8.3} ms  on {:>8.3} ms  ratio {:.3}x",
+            "  {name:<12} {:<4} full: {:.0} records/s, {:.1} MB/s of payload",
             rt.name(),
-            us(*off) / 1e3,
-            us(*on) / 1e3,
-            on.as_secs_f64() / off.as_secs_f64(),
-            us(*off_min) / 1e3,
-            us(*on_min) / 1e3,
-            on_min.as_secs_f64() / off_min.as_secs_f64()
+            *records as f64 / s,
+            *bytes as f64 / s / 1e6
         );
     }
+}
+
+/// Print `rows` against variant 0 (`names[i]` names variant i).
+fn print_cost(title: &str, names: &[&str], rows: &[CostRow]) {
+    println!("{title}");
+    for (name, rt, stats) in rows {
+        let mut line = format!("  {name:<12} {:<4}", rt.name());
+        for (i, [min, med]) in stats.iter().enumerate() {
+            line += &format!("  {} {:>8.3} ms", names[i], us(*med) / 1e3);
+            if i > 0 {
+                line += &format!(
+                    " ({:.3}x, min {:.3}x)",
+                    med.as_secs_f64() / stats[0][1].as_secs_f64(),
+                    min.as_secs_f64() / stats[0][0].as_secs_f64()
+                );
+            }
+        }
+        println!("{line}");
+    }
+}
+
+fn cost_json(rows: &[CostRow], names: &[&str]) -> serde_json::Value {
+    json!(
+        rows.iter()
+            .map(|(n, rt, stats)| {
+                let mut o = json!({ "shape": n, "runtime": rt.name(), "n": 1000 });
+                for (i, [min, med]) in stats.iter().enumerate() {
+                    o[format!("{}_us", names[i])] = json!(us(*med));
+                    o[format!("{}_min_us", names[i])] = json!(us(*min));
+                    if i > 0 {
+                        o[format!("{}_ratio", names[i])] = json!(med.as_secs_f64() / stats[0][1].as_secs_f64());
+                    }
+                }
+                o
+            })
+            .collect::<Vec<_>>()
+    )
 }
 
 fn target_dir() -> std::path::PathBuf {

@@ -47,6 +47,52 @@ pub enum Refusal {
 /// One AICPU thread's dump lane: the producer side.
 ///
 /// Tier: AICPU. One lane per AICPU scheduler thread; a lane is used by its thread only.
+///
+/// A blocking capture is a loop over the resumable calls:
+///
+/// ```
+/// use pto_hal::{Begin, DumpLane, DumpReservation};
+/// fn capture<L: DumpLane>(lane: &mut L, r: &L::Record, mut wait: impl FnMut() -> bool) -> bool {
+///     loop {
+///         match lane.try_begin(r) {
+///             Begin::Accepted(mut res) => {
+///                 while res.copy_chunk(64 * 1024) > 0 {}
+///                 res.commit();
+///                 return true;
+///             }
+///             Begin::Refused(_) => return false,
+///             // Out of budget: count it, once.
+///             Begin::WouldBlock(_) if !wait() => {
+///                 lane.drop_records(1);
+///                 return false;
+///             }
+///             Begin::WouldBlock(_) => {}
+///         }
+///     }
+/// }
+/// ```
+///
+/// A reservation borrows its lane, so a second one cannot be opened while the first is open:
+///
+/// ```compile_fail
+/// use pto_hal::DumpLane;
+/// fn two_at_once<L: DumpLane>(lane: &mut L, r: &L::Record) {
+///     let first = lane.try_begin(r);
+///     let second = lane.try_begin(r); // error: `*lane` is already borrowed by `first`
+///     drop((first, second));
+/// }
+/// ```
+///
+/// and nothing can be published while one is open:
+///
+/// ```compile_fail
+/// use pto_hal::DumpLane;
+/// fn publish_mid_reservation<L: DumpLane>(lane: &mut L, r: &L::Record) {
+///     let open = lane.try_begin(r);
+///     lane.publish(); // error: `*lane` is already borrowed by `open`
+///     drop(open);
+/// }
+/// ```
 pub trait DumpLane {
     /// What a record describes: the captured argument (its view, stage, task…).
     type Record;

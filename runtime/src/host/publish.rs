@@ -27,14 +27,16 @@ pub(crate) struct SlotMem {
     pub(crate) heaps: Option<(GmAddr, u64)>,
     /// Trace rings (allocated by the first traced run of the slot, kept for later ones).
     pub(crate) trace: Option<(GmAddr, u64)>,
-    /// The args-dump region of the run published in this slot (allocated per dumping run,
-    /// taken by its launch, freed after its collector finished).
+    /// Args-dump lanes (allocated by the first dumping run of the slot, kept for its later
+    /// dumping runs, like the trace rings; a run without the dump neither allocates nor
+    /// touches them).
+    pub(crate) dump_mem: Option<(GmAddr, u64)>,
+    /// The collector of the dumping run published in this slot (taken by its launch).
     pub(crate) dump: Option<DumpRegion>,
 }
 
-/// A dumping run's region and the collector that will drain it.
+/// The collector that will drain a dumping run's lanes.
 pub(crate) struct DumpRegion {
-    pub(crate) addr: GmAddr,
     pub(crate) collector: super::dump::Collector,
 }
 
@@ -216,10 +218,8 @@ impl<P: HostPlatform> Device<P> {
         };
         let layout = SlotArena { workers: inner.topo.workers() };
         let epoch = inner.epoch.fetch_add(1, core::sync::atomic::Ordering::Relaxed) + 1;
-        if let Some(d) = mem.dump.take() {
-            // A prepared run that was never launched left its region behind.
-            dev.free(d.addr).map_err(platform("args-dump region free"))?;
-        }
+        // A prepared run that was never launched may have left its collector behind.
+        mem.dump = None;
         let dump = match cfg.dump {
             None => 0,
             Some(level) => {
@@ -234,21 +234,26 @@ impl<P: HostPlatform> Device<P> {
                 let h = super::dump::header(level, what.threads, arena, watchdog_ticks / 2, epoch);
                 let need = DumpLayout::region_bytes(&h)
                     .ok_or_else(|| Error::Config(format!("dump_arena = {arena}: the dump region overflows")))?;
-                let a = dev.alloc(need, 64).map_err(platform("args-dump region allocation"))?;
+                let a = match mem.dump_mem {
+                    Some((a, cap)) if cap >= need => a,
+                    old => {
+                        if let Some((a, _)) = old {
+                            dev.free(a).map_err(platform("args-dump region free"))?;
+                            mem.dump_mem = None;
+                        }
+                        let a = dev.alloc(need, 64).map_err(platform("args-dump region allocation"))?;
+                        mem.dump_mem = Some((a, need));
+                        a
+                    }
+                };
                 let l = DumpLayout { base: a.0, header: h };
-                if let Err(e) = super::dump::initialize(dev, &l) {
-                    let _ = dev.free(a);
-                    return Err(Error::platform("args-dump region initialization", e));
-                }
+                super::dump::initialize(dev, &l).map_err(platform("args-dump region initialization"))?;
                 let dir = cfg.dump_dir.clone().unwrap_or_else(|| {
                     std::env::temp_dir().join("pto-dump").join(format!("run-{}-{epoch}", inner.allocs.device()))
                 });
                 match super::dump::Collector::create(l, level, &dir) {
-                    Ok(collector) => mem.dump = Some(DumpRegion { addr: a, collector }),
-                    Err(source) => {
-                        let _ = dev.free(a);
-                        return Err(Error::DumpFiles { path: dir, why: source.to_string() });
-                    }
+                    Ok(collector) => mem.dump = Some(DumpRegion { collector }),
+                    Err(source) => return Err(Error::DumpFiles { path: dir, why: source.to_string() }),
                 }
                 a.0
             }

@@ -403,7 +403,6 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
         let (desc, dump) = {
             let mut mem = inner.slot_mem[reserved.slot].lock().unwrap_or_else(|e| e.into_inner());
             let dump = mem.dump.take().map(|d| Dumping {
-                addr: d.addr,
                 collector: std::sync::Mutex::new(Some(d.collector)),
                 failed: std::sync::Mutex::new(None),
             });
@@ -481,9 +480,8 @@ pub struct RunHandle<'d, P: HostPlatform> {
     dump: Option<Dumping>,
 }
 
-/// A dumping run's collector and what it has met so far.
+/// A dumping run's collector and what it has met so far (the lanes belong to the slot).
 struct Dumping {
-    addr: GmAddr,
     collector: std::sync::Mutex<Option<super::dump::Collector>>,
     /// The first collection failure (draining stops there).
     failed: std::sync::Mutex<Option<Error>>,
@@ -674,9 +672,6 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         });
         let locate = |addr: u64| inner.allocs.locate(addr);
         let report = collector.map(|c| c.finish(&inner.dev, complete, run, &locate));
-        if fenced {
-            let _ = inner.dev.free(d.addr);
-        }
         match (result, failed, report) {
             (Ok(_), Some(e), _) => Err(e),
             (Ok(_), None, Some(Err(e))) => Err(collect_error(e)),
@@ -835,9 +830,6 @@ fn drop_finish<P: HostPlatform>(h: &mut RunHandle<'_, P>) {
         if let Some(c) = collector {
             let run = serde_json::json!({ "epoch": h.epoch, "runtime": h.runtime.to_string(), "complete": false });
             let _ = c.finish(&inner.dev, false, run, &|addr| inner.allocs.locate(addr));
-        }
-        if done {
-            let _ = inner.dev.free(d.addr);
         }
     }
     if done {
