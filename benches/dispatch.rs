@@ -322,8 +322,7 @@ type CostRow = (&'static str, RuntimeKind, Vec<[Duration; 2]>);
 fn interleaved_cost(
     dev: &Device,
     k: &pto_testkit::Kernels,
-    runtimes: &[RuntimeKind],
-    rounds: usize,
+    (runtimes, rounds): (&[RuntimeKind], usize),
     variants: usize,
     set: &dyn Fn(usize),
     cfg: &dyn Fn(usize, RuntimeKind) -> RunConfig,
@@ -368,8 +367,7 @@ fn protection_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKi
     let rows = interleaved_cost(
         dev,
         k,
-        runtimes,
-        rounds,
+        (runtimes, rounds),
         2,
         &set,
         &|_, rt| RunConfig::default().with_runtime(rt),
@@ -382,7 +380,7 @@ fn protection_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKi
 /// Tracing off (variant 0) and on (1).
 fn tracing_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind], rounds: usize) -> Vec<CostRow> {
     let cfg = |i: usize, rt| RunConfig::default().with_runtime(rt).with_trace(i == 1);
-    interleaved_cost(dev, k, runtimes, rounds, 2, &|_| {}, &cfg, &mut |i, rep, _| {
+    interleaved_cost(dev, k, (runtimes, rounds), 2, &|_| {}, &cfg, &mut |i, rep, _| {
         let t = rep.trace.as_ref();
         assert_eq!(t.is_some(), i == 1, "a trace exactly when tracing is on");
         if let Some(t) = t {
@@ -410,7 +408,7 @@ fn dump_cost(
     let mut rows_seen = 0usize;
     let mut acc = (0u64, 0u64, Duration::ZERO);
     let mut last_runs = 0usize;
-    let rows = interleaved_cost(dev, k, runtimes, rounds, 3, &|_| {}, &cfg, &mut |i, rep, el| {
+    let rows = interleaved_cost(dev, k, (runtimes, rounds), 3, &|_| {}, &cfg, &mut |i, rep, el| {
         assert_eq!(rep.dump.is_some(), i > 0, "a dump report exactly when the dump is on");
         if i == 2 {
             let d = rep.dump.as_ref().expect("dump report");

@@ -61,12 +61,12 @@ pub enum Refusal {
 ///                 return true;
 ///             }
 ///             Begin::Refused(_) => return false,
-///             // Out of budget: count it, once.
-///             Begin::WouldBlock(_) if !wait() => {
-///                 lane.drop_records(1);
-///                 return false;
-///             }
 ///             Begin::WouldBlock(_) => {}
+///         }
+///         if !wait() {
+///             // Out of budget: counted once, never reserved.
+///             lane.drop_records(1);
+///             return false;
 ///         }
 ///     }
 /// }
