@@ -10,9 +10,12 @@
 //!   `collected`, `dropped`, or `unknown: true` with what was collected).
 //!
 //! The collector runs in the host thread that waits for the run ([`super::RunHandle::wait`],
-//! [`super::Device::run`]): between short waits on the streams it drains every lane's ready
-//! queue, appends the payloads to `args.bin`, returns the buffers to the free queue and
-//! acknowledges the payload bytes (which releases the producer's back-pressure).
+//! [`super::Device::run`]), and on every [`super::RunHandle::is_done`] poll: between short
+//! waits on the streams it drains every lane's ready queue, appends the payloads to
+//! `args.bin`, returns the buffers to the free queue and acknowledges the payload bytes (which
+//! releases the producer's back-pressure). A run launched and left alone is not drained: its
+//! producer waits up to half the watchdog for room, per record, then drops the record and
+//! counts it.
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -524,8 +524,12 @@ enum Fenced {
 }
 
 impl<'d, P: HostPlatform> RunHandle<'d, P> {
-    /// Non-blocking: have both of this run's boundaries completed?
+    /// Non-blocking: have both of this run's boundaries completed? A dumping run's collector
+    /// also drains its lanes here, so a host that polls keeps the producer's back-pressure low.
     pub fn is_done(&self) -> Result<bool, Error> {
+        if let Some(d) = &self.dump {
+            d.drain(&self.dev.inner.dev);
+        }
         let s = self.dev.inner.lock_streams();
         Ok(s.aicpu.query_event(self.cpu_ev).map_err(platform("AICPU event query"))?
             && s.aicore.query_event(self.core_ev).map_err(platform("AICore event query"))?)
