@@ -49,6 +49,30 @@ pub(crate) struct Publish<'a> {
     pub(crate) threads: u32,
 }
 
+/// A slot's allocation `kept` if it holds `need` bytes; otherwise it is freed and replaced by a
+/// fresh one of `cap` bytes (`what` names it in errors).
+fn reuse_or_alloc<D: DeviceMemory>(
+    dev: &D,
+    kept: &mut Option<(GmAddr, u64)>,
+    need: u64,
+    cap: u64,
+    what: &'static str,
+) -> Result<GmAddr, Error>
+where
+    D::Error: std::error::Error + Send + Sync + 'static,
+{
+    if let Some((a, have)) = *kept {
+        if have >= need {
+            return Ok(a);
+        }
+        dev.free(a).map_err(|e| Error::platform(what, e))?;
+        *kept = None;
+    }
+    let a = dev.alloc(cap, 64).map_err(|e| Error::platform(what, e))?;
+    *kept = Some((a, cap));
+    Ok(a)
+}
+
 /// Ticks of `clock` in `us` microseconds, or a configuration error naming `what`.
 fn ticks(clock: &impl Clock, what: &str, us: u64) -> Result<u64, Error> {
     let t = us as u128 * clock.freq_hz() as u128 / 1_000_000;
@@ -127,18 +151,7 @@ impl<P: HostPlatform> Device<P> {
         let need = cfg.rings.validate()?;
         let base = {
             let mut mem = self.inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner());
-            match mem.heaps {
-                Some((a, cap)) if cap >= need => a,
-                old => {
-                    if let Some((a, _)) = old {
-                        self.inner.dev.free(a).map_err(platform("ring heap free"))?;
-                        mem.heaps = None;
-                    }
-                    let a = self.inner.dev.alloc(need, 64).map_err(platform("ring heap allocation"))?;
-                    mem.heaps = Some((a, need));
-                    a
-                }
-            }
+            reuse_or_alloc(&self.inner.dev, &mut mem.heaps, need, need, "ring heap")?
         };
         let mut head = OrchImage::read_from_prefix(&image)
             .map_err(|_| Error::Config("the orchestration image is shorter than its header".to_string()))?
@@ -171,19 +184,8 @@ impl<P: HostPlatform> Device<P> {
         let core_wait_ticks = ticks(dev, "the core wait budget", core_wait_us)?;
         let mut mem = inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner());
         let need = what.bytes.len() as u64;
-        let image = match mem.image {
-            Some((a, cap)) if cap >= need => a,
-            old => {
-                if let Some((a, _)) = old {
-                    dev.free(a).map_err(platform("image free"))?;
-                    mem.image = None;
-                }
-                let cap = need.checked_next_power_of_two().unwrap_or(need).max(4096);
-                let a = dev.alloc(cap, 64).map_err(platform("image allocation"))?;
-                mem.image = Some((a, cap));
-                a
-            }
-        };
+        let cap = need.checked_next_power_of_two().unwrap_or(need).max(4096);
+        let image = reuse_or_alloc(dev, &mut mem.image, need, cap, "image")?;
         let arena = mem.arena;
         let (core_records, thread_records) =
             cfg.trace_records.unwrap_or((super::trace::DEFAULT_CORE_RECORDS, super::trace::DEFAULT_THREAD_RECORDS));
@@ -201,18 +203,7 @@ impl<P: HostPlatform> Device<P> {
                 thread_records,
             };
             let need = tl.bytes();
-            match mem.trace {
-                Some((a, cap)) if cap >= need => a.0,
-                old => {
-                    if let Some((a, _)) = old {
-                        dev.free(a).map_err(platform("trace ring free"))?;
-                        mem.trace = None;
-                    }
-                    let a = dev.alloc(need, 64).map_err(platform("trace ring allocation"))?;
-                    mem.trace = Some((a, need));
-                    a.0
-                }
-            }
+            reuse_or_alloc(dev, &mut mem.trace, need, need, "trace rings")?.0
         } else {
             0
         };
@@ -234,18 +225,7 @@ impl<P: HostPlatform> Device<P> {
                 let h = super::dump::header(level, what.threads, arena, watchdog_ticks / 2, epoch);
                 let need = DumpLayout::region_bytes(&h)
                     .ok_or_else(|| Error::Config(format!("dump_arena = {arena}: the dump region overflows")))?;
-                let a = match mem.dump_mem {
-                    Some((a, cap)) if cap >= need => a,
-                    old => {
-                        if let Some((a, _)) = old {
-                            dev.free(a).map_err(platform("args-dump region free"))?;
-                            mem.dump_mem = None;
-                        }
-                        let a = dev.alloc(need, 64).map_err(platform("args-dump region allocation"))?;
-                        mem.dump_mem = Some((a, need));
-                        a
-                    }
-                };
+                let a = reuse_or_alloc(dev, &mut mem.dump_mem, need, need, "args-dump lanes")?;
                 let l = DumpLayout { base: a.0, header: h };
                 super::dump::initialize(dev, &l).map_err(platform("args-dump region initialization"))?;
                 let dir = cfg.dump_dir.clone().unwrap_or_else(|| {
