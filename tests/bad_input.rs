@@ -192,3 +192,44 @@ fn error_messages_carry_name_and_hint() {
     assert!(text.contains("KERNEL_FAULT (200)") && text.contains("Hint:") && text.contains("task 0"), "{text}");
     let _ = k;
 }
+
+/// A simulator environment variable outside its syntax (`PTO_SIM_CACHE=faithfull`,
+/// `faithful:abc`, `PTO_SIM_PROTECT=maybe`, `PTO_SIM_AICPU_WRITES=sometimes`) makes opening the
+/// device fail with an error naming the variable and the value, instead of silently running
+/// another configuration. The environment is process-wide, so each case runs in a child
+/// process (this test binary, running `child_opens_the_device_under_a_bad_environment`).
+#[test]
+fn a_malformed_simulator_environment_is_refused_by_name() {
+    let exe = std::env::current_exe().expect("the test binary");
+    for (var, value) in [
+        ("PTO_SIM_CACHE", "faithfull"),
+        ("PTO_SIM_CACHE", "faithful:abc"),
+        ("PTO_SIM_CACHE", "coherent:back:x"),
+        ("PTO_SIM_PROTECT", "maybe"),
+        ("PTO_SIM_AICPU_WRITES", "sometimes"),
+    ] {
+        let out = std::process::Command::new(&exe)
+            .args(["--ignored", "--exact", "child_opens_the_device_under_a_bad_environment", "--nocapture"])
+            .env_remove("PTO_SIM_CACHE")
+            .env_remove("PTO_SIM_PROTECT")
+            .env_remove("PTO_SIM_AICPU_WRITES")
+            .env(var, value)
+            .env("PTO_EXPECT_ENV_ERROR", format!("{var}={value:?}"))
+            .output()
+            .expect("run the child");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{var}={value}: {text}");
+        assert!(text.contains("1 passed"), "{var}={value}: the child did not run: {text}");
+    }
+}
+
+/// The child of `a_malformed_simulator_environment_is_refused_by_name`.
+#[test]
+#[ignore = "run by a_malformed_simulator_environment_is_refused_by_name with a bad environment"]
+fn child_opens_the_device_under_a_bad_environment() {
+    let want = std::env::var("PTO_EXPECT_ENV_ERROR").expect("run by the parent test");
+    match pto::open() {
+        Ok(_) => panic!("the device opened under {want}"),
+        Err(e) => assert!(e.to_string().contains(&want), "{e} does not name {want}"),
+    }
+}

@@ -11,7 +11,7 @@ use pto::hal::{AicpuLaunch, AicpuStream, GmMemory, HostPlatform, Loader, Platfor
 use pto::prelude::*;
 use pto::runtime::breakage;
 use pto::runtime::host::{self, Timeouts};
-use pto_sim::{CacheModel, Missing, SimAicpu};
+use pto_sim::{CacheModel, Missing, SimAicpu, SimError};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -60,8 +60,19 @@ where
     (y, g)
 }
 
-/// The run failed with a coherence violation whose text names `missing`.
+/// The run failed with a coherence violation whose text names `missing`, and the error
+/// carries the violation as data (`SimError::Coherence`).
 fn assert_caught<T: std::fmt::Debug>(r: Result<T, Error>, missing: Missing) {
+    if let Err(e) = &r {
+        match e.platform_error::<SimError>() {
+            Some(SimError::Coherence(v)) => {
+                assert_eq!(v.missing, missing, "{v}");
+                assert_eq!(v.seed, 7, "{v}");
+                assert!(!v.agent.is_empty() && v.line == v.addr & !63, "{v:?}");
+            }
+            other => panic!("expected a typed coherence violation ({missing:?}), got {other:?} in {e:?}"),
+        }
+    }
     // The violation is the platform's report of the program; when the runtime also latched
     // a fault (the broken run went on to fail), the violation rides along as its cause.
     let r = match r {

@@ -43,6 +43,8 @@ pub(crate) struct LaunchState {
     remaining: AtomicU32,
     status: AtomicI32,
     message: Mutex<Option<String>>,
+    /// The faithful model's violation, when that is what failed the launch.
+    violation: Mutex<Option<crate::Violation>>,
     pub scratch: AtomicPtr<()>,
     done: Mutex<bool>,
     cv: Condvar,
@@ -57,6 +59,7 @@ impl LaunchState {
             remaining: AtomicU32::new(agents),
             status: AtomicI32::new(0),
             message: Mutex::new(None),
+            violation: Mutex::new(None),
             scratch: AtomicPtr::new(std::ptr::null_mut()),
             done: Mutex::new(agents == 0),
             cv: Condvar::new(),
@@ -67,6 +70,15 @@ impl LaunchState {
     pub fn fail_with(&self, status: i32, message: String) {
         if self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             *self.message.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
+        }
+    }
+
+    /// Mark the launch failed by a coherence violation (first failure wins), kept whole so
+    /// the host's error carries it as data ([`SimError::Coherence`]).
+    pub fn fail_with_violation(&self, v: crate::Violation) {
+        if self.status.compare_exchange(0, crate::COHERENCE_STATUS, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            *self.message.lock().unwrap_or_else(|e| e.into_inner()) = Some(v.to_string());
+            *self.violation.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
         }
     }
 
@@ -128,9 +140,15 @@ impl LaunchState {
         true
     }
 
-    /// The launch's failure, if any.
+    /// The launch's failure, if any: a coherence violation as itself, anything else as a
+    /// device fault with its status and message.
     pub fn failure(&self) -> Option<SimError> {
         let status = self.status.load(Ordering::Acquire);
+        if status == crate::COHERENCE_STATUS {
+            if let Some(v) = self.violation.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+                return Some(SimError::Coherence(v));
+            }
+        }
         (status != 0).then(|| SimError::DeviceFault {
             status,
             message: self.message.lock().unwrap_or_else(|e| e.into_inner()).clone(),
@@ -412,7 +430,10 @@ impl<C: Contract> SimDevice<C> {
         if nthreads + workers + 1 > 128 {
             return Err(SimError::InvalidArgument("the simulator supports at most 127 device agents"));
         }
-        let model = CacheModel::from_env().unwrap_or(config.cache);
+        // The environment is read once, strictly: a value outside its syntax is an error.
+        let model = CacheModel::from_env()?.unwrap_or(config.cache);
+        let writes = AicpuWritePolicy::from_env()?;
+        let protect = crate::protect::from_env()?;
         let inner = Arc::new(Inner {
             topo,
             config,
@@ -439,14 +460,12 @@ impl<C: Contract> SimDevice<C> {
                 };
                 let f = Faithful::new(seed, evict, C::HOST_COHERENT, topo.aicpu_threads, topo.workers());
                 f.set_aicpu_writes(
-                    AicpuWritePolicy::from_env()
-                        .or(config.aicpu_writes)
-                        .unwrap_or(AicpuWritePolicy::for_contract(C::HOST_COHERENT)),
+                    writes.or(config.aicpu_writes).unwrap_or(AicpuWritePolicy::for_contract(C::HOST_COHERENT)),
                 );
                 f
             },
             faithful_on: AtomicBool::new(matches!(model, CacheModel::Faithful { .. })),
-            protect: AtomicBool::new(crate::protect::from_env().unwrap_or(config.protect)),
+            protect: AtomicBool::new(protect.unwrap_or(config.protect)),
             active_launches: AtomicU32::new(0),
             aicpu_cache_ops: [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)],
             silent: Mutex::new(Vec::new()),

@@ -25,6 +25,16 @@ pub enum SimError {
     /// A malformed request.
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    /// An environment variable the simulator reads holds a value outside its syntax.
+    #[error("environment variable {var}={value:?} is not one of: {expected}")]
+    Environment {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What it accepts.
+        expected: &'static str,
+    },
     /// A bounded wait ran out.
     #[error("stream wait timed out after {0} us")]
     Timeout(u64),
@@ -55,7 +65,7 @@ impl pto_hal::Error for SimError {
         match self {
             SimError::OutOfMemory { .. } => ErrorKind::OutOfMemory,
             SimError::InvalidAddress { .. } | SimError::BadFree(_) => ErrorKind::InvalidAddress,
-            SimError::InvalidArgument(_) => ErrorKind::Other,
+            SimError::InvalidArgument(_) | SimError::Environment { .. } => ErrorKind::Other,
             SimError::Timeout(_) => ErrorKind::Timeout,
             SimError::DeviceFault { .. } | SimError::Coherence(_) => ErrorKind::DeviceFault,
             SimError::Closed => ErrorKind::Closed,

@@ -75,24 +75,63 @@ pub enum CacheModel {
 }
 
 impl CacheModel {
-    /// The model named by `PTO_SIM_CACHE` (`coherent`, `faithful` or `faithful:SEED`, each
-    /// optionally followed by `:through` or `:back`, the AICPU write policy), if set.
-    pub fn from_env() -> Option<CacheModel> {
-        Self::parse(&std::env::var("PTO_SIM_CACHE").ok()?)
-    }
+    /// What `PTO_SIM_CACHE` accepts.
+    pub const SYNTAX: &'static str = "coherent, faithful, faithful:SEED, each optionally followed by :through or :back";
 
-    /// Parse a `PTO_SIM_CACHE` value (see [`CacheModel::from_env`]).
-    pub fn parse(v: &str) -> Option<CacheModel> {
-        let mut parts = v.split(':');
-        match parts.next()? {
-            "coherent" => Some(CacheModel::Coherent),
-            "faithful" => {
-                let seed = parts.find_map(|s| s.parse().ok()).unwrap_or(0x5eed);
-                Some(CacheModel::Faithful { seed, evict_per_mille: 20 })
-            }
-            _ => None,
+    /// The model named by `PTO_SIM_CACHE` (`coherent`, `faithful` or `faithful:SEED`, each
+    /// optionally followed by `:through` or `:back`, the AICPU write policy): `Ok(None)` when
+    /// unset, an error naming the value when it is not that syntax (`faithfull`,
+    /// `faithful:abc`).
+    pub fn from_env() -> Result<Option<CacheModel>, crate::SimError> {
+        match env("PTO_SIM_CACHE")? {
+            None => Ok(None),
+            Some(v) => Self::spec(&v).map(|(m, _)| Some(m)).map_err(|()| bad_env("PTO_SIM_CACHE", v, Self::SYNTAX)),
         }
     }
+
+    /// Parse a `PTO_SIM_CACHE` value (see [`CacheModel::from_env`]); `None` unless it is
+    /// exactly that syntax.
+    pub fn parse(v: &str) -> Option<CacheModel> {
+        Self::spec(v).ok().map(|(m, _)| m)
+    }
+
+    /// The model and the write policy a `PTO_SIM_CACHE` value names.
+    fn spec(v: &str) -> Result<(CacheModel, Option<AicpuWritePolicy>), ()> {
+        let mut parts = v.split(':');
+        let model = parts.next().ok_or(())?;
+        let mut rest: Vec<&str> = parts.collect();
+        let policy = match rest.last().map(|p| AicpuWritePolicy::parse(p)) {
+            Some(Some(p)) => {
+                rest.pop();
+                Some(p)
+            }
+            _ => None,
+        };
+        match (model, rest.as_slice()) {
+            ("coherent", []) => Ok((CacheModel::Coherent, policy)),
+            ("faithful", []) => Ok((CacheModel::Faithful { seed: 0x5eed, evict_per_mille: 20 }, policy)),
+            ("faithful", [seed]) => {
+                let seed = seed.parse().map_err(|_| ())?;
+                Ok((CacheModel::Faithful { seed, evict_per_mille: 20 }, policy))
+            }
+            _ => Err(()),
+        }
+    }
+}
+
+/// The value of environment variable `var`: `Ok(None)` when unset, an error when it is set but
+/// not Unicode.
+pub(crate) fn env(var: &'static str) -> Result<Option<String>, crate::SimError> {
+    match std::env::var(var) {
+        Ok(v) => Ok(Some(v)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(bad_env(var, v.to_string_lossy().into_owned(), "Unicode text")),
+    }
+}
+
+/// The error of environment variable `var` holding `value`, which is not `expected`.
+pub(crate) fn bad_env(var: &'static str, value: String, expected: &'static str) -> crate::SimError {
+    crate::SimError::Environment { var, value, expected }
 }
 
 /// What an AICPU store does to memory (seed 004's unknown 3, as a board parameter).
@@ -124,12 +163,21 @@ impl AicpuWritePolicy {
     }
 
     /// The policy the environment names: `PTO_SIM_AICPU_WRITES=through|back`, else a
-    /// `:through` / `:back` part of `PTO_SIM_CACHE` (e.g. `faithful:42:back`).
-    pub fn from_env() -> Option<AicpuWritePolicy> {
-        if let Some(p) = std::env::var("PTO_SIM_AICPU_WRITES").ok().and_then(|v| Self::parse(&v)) {
-            return Some(p);
+    /// `:through` / `:back` part of `PTO_SIM_CACHE` (e.g. `faithful:42:back`). A value of
+    /// either variable outside its syntax is an error naming it.
+    pub fn from_env() -> Result<Option<AicpuWritePolicy>, crate::SimError> {
+        if let Some(v) = env("PTO_SIM_AICPU_WRITES")? {
+            return match Self::parse(&v) {
+                Some(p) => Ok(Some(p)),
+                None => Err(bad_env("PTO_SIM_AICPU_WRITES", v, "through or back")),
+            };
         }
-        std::env::var("PTO_SIM_CACHE").ok()?.split(':').skip(1).find_map(Self::parse)
+        match env("PTO_SIM_CACHE")? {
+            None => Ok(None),
+            Some(v) => {
+                CacheModel::spec(&v).map(|(_, p)| p).map_err(|()| bad_env("PTO_SIM_CACHE", v, CacheModel::SYNTAX))
+            }
+        }
     }
 
     /// Its name in the environment syntax.
@@ -499,7 +547,7 @@ impl Faithful {
 
     fn report(&self, st: &AgentState, v: Violation) {
         if let Some(l) = &st.current {
-            l.fail_with(COHERENCE_STATUS, v.to_string());
+            l.fail_with_violation(v.clone());
         }
         let mut vs = lock(&self.violations);
         if vs.len() < 256 {
@@ -1486,6 +1534,14 @@ mod tests {
         assert_eq!(
             CacheModel::parse("faithful:back"),
             Some(CacheModel::Faithful { seed: 0x5eed, evict_per_mille: 20 })
+        );
+        // Strict: a misspelt model, a seed that is not a number, or anything extra is refused.
+        for bad in ["faithfull", "faithful:abc", "coherent:7", "faithful:1:2", "faithful:1:back:x", "", "Faithful"] {
+            assert_eq!(CacheModel::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            CacheModel::spec("coherent:through"),
+            Ok((CacheModel::Coherent, Some(AicpuWritePolicy::WriteThrough)))
         );
         assert_eq!(AicpuWritePolicy::for_contract(false), AicpuWritePolicy::WriteBack);
         assert_eq!(AicpuWritePolicy::for_contract(true), AicpuWritePolicy::WriteThrough);

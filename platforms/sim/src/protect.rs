@@ -27,12 +27,14 @@ use pto_hal::{CoreType, GmAddr, GmMemory, KernelContext, KernelFault, KernelFn, 
 /// Views kept on the stack; a task with more tensor arguments spills to the heap.
 const INLINE_VIEWS: usize = 16;
 
-/// The value of `PTO_SIM_PROTECT` (`on` or `off`), if set to one of them.
-pub(crate) fn from_env() -> Option<bool> {
-    match std::env::var("PTO_SIM_PROTECT").ok()?.as_str() {
-        "on" => Some(true),
-        "off" => Some(false),
-        _ => None,
+/// The value of `PTO_SIM_PROTECT` (`on` or `off`) when set; any other value is an error
+/// naming it.
+pub(crate) fn from_env() -> Result<Option<bool>, crate::SimError> {
+    match crate::faithful::env("PTO_SIM_PROTECT")?.as_deref() {
+        None => Ok(None),
+        Some("on") => Ok(Some(true)),
+        Some("off") => Ok(Some(false)),
+        Some(v) => Err(crate::faithful::bad_env("PTO_SIM_PROTECT", v.into(), "on or off")),
     }
 }
 

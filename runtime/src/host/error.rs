@@ -29,6 +29,11 @@ impl PlatformError {
     pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
         &*self.error
     }
+    /// The platform's error as its own type `E`, if it is one (for example the simulator's
+    /// `SimError`, whose `Coherence` variant carries the faithful model's violation).
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.error.downcast_ref::<E>()
+    }
 }
 
 impl core::fmt::Debug for PlatformError {
@@ -218,6 +223,17 @@ impl From<GraphError> for Error {
 }
 
 impl Error {
+    /// The platform's own error of type `E` behind this error, or behind the latched fault it
+    /// came with (`DeviceError::also`). On the simulator, `platform_error::<SimError>()` gives
+    /// a faithful-model violation as data (`SimError::Coherence(Violation)`: agent, address,
+    /// line, last writer, the missing operation, the seed).
+    pub fn platform_error<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            Error::Platform { source, .. } => source.downcast_ref::<E>(),
+            Error::Device(d) => d.also.as_deref().and_then(|e| e.platform_error::<E>()),
+            _ => None,
+        }
+    }
     /// The runtime code of this error, when it has one: a latched device fault's code, and
     /// INVALID_ARGS for bad graph input (what the device-side runtime latches for it).
     pub fn code(&self) -> Option<ErrorCode> {
