@@ -33,6 +33,20 @@ pub use pto_hal as hal;
 pub use pto_runtime as runtime;
 pub use pto_runtime::host::{Error, Program, RingConfig, RunConfig, RunReport};
 
+/// The args dump: the level a run records at, its report, and the reader of a dump directory.
+///
+/// ```no_run
+/// let d = pto::dump::Dump::open("/tmp/d/hbg")?; // args_dump.json + args.bin
+/// for r in d.records.iter().filter(|r| r.stage == pto::dump::Stage::AfterCompletion) {
+///     println!("task {} arg {}: {} bytes", r.task, r.arg, d.bytes(r).len());
+/// }
+/// # Ok::<(), pto::dump::DumpError>(())
+/// ```
+pub mod dump {
+    pub use pto_runtime::dump::DumpLevel;
+    pub use pto_runtime::host::dump::{Accounting, Dump, DumpError, DumpReport, Record, Stage};
+}
+
 /// Boards, and the one this build selected.
 ///
 /// The `board-*` features of this package are pto-boards' own: its build script resolves them

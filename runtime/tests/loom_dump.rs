@@ -416,11 +416,14 @@ fn check_outcome(shape: &Shape, out: &Outcome, committed: &[u32], dropped: u64) 
     assert_eq!(seqs, want, "records lost, duplicated or reordered (sequence numbers)");
     let tasks: Vec<u32> = out.records.iter().map(|(r, _)| r.task).collect();
     assert_eq!(tasks, committed, "records lost, duplicated or reordered (tasks)");
+    let words =
+        |b: &[u8]| -> Vec<u64> { b.chunks(8).map(|w| w.iter().rev().fold(0, |x, &y| x << 8 | y as u64)).collect() };
     for (r, bytes) in &out.records {
-        assert_eq!(
-            *bytes,
-            expected(r.task, shape.elems),
-            "payload mismatch: task {}'s payload (arena offset {}) was overwritten or read stale",
+        let (got, want) = (words(bytes), words(&expected(r.task, shape.elems)));
+        assert!(
+            got == want,
+            "payload mismatch: task {}'s payload (arena offset {}) was overwritten or read stale: \
+             {got:x?} instead of {want:x?} (hex)",
             r.task,
             r.payload_offset
         );
@@ -472,7 +475,8 @@ fn expect_found(
 /// ([`check_outcome`]): every record collected once, in order, with its source values; the
 /// accounting is known: committed == collected == 3, total == collected + dropped (0).
 /// Reached: the host took the last buffer after it saw the lane closed, and took everything
-/// before it saw the close.
+/// before it saw the close. Preemption bound 4 (unbounded, the producer's wait for a buffer
+/// makes the model run for more than ten minutes).
 #[test]
 fn lane_delivers_every_record_once() {
     let _s = serial();
@@ -480,7 +484,7 @@ fn lane_delivers_every_record_once() {
     let seen = Tally::new(2);
     for host_first in ORDERS {
         let t = seen.clone();
-        check("lane_delivers_every_record_once", None, move || {
+        check("lane_delivers_every_record_once", Some(4), move || {
             let (committed, out) = run(shape, HostBug::None, host_first, move |d| dumper_producer(d, shape));
             assert_eq!(committed, [0, 1, 2], "a capture gave up");
             check_outcome(&shape, &out, &committed, 0);
@@ -492,7 +496,7 @@ fn lane_delivers_every_record_once() {
 
 /// Two buffers of two records, three captures of one element (`Dumper`): the first buffer is
 /// published full at the second commit, the second one half full by `close`. Invariant as in
-/// [`lane_delivers_every_record_once`].
+/// [`lane_delivers_every_record_once`]. Unbounded.
 #[test]
 fn lane_close_publishes_a_partial_buffer() {
     let _s = serial();
@@ -515,7 +519,7 @@ fn lane_close_publishes_a_partial_buffer() {
 /// neither a buffer nor arena room until the host takes the first. Both spawn orders.
 /// Invariant: no deadlock (loom would report a thread that never finishes), and
 /// [`check_outcome`]. Reached: `WouldBlock(NoBuffer)` and `WouldBlock(ArenaFull)` (the host
-/// has returned the buffer but not yet acknowledged the payload bytes).
+/// has returned the buffer but not yet acknowledged the payload bytes). Preemption bound 4.
 #[test]
 fn lane_back_pressure_no_buffer_and_arena_full() {
     let _s = serial();
@@ -523,7 +527,7 @@ fn lane_back_pressure_no_buffer_and_arena_full() {
     let blocked = Tally::new(2);
     for host_first in ORDERS {
         let t = blocked.clone();
-        check("lane_back_pressure_no_buffer_and_arena_full", None, move || {
+        check("lane_back_pressure_no_buffer_and_arena_full", Some(4), move || {
             let t = t.clone();
             let (committed, out) = run(shape, HostBug::None, host_first, move |d| lane_producer(d, shape, &t));
             check_outcome(&shape, &out, &committed, 0);
@@ -537,7 +541,8 @@ fn lane_back_pressure_no_buffer_and_arena_full() {
 /// (ArenaFull) until the host acknowledges the first buffer's payloads, then wraps to the
 /// arena's start, over the bytes of the first capture. Both spawn orders. Invariant: no
 /// deadlock, and [`check_outcome`] — in particular the host reads the first payloads before
-/// they are overwritten. (The correct counterpart of [`reproducer_host_acks_before_copy`].)
+/// they are overwritten. Unbounded. (The correct counterpart of
+/// [`reproducer_host_acks_before_copy`].)
 #[test]
 fn lane_back_pressure_wraps_the_arena() {
     let _s = serial();
@@ -553,6 +558,30 @@ fn lane_back_pressure_wraps_the_arena() {
     }
 }
 
+/// Two buffers of one record, a 64-byte arena, five captures of three elements (24 bytes),
+/// `GmLane` directly: the rings go round two and a half times and the arena twice, and two
+/// payloads that would straddle the arena's end skip to the next lap (offsets 0, 24, 64, 88,
+/// 128). Both spawn orders. Invariant: no deadlock, [`check_outcome`], and the payload
+/// offsets. Reached: `WouldBlock(NoBuffer)` and `WouldBlock(ArenaFull)`. Preemption bound 2
+/// (bound 3 takes minutes).
+#[test]
+fn lane_back_pressure_many_laps() {
+    let _s = serial();
+    let shape = Shape { buffers: 2, records: 1, arena: 64, captures: 5, elems: 3 };
+    let blocked = Tally::new(2);
+    for host_first in ORDERS {
+        let t = blocked.clone();
+        check("lane_back_pressure_many_laps", Some(2), move || {
+            let t = t.clone();
+            let (committed, out) = run(shape, HostBug::None, host_first, move |d| lane_producer(d, shape, &t));
+            check_outcome(&shape, &out, &committed, 0);
+            let offsets: Vec<u64> = out.records.iter().map(|(r, _)| r.payload_offset).collect();
+            assert_eq!(offsets, [0, 24, 64, 88, 128], "payload offsets");
+        });
+    }
+    blocked.assert_all_reached(&["WouldBlock(NoBuffer)", "WouldBlock(ArenaFull)"]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. Abandon
 // ---------------------------------------------------------------------------------------------
@@ -563,7 +592,7 @@ fn lane_back_pressure_wraps_the_arena() {
 /// payload starts where task 1's did (the cursor is restored); the host never sees task 1;
 /// tasks 0 and 2 are collected with their own values (task 1's partial bytes are overwritten);
 /// the lane counts task 1 dropped exactly once, and the accounting is total 3 == collected 2
-/// + dropped 1.
+/// + dropped 1. Unbounded.
 #[test]
 fn lane_abandon_restores_the_cursor() {
     let _s = serial();
@@ -608,12 +637,13 @@ fn lane_abandon_restores_the_cursor() {
 
 /// Reproducer: the host stores `completed` (the entry's `end`) before it copies the payloads
 /// — in [`lane_back_pressure_wraps_the_arena`]'s model. Loom must find the third capture's
-/// payload written over the first's while the host copies it: a payload mismatch.
+/// payload written over the first's while the host copies it: a payload mismatch. Unbounded,
+/// as its counterpart.
 #[test]
 fn reproducer_host_acks_before_copy() {
     let _s = serial();
     let shape = Shape { buffers: 2, records: 2, arena: 64, captures: 3, elems: 4 };
-    expect_found("reproducer_host_acks_before_copy", Some(2), &["payload mismatch"], move |host_first| {
+    expect_found("reproducer_host_acks_before_copy", None, &["payload mismatch"], move |host_first| {
         let (committed, out) = run(shape, HostBug::AckBeforeCopy, host_first, move |d| dumper_producer(d, shape));
         check_outcome(&shape, &out, &committed, 0);
     });
@@ -622,14 +652,15 @@ fn reproducer_host_acks_before_copy() {
 /// Reproducer: the host returns the buffer on the free queue before it reads the buffer's
 /// records — in [`lane_delivers_every_record_once`]'s model. Loom must find the producer
 /// committing the third record into that buffer before the host reads it: the first record
-/// is lost and the third taken twice (or a record torn between the two).
+/// is lost and the third taken twice (or a record torn between the two). Preemption bound 4,
+/// as its counterpart.
 #[test]
 fn reproducer_host_frees_before_read() {
     let _s = serial();
     let shape = Shape { buffers: 2, records: 1, arena: 64, captures: 3, elems: 1 };
     expect_found(
         "reproducer_host_frees_before_read",
-        Some(2),
+        Some(4),
         &["lost, duplicated or reordered", "payload mismatch"],
         move |host_first| {
             let (committed, out) = run(shape, HostBug::FreeBeforeRead, host_first, move |d| dumper_producer(d, shape));
@@ -641,7 +672,7 @@ fn reproducer_host_frees_before_read() {
 /// Reproducer: `GmLane::publish` stores the ready tail before the ready entry
 /// (`breakage::DUMP_TAIL_FIRST`) — in [`lane_delivers_every_record_once`]'s model. Loom must
 /// find the host taking the entry before it is written (a stale buffer index and count): a
-/// record lost or taken twice.
+/// record lost or taken twice. Preemption bound 4, as its counterpart.
 #[cfg(feature = "breakage")]
 #[test]
 fn reproducer_producer_stores_tail_first() {
@@ -650,7 +681,7 @@ fn reproducer_producer_stores_tail_first() {
     let _broken = pto_runtime::breakage::activate(pto_runtime::breakage::DUMP_TAIL_FIRST);
     expect_found(
         "reproducer_producer_stores_tail_first",
-        Some(2),
+        Some(4),
         &["lost, duplicated or reordered", "accounting unknown"],
         move |host_first| {
             let (committed, out) = run(shape, HostBug::None, host_first, move |d| dumper_producer(d, shape));

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use pto_hal::{CoreType, HostPlatform, KernelContext, KernelContextExt};
 use pto_runtime::dump::DumpLevel;
-use pto_runtime::host::dump::{Dump, Stage};
 use pto_runtime::graph::{FuncId, GraphError, Task, Tensor};
+use pto_runtime::host::dump::{Dump, Stage};
 use pto_runtime::host::{Error, Program, RingConfig, RunConfig, RunReport};
 use pto_runtime::kernel::KernelIo;
 use pto_runtime::orch::{Orch, OrchArgs, OrchFail, RuntimeKind};
@@ -220,8 +220,11 @@ thread_local! {
 
 thread_local! {
     /// Set by [`dumped`]: every [`run_on`] of this thread dumps arguments.
-    static DUMP: std::cell::RefCell<Option<(DumpLevel, Option<std::path::PathBuf>, Option<u64>)>> = const { std::cell::RefCell::new(None) };
+    static DUMP: std::cell::RefCell<Option<DumpSetting>> = const { std::cell::RefCell::new(None) };
 }
+
+/// What [`dumped_with_arena`] set: level, directory, arena bytes per AICPU thread.
+type DumpSetting = (DumpLevel, Option<std::path::PathBuf>, Option<u64>);
 
 /// Run `f` with the args dump at `level` (writing into `dir`, or a fresh temporary directory)
 /// for every workload run it makes on this thread ([`RunConfig::with_dump`]); what was written
@@ -781,7 +784,7 @@ pub struct ExampleArgs {
     /// Record the runs' arguments at this level (the args dump).
     pub dump: Option<DumpLevel>,
     /// Where the args dump writes: each run into `DIR/<runtime>` (`hbg`, `trb`). Without it,
-    /// each run writes a fresh directory under the system's temporary directory.
+    /// each run writes the runtime's default, `<temp>/pto-dump/run-<process>-<device>-<epoch>`.
     pub dump_dir: Option<std::path::PathBuf>,
 }
 
@@ -791,7 +794,7 @@ pub fn example_usage(name: &str) -> String {
         "usage: {name} [--runtime hbg|trb|both] [--trace FILE.json] [--svg FILE.svg]\n\
          {pad} [--dump partial|hybrid|full [--dump-dir DIR]]\n\
          (with both runtimes, the device-side runtime's trace files get `.trb` before their extension;\n\
-         the args dump of each run goes to DIR/hbg or DIR/trb)",
+         each run's args dump goes to DIR/hbg or DIR/trb, by its runtime)",
         pad = " ".repeat(name.len() + 6)
     )
 }
@@ -864,7 +867,12 @@ pub fn failed_dump_summary(dir: &std::path::Path, since: std::time::SystemTime) 
     Some(dump_line(&d.level, &d.accounting, bytes, dir))
 }
 
-fn dump_line(level: &str, a: &pto_runtime::host::dump::Accounting, payload_bytes: u64, dir: &std::path::Path) -> String {
+fn dump_line(
+    level: &str,
+    a: &pto_runtime::host::dump::Accounting,
+    payload_bytes: u64,
+    dir: &std::path::Path,
+) -> String {
     let unknown = || String::from("unknown");
     format!(
         "dump: level={level} records={} dropped={} total={} payload={payload_bytes} bytes dir={}",
@@ -873,59 +881,6 @@ fn dump_line(level: &str, a: &pto_runtime::host::dump::Accounting, payload_bytes
         a.total.map_or_else(unknown, |n| n.to_string()),
         dir.display()
     )
-}
-
-#[cfg(test)]
-mod example_args_tests {
-    use super::*;
-
-    fn parse(args: &[&str]) -> Result<ExampleArgs, String> {
-        ExampleArgs::parse(args.iter().map(|s| s.to_string()))
-    }
-
-    #[test]
-    fn defaults_run_both_runtimes_without_dump() {
-        let a = parse(&[]).unwrap();
-        assert_eq!(a.runtimes, RUNTIMES.to_vec());
-        assert_eq!((a.dump, a.dump_dir), (None, None));
-    }
-
-    #[test]
-    fn dump_levels_and_dir_parse_in_both_spellings() {
-        for (word, level) in [("partial", DumpLevel::Partial), ("hybrid", DumpLevel::Hybrid), ("full", DumpLevel::Full)] {
-            assert_eq!(parse(&["--dump", word]).unwrap().dump, Some(level));
-            assert_eq!(parse(&[&format!("--dump={word}")]).unwrap().dump, Some(level));
-        }
-        let a = parse(&["--runtime", "hbg", "--dump", "full", "--dump-dir", "/tmp/d"]).unwrap();
-        assert_eq!(a.runtimes, vec![RuntimeKind::HostBuiltGraph]);
-        assert_eq!(a.dump, Some(DumpLevel::Full));
-        assert_eq!(a.dump_dir.as_deref(), Some(std::path::Path::new("/tmp/d")));
-        // Order does not matter: --dump-dir may come first.
-        let b = parse(&["--dump-dir=/tmp/d", "--dump=hybrid"]).unwrap();
-        assert_eq!((b.dump, b.dump_dir.as_deref()), (Some(DumpLevel::Hybrid), Some(std::path::Path::new("/tmp/d"))));
-    }
-
-    #[test]
-    fn bad_dump_flags_are_errors_naming_them() {
-        let e = parse(&["--dump", "everything"]).unwrap_err();
-        assert!(e.contains("--dump") && e.contains("\"everything\"") && e.contains("partial, hybrid or full"), "{e}");
-        let e = parse(&["--dump"]).unwrap_err();
-        assert!(e.contains("--dump needs"), "{e}");
-        let e = parse(&["--dump", "full", "--dump-dir"]).unwrap_err();
-        assert!(e.contains("--dump-dir needs"), "{e}");
-        let e = parse(&["--dump-dir", "/tmp/d"]).unwrap_err();
-        assert!(e.contains("--dump-dir") && e.contains("needs --dump"), "{e}");
-        let e = parse(&["--dump", "FULL"]).unwrap_err();
-        assert!(e.contains("\"FULL\""), "{e}");
-        let e = parse(&["--dumps", "full"]).unwrap_err();
-        assert!(e.contains("unknown argument \"--dumps\""), "{e}");
-    }
-
-    #[test]
-    fn usage_names_the_dump_flags() {
-        let u = example_usage("vector");
-        assert!(u.contains("--dump partial|hybrid|full") && u.contains("--dump-dir DIR"), "{u}");
-    }
 }
 
 /// The runtimes named by the command line (`--runtime hbg|trb|both`, default both); anything
@@ -1035,7 +990,9 @@ pub fn example_main<P: HostPlatform>(
             Err(e) => {
                 eprintln!("{name} runtime={} FAIL: {e}", rt.name());
                 // What a failed run collected is still on disk, its accounting unknown.
-                if let Some(line) = args.dump_dir.as_ref().and_then(|d| failed_dump_summary(&d.join(rt.name()), started)) {
+                if let Some(line) =
+                    args.dump_dir.as_ref().and_then(|d| failed_dump_summary(&d.join(rt.name()), started))
+                {
                     eprintln!("{name:<22} {line}");
                 }
                 ok = false;
@@ -1057,4 +1014,59 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let s = Instant::now();
     let v = f();
     (v, s.elapsed())
+}
+
+// The command-line parser of the examples (`ExampleArgs`, above `example_main`).
+#[cfg(test)]
+mod example_args_tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ExampleArgs, String> {
+        ExampleArgs::parse(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn defaults_run_both_runtimes_without_dump() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.runtimes, RUNTIMES.to_vec());
+        assert_eq!((a.dump, a.dump_dir), (None, None));
+    }
+
+    #[test]
+    fn dump_levels_and_dir_parse_in_both_spellings() {
+        for (word, level) in [("partial", DumpLevel::Partial), ("hybrid", DumpLevel::Hybrid), ("full", DumpLevel::Full)]
+        {
+            assert_eq!(parse(&["--dump", word]).unwrap().dump, Some(level));
+            assert_eq!(parse(&[&format!("--dump={word}")]).unwrap().dump, Some(level));
+        }
+        let a = parse(&["--runtime", "hbg", "--dump", "full", "--dump-dir", "/tmp/d"]).unwrap();
+        assert_eq!(a.runtimes, vec![RuntimeKind::HostBuiltGraph]);
+        assert_eq!(a.dump, Some(DumpLevel::Full));
+        assert_eq!(a.dump_dir.as_deref(), Some(std::path::Path::new("/tmp/d")));
+        // Order does not matter: --dump-dir may come first.
+        let b = parse(&["--dump-dir=/tmp/d", "--dump=hybrid"]).unwrap();
+        assert_eq!((b.dump, b.dump_dir.as_deref()), (Some(DumpLevel::Hybrid), Some(std::path::Path::new("/tmp/d"))));
+    }
+
+    #[test]
+    fn bad_dump_flags_are_errors_naming_them() {
+        let e = parse(&["--dump", "everything"]).unwrap_err();
+        assert!(e.contains("--dump") && e.contains("\"everything\"") && e.contains("partial, hybrid or full"), "{e}");
+        let e = parse(&["--dump"]).unwrap_err();
+        assert!(e.contains("--dump needs"), "{e}");
+        let e = parse(&["--dump", "full", "--dump-dir"]).unwrap_err();
+        assert!(e.contains("--dump-dir needs"), "{e}");
+        let e = parse(&["--dump-dir", "/tmp/d"]).unwrap_err();
+        assert!(e.contains("--dump-dir") && e.contains("needs --dump"), "{e}");
+        let e = parse(&["--dump", "FULL"]).unwrap_err();
+        assert!(e.contains("\"FULL\""), "{e}");
+        let e = parse(&["--dumps", "full"]).unwrap_err();
+        assert!(e.contains("unknown argument \"--dumps\""), "{e}");
+    }
+
+    #[test]
+    fn usage_names_the_dump_flags() {
+        let u = example_usage("vector");
+        assert!(u.contains("--dump partial|hybrid|full") && u.contains("--dump-dir DIR"), "{u}");
+    }
 }

@@ -12,9 +12,8 @@
 //!   only when its end is at most one arena past `completed`, so no byte the host has not
 //!   taken is ever overwritten ([`Blocked::ArenaFull`] otherwise).
 //! * Publication of a buffer: write back the payload bytes and the records by the contract
-//!   (a clean under a2a3's write-back AICPU cache, nothing on a5), then store the ready entry,
-//!   a store barrier, the counters, a store barrier, and the ready tail last — all
-//!   device-direct. The host reads the tail with an acquire (`DeviceMemory::load_word`).
+//!   (a clean under a2a3's write-back AICPU cache, nothing on a5), then store the ready entry
+//!   and the counters, one store barrier, and the ready tail last — all device-direct. The host reads the tail with an acquire (`DeviceMemory::load_word`).
 //! * A reservation borrows the lane (`&mut`), so one is open at a time; its record is written
 //!   into the buffer only at commit, and a buffer is published only with no reservation open,
 //!   so nothing of an open reservation is ever visible.

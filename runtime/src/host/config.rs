@@ -117,7 +117,8 @@ pub struct RunConfig {
     /// `docs/args-dump.md`.
     pub dump: Option<DumpLevel>,
     /// Where the args dump writes `args_dump.json` and `args.bin` (default: a fresh
-    /// directory `pto-dump/run-<serial>-<epoch>` under the system's temporary directory).
+    /// directory `pto-dump/run-<process>-<device>-<epoch>` under the system's temporary
+    /// directory).
     pub dump_dir: Option<PathBuf>,
     /// Payload arena bytes per AICPU thread (default
     /// [`DEFAULT_ARENA`](super::dump::DEFAULT_ARENA); a multiple of 64 in

@@ -5,9 +5,10 @@
 //!
 //! * `args.bin` — the payloads, appended in the order they were collected, each the view's
 //!   elements in row-major logical order (little-endian, strides removed);
-//! * `args_dump.json` — the manifest: `format_version`, `run` (epoch, level, runtime), `records`
-//!   (one object per record, sorted by task, stage, argument) and `accounting` (`total`,
-//!   `collected`, `dropped`, or `unknown: true` with what was collected).
+//! * `args_dump.json` — the manifest: `format_version`, `run` (`epoch`, `runtime`, `complete`),
+//!   `level`, `bin_file`, `bin_format`, `records` (one object per record, sorted by task,
+//!   stage, argument) and `accounting` (`total`, `collected`, `dropped`, or `unknown: true`
+//!   with what was collected).
 //!
 //! The collector runs in the host thread that waits for the run ([`super::RunHandle::wait`],
 //! [`super::Device::run`]), and on every [`super::RunHandle::is_done`] poll: between short
@@ -368,8 +369,14 @@ pub struct Record {
     pub payload_len: u64,
     /// Whether the payload is a truncated prefix.
     pub truncated: bool,
+    /// Bytes of the whole view (more than `payload_len` when truncated; 0 for a scalar).
+    pub view_bytes: u64,
     /// A scalar's value.
     pub value: Option<u64>,
+    /// The lane (AICPU thread) that produced the record.
+    pub lane: u32,
+    /// The record's sequence number in its lane.
+    pub seq: u64,
 }
 
 /// A dump directory, read back.
@@ -448,7 +455,10 @@ impl Dump {
                 payload_offset: if scalar { 0 } else { u(r, "payload_offset")? },
                 payload_len: if scalar { 0 } else { u(r, "payload_len")? },
                 truncated: r["truncated"].as_bool().unwrap_or(false),
+                view_bytes: if scalar { 0 } else { u(r, "view_bytes")? },
                 value: if scalar { r["value"].as_u64() } else { None },
+                lane: u(r, "lane")? as u32,
+                seq: u(r, "seq")?,
             };
             let end = rec.payload_offset.checked_add(rec.payload_len);
             if end.is_none_or(|e| e > bin.len() as u64) {

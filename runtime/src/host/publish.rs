@@ -229,7 +229,11 @@ impl<P: HostPlatform> Device<P> {
                 let l = DumpLayout { base: a.0, header: h };
                 super::dump::initialize(dev, &l).map_err(platform("args-dump region initialization"))?;
                 let dir = cfg.dump_dir.clone().unwrap_or_else(|| {
-                    std::env::temp_dir().join("pto-dump").join(format!("run-{}-{epoch}", inner.allocs.device()))
+                    std::env::temp_dir().join("pto-dump").join(format!(
+                        "run-{}-{}-{epoch}",
+                        std::process::id(),
+                        inner.allocs.device()
+                    ))
                 });
                 match super::dump::Collector::create(l, level, &dir) {
                     Ok(collector) => mem.dump = Some(DumpRegion { collector }),
@@ -262,6 +266,14 @@ impl<P: HostPlatform> Device<P> {
             dump,
         };
         LaunchImage::prepare(config, what.bytes).publish(dev, arena, image)?;
+        log::debug!(
+            target: "pto::host",
+            "publish: slot {slot} epoch {epoch} image {} bytes at {:#x}, trace {}, dump {:?}",
+            what.bytes.len(),
+            image.0,
+            if cfg.trace { "on" } else { "off" },
+            cfg.dump
+        );
         Ok(epoch)
     }
 }

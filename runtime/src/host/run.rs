@@ -318,18 +318,26 @@ impl<P: HostPlatform> Device<P> {
             }
         };
         match publish(reserved.slot) {
-            Ok(epoch) => Ok(PreparedRun {
-                dev: self,
-                slot: Some(reserved),
-                epoch,
-                clusters,
-                threads,
-                tasks,
-                runtime: RuntimeKind::HostBuiltGraph,
-                keep: None,
-                pins: Some(pins),
-            }),
+            Ok(epoch) => {
+                log::debug!(
+                    target: "pto::host",
+                    "prepare: slot {} epoch {epoch} clusters {clusters} threads {threads} tasks {tasks:?}",
+                    reserved.slot
+                );
+                Ok(PreparedRun {
+                    dev: self,
+                    slot: Some(reserved),
+                    epoch,
+                    clusters,
+                    threads,
+                    tasks,
+                    runtime: RuntimeKind::HostBuiltGraph,
+                    keep: None,
+                    pins: Some(pins),
+                })
+            }
             Err(e) => {
+                log::debug!(target: "pto::host", "prepare: slot {} refused: {e}", reserved.slot);
                 self.inner.free_slot(&reserved);
                 self.inner.release_pins(pins);
                 Err(e)
@@ -425,6 +433,15 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
         match launched {
             Ok((cpu_ev, core_ev)) => {
                 inner.launched(&reserved);
+                log::debug!(
+                    target: "pto::host",
+                    "launch: slot {} epoch {} runtime {} clusters {} threads {}",
+                    reserved.slot,
+                    self.epoch,
+                    self.runtime,
+                    self.clusters,
+                    self.threads
+                );
                 Ok(RunHandle {
                     dev: self.dev,
                     slot: Some(reserved),
@@ -616,6 +633,18 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         let inner = &*self.dev.inner;
         let fenced = self.fence();
         let wall = self.started.elapsed();
+        log::debug!(
+            target: "pto::host",
+            "fence: slot {} epoch {} {} after {} us",
+            reserved.slot,
+            self.epoch,
+            match &fenced {
+                Fenced::Done(None) => "ended",
+                Fenced::Done(Some(_)) => "ended with a platform failure",
+                Fenced::Never(_) => "never ended",
+            },
+            wall.as_micros()
+        );
         match fenced {
             Fenced::Done(failure) => {
                 let result = match (self.collect(reserved.slot, wall), failure) {
@@ -629,6 +658,18 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
                     (r, _) => r,
                 };
                 let result = self.finish_dump(result, true);
+                match &result {
+                    Ok(r) => log::debug!(
+                        target: "pto::host",
+                        "collect: slot {} epoch {} ok, {} tasks",
+                        reserved.slot,
+                        self.epoch,
+                        r.tasks
+                    ),
+                    Err(e) => {
+                        log::debug!(target: "pto::host", "collect: slot {} epoch {} failed: {e}", reserved.slot, self.epoch)
+                    }
+                }
                 inner.free_slot(&reserved);
                 if let Some(p) = self.pins.take() {
                     inner.release_pins(p);

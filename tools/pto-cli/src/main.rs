@@ -5,12 +5,16 @@
 //!   t.svg` for a browser).
 //! * `pto bench` times the dispatch shapes (median of rounds) with progress bars.
 //! * `pto trace FILE.json --summary` reads a trace back: per-core utilisation, critical path.
-//! * `pto dump DIR` is the args-dump viewer; the args dump does not exist yet, so it (and
-//!   `run --dump`) fails saying so, as does `run --executor resident`.
+//! * `pto run EXAMPLE --dump LEVEL [--dump-dir DIR]` records the run's arguments (the args
+//!   dump, `docs/args-dump.md`); `pto dump DIR` reads a dump directory back: level,
+//!   accounting, records per stage and direction, and per task its arguments' shapes, payload
+//!   sizes and first values.
+//! * `run --executor resident` fails saying the resident executor is not built.
 //!
 //! Every sim board is compiled in; `--board` opens one by name.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -19,6 +23,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use pto::board::{Board, SimA2a3, SimA5, SimMini};
 use pto::hal::{HostPlatform, Platform};
+use pto::runtime::dump::DumpLevel;
+use pto::runtime::host::dump::{Dump, Record, Stage};
 use pto::runtime::orch::RuntimeKind;
 use pto_sim::CacheModel;
 use pto_testkit::{Device, Kernels, ShapeKind, Workload};
@@ -27,6 +33,10 @@ use serde_json::Value;
 #[derive(Parser, Debug)]
 #[command(name = "pto", version, about = "pto-rt: run, trace and bench task-graph runtimes on simulated boards")]
 struct Cli {
+    /// Print the host's phase log (prepare, publish, launch, fence, collect, with slot and
+    /// epoch) on standard error; `RUST_LOG` chooses finer filters.
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -37,7 +47,7 @@ enum Cmd {
     Run(RunArgs),
     /// Time the dispatch shapes (median of rounds).
     Bench(BenchArgs),
-    /// Read an args dump directory (not built yet: fails saying so).
+    /// Read an args-dump directory written by `pto run --dump` (or `RunConfig::dump`).
     Dump(DumpArgs),
     /// Read a Chrome trace-event JSON written by `pto run --trace`.
     Trace(TraceArgs),
@@ -118,11 +128,13 @@ struct RunArgs {
     /// Write the SVG swimlane here (same naming rule).
     #[arg(long, value_name = "FILE.svg")]
     svg: Option<PathBuf>,
-    /// Args-dump level (not built yet: refused).
-    #[arg(long, value_name = "LEVEL")]
-    dump: Option<String>,
-    /// Args-dump output directory (with --dump).
-    #[arg(long, value_name = "DIR")]
+    /// Record every run's arguments (the args dump): partial (marked arguments), hybrid
+    /// (metadata of all, data of marked ones) or full (everything).
+    #[arg(long, value_name = "LEVEL", value_parser = parse_dump_level)]
+    dump: Option<DumpLevel>,
+    /// Where the args dump writes (needs --dump): each run into DIR/hbg or DIR/trb. Default:
+    /// a fresh directory per run under the system's temporary directory.
+    #[arg(long, value_name = "DIR", requires = "dump")]
     dump_dir: Option<PathBuf>,
 }
 
@@ -174,14 +186,17 @@ impl Shape {
 
 #[derive(Parser, Debug)]
 struct DumpArgs {
-    /// The dump directory.
+    /// The dump directory (holding args_dump.json and args.bin).
     dir: PathBuf,
-    /// Print one task's tensor.
-    #[arg(long, requires = "arg")]
+    /// Show only this task, with more of each payload's values.
+    #[arg(long)]
     task: Option<u32>,
-    /// Which argument of the task.
-    #[arg(long, requires = "task")]
-    arg: Option<u32>,
+    /// List every task (by default the first 16 are listed).
+    #[arg(long, conflicts_with = "task")]
+    all: bool,
+    /// Print the summary as JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Parser, Debug)]
@@ -191,6 +206,10 @@ struct TraceArgs {
     /// Print per-core utilisation and the critical path.
     #[arg(long)]
     summary: bool,
+}
+
+fn parse_dump_level(s: &str) -> Result<DumpLevel, String> {
+    s.parse().map_err(|_| format!("{s:?}: expected partial, hybrid or full"))
 }
 
 fn parse_cache(s: &str) -> Result<CacheModel, String> {
@@ -216,6 +235,8 @@ impl<E: std::fmt::Display> From<E> for Fail {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let default = if cli.verbose { "pto=debug" } else { "warn" };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default)).init();
     let r = match cli.cmd {
         Cmd::Run(a) => run(&a),
         Cmd::Bench(a) => bench(&a),
@@ -264,12 +285,6 @@ fn run(a: &RunArgs) -> Result<(), Fail> {
             2,
         ));
     }
-    if a.dump.is_some() || a.dump_dir.is_some() {
-        return Err(Fail(
-            "--dump / --dump-dir: the args dump (tensor capture per task, docs/args-dump) is not built yet; nothing can be dumped".into(),
-            2,
-        ));
-    }
     match a.board {
         BoardName::SimA2a3 => run_on::<SimA2a3>(a),
         BoardName::SimA5 => run_on::<SimA5>(a),
@@ -300,7 +315,10 @@ where
     let tracing = a.trace.is_some() || a.svg.is_some();
     let mut failed = 0;
     for &rt in &rts {
-        match pto_testkit::traced(tracing, || w(&dev, &k, rt)) {
+        let started = std::time::SystemTime::now();
+        let outcome =
+            pto_testkit::dumped(a.dump, a.dump_dir.clone(), || pto_testkit::traced(tracing, || w(&dev, &k, rt)));
+        match outcome {
             Ok(o) => {
                 println!("{}", o.summary(B::NAME));
                 if tracing {
@@ -310,9 +328,20 @@ where
                     let line = pto_testkit::write_trace(&o.report, json.as_deref(), svg.as_deref())?;
                     println!("{name:<22} {line}");
                 }
+                if a.dump.is_some() {
+                    let line = pto_testkit::dump_summary(&o.report)
+                        .map_err(|e| Fail(format!("{name} runtime={}: {e}", rt.name()), 1))?;
+                    println!("{name:<22} {line}");
+                }
             }
             Err(e) => {
                 eprintln!("{name:<22} board={} runtime={} FAIL: {e}", B::NAME, rt.name());
+                // What a failed run collected is still on disk, its accounting unknown.
+                if let Some(line) =
+                    a.dump_dir.as_ref().and_then(|d| pto_testkit::failed_dump_summary(&d.join(rt.name()), started))
+                {
+                    eprintln!("{name:<22} {line}");
+                }
                 failed += 1;
             }
         }
@@ -402,18 +431,199 @@ where
     Ok(())
 }
 
+/// How many tasks `pto dump` lists without `--all`.
+const DUMP_TASKS: usize = 16;
+
+fn stage_name(s: Stage) -> &'static str {
+    match s {
+        Stage::BeforeDispatch => "before_dispatch",
+        Stage::AfterCompletion => "after_completion",
+    }
+}
+
+/// The first `n` values of a record's payload, when its dtype is one `pto dump` decodes, and
+/// whether the payload holds more.
+fn first_values(d: &Dump, r: &Record, n: usize) -> Option<(Vec<String>, bool)> {
+    macro_rules! decode {
+        ($t:ty) => {{
+            const W: usize = core::mem::size_of::<$t>();
+            let b = d.bytes(r);
+            let v = b
+                .chunks_exact(W)
+                .take(n)
+                .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; W])).to_string())
+                .collect::<Vec<String>>();
+            Some((v, b.len() / W > n))
+        }};
+    }
+    if r.payload_len == 0 {
+        return None;
+    }
+    match r.dtype.as_deref()? {
+        "f32" => decode!(f32),
+        "f64" => decode!(f64),
+        "i32" => decode!(i32),
+        "u32" => decode!(u32),
+        "i64" => decode!(i64),
+        "u64" => decode!(u64),
+        "i16" => decode!(i16),
+        "u16" => decode!(u16),
+        "i8" => decode!(i8),
+        "u8" => decode!(u8),
+        _ => None,
+    }
+}
+
+/// Append a line to a `String` (formatting into a `String` cannot fail).
+macro_rules! say {
+    ($out:expr) => {{
+        $out.push('\n');
+    }};
+    ($out:expr, $($t:tt)*) => {{
+        let _ = writeln!($out, $($t)*);
+    }};
+}
+
+/// Write `text` to standard output; a closed pipe (`pto dump DIR | head`) is not an error.
+fn emit(text: &str) -> Result<(), Fail> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Fail(format!("cannot write the output: {e}"), 1)),
+        _ => Ok(()),
+    }
+}
+
 fn dump(a: &DumpArgs) -> Result<(), Fail> {
-    let what = match (a.task, a.arg) {
-        (Some(t), Some(k)) => format!(" (task {t}, argument {k})"),
-        _ => String::new(),
+    let d = Dump::open(&a.dir).map_err(|e| Fail(format!("cannot read the args dump: {e}"), 1))?;
+    let by_task = d.by_task();
+    if let Some(t) = a.task {
+        if !by_task.contains_key(&t) {
+            let known: Vec<String> = by_task.keys().take(8).map(|t| t.to_string()).collect();
+            return Err(Fail(
+                format!(
+                    "{}: no records of task {t} ({} tasks recorded{}{})",
+                    a.dir.display(),
+                    by_task.len(),
+                    if known.is_empty() { "" } else { ": " },
+                    known.join(", ") + if by_task.len() > known.len() { ", ..." } else { "" }
+                ),
+                1,
+            ));
+        }
+    }
+    // Records per stage and direction.
+    let mut kinds: BTreeMap<(&'static str, String), (u64, u64)> = BTreeMap::new();
+    for r in &d.records {
+        let dir = if r.value.is_some() || r.dtype.is_none() { "scalar".to_string() } else { r.direction.clone() };
+        let e = kinds.entry((stage_name(r.stage), dir)).or_default();
+        e.0 += 1;
+        e.1 += r.payload_len;
+    }
+    let tasks: Vec<(&u32, &Vec<&Record>)> = match a.task {
+        Some(t) => by_task.iter().filter(|(k, _)| **k == t).collect(),
+        None if a.all => by_task.iter().collect(),
+        None => by_task.iter().take(DUMP_TASKS).collect(),
     };
-    Err(Fail(
-        format!(
-            "dump {}{what}: the args dump is not built yet (no runtime writes dump records), so there is nothing to read",
-            a.dir.display()
-        ),
-        2,
-    ))
+    let values = if a.task.is_some() { 16 } else { 4 };
+    let acc = &d.accounting;
+    let payload: u64 = d.records.iter().map(|r| r.payload_len).sum();
+    if a.json {
+        let doc = serde_json::json!({
+            "dir": a.dir.display().to_string(),
+            "level": d.level,
+            "run": d.run,
+            "accounting": match (acc.total, acc.dropped) {
+                (Some(total), Some(dropped)) => serde_json::json!({"total": total, "collected": acc.collected, "dropped": dropped}),
+                _ => serde_json::json!({"unknown": true, "collected": acc.collected}),
+            },
+            "payload_bytes": payload,
+            "tasks_recorded": by_task.len(),
+            "by_stage": kinds.iter().map(|((stage, dir), (n, bytes))| serde_json::json!({
+                "stage": stage, "direction": dir, "records": n, "payload_bytes": bytes,
+            })).collect::<Vec<_>>(),
+            "tasks": tasks.iter().map(|(t, recs)| serde_json::json!({
+                "task": t,
+                "func_ids": recs.first().map(|r| r.func_ids.clone()).unwrap_or_default(),
+                "records": recs.iter().map(|r| serde_json::json!({
+                    "stage": stage_name(r.stage),
+                    "arg": r.arg,
+                    "direction": r.direction,
+                    "dtype": r.dtype,
+                    "shape": r.shape,
+                    "strides": r.strides,
+                    "offset": r.offset,
+                    "payload_len": r.payload_len,
+                    "truncated": r.truncated,
+                    "value": r.value,
+                    "first_values": first_values(&d, r, values).map(|(v, _)| v),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        });
+        return emit(&(serde_json::to_string_pretty(&doc)? + "\n"));
+    }
+    let mut out = String::new();
+    let run = &d.run;
+    say!(
+        out,
+        "{}: level={} runtime={} epoch={} run {}",
+        a.dir.display(),
+        d.level,
+        run["runtime"].as_str().unwrap_or("?"),
+        run["epoch"],
+        if run["complete"] == serde_json::json!(true) { "complete" } else { "did not complete" }
+    );
+    match (acc.total, acc.dropped) {
+        (Some(total), Some(dropped)) => {
+            say!(out, "accounting: total={total} collected={} dropped={dropped}", acc.collected)
+        }
+        _ => say!(out, "accounting: unknown (the run failed or a lane did not close); collected={}", acc.collected),
+    }
+    say!(out, "{} records of {} tasks, {payload} payload bytes in args.bin", d.records.len(), by_task.len());
+    say!(out, "\nrecords per stage and direction:");
+    if kinds.is_empty() {
+        say!(out, "  (none)");
+    }
+    for ((stage, dir), (n, bytes)) in &kinds {
+        say!(out, "  {stage:<17} {dir:<14} {n:>8} records {bytes:>12} bytes");
+    }
+    say!(out);
+    for (t, recs) in &tasks {
+        let funcs: Vec<String> =
+            recs.first().map(|r| r.func_ids.iter().map(|f| f.to_string()).collect()).unwrap_or_default();
+        say!(out, "task {t} (func {}):", funcs.join(","));
+        for r in recs.iter() {
+            let head = format!("  {:<16} arg {:<2} {:<6}", stage_name(r.stage), r.arg, r.direction);
+            if let (Some(v), None) = (r.value, &r.dtype) {
+                say!(out, "{head} scalar {v} ({v:#x})");
+                continue;
+            }
+            let shape: Vec<String> = r.shape.iter().map(|x| x.to_string()).collect();
+            let strides: Vec<String> = r.strides.iter().map(|x| x.to_string()).collect();
+            let offset = r.offset.map_or_else(|| "?".to_string(), |o| o.to_string());
+            let payload = if r.payload_len == 0 {
+                "metadata only".to_string()
+            } else {
+                format!("payload {} bytes", r.payload_len)
+            };
+            let mut line = format!(
+                "{head} {} [{}] strides [{}] offset {offset} {payload}",
+                r.dtype.as_deref().unwrap_or("?"),
+                shape.join(", "),
+                strides.join(", "),
+            );
+            if r.truncated {
+                line += " (truncated)";
+            }
+            if let Some((v, more)) = first_values(&d, r, values) {
+                line += &format!(" = [{}{}]", v.join(", "), if more { ", ..." } else { "" });
+            }
+            say!(out, "{line}");
+        }
+    }
+    if a.task.is_none() && !a.all && by_task.len() > tasks.len() {
+        say!(out, "... {} more tasks (--all lists every task, --task N shows one)", by_task.len() - tasks.len());
+    }
+    emit(&out)
 }
 
 /// Where a flow starts and ends: (track, timestamp) of its `s` and `f` events.
