@@ -66,13 +66,6 @@ impl LaunchState {
         })
     }
 
-    /// Mark the launch failed with `status` (first failure wins) without finishing an agent.
-    pub fn fail_with(&self, status: i32, message: String) {
-        if self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            *self.message.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
-        }
-    }
-
     /// Mark the launch failed by a coherence violation (first failure wins), kept whole so
     /// the host's error carries it as data ([`SimError::Coherence`]).
     pub fn fail_with_violation(&self, v: crate::Violation) {

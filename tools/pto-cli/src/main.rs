@@ -191,6 +191,9 @@ struct DumpArgs {
     /// Show only this task, with more of each payload's values.
     #[arg(long)]
     task: Option<u32>,
+    /// With `--task N`: print this argument's whole tensor at each stage it was recorded.
+    #[arg(long, requires = "task")]
+    arg: Option<u32>,
     /// List every task (by default the first 16 are listed).
     #[arg(long, conflicts_with = "task")]
     all: bool,
@@ -511,6 +514,9 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
             ));
         }
     }
+    if let (Some(t), Some(k)) = (a.task, a.arg) {
+        return dump_tensor(a, &d, t, k, &by_task[&t]);
+    }
     // Records per stage and direction.
     let mut kinds: BTreeMap<(&'static str, String), (u64, u64)> = BTreeMap::new();
     for r in &d.records {
@@ -622,6 +628,72 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
     }
     if a.task.is_none() && !a.all && by_task.len() > tasks.len() {
         say!(out, "... {} more tasks (--all lists every task, --task N shows one)", by_task.len() - tasks.len());
+    }
+    emit(&out)
+}
+
+/// `pto dump DIR --task N --arg K`: every value of argument K of task N, at each stage it was
+/// recorded, in rows of the innermost extent, each line prefixed by the flat index of its
+/// first element (or the scalar's value).
+fn dump_tensor(a: &DumpArgs, d: &Dump, t: u32, k: u32, recs: &[&Record]) -> Result<(), Fail> {
+    let mine: Vec<&Record> = recs.iter().copied().filter(|r| r.arg == k).collect();
+    if mine.is_empty() {
+        let args: std::collections::BTreeSet<u32> = recs.iter().map(|r| r.arg).collect();
+        let args: Vec<String> = args.iter().map(|x| x.to_string()).collect();
+        return Err(Fail(
+            format!(
+                "{}: task {t} has no records of argument {k} (its arguments: {})",
+                a.dir.display(),
+                args.join(", ")
+            ),
+            1,
+        ));
+    }
+    if a.json {
+        let doc = serde_json::json!({
+            "task": t,
+            "arg": k,
+            "records": mine.iter().map(|r| serde_json::json!({
+                "stage": stage_name(r.stage),
+                "direction": r.direction,
+                "dtype": r.dtype,
+                "shape": r.shape,
+                "truncated": r.truncated,
+                "value": r.value,
+                "values": first_values(d, r, usize::MAX).map(|(v, _)| v),
+            })).collect::<Vec<_>>(),
+        });
+        return emit(&(serde_json::to_string_pretty(&doc)? + "\n"));
+    }
+    let mut out = String::new();
+    for r in mine {
+        let shape: Vec<String> = r.shape.iter().map(|x| x.to_string()).collect();
+        say!(
+            out,
+            "task {t} arg {k} {} {} {} [{}]{}",
+            stage_name(r.stage),
+            r.direction,
+            r.dtype.as_deref().unwrap_or("scalar"),
+            shape.join(", "),
+            if r.truncated { " (truncated)" } else { "" }
+        );
+        if let (Some(v), None) = (r.value, &r.dtype) {
+            say!(out, "  {v} ({v:#x})");
+            continue;
+        }
+        if r.payload_len == 0 {
+            say!(out, "  (metadata only: the level recorded no data for this argument)");
+            continue;
+        }
+        let Some((values, _)) = first_values(d, r, usize::MAX) else {
+            say!(out, "  ({} bytes; no decoder for dtype {})", r.payload_len, r.dtype.as_deref().unwrap_or("?"));
+            continue;
+        };
+        // Rows of the innermost extent, at most 16 values to a line.
+        let row = r.shape.last().map_or(16, |&x| (x as usize).clamp(1, 16));
+        for (i, chunk) in values.chunks(row).enumerate() {
+            say!(out, "  [{:>6}] {}", i * row, chunk.join(" "));
+        }
     }
     emit(&out)
 }
