@@ -56,7 +56,7 @@ use pto_hal::{
 };
 use pto_runtime::exec::legacy::aicore_entry;
 use pto_runtime::host::slots::{Refused, SlotTable};
-use pto_runtime::layout::{ArgsHeader, DispatchPayload, Handshake, offsets, regs};
+use pto_runtime::layout::{ARGS_HEAD, ArgsHeader, DispatchPayload, Handshake, offsets, regs};
 use pto_runtime::lifecycle::{self, Release, Retired, RunMap, retire_group, wait_release};
 use pto_runtime::queue::{Full, ReadyQueue};
 use pto_runtime::sched::decide;
@@ -703,8 +703,9 @@ fn dispatch_three_reuses_a_payload_buffer() {
 /// GM address of task `k`'s argument record in `plan`'s free space, and of its output word.
 fn args_of(plan: &GmPlan, k: usize) -> (u64, u64) {
     let args = plan.extra + 64 * k as u64;
-    // A 24-byte header and one scalar, then the output word.
-    (args, args + 32)
+    // The header, one scalar, then the output word (all inside the task's 64 bytes).
+    const _: () = assert!(ARGS_HEAD + 16 <= 64);
+    (args, args + ARGS_HEAD + 8)
 }
 
 /// Initial GM for the end-to-end models: the descriptor, and per task an argument record with
@@ -734,7 +735,7 @@ fn e2e_gm(plan: &GmPlan, map: &RunMap, tasks: usize, previous_run: bool) -> Vec<
         for (w, chunk) in h.as_bytes().chunks_exact(8).enumerate() {
             gm[i + w] = u64::from_le_bytes(chunk.try_into().unwrap());
         }
-        gm[i + 3] = out;
+        gm[i + (ARGS_HEAD / 8) as usize] = out;
     }
     gm
 }
