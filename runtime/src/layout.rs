@@ -198,6 +198,10 @@ pub mod trace_kind {
     pub const HANDSHAKE: u8 = 8;
     /// AICPU phase: retiring its cores.
     pub const RETIRE: u8 = 9;
+    /// AICPU, the device-side runtime's orchestrator: a dependency found at submission, at
+    /// `start`: `task` is the consumer, `block` the producer (both task ids as kernels see
+    /// them). Producers include allocation records (`Orch::alloc`), which never run.
+    pub const EDGE: u8 = 10;
 }
 
 /// One trace record: a subtask on a core, a scheduler event or a phase of an AICPU thread.

@@ -138,8 +138,10 @@ pub struct Trace {
     pub phases: Vec<PhaseTrace>,
     /// Registered func names by id (those the subtasks name).
     pub funcs: BTreeMap<u16, String>,
-    /// Producer → consumer task edges: known for the host-built graph (from its image),
-    /// `None` on the device-side runtime, whose dependencies live only in its rings.
+    /// Producer → consumer task edges: from its image on the host-built graph; on the
+    /// device-side runtime, those its orchestrator recorded in its trace ring as it found them
+    /// (`None` if that ring did not close; fewer than all if it dropped records, see
+    /// [`Trace::edges_complete`]).
     pub edges: Option<Vec<(u32, u32)>>,
     /// Every ring: records, drops, whether it was closed.
     pub rings: Vec<RingStatus>,
@@ -159,6 +161,19 @@ impl Trace {
     /// Whether nothing was lost: every ring closed, nothing dropped.
     pub fn is_complete(&self) -> bool {
         self.dropped() == 0 && self.unclosed() == 0
+    }
+
+    /// Whether [`Trace::edges`] holds every dependency of the run: always on the host-built
+    /// graph; on the device-side runtime when its orchestrator's ring (the highest AICPU
+    /// thread's) closed without dropping records.
+    pub fn edges_complete(&self) -> bool {
+        match self.runtime {
+            RuntimeKind::HostBuiltGraph => self.edges.is_some(),
+            RuntimeKind::TensormapRing => {
+                let orch = RingOwner::Thread(self.threads.saturating_sub(1));
+                self.edges.is_some() && self.rings.iter().any(|r| r.owner == orch && r.closed && r.dropped == 0)
+            }
+        }
     }
 
     /// Workers launched.
@@ -294,8 +309,12 @@ impl Trace {
                 "aicpu_threads": self.threads,
                 "dropped_records": self.dropped(),
                 "unclosed_rings": self.unclosed(),
-                "flows": if self.edges.is_some() { "complete: from the host-built graph image" }
-                         else { "unknown: the device-side runtime's producers are not recorded" },
+                "flows": match (self.runtime, self.edges_complete()) {
+                    (_, false) if self.edges.is_none() => "unknown: the orchestrator's trace ring did not close",
+                    (_, false) => "partial: the orchestrator's trace ring dropped records",
+                    (RuntimeKind::HostBuiltGraph, true) => "complete: from the host-built graph image",
+                    (RuntimeKind::TensormapRing, true) => "complete: recorded by the device-side orchestrator",
+                },
             },
         });
         doc.to_string()
@@ -537,9 +556,14 @@ where
     let mut dispatched: HashMap<Key, VecDeque<(u64, u32)>> = HashMap::new();
     let mut completed: HashMap<Key, VecDeque<u64>> = HashMap::new();
     let mut phases = Vec::new();
+    let mut recorded_edges = Vec::new();
     for (t, r) in &thread_recs {
         let key = (r.core, r.task, r.block, r.lane);
         let phase = match r.kind {
+            trace_kind::EDGE => {
+                recorded_edges.push((r.block, r.task));
+                continue;
+            }
             trace_kind::DISPATCH => {
                 dispatched.entry(key).or_default().push_back((r.start, *t));
                 continue;
@@ -581,7 +605,14 @@ where
     names.retain(|k, _| used.contains(k));
     let runtime =
         if d.config.runtime == RUNTIME_HBG { RuntimeKind::HostBuiltGraph } else { RuntimeKind::TensormapRing };
-    let edges = if runtime == RuntimeKind::HostBuiltGraph { image_edges(dev, d)? } else { None };
+    // The host-built graph's edges are in its image; the device-side runtime's orchestrator
+    // records each dependency it finds in its own ring.
+    let edges = if runtime == RuntimeKind::HostBuiltGraph {
+        image_edges(dev, d)?
+    } else {
+        let orch = RingOwner::Thread(d.config.aicpu_threads.saturating_sub(1));
+        rings.iter().any(|r| r.owner == orch && r.closed).then_some(recorded_edges)
+    };
     Ok(Trace {
         freq_hz,
         runtime,

@@ -98,7 +98,7 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
     if launch.thread_idx == orch_thread {
         let mut trace = crate::trace::TraceRing::open(&shared.base().map.cfg, false, orch_thread);
         let started = if trace.is_some() { a.now_ticks() } else { 0 };
-        orchestrator::run(a, &shared);
+        orchestrator::run(a, &shared, trace.as_mut());
         if let Some(t) = &mut trace {
             t.phase(a, crate::layout::trace_kind::ORCHESTRATION, started, a.now_ticks());
             t.close(a);

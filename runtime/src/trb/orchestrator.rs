@@ -44,7 +44,7 @@ pub const PRUNE_EVERY: u32 = 64;
 pub const RING_BUFFER_BIT: u64 = 1 << 62;
 
 /// Run the orchestration of this launch, then mark the orchestrator done.
-pub fn run<A: AicpuAgent>(a: &A, s: &Shared) {
+pub fn run<A: AicpuAgent>(a: &A, s: &Shared, trace: Option<&mut crate::trace::TraceRing>) {
     if !s.base().stop.load(Ordering::Acquire) {
         match a.resolve_program::<OrchFn>(s.image.program) {
             None => {
@@ -52,7 +52,7 @@ pub fn run<A: AicpuAgent>(a: &A, s: &Shared) {
             }
             Some(f) => {
                 let args = orch_args(s);
-                let mut o = DeviceOrch::new(a, s);
+                let mut o = DeviceOrch::new(a, s, trace);
                 // The implicit outer scope.
                 let _ = o.scope_begin(ScopeMode::Auto);
                 let mut result = Ok(());
@@ -137,10 +137,13 @@ struct DeviceOrch<'a, A: AicpuAgent> {
     /// Tasks reclaimed since the tensor map was last swept.
     reclaimed: u32,
     completions: Completions,
+    /// The orchestrator thread's trace ring, when the run traces: each dependency found at
+    /// submission is recorded there (`trace_kind::EDGE`).
+    trace: Option<&'a mut crate::trace::TraceRing>,
 }
 
 impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
-    fn new(a: &'a A, s: &'a Shared) -> Self {
+    fn new(a: &'a A, s: &'a Shared, trace: Option<&'a mut crate::trace::TraceRing>) -> Self {
         let cursors = s.image.rings.iter().map(|r| Cursor::new(r.window, r.heap, r.dep_pool)).collect();
         DeviceOrch {
             a,
@@ -158,6 +161,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
             wake_gap: a.ticks_from_micros(WAKE_GAP_US),
             reclaimed: 0,
             completions: Completions::new(),
+            trace,
         }
     }
 
@@ -595,6 +599,22 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
             }
         }
         slot.edges_len.store(linked as u32, Ordering::Relaxed);
+        if let Some(t) = self.trace.as_deref_mut() {
+            let now = self.a.now_ticks();
+            for &p in &self.producers {
+                let producer = task_id((p >> 32) as usize, p as u32);
+                let r = crate::layout::TraceRecord {
+                    kind: crate::layout::trace_kind::EDGE,
+                    core: u32::MAX,
+                    task: id,
+                    block: producer,
+                    start: now,
+                    end: now,
+                    ..Default::default()
+                };
+                t.push(self.a, &r);
+            }
+        }
         if let Some(sc) = self.scopes.last_mut() {
             sc.tasks.push(me);
         }
