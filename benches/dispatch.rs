@@ -12,17 +12,24 @@
 //! the cost of swimlane tracing (`RunConfig::with_trace`) at N=1000, on vs off in the same
 //! process with the rounds interleaved (`--trace-cost` runs that section alone), and the cost of
 //! the args dump at N=1000: off, `Partial` with nothing marked (the selection test alone) and
-//! `Full` (with records/s and MB/s; `--dump-cost` runs that section alone). Anything else on
-//! the command line is refused with the usage (exit status 2).
+//! `Full` (with records/s and MB/s; `--dump-cost` runs that section alone). `--help` prints the
+//! usage; anything else on the command line is refused with the usage (exit status 2).
+//!
+//! The JSON is the serialization of [`BenchReport`] (serde-derived); its `format_version`
+//! ([`FORMAT_VERSION`]) changes whenever a field is renamed, removed or changes meaning.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pto::prelude::*;
 use pto_testkit::ShapeKind;
-use serde_json::json;
+use serde::Serialize;
 
 const NS: [u32; 3] = [1, 1000, 4000];
+
+/// The command line, printed by `--help` and with every refusal.
+const USAGE: &str = "usage: cargo bench --bench dispatch -- [--rounds R] [--only SHAPE,...] [--runtime hbg|trb|both] [--threads T] [--trace-cost] [--dump-cost]\n\
+                     shapes: chain, fanout, independent, dummy_chain, dummy_fanout";
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -48,16 +55,17 @@ fn main() {
     let mut dump_cost_only = false;
     let mut args = std::env::args().skip(1);
     let usage = || -> ! {
-        eprintln!(
-            "usage: cargo bench --bench dispatch -- [--rounds R] [--only SHAPE,...] [--runtime hbg|trb|both] [--threads T] [--trace-cost] [--dump-cost]\n\
-             shapes: chain, fanout, independent, dummy_chain, dummy_fanout"
-        );
+        eprintln!("{USAGE}");
         std::process::exit(2)
     };
     while let Some(a) = args.next() {
         match a.as_str() {
             // `cargo bench` passes this to every bench binary.
             "--bench" => {}
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
             "--only" => {
                 let v = args.next().unwrap_or_else(|| usage());
                 if let Some(bad) = v.split(',').find(|n| !ShapeKind::ALL.iter().any(|k| k.name() == *n)) {
@@ -196,14 +204,14 @@ fn main() {
             us(pts[2].build) / 1e3,
             growth
         );
-        shapes.push(json!({
-            "shape": kind.name(),
-            "runtime": rt.name(),
-            "fixed_us": us(fixed),
-            "marginal_us_per_task": { "1000": marg(&pts[1]), "4000": marg(&pts[2]) },
-            "submit_growth_1000_to_4000": growth,
-            "points": pts.iter().map(|p| json!({ "n": p.n, "run_us": us(p.run), "submit_us": us(p.build) })).collect::<Vec<_>>(),
-        }));
+        shapes.push(ShapeResult {
+            shape: kind.name(),
+            runtime: rt.name(),
+            fixed_us: us(fixed),
+            marginal_us_per_task: Marginal { n1000: marg(&pts[1]), n4000: marg(&pts[2]) },
+            submit_growth_1000_to_4000: growth,
+            points: pts.iter().map(|p| ShapePoint { n: p.n, run_us: us(p.run), submit_us: us(p.build) }).collect(),
+        });
     }
     for (rt, d) in [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing].iter().zip(&vector_process) {
         match d {
@@ -234,22 +242,38 @@ fn main() {
     print_cost(PROTECT_TITLE, &PROTECT_NAMES, &protect_ratio);
     print_cost(TRACE_TITLE, &TRACE_NAMES, &trace_ratio);
     print_dump_cost(&dump_rows, &dump_full);
-    let doc = json!({
-        "board": Selected::NAME,
-        "rounds": rounds,
-        "tracing_cost": cost_json(&trace_ratio, &TRACE_NAMES),
-        "protection_cost": cost_json(&protect_ratio, &PROTECT_NAMES),
-        "dump_cost": cost_json(&dump_rows, &DUMP_NAMES),
-        "cache_model_cost": cache_ratio.iter().map(|(n, c, f)| json!({
-            "shape": n, "n": 1000, "coherent_us": us(*c), "faithful_us": us(*f),
-            "ratio": f.as_secs_f64() / c.as_secs_f64(),
-        })).collect::<Vec<_>>(),
-        "vector_process_ms": { "hbg": vector_process[0].map(|d| us(d) / 1e3), "trb": vector_process[1].map(|d| us(d) / 1e3) },
-        "shapes": shapes,
-        "isolated_submission": isolated.iter().map(|(n, a, b)| json!({
-            "shape": n, "n1000_us": us(*a), "n4000_us": us(*b), "growth": b.as_secs_f64() / a.as_secs_f64(),
-        })).collect::<Vec<_>>(),
-    });
+    let doc = BenchReport {
+        format_version: FORMAT_VERSION,
+        board: Selected::NAME,
+        rounds,
+        shapes,
+        vector_process_ms: VectorProcess {
+            hbg: vector_process[0].map(|d| us(d) / 1e3),
+            trb: vector_process[1].map(|d| us(d) / 1e3),
+        },
+        isolated_submission: isolated
+            .iter()
+            .map(|&(shape, a, b)| IsolatedSubmission {
+                shape,
+                n1000_us: us(a),
+                n4000_us: us(b),
+                growth: b.as_secs_f64() / a.as_secs_f64(),
+            })
+            .collect(),
+        cache_model_cost: cache_ratio
+            .iter()
+            .map(|&(shape, c, f)| CacheModelCost {
+                shape,
+                n: 1000,
+                coherent_us: us(c),
+                faithful_us: us(f),
+                ratio: f.as_secs_f64() / c.as_secs_f64(),
+            })
+            .collect(),
+        protection_cost: protect_ratio.iter().map(OnOffCost::from_row).collect(),
+        tracing_cost: trace_ratio.iter().map(OnOffCost::from_row).collect(),
+        dump_cost: dump_rows.iter().map(DumpCost::from_row).collect(),
+    };
     let text = serde_json::to_string_pretty(&doc).expect("JSON");
     println!("{text}");
     let _ = std::fs::write(target_dir().join("bench-dispatch.json"), &text);
@@ -473,22 +497,161 @@ fn print_cost(title: &str, names: &[&str], rows: &[CostRow]) {
     }
 }
 
-fn cost_json(rows: &[CostRow], names: &[&str]) -> serde_json::Value {
-    json!(
-        rows.iter()
-            .map(|(n, rt, stats)| {
-                let mut o = json!({ "shape": n, "runtime": rt.name(), "n": 1000 });
-                for (i, [min, med]) in stats.iter().enumerate() {
-                    o[format!("{}_us", names[i])] = json!(us(*med));
-                    o[format!("{}_min_us", names[i])] = json!(us(*min));
-                    if i > 0 {
-                        o[format!("{}_ratio", names[i])] = json!(med.as_secs_f64() / stats[0][1].as_secs_f64());
-                    }
-                }
-                o
-            })
-            .collect::<Vec<_>>()
-    )
+/// Version of the JSON document ([`BenchReport`]): raised whenever a field is renamed or
+/// removed or changes meaning; adding a field keeps it.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The JSON document the benchmark prints and writes to `target/bench-dispatch.json`.
+#[derive(Serialize)]
+struct BenchReport {
+    /// [`FORMAT_VERSION`].
+    format_version: u32,
+    /// The selected board's name.
+    board: &'static str,
+    /// Timed rounds per point (each after 2 warm-up runs).
+    rounds: usize,
+    /// Per shape and runtime: fixed cost, marginal cost per task and submission time.
+    shapes: Vec<ShapeResult>,
+    /// Wall time of the `vector` example process per runtime in ms (`null`: not built).
+    vector_process_ms: VectorProcess,
+    /// The host build alone, device idle.
+    isolated_submission: Vec<IsolatedSubmission>,
+    /// Faithful versus coherent cache model.
+    cache_model_cost: Vec<CacheModelCost>,
+    /// Memory protection off versus on.
+    protection_cost: Vec<OnOffCost>,
+    /// Tracing off versus on.
+    tracing_cost: Vec<OnOffCost>,
+    /// The args dump off, partial with nothing marked, and full.
+    dump_cost: Vec<DumpCost>,
+}
+
+/// One shape on one runtime.
+#[derive(Serialize)]
+struct ShapeResult {
+    shape: &'static str,
+    runtime: &'static str,
+    /// Median run time at N=1, µs.
+    fixed_us: f64,
+    /// (run(N) - run(1)) / (N - 1), µs.
+    marginal_us_per_task: Marginal,
+    /// Submission time at N=4000 over N=1000.
+    submit_growth_1000_to_4000: f64,
+    points: Vec<ShapePoint>,
+}
+
+/// Marginal µs per task, keyed by N.
+#[derive(Serialize)]
+struct Marginal {
+    #[serde(rename = "1000")]
+    n1000: f64,
+    #[serde(rename = "4000")]
+    n4000: f64,
+}
+
+/// One N of a shape: median run time and submission time, µs.
+#[derive(Serialize)]
+struct ShapePoint {
+    n: u32,
+    run_us: f64,
+    submit_us: f64,
+}
+
+/// The `vector` example process, ms per runtime.
+#[derive(Serialize)]
+struct VectorProcess {
+    hbg: Option<f64>,
+    trb: Option<f64>,
+}
+
+/// Median host build of one shape at N=1000 and N=4000, µs.
+#[derive(Serialize)]
+struct IsolatedSubmission {
+    shape: &'static str,
+    n1000_us: f64,
+    n4000_us: f64,
+    /// `n4000_us / n1000_us`.
+    growth: f64,
+}
+
+/// Median run time of one shape under each cache model, µs.
+#[derive(Serialize)]
+struct CacheModelCost {
+    shape: &'static str,
+    n: u32,
+    coherent_us: f64,
+    faithful_us: f64,
+    /// `faithful_us / coherent_us`.
+    ratio: f64,
+}
+
+/// A two-variant comparison row (variants `off` and `on`: [`PROTECT_NAMES`], [`TRACE_NAMES`]):
+/// median and minimum run time in µs, and the medians' ratio on / off.
+#[derive(Serialize)]
+struct OnOffCost {
+    shape: &'static str,
+    runtime: &'static str,
+    n: u32,
+    off_us: f64,
+    off_min_us: f64,
+    on_us: f64,
+    on_min_us: f64,
+    on_ratio: f64,
+}
+
+impl OnOffCost {
+    fn from_row(&(shape, rt, ref stats): &CostRow) -> OnOffCost {
+        let ([off_min, off], [on_min, on]) = (stats[0], stats[1]);
+        OnOffCost {
+            shape,
+            runtime: rt.name(),
+            n: 1000,
+            off_us: us(off),
+            off_min_us: us(off_min),
+            on_us: us(on),
+            on_min_us: us(on_min),
+            on_ratio: on.as_secs_f64() / off.as_secs_f64(),
+        }
+    }
+}
+
+/// A row of the args dump's cost ([`DUMP_NAMES`]): median and minimum run time in µs per
+/// level, and each level's median over the `off` median.
+#[derive(Serialize)]
+struct DumpCost {
+    shape: &'static str,
+    runtime: &'static str,
+    n: u32,
+    off_us: f64,
+    off_min_us: f64,
+    #[serde(rename = "partial-unmarked_us")]
+    partial_unmarked_us: f64,
+    #[serde(rename = "partial-unmarked_min_us")]
+    partial_unmarked_min_us: f64,
+    #[serde(rename = "partial-unmarked_ratio")]
+    partial_unmarked_ratio: f64,
+    full_us: f64,
+    full_min_us: f64,
+    full_ratio: f64,
+}
+
+impl DumpCost {
+    fn from_row(&(shape, rt, ref stats): &CostRow) -> DumpCost {
+        let ([off_min, off], [partial_min, partial], [full_min, full]) = (stats[0], stats[1], stats[2]);
+        DumpCost {
+            shape,
+            runtime: rt.name(),
+            n: 1000,
+            off_us: us(off),
+            off_min_us: us(off_min),
+            partial_unmarked_us: us(partial),
+            partial_unmarked_min_us: us(partial_min),
+            partial_unmarked_ratio: partial.as_secs_f64() / off.as_secs_f64(),
+            full_us: us(full),
+            full_min_us: us(full_min),
+            full_ratio: full.as_secs_f64() / off.as_secs_f64(),
+        }
+    }
 }
 
 fn target_dir() -> std::path::PathBuf {

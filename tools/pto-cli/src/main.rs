@@ -360,6 +360,35 @@ fn bench(a: &BenchArgs) -> Result<(), Fail> {
     }
 }
 
+/// Version of `pto bench --json`'s document: raised whenever a field is renamed or removed or
+/// changes meaning; adding a field keeps it.
+const BENCH_FORMAT_VERSION: u32 = 1;
+
+/// The document `pto bench --json FILE` writes.
+#[derive(serde::Serialize)]
+struct BenchDoc {
+    /// [`BENCH_FORMAT_VERSION`].
+    format_version: u32,
+    /// The board the shapes ran on.
+    board: &'static str,
+    /// One row per shape and runtime.
+    results: Vec<BenchRow>,
+}
+
+/// One shape on one runtime: medians over the timed rounds.
+#[derive(serde::Serialize)]
+struct BenchRow {
+    shape: &'static str,
+    runtime: &'static str,
+    n: u32,
+    rounds: u32,
+    traced: bool,
+    /// Median wall time of a run, ms.
+    run_ms: f64,
+    /// Median submission time (host build or device orchestration), ms.
+    submit_ms: f64,
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -407,26 +436,25 @@ where
             let submit = median(submits);
             bar.finish_with_message(format!("run {:.3} ms", wall.as_secs_f64() * 1e3));
             total.inc(1);
-            results.push(serde_json::json!({
-                "shape": shape.kind().name(), "runtime": rt.name(), "n": a.n, "rounds": a.rounds,
-                "traced": a.traced, "run_ms": wall.as_secs_f64() * 1e3, "submit_ms": submit.as_secs_f64() * 1e3,
-            }));
+            results.push(BenchRow {
+                shape: shape.kind().name(),
+                runtime: rt.name(),
+                n: a.n,
+                rounds: a.rounds,
+                traced: a.traced,
+                run_ms: wall.as_secs_f64() * 1e3,
+                submit_ms: submit.as_secs_f64() * 1e3,
+            });
         }
     }
     total.finish();
     drop(bars);
     println!("board={} N={} rounds={} traced={} (median of rounds)", B::NAME, a.n, a.rounds, a.traced);
     for r in &results {
-        println!(
-            "{:<14} runtime={} run={:>9.3} ms submit={:>9.3} ms",
-            r["shape"].as_str().unwrap_or(""),
-            r["runtime"].as_str().unwrap_or(""),
-            r["run_ms"].as_f64().unwrap_or(0.0),
-            r["submit_ms"].as_f64().unwrap_or(0.0)
-        );
+        println!("{:<14} runtime={} run={:>9.3} ms submit={:>9.3} ms", r.shape, r.runtime, r.run_ms, r.submit_ms);
     }
     if let Some(path) = &a.json {
-        let doc = serde_json::json!({"board": B::NAME, "results": results});
+        let doc = BenchDoc { format_version: BENCH_FORMAT_VERSION, board: B::NAME, results };
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)
             .map_err(|e| Fail(format!("cannot write {}: {e}", path.display()), 1))?;
         println!("wrote {}", path.display());
