@@ -7,8 +7,8 @@
 //! schedules until the graph completes or a fault stops the run, and retires its cores. The
 //! last thread out frees the shared state.
 
+use crate::sync::{AtomicU32, Ordering};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU32, Ordering};
 
 use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr, GmMemory};
 use zerocopy::{FromBytes, IntoBytes};
@@ -67,8 +67,8 @@ pub struct Shared {
     /// The graph.
     pub g: Graph,
     fanin_left: Vec<AtomicU32>,
-    next_block: Vec<crate::sync::AtomicU32>,
-    subtasks_done: Vec<crate::sync::AtomicU32>,
+    next_block: Vec<AtomicU32>,
+    subtasks_done: Vec<AtomicU32>,
 }
 
 impl Shared {
@@ -84,8 +84,8 @@ impl Shared {
         let s = Shared {
             base: Base::new(a, map, per_shape),
             fanin_left: g.tasks.iter().map(|t| AtomicU32::new(t.fanin)).collect(),
-            next_block: (0..n).map(|_| crate::sync::AtomicU32::new(0)).collect(),
-            subtasks_done: (0..n).map(|_| crate::sync::AtomicU32::new(0)).collect(),
+            next_block: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            subtasks_done: (0..n).map(|_| AtomicU32::new(0)).collect(),
             g,
         };
         let mut c = Completions::new();
@@ -138,10 +138,10 @@ impl TaskSource for Shared {
             sync_start,
         }
     }
-    fn next_block(&self, t: u32) -> &crate::sync::AtomicU32 {
+    fn next_block(&self, t: u32) -> &AtomicU32 {
         &self.next_block[t as usize]
     }
-    fn subtasks_done(&self, t: u32) -> &crate::sync::AtomicU32 {
+    fn subtasks_done(&self, t: u32) -> &AtomicU32 {
         &self.subtasks_done[t as usize]
     }
     fn finish<A: AicpuAgent>(&self, _a: &A, t: u32, ready: &mut Vec<u32>) {

@@ -44,8 +44,18 @@ pub const SKIP_DUMP_CLEAN: u32 = 1 << 12;
 /// The args dump stores a lane's ready tail before the ready entry it publishes (the host may
 /// take the entry before it is written: a stale buffer index, count and end).
 pub const DUMP_TAIL_FIRST: u32 = 1 << 13;
+/// An ordering bug, not a maintenance one: `Base::fail` raises the schedulers' `stop` flag
+/// before it latches the fault (a thread that stops may find no fault recorded).
+pub const STOP_BEFORE_LATCH: u32 = 1 << 14;
+/// An ordering bug: a departing AICPU thread decrements the launch state's count with
+/// `Relaxed` and the last one frees it without the `Acquire` fence (another thread's last use
+/// of the state is not ordered before the free).
+pub const DEPART_RELAXED: u32 = 1 << 15;
 
+// A process-wide test switch, set before a model or a run starts and never part of a
+// protocol; a `static` cannot hold a loom atomic (no `const` constructor).
 #[cfg(feature = "breakage")]
+#[allow(clippy::disallowed_types, reason = "a process-wide static; loom atomics cannot be statics")]
 static ACTIVE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
 /// Whether breakage `b` is active.

@@ -30,7 +30,7 @@ pub mod orch;
 pub mod programs;
 pub mod queue;
 pub mod sched;
-mod sync;
+pub mod sync;
 pub mod tensormap;
 pub mod trace;
 pub mod trb;

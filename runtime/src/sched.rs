@@ -11,8 +11,8 @@
 //! * MIX tasks take one whole cluster; SPMD tasks are dispatched block by block, and a task
 //!   with blocks left goes back to its queue.
 
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pto_hal::{AicpuAgent, CoreType, GmAddr, Reg};
 use zerocopy::IntoBytes;
@@ -95,7 +95,11 @@ impl Base {
 
     /// Latch `f` (first wins) and stop every thread.
     pub fn fail<A: AicpuAgent>(&self, a: &A, f: Fault) {
+        if crate::breakage::broken(crate::breakage::STOP_BEFORE_LATCH) {
+            self.stop.store(true, Ordering::Release);
+        }
         lifecycle::latch(a, self.map.desc, f, "");
+        // A thread that sees `stop` sees the fault latched (its record complete).
         self.stop.store(true, Ordering::Release);
         a.send_event();
     }

@@ -1,10 +1,10 @@
 //! Building host-built graphs: from a closure or from a registered orchestration program.
 
+use crate::sync::Ordering;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::string::{String, ToString};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 

@@ -6,8 +6,8 @@
 //! pins the allocations until its completion fence: dropping a [`DeviceTensor`] while a run
 //! uses it is legal, and the free is deferred until the last pinning run has fenced.
 
+use crate::sync::{AtomicU64, Ordering};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::vec::Vec;
 
@@ -17,8 +17,10 @@ use super::error::platform;
 use super::{Device, Error, Inner};
 use crate::graph::{BufferRef, DType, Element, Placement, Tensor, TensorProblem};
 
-/// Serial of the next device opened in this process (0 is "no device").
-static NEXT_DEVICE: AtomicU64 = AtomicU64::new(1);
+/// Serial of the next device opened in this process (0 is "no device"). A process-wide
+/// counter handing out unique ids, part of no protocol.
+#[allow(clippy::disallowed_types, reason = "a process-wide static; loom atomics cannot be statics")]
+static NEXT_DEVICE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A fresh device serial.
 pub(crate) fn next_device_serial() -> u64 {

@@ -36,9 +36,9 @@ mod run;
 pub mod slots;
 pub mod trace;
 
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use std::collections::HashMap;
 use std::string::{String, ToString};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
 

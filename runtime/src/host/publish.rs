@@ -208,7 +208,7 @@ impl<P: HostPlatform> Device<P> {
             0
         };
         let layout = SlotArena { workers: inner.topo.workers() };
-        let epoch = inner.epoch.fetch_add(1, core::sync::atomic::Ordering::Relaxed) + 1;
+        let epoch = inner.epoch.fetch_add(1, crate::sync::Ordering::Relaxed) + 1;
         // A prepared run that was never launched may have left its collector behind.
         mem.dump = None;
         let dump = match cfg.dump {

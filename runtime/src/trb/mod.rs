@@ -9,8 +9,8 @@
 pub mod orchestrator;
 pub mod ring;
 
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr};
 use zerocopy::{FromBytes, IntoBytes};

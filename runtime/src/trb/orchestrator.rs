@@ -14,10 +14,10 @@
 //! FLOW_CONTROL_DEADLOCK, HEAP_RING_DEADLOCK, DEP_POOL_OVERFLOW, TENSORMAP_OVERFLOW) instead
 //! of hanging.
 
+use crate::sync::Ordering;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
 
 use pto_hal::{AicpuAgent, CoreType, GmAddr};
 
