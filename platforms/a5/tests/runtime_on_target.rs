@@ -36,6 +36,13 @@ impl Chip for A5 {
     }
 }
 
+/// The device log is one ring for the process: the tests that run the device take turns, so
+/// each one's log holds its own runs only.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    DEVICE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The runtime's AICPU programs, instantiated for the real agent, are what the harness
 /// installs under the runtime's names.
 #[test]
@@ -56,6 +63,7 @@ fn the_installed_programs_are_the_runtimes_entries_for_the_real_agent() {
 /// runtime's device programs.
 #[test]
 fn vector_and_chain513_on_both_runtimes() {
+    let _one = one_at_a_time();
     /// `run_all`: `vector` and `chain513`, each on both runtimes.
     const RUNS: u32 = 4;
     let topology = small_topology(2);
@@ -79,5 +87,6 @@ fn vector_and_chain513_on_both_runtimes() {
 /// dispatch, bit for bit), accounting exact.
 #[test]
 fn chain513_args_dump_on_both_runtimes() {
+    let _one = one_at_a_time();
     dump_chain513::<A5>(small_topology(3));
 }
