@@ -31,7 +31,7 @@
 
 pub use pto_hal as hal;
 pub use pto_runtime as runtime;
-pub use pto_runtime::host::{Error, Program, RingConfig, RunConfig, RunReport};
+pub use pto_runtime::host::{Error, Executor, LegacyReason, Program, RingConfig, RunConfig, RunReport};
 
 /// The args dump: the level a run records at, its report, and the reader of a dump directory.
 ///
@@ -113,7 +113,7 @@ pub mod prelude {
     pub use crate::runtime::hbg::GraphBuilder;
     pub use crate::runtime::kernel::KernelIo;
     pub use crate::runtime::orch::{Local, Orch, OrchArgs, OrchFail, OrchFn, RuntimeKind, ScopeMode};
-    pub use crate::{Device, DeviceTensor, Error, Graph, Program, RingConfig, RunConfig, RunReport};
+    pub use crate::{Device, DeviceTensor, Error, Executor, Graph, Program, RingConfig, RunConfig, RunReport};
 }
 
 /// The README's code blocks are compiled as doc tests.

@@ -41,6 +41,32 @@ impl<C: pto::hal::Contract> FaithfulDevice for pto_sim::SimDevice<C> {
     }
 }
 
+/// `n` AIV tasks that each add 1 to the same 16-float row: a chain, each task consuming its
+/// predecessor's output.
+fn chain_graph<P: Platform>(dev: &host::Device<P>, n: u32) -> (host::DeviceTensor<P>, host::Graph<P>)
+where
+    P::Error: std::fmt::Display,
+{
+    let f =
+        dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap());
+    let y = dev.alloc::<f32>(&[1, 16]).unwrap();
+    let g = dev
+        .build(|g| {
+            for _ in 0..n {
+                g.submit(Task::aiv(f).inout(&y.tensor()))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    (y, g)
+}
+
+/// The legacy executor: the tests of the AICPU's dispatch payloads, FIN and its cache
+/// operations per dispatch name it (the default, `Auto`, runs these graphs resident).
+fn legacy() -> RunConfig {
+    RunConfig::default().with_executor(pto::Executor::Legacy)
+}
+
 /// One AIV task per 16-float row of a tensor: each adds 1.
 fn rows_graph<P: Platform>(dev: &host::Device<P>, rows: u32) -> (host::DeviceTensor<P>, host::Graph<P>)
 where
@@ -239,10 +265,49 @@ fn fin_before_write_back_is_caught() {
     let _s = serial();
     let dev = faithful::<SimA2a3>();
     let (y, g) = rows_graph(&dev, 8);
-    dev.run(&g).unwrap();
+    dev.run_with(&g, &legacy()).unwrap();
     assert_eq!(y.read::<f32>().unwrap(), vec![1.0; 128]);
     let _b = breakage::activate(breakage::FIN_BEFORE_PUBLISH);
-    assert_caught(dev.run(&g), Missing::WriteBackBeforeSignal);
+    assert_caught(dev.run_with(&g, &legacy()), Missing::WriteBackBeforeSignal);
+}
+
+/// Class 4 on the resident executor: a core releases its consumers (their fan-in counts, the
+/// ready list) before it writes back the kernel's output (`FIN_BEFORE_PUBLISH` there), so the
+/// next core of the chain writes the row while the previous core's dirty copy is still in its
+/// cache: the model reports two cores writing one line without ordering.
+#[test]
+fn resident_release_before_write_back_is_caught() {
+    let _s = serial();
+    let dev = faithful::<SimA2a3>();
+    let (y, g) = chain_graph(&dev, 8);
+    let cfg = RunConfig::default().with_executor(pto::Executor::Resident);
+    let r = dev.run_with(&g, &cfg).unwrap();
+    assert_eq!(r.executor, pto::Executor::Resident);
+    assert_eq!(y.read::<f32>().unwrap(), vec![8.0; 16]);
+    let _b = breakage::activate(breakage::FIN_BEFORE_PUBLISH);
+    assert_caught(dev.run_with(&g, &cfg), Missing::WholeLineRule);
+}
+
+/// The resident executor's AICPU cache operations per run, by contract: the AICPU threads
+/// dispatch nothing, so there is no payload to clean; a2a3 invalidates the descriptor's
+/// configuration per thread and the graph image once, a5 nothing.
+#[test]
+fn resident_contract_decides_the_aicpu_cache_operations() {
+    let _s = serial();
+    fn per_run<B: Board<Platform = pto_sim::Sim<C>>, C: pto::hal::Contract>() -> (u64, u64, u64) {
+        let dev = pto::open_board::<B>().unwrap();
+        let (_y, g) = rows_graph(&dev, 8);
+        let cfg = RunConfig::default().with_executor(pto::Executor::Resident);
+        dev.run_with(&g, &cfg).unwrap();
+        let (i0, f0) = dev.platform().aicpu_cache_ops();
+        let r = dev.run_with(&g, &cfg).unwrap();
+        let (i1, f1) = dev.platform().aicpu_cache_ops();
+        assert_eq!(r.executor, pto::Executor::Resident);
+        (i1 - i0, f1 - f0, r.dispatched)
+    }
+    assert_eq!(per_run::<SimA5, _>(), (0, 0, 8));
+    let threads = SimA2a3::TOPOLOGY.aicpu_threads as u64;
+    assert_eq!(per_run::<SimA2a3, _>(), (threads + 1, 0, 8));
 }
 
 /// Class 5: an AICPU store (the dispatch payload) read by an AICore through a cached load
@@ -250,7 +315,7 @@ fn fin_before_write_back_is_caught() {
 #[test]
 fn cached_payload_read_without_invalidate_is_caught() {
     let _s = serial();
-    let cfg = RunConfig::default().with_clusters(1).with_aicpu_threads(1);
+    let cfg = legacy().with_clusters(1).with_aicpu_threads(1);
     let dev = faithful::<SimA2a3>();
     let (_y, g) = rows_graph(&dev, 12);
     dev.run_with(&g, &cfg).unwrap();
@@ -280,9 +345,9 @@ fn contract_decides_the_aicpu_cache_operations() {
     fn per_run<B: Board<Platform = pto_sim::Sim<C>>, C: pto::hal::Contract>() -> (u64, u64, u64) {
         let dev = pto::open_board::<B>().unwrap();
         let (_y, g) = rows_graph(&dev, 8);
-        dev.run(&g).unwrap();
+        dev.run_with(&g, &legacy()).unwrap();
         let (i0, f0) = dev.platform().aicpu_cache_ops();
-        let r = dev.run(&g).unwrap();
+        let r = dev.run_with(&g, &legacy()).unwrap();
         let (i1, f1) = dev.platform().aicpu_cache_ops();
         (i1 - i0, f1 - f0, r.dispatched)
     }
@@ -391,23 +456,23 @@ fn unpublished_payload_is_caught_under_a_write_back_aicpu() {
     let dev = faithful_with::<SimA2a3>(WriteBack);
     assert_eq!(dev.platform().aicpu_writes(), WriteBack);
     let (y, g) = rows_graph(&dev, 8);
-    dev.run(&g).unwrap();
+    dev.run_with(&g, &legacy()).unwrap();
     assert_eq!(y.read::<f32>().unwrap(), vec![1.0; 128]);
     {
         let _b = breakage::activate(breakage::SKIP_PAYLOAD_CLEAN);
-        assert_caught(dev.run(&g), Missing::AicpuClean);
+        assert_caught(dev.run_with(&g, &legacy()), Missing::AicpuClean);
         let v = dev.platform().take_violations();
         assert!(v.iter().any(|v| v.agent.starts_with("core") && v.last_writer.starts_with("aicpu")), "{v:?}");
         // The same breakage under write-through: nothing to catch.
         let dev = faithful_with::<SimA2a3>(WriteThrough);
         let (_y, g) = rows_graph(&dev, 8);
-        dev.run(&g).unwrap();
-        dev.run(&g).unwrap();
+        dev.run_with(&g, &legacy()).unwrap();
+        dev.run_with(&g, &legacy()).unwrap();
         // And under the a5 contract a write-back request acts as write-through.
         let dev = faithful::<SimA5>();
         assert_eq!(dev.platform().set_aicpu_writes(WriteBack).unwrap(), WriteThrough);
         let (_y, g) = rows_graph(&dev, 8);
-        dev.run(&g).unwrap();
+        dev.run_with(&g, &legacy()).unwrap();
     }
 }
 
@@ -494,7 +559,7 @@ fn aicpu_cache_ops_per_run() {
         let x = dev.tensor_from(&[rows, 16], &vec![1.0f32; (rows * 16) as usize]).unwrap();
         let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
         let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(f.0 as u64);
-        let cfg = RunConfig::default().with_runtime(rt);
+        let cfg = legacy().with_runtime(rt);
         dev.run_program(&p, &args, &cfg).unwrap();
         let (i0, f0) = dev.platform().aicpu_cache_ops();
         let r = dev.run_program(&p, &args, &cfg).unwrap();

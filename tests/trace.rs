@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use pto::prelude::*;
 use pto::runtime::host::Trace;
+use pto::runtime::host::trace::Phase;
 use pto_testkit::RUNTIMES;
 use serde_json::Value;
 
@@ -15,9 +16,10 @@ fn device() -> (pto::Device, pto_testkit::Kernels) {
     pto_testkit::setup(pto::open).expect("open the selected board")
 }
 
-fn traced_vector(rt: RuntimeKind) -> (pto_testkit::Outcome, Trace, u64) {
+fn traced_vector(rt: RuntimeKind, e: Executor) -> (pto_testkit::Outcome, Trace, u64) {
     let (dev, k) = device();
-    let o = pto_testkit::traced(true, || pto_testkit::vector(&dev, &k, rt)).unwrap_or_else(|e| panic!("{rt}: {e}"));
+    let o = pto_testkit::executed(e, || pto_testkit::traced(true, || pto_testkit::vector(&dev, &k, rt)))
+        .unwrap_or_else(|e| panic!("{rt}: {e}"));
     let t = o.report.trace.clone().unwrap_or_else(|| panic!("{rt}: no trace in the report"));
     (o, t, pto::hal::Clock::freq_hz(dev.platform()))
 }
@@ -76,8 +78,15 @@ fn check_svg(t: &Trace) {
 
 #[test]
 fn traced_runs_record_every_subtask_on_both_runtimes() {
-    for rt in RUNTIMES {
-        let (o, t, hz) = traced_vector(rt);
+    let runs = [
+        (RuntimeKind::HostBuiltGraph, Executor::Legacy),
+        (RuntimeKind::HostBuiltGraph, Executor::Resident),
+        (RuntimeKind::TensormapRing, Executor::Auto),
+    ];
+    for (rt, e) in runs {
+        let (o, t, hz) = traced_vector(rt, e);
+        let resident = o.report.executor == Executor::Resident;
+        assert_eq!(resident, e == Executor::Resident, "{rt} {e}");
         assert!(t.is_complete(), "{rt}: {:?}", t.rings);
         assert_eq!(t.subtasks.len(), 5, "{rt}: five AIV tasks");
         assert_eq!(t.freq_hz, hz, "the board's counter frequency");
@@ -92,10 +101,12 @@ fn traced_runs_record_every_subtask_on_both_runtimes() {
                 s.start,
                 s.end
             );
-            assert!(s.func.is_some() && s.thread.is_some());
+            // On the resident executor the core takes the task itself: no AICPU thread.
+            assert!(s.func.is_some() && s.thread.is_some() != resident);
         }
         assert!(t.funcs.values().any(|n| n == "add") && t.funcs.values().any(|n| n == "mul"));
-        assert!(t.phases.iter().any(|p| p.phase == pto::runtime::host::trace::Phase::Dispatch));
+        let busy = if resident { Phase::Supervise } else { Phase::Dispatch };
+        assert!(t.phases.iter().any(|p| p.phase == busy), "{rt} {e}");
         if rt == RuntimeKind::TensormapRing {
             assert!(t.phases.iter().any(|p| p.phase == pto::runtime::host::trace::Phase::Orchestration));
         }

@@ -16,7 +16,7 @@ use zerocopy::{FromBytes, IntoBytes};
 use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::layout::{
     ARGS_HEAD, ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig, Shape,
-    TaskRecord, args_flags,
+    TaskRecord, args_flags, executor_mode, offsets,
 };
 
 use crate::launch_state;
@@ -34,7 +34,20 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
 
     let mut sched = Scheduler::new(a, &*shared, launch.thread_idx, launch.thread_count);
     sched.handshake();
-    sched.run();
+    if shared.resident {
+        // The cores schedule themselves: this thread only watches the run to its end.
+        let started = a.now_ticks();
+        let done = crate::exec::resident::supervise(a, &shared.base().map, &shared.base().stop);
+        if let Some(t) = sched.trace_ring() {
+            t.phase(a, crate::layout::trace_kind::SUPERVISE, started, a.now_ticks());
+        }
+        shared.base().record_completed(done);
+        if launch.thread_idx == 0 {
+            crate::exec::resident::count_executed(a, &shared.base().map);
+        }
+    } else {
+        sched.run();
+    }
     let released = sched.retire();
     sched.publish_counters(released);
     drop(sched);
@@ -69,10 +82,14 @@ pub struct Shared {
     fanin_left: Vec<AtomicU32>,
     next_block: Vec<AtomicU32>,
     subtasks_done: Vec<AtomicU32>,
+    /// The run is on the resident executor: the cores schedule, the AICPU supervises.
+    pub resident: bool,
 }
 
 impl Shared {
-    /// Shared state for `g`, with every producer-free task queued or completed inline.
+    /// Shared state for `g`, with every producer-free task queued or completed inline — or,
+    /// on the resident executor (`map.cfg.resident` set), nothing queued: the cores take the
+    /// ready tasks from the lists the host seeded.
     pub fn new<A: AicpuAgent>(a: &A, map: RunMap, g: Graph) -> Shared {
         let n = g.tasks.len();
         let mut per_shape = [1usize; Shape::QUEUED];
@@ -87,7 +104,11 @@ impl Shared {
             next_block: (0..n).map(|_| AtomicU32::new(0)).collect(),
             subtasks_done: (0..n).map(|_| AtomicU32::new(0)).collect(),
             g,
+            resident: map.cfg.resident != 0,
         };
+        if s.resident {
+            return s;
+        }
         let mut c = Completions::new();
         for (i, t) in s.g.tasks.iter().enumerate() {
             if t.fanin == 0 {
@@ -106,6 +127,7 @@ impl Shared {
             fanin_left: Vec::new(),
             next_block: Vec::new(),
             subtasks_done: Vec::new(),
+            resident: false,
         };
         s.base.stop.store(true, Ordering::Release);
         s
@@ -165,9 +187,24 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
     {
         return None;
     }
+    let mode_ok = match cfg.executor {
+        executor_mode::RESIDENT_PENDING => cfg.resident != 0 && cfg.resident % 64 == 0,
+        executor_mode::LEGACY_GRAPH | executor_mode::LEGACY_UNSUPPORTED_SHAPE => cfg.resident == 0,
+        _ => false,
+    };
+    if !mode_ok {
+        return None;
+    }
     let map = RunMap { desc, cfg };
-    match load_graph(a, &cfg) {
-        Ok(g) => Some(Shared::new(a, map, g)),
+    match load_graph(a, &cfg).and_then(|g| check_resident(&cfg, g)) {
+        Ok(g) => {
+            let s = Shared::new(a, map, g);
+            if s.resident {
+                // The image is valid and the resident executor can run it: the cores may go.
+                a.store_direct(desc.offset(offsets::RUN_RESIDENT_READY), executor_mode::RESIDENT_READY as u64);
+            }
+            Some(s)
+        }
         Err(detail) => {
             let s = Shared::failed(a, map);
             s.base().fail(
@@ -183,6 +220,27 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
             Some(s)
         }
     }
+}
+
+/// On the resident executor, every task must be one the cores can run alone (AIC, AIV or
+/// dummy, one block, no sync-start) and the AIC list must hold exactly the AIC tasks; the
+/// error is a detail word as [`load_graph`]'s.
+fn check_resident(cfg: &LaunchConfig, g: Graph) -> Result<Graph, u64> {
+    if cfg.executor != executor_mode::RESIDENT_PENDING {
+        return Ok(g);
+    }
+    let mut aic = 0u32;
+    for (i, t) in g.tasks.iter().enumerate() {
+        let alone = t.shape == Shape::Aic as u8 || t.shape == Shape::Aiv as u8 || t.shape == Shape::Dummy as u8;
+        if !alone || t.block_num != 1 || g.extra[i].1 {
+            return Err(0x800 | ((i as u64) << 16));
+        }
+        aic += u32::from(t.shape == Shape::Aic as u8);
+    }
+    if aic != cfg.resident_aic {
+        return Err(0x900);
+    }
+    Ok(g)
 }
 
 fn read_vec<T: FromBytes + IntoBytes + Clone, A: GmMemory>(a: &A, at: GmAddr, n: usize, zero: T) -> Vec<T> {

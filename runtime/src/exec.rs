@@ -1,7 +1,11 @@
 //! AICore executors.
 //!
-//! [`legacy`] is the executor where the AICPU dispatches and the core executes. (The resident
-//! executor, where schedulers run on the cores themselves, is a later addition.)
+//! [`legacy`] is the executor where the AICPU dispatches and the core executes; [`resident`]
+//! is the one where the cores schedule the host-built graph themselves. Both share one AICore
+//! entry point ([`legacy::aicore_entry`]): report, window, then the executor the launch
+//! descriptor names, then EXIT and the teardown gate.
+
+pub mod resident;
 
 pub mod legacy {
     //! The legacy AICore executor: report, wait for the window, then for every dispatch id in
@@ -14,7 +18,7 @@ pub mod legacy {
     use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
     use crate::layout::{
         ArgsHeader, DESC_MAGIC, DispatchPayload, LAYOUT_VERSION, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, TENSOR_WRITTEN,
-        TensorDesc, TraceRecord, regs, trace_kind,
+        TensorDesc, TraceRecord, executor_mode, offsets, regs, trace_kind,
     };
     use crate::lifecycle::{self, Fault, RunMap};
 
@@ -32,7 +36,11 @@ pub mod legacy {
     pub fn aicore_entry<A: AicoreAgent>(a: &A, launch: AicoreLaunch) -> i32 {
         let desc = launch.args;
         let cfg = lifecycle::read_config_core(a, desc);
-        if cfg.magic != DESC_MAGIC || cfg.version != LAYOUT_VERSION || launch.block_idx >= cfg.workers {
+        let known_mode = matches!(
+            cfg.executor,
+            executor_mode::RESIDENT_PENDING | executor_mode::LEGACY_GRAPH | executor_mode::LEGACY_UNSUPPORTED_SHAPE
+        );
+        if cfg.magic != DESC_MAGIC || cfg.version != LAYOUT_VERSION || launch.block_idx >= cfg.workers || !known_mode {
             return STATUS_BAD_DESC;
         }
         let map = RunMap { desc, cfg };
@@ -56,6 +64,26 @@ pub mod legacy {
             }
         }
         a.write_cond(regs::COND_IDLE);
+
+        if cfg.executor == executor_mode::RESIDENT_PENDING {
+            match resident_ready(a, &map, launch.block_idx) {
+                Go::Ready => match super::resident::serve(a, &map, &launch, &mut trace) {
+                    super::resident::Served::Exit => {}
+                    super::resident::Served::IdleTimeout => return STATUS_IDLE_TIMEOUT,
+                },
+                Go::Exit => {}
+                Go::Timeout => return STATUS_WINDOW_TIMEOUT,
+            }
+            if let Some(t) = &trace {
+                t.close(a);
+            }
+            a.store_barrier();
+            a.write_cond(regs::COND_EXITED);
+            return match lifecycle::wait_release(a, &map, launch.block_idx, budget) {
+                lifecycle::Release::Released => 0,
+                lifecycle::Release::Abandoned => STATUS_NOT_RELEASED,
+            };
+        }
 
         let mut last = regs::DMB_IDLE;
         let mut deadline = a.now_ticks().saturating_add(budget);
@@ -97,6 +125,45 @@ pub mod legacy {
         match lifecycle::wait_release(a, &map, launch.block_idx, budget) {
             lifecycle::Release::Released => 0,
             lifecycle::Release::Abandoned => STATUS_NOT_RELEASED,
+        }
+    }
+
+    /// What a resident core found while waiting for the AICPU's go.
+    enum Go {
+        /// The AICPU validated the image: schedule.
+        Ready,
+        /// EXIT came first (the image was refused, or the run stopped).
+        Exit,
+        /// Neither within the core's wait budget (the fault is latched).
+        Timeout,
+    }
+
+    /// Wait until the AICPU says the image is valid ([`executor_mode::RESIDENT_READY`] in the
+    /// run line, read device-direct: never the configuration's cached copy) or sends EXIT.
+    fn resident_ready<A: AicoreAgent>(a: &A, map: &RunMap, w: u32) -> Go {
+        let at = map.desc.offset(offsets::RUN_RESIDENT_READY);
+        let deadline = a.now_ticks().saturating_add(map.cfg.core_wait_ticks);
+        loop {
+            if a.read_dmb() == regs::DMB_EXIT {
+                return Go::Exit;
+            }
+            let v = a.query(at);
+            if v == executor_mode::RESIDENT_READY as u64 {
+                return Go::Ready;
+            }
+            let now = a.now_ticks();
+            if now >= deadline {
+                let f = Fault {
+                    code: ErrorCode::Sched(SchedError::SchedulerTimeout),
+                    site: Site::Window,
+                    task: None,
+                    core: Some(w),
+                    detail: v,
+                };
+                lifecycle::latch(a, map.desc, f, "");
+                return Go::Timeout;
+            }
+            a.wait_for_word(at, v, deadline.min(now.saturating_add(a.ticks_from_micros(1_000))));
         }
     }
 
@@ -181,7 +248,7 @@ pub mod legacy {
     }
 
     /// What a kernel sees: its payload's arguments, read once from the image.
-    struct CoreCtx<'a> {
+    pub(crate) struct CoreCtx<'a> {
         gm: &'a dyn GmMemory,
         tensors: [TensorDesc; MAX_TENSOR_ARGS],
         scalars: [u64; MAX_SCALAR_ARGS],
@@ -192,7 +259,7 @@ pub mod legacy {
     }
 
     impl<'a> CoreCtx<'a> {
-        fn load<A: AicoreAgent>(a: &'a A, p: &DispatchPayload, core_type: CoreType) -> CoreCtx<'a> {
+        pub(crate) fn load<A: AicoreAgent>(a: &'a A, p: &DispatchPayload, core_type: CoreType) -> CoreCtx<'a> {
             let mut ctx = CoreCtx {
                 gm: a.as_gm(),
                 tensors: [TensorDesc::default(); MAX_TENSOR_ARGS],
@@ -226,7 +293,7 @@ pub mod legacy {
         /// The first tensor descriptor no kernel could have been given, if any: a rank outside
         /// `1..=5`, an unknown element type or size, or a view whose span overflows or exceeds
         /// any device memory (2^40 bytes).
-        fn malformed(&self) -> Option<usize> {
+        pub(crate) fn malformed(&self) -> Option<usize> {
             self.tensors[..self.nt].iter().position(|t| {
                 let size_ok =
                     crate::graph::DType::try_from(t.dtype).is_ok_and(|d| d.size() == t.elem_bytes && d.size() != 0);
@@ -240,7 +307,7 @@ pub mod legacy {
         /// Drop this core's copies of every argument's lines before the kernel runs: inputs were
         /// produced by other cores or the host, and outputs must be filled fresh so that their
         /// whole-line write-backs carry nobody's stale bytes.
-        fn observe_arguments<A: AicoreAgent>(&self, a: &A) {
+        pub(crate) fn observe_arguments<A: AicoreAgent>(&self, a: &A) {
             // Spans were checked by `malformed` before the kernel was allowed to run.
             for (lo, hi) in self.tensors[..self.nt].iter().filter_map(span) {
                 a.observe_lines(GmAddr(lo), hi - lo);
@@ -248,7 +315,7 @@ pub mod legacy {
         }
 
         /// Write back every line of every output, so it reaches memory before FIN.
-        fn publish_outputs<A: AicoreAgent>(&self, a: &A) {
+        pub(crate) fn publish_outputs<A: AicoreAgent>(&self, a: &A) {
             let written = self.tensors[..self.nt].iter().filter(|t| t.flags & TENSOR_WRITTEN != 0);
             for (lo, hi) in written.filter_map(span) {
                 a.publish_lines(GmAddr(lo), hi - lo);

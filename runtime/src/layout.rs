@@ -30,7 +30,7 @@ pub const DESC_MAGIC: u32 = 0x314F_5450;
 /// Magic of a graph image ("PTOG").
 pub const IMAGE_MAGIC: u32 = 0x474f_5450;
 /// Layout version of descriptor and image.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 
 /// Register values of the dispatch (DMB) / status (COND) protocol.
 pub mod regs {
@@ -62,7 +62,7 @@ pub mod regs {
     }
 }
 
-/// Host-written run configuration: the first two lines of the launch descriptor.
+/// Host-written run configuration: the first three lines of the launch descriptor.
 #[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C, align(64))]
 pub struct LaunchConfig {
@@ -110,6 +110,126 @@ pub struct LaunchConfig {
     /// GM address of the run's args-dump region (a [`DumpHeader`] line, then the lanes:
     /// [`DumpLayout`]); 0 = the dump is off (no lane storage exists).
     pub dump: u64,
+    /// Which executor runs the graph ([`executor_mode`]); 0 is not a choice and is refused.
+    pub executor: u32,
+    /// Why the run is on the legacy executor ([`legacy_reason`]), 0 on the resident one.
+    pub executor_reason: u32,
+    /// The task the reason names (a MIX, SPMD or sync-start task), `u32::MAX` if none.
+    pub executor_detail: u32,
+    /// Resident executor: capacity of the AIC ready list (the AIV list holds the rest).
+    pub resident_aic: u32,
+    /// Resident executor: GM address of the scheduler state ([`ResidentLayout`]); 0 on the
+    /// legacy executor.
+    pub resident: u64,
+    /// Reserved, zero.
+    pub reserved: [u64; 5],
+}
+
+/// [`LaunchConfig::executor`] values (the reference's numbering; 0 is not a mode).
+pub mod executor_mode {
+    /// Resident executor, its scheduler state not yet checked by the AICPU: cores wait for
+    /// [`RunLine::resident_ready`](super::RunLine::resident_ready) to say [`RESIDENT_READY`].
+    pub const RESIDENT_PENDING: u32 = 1;
+    /// Resident executor, the AICPU validated the image: the cores schedule themselves.
+    pub const RESIDENT_READY: u32 = 2;
+    /// Legacy executor: the AICPU dispatches every subtask.
+    pub const LEGACY_GRAPH: u32 = 3;
+    /// Legacy executor because the graph has a shape the resident executor does not run.
+    pub const LEGACY_UNSUPPORTED_SHAPE: u32 = 4;
+}
+
+/// [`LaunchConfig::executor_reason`] values: why a run is on the legacy executor.
+pub mod legacy_reason {
+    /// The run is on the resident executor.
+    pub const NONE: u32 = 0;
+    /// `Executor::Legacy` was asked for.
+    pub const REQUESTED: u32 = 1;
+    /// The device-side runtime schedules from its rings on the AICPU.
+    pub const DEVICE_SIDE_RUNTIME: u32 = 2;
+    /// A MIX task (a whole cluster at once).
+    pub const MIX_TASK: u32 = 3;
+    /// An SPMD task (more than one block).
+    pub const SPMD_TASK: u32 = 4;
+    /// A task whose blocks must start together.
+    pub const SYNC_START: u32 = 5;
+    /// The args dump is captured by the AICPU threads that dispatch (legacy only).
+    pub const ARGS_DUMP: u32 = 6;
+}
+
+/// Where the resident executor's scheduler state sits in GM. Every word is touched only
+/// through `GmAtomic` (device-direct loads, stores and read-modify-writes), by the cores and
+/// the AICPU alike, so no line of it is ever cached and no maintenance is needed on either
+/// tier. The host writes the initial state before the launch.
+///
+/// * line 0: `completed` (tasks done), `executed` (kernels run);
+/// * lines 1–4: head and tail of the AIC ready list, head and tail of the AIV ready list;
+/// * `running[workers]`: `task + 1` while a core runs a kernel, 0 otherwise (its one writer
+///   is that core; the AICPU's watchdog reads it to name a stuck core and its task);
+/// * `fanin[tasks]`: producers of each task not finished yet;
+/// * the AIC ready list (`aic` entries), then the AIV list (`tasks - aic`: AIV and dummy
+///   tasks): entry `i` is `task + 1` once published, 0 before. Each task enters a list once,
+///   so a list never wraps and a slot is written once per run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ResidentLayout {
+    /// GM address of the region (64-byte aligned).
+    pub base: u64,
+    /// Workers launched.
+    pub workers: u32,
+    /// Tasks of the graph.
+    pub tasks: u32,
+    /// Capacity of the AIC list.
+    pub aic: u32,
+}
+
+impl ResidentLayout {
+    /// Offset of `completed`.
+    pub const COMPLETED: u64 = 0;
+    /// Offset of `executed`.
+    pub const EXECUTED: u64 = 8;
+    /// The layout a launch configuration names, `None` on the legacy executor.
+    pub const fn of(cfg: &LaunchConfig) -> Option<ResidentLayout> {
+        if cfg.resident == 0 {
+            return None;
+        }
+        Some(ResidentLayout { base: cfg.resident, workers: cfg.workers, tasks: cfg.task_count, aic: cfg.resident_aic })
+    }
+    /// GM address of `completed`.
+    pub const fn completed(&self) -> u64 {
+        self.base + Self::COMPLETED
+    }
+    /// GM address of `executed`.
+    pub const fn executed(&self) -> u64 {
+        self.base + Self::EXECUTED
+    }
+    /// GM address of list `q`'s head (0 = AIC, 1 = AIV).
+    pub const fn head(&self, q: u32) -> u64 {
+        self.base + 64 + q as u64 * 128
+    }
+    /// GM address of list `q`'s tail.
+    pub const fn tail(&self, q: u32) -> u64 {
+        self.head(q) + 64
+    }
+    /// GM address of worker `w`'s `running` word.
+    pub const fn running(&self, w: u32) -> u64 {
+        self.base + 320 + w as u64 * 8
+    }
+    /// GM address of task `t`'s fan-in counter.
+    pub const fn fanin(&self, t: u32) -> u64 {
+        self.base + 320 + (self.workers as u64 * 8).next_multiple_of(64) + t as u64 * 8
+    }
+    /// Capacity of list `q`.
+    pub const fn capacity(&self, q: u32) -> u32 {
+        if q == 0 { self.aic } else { self.tasks - self.aic }
+    }
+    /// GM address of entry `i` of list `q`.
+    pub const fn entry(&self, q: u32, i: u32) -> u64 {
+        let first = self.fanin(0) + (self.tasks as u64 * 8).next_multiple_of(64);
+        first + if q == 0 { 0 } else { self.aic as u64 * 8 } + i as u64 * 8
+    }
+    /// Bytes of the whole region.
+    pub const fn bytes(&self) -> u64 {
+        self.entry(1, self.tasks - self.aic) - self.base
+    }
 }
 
 /// Where a run's trace rings sit: one ring per worker (AICore), then one per AICPU thread.
@@ -202,6 +322,8 @@ pub mod trace_kind {
     /// `start`: `task` is the consumer, `block` the producer (both task ids as kernels see
     /// them). Producers include allocation records (`Orch::alloc`), which never run.
     pub const EDGE: u8 = 10;
+    /// AICPU phase: watching a resident run until it completes.
+    pub const SUPERVISE: u8 = 11;
 }
 
 /// One trace record: a subtask on a core, a scheduler event or a phase of an AICPU thread.
@@ -226,6 +348,12 @@ pub struct TraceRecord {
     pub start: u64,
     /// End tick (= `start` for an instant).
     pub end: u64,
+    /// Subtask on the resident executor: when the core took the task from its ready list
+    /// (0 on the legacy executor, where the dispatching AICPU thread records it).
+    pub dispatch: u64,
+    /// Subtask on the resident executor: when the core had released the task's consumers
+    /// (0 on the legacy executor, where the AICPU thread that saw its FIN records it).
+    pub completion: u64,
     /// Reserved.
     pub reserved: u64,
 }
@@ -269,8 +397,12 @@ pub struct RunLine {
     /// Device-side runtime: ticks the orchestration function's whole call took (its waits
     /// for ring space and tensor data included).
     pub orch_ticks: u64,
+    /// Resident executor: [`executor_mode::RESIDENT_READY`] once the AICPU validated the
+    /// image (stored device-direct by the booting thread); cores read it device-direct, never
+    /// from their cached copy of the configuration.
+    pub resident_ready: u64,
     /// Reserved.
-    pub reserved: [u64; 2],
+    pub reserved: u64,
 }
 
 /// The launch descriptor head: configuration, fatal latch, counters.
@@ -880,22 +1012,24 @@ impl DumpLayout {
 }
 
 const _: () = {
-    assert!(size_of::<LaunchConfig>() == 128);
+    assert!(size_of::<LaunchConfig>() == 192);
+    assert!(offset_of!(LaunchConfig, executor) == 128);
+    assert!(offset_of!(LaunchConfig, resident) == 144);
     assert!(offset_of!(LaunchConfig, core_wait_ticks) == 96);
     assert!(offset_of!(LaunchConfig, trace) == 104);
     assert!(offset_of!(LaunchConfig, trace_core_records) == 112);
     assert!(offset_of!(LaunchConfig, trace_thread_records) == 116);
     assert!(offset_of!(LaunchConfig, dump) == 120);
     assert!(size_of::<TraceHeader>() == 64);
-    assert!(size_of::<TraceRecord>() == 48);
+    assert!(size_of::<TraceRecord>() == 64);
     assert!(offset_of!(TraceRecord, bin) == 16);
     assert!(offset_of!(TraceRecord, start) == 24);
     assert!(size_of::<FatalLine>() == 64);
     assert!(size_of::<RunLine>() == 64);
-    assert!(size_of::<LaunchDesc>() == 256 + FAULT_TEXT_BYTES);
-    assert!(offset_of!(LaunchDesc, fault_text) == 256);
-    assert!(offset_of!(LaunchDesc, fatal) == 128);
-    assert!(offset_of!(LaunchDesc, run) == 192);
+    assert!(size_of::<LaunchDesc>() == 320 + FAULT_TEXT_BYTES);
+    assert!(offset_of!(LaunchDesc, fault_text) == 320);
+    assert!(offset_of!(LaunchDesc, fatal) == 192);
+    assert!(offset_of!(LaunchDesc, run) == 256);
     assert!(size_of::<Handshake>() == 64);
     assert!(offset_of!(Handshake, aicore_done) == 0);
     assert!(offset_of!(Handshake, physical_core_id) == 8);
@@ -952,6 +1086,8 @@ pub mod offsets {
     pub const RUN_THREADS_DONE: u64 = RUN_COMPLETED + offset_of!(RunLine, threads_done) as u64;
     /// [`RunLine::orch_ticks`].
     pub const RUN_ORCH_TICKS: u64 = RUN_COMPLETED + offset_of!(RunLine, orch_ticks) as u64;
+    /// [`RunLine::resident_ready`].
+    pub const RUN_RESIDENT_READY: u64 = RUN_COMPLETED + offset_of!(RunLine, resident_ready) as u64;
 
     /// [`LaunchDesc::fault_text`].
     pub const FAULT_TEXT: u64 = offset_of!(LaunchDesc, fault_text) as u64;

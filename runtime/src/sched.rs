@@ -93,6 +93,12 @@ impl Base {
         self.completed.load(Ordering::Acquire)
     }
 
+    /// On the resident executor, where the cores count completions in GM: record that `n`
+    /// tasks completed (the last thread out reports the count).
+    pub fn record_completed(&self, n: u64) {
+        self.completed.fetch_max(n, Ordering::AcqRel);
+    }
+
     /// Latch `f` (first wins) and stop every thread.
     pub fn fail<A: AicpuAgent>(&self, a: &A, f: Fault) {
         if crate::breakage::broken(crate::breakage::STOP_BEFORE_LATCH) {
@@ -501,6 +507,11 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                 t.phase(a, trace_kind::IDLE, now, a.now_ticks());
             }
         }
+    }
+
+    /// This thread's trace ring, when the run traces.
+    pub fn trace_ring(&mut self) -> Option<&mut TraceRing> {
+        self.trace.as_mut()
     }
 
     /// Retire every core that handshook; returns how many were released.

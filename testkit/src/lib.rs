@@ -21,7 +21,7 @@ use pto_hal::{CoreType, HostPlatform, KernelContext, KernelContextExt};
 use pto_runtime::dump::DumpLevel;
 use pto_runtime::graph::{FuncId, GraphError, Task, Tensor};
 use pto_runtime::host::dump::{Dump, Stage};
-use pto_runtime::host::{Error, Program, RingConfig, RunConfig, RunReport};
+use pto_runtime::host::{Error, Executor, Program, RingConfig, RunConfig, RunReport};
 use pto_runtime::kernel::KernelIo;
 use pto_runtime::orch::{Orch, OrchArgs, OrchFail, RuntimeKind};
 
@@ -247,6 +247,20 @@ pub fn dumped_with_arena<T>(
     v
 }
 
+thread_local! {
+    /// The executor every host-built-graph run of this thread asks for ([`executed`]).
+    static EXECUTOR: std::cell::Cell<Executor> = const { std::cell::Cell::new(Executor::Auto) };
+}
+
+/// Run `f` with every host-built-graph workload run it makes on this thread on executor `e`
+/// ([`RunConfig::with_executor`]); the device-side runtime always runs on the legacy one.
+pub fn executed<T>(e: Executor, f: impl FnOnce() -> T) -> T {
+    let before = EXECUTOR.with(|x| x.replace(e));
+    let v = f();
+    EXECUTOR.with(|x| x.set(before));
+    v
+}
+
 /// Run `f` with tracing on (or off) for every workload run it makes on this thread
 /// ([`RunConfig::with_trace`]); the trace arrives in [`Outcome::report`]`.trace`.
 pub fn traced<T>(on: bool, f: impl FnOnce() -> T) -> T {
@@ -268,6 +282,9 @@ pub fn run_on<P: HostPlatform>(
     cfg: &RunConfig,
 ) -> Result<(RunReport, Duration), Error> {
     let mut cfg = cfg.clone().with_runtime(rt).with_trace(cfg.trace || TRACE.with(|t| t.get()));
+    if rt == RuntimeKind::HostBuiltGraph && cfg.executor == Executor::Auto {
+        cfg = cfg.with_executor(EXECUTOR.with(|x| x.get()));
+    }
     if let Some((level, dir, arena)) = DUMP.with(|d| d.borrow().clone()) {
         cfg = cfg.with_dump(Some(level));
         if let Some(bytes) = arena {
@@ -314,10 +331,11 @@ impl Outcome {
             None => format!("build={:.3} ms", self.build.as_secs_f64() * 1e3),
         };
         format!(
-            "{:<22} board={} runtime={} tasks={} cores={} {submit} run={:.3} ms checked={} values PASS",
+            "{:<22} board={} runtime={} executor={} tasks={} cores={} {submit} run={:.3} ms checked={} values PASS",
             self.name,
             board,
             self.runtime.name(),
+            self.report.executor,
             self.report.tasks,
             self.report.cores,
             self.report.wall.as_secs_f64() * 1e3,
@@ -758,7 +776,9 @@ impl<P: HostPlatform> Prepared<P> {
     pub fn run_checked(&self, dev: &Device<P>, rt: RuntimeKind) -> Result<RunReport, Failure> {
         self.reset()?;
         let r = match rt {
-            RuntimeKind::HostBuiltGraph => dev.run(&self.graph)?,
+            RuntimeKind::HostBuiltGraph => {
+                dev.run_with(&self.graph, &RunConfig::default().with_executor(EXECUTOR.with(|x| x.get())))?
+            }
             RuntimeKind::TensormapRing => {
                 dev.run_program(&self.program, &self.args, &RunConfig::default().with_runtime(rt))?
             }
@@ -771,12 +791,14 @@ impl<P: HostPlatform> Prepared<P> {
 /// The workload signature shared by the examples.
 pub type Workload<P> = fn(&Device<P>, &Kernels, RuntimeKind) -> Result<Outcome, Failure>;
 
-/// An example's command line: `[--runtime hbg|trb|both] [--trace FILE.json] [--svg FILE.svg]
-/// [--dump partial|hybrid|full [--dump-dir DIR]]`.
+/// An example's command line: `[--runtime hbg|trb|both] [--executor auto|legacy|resident]
+/// [--trace FILE.json] [--svg FILE.svg] [--dump partial|hybrid|full [--dump-dir DIR]]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExampleArgs {
     /// The runtimes to run on (default both).
     pub runtimes: Vec<RuntimeKind>,
+    /// The executor of the host-built-graph runs (default auto).
+    pub executor: Executor,
     /// Where to write the Chrome trace-event JSON of each run.
     pub trace: Option<std::path::PathBuf>,
     /// Where to write the SVG swimlane of each run.
@@ -791,10 +813,11 @@ pub struct ExampleArgs {
 /// Usage of an example's command line.
 pub fn example_usage(name: &str) -> String {
     format!(
-        "usage: {name} [--runtime hbg|trb|both] [--trace FILE.json] [--svg FILE.svg]\n\
-         {pad} [--dump partial|hybrid|full [--dump-dir DIR]]\n\
+        "usage: {name} [--runtime hbg|trb|both] [--executor auto|legacy|resident] [--trace FILE.json]\n\
+         {pad} [--svg FILE.svg] [--dump partial|hybrid|full [--dump-dir DIR]]\n\
          (with both runtimes, the device-side runtime's trace files get `.trb` before their extension;\n\
-         each run's args dump goes to DIR/hbg or DIR/trb, by its runtime)",
+         each run's args dump goes to DIR/hbg or DIR/trb, by its runtime; the executor applies to the\n\
+         host-built graph, the device-side runtime always dispatches from the AICPU)",
         pad = " ".repeat(name.len() + 6)
     )
 }
@@ -821,6 +844,7 @@ impl ExampleArgs {
                         other => return Err(format!("--runtime takes hbg, trb or both, got {other:?}")),
                     }
                 }
+                "--executor" => out.executor = parse_executor(&value("auto, legacy or resident")?)?,
                 "--trace" => out.trace = Some(value("a file name")?.into()),
                 "--svg" => out.svg = Some(value("a file name")?.into()),
                 "--dump" => out.dump = Some(parse_dump_level(&value("partial, hybrid or full")?)?),
@@ -831,6 +855,17 @@ impl ExampleArgs {
         }
         check_dump_dir(out.dump, out.dump_dir.as_deref())?;
         Ok(out)
+    }
+}
+
+/// The value of `--executor`: `auto`, `legacy` or `resident`; anything else is an error naming
+/// it.
+pub fn parse_executor(s: &str) -> Result<Executor, String> {
+    match s {
+        "auto" => Ok(Executor::Auto),
+        "legacy" => Ok(Executor::Legacy),
+        "resident" => Ok(Executor::Resident),
+        other => Err(format!("--executor takes auto, legacy or resident, got {other:?}")),
     }
 }
 
@@ -963,7 +998,8 @@ pub fn example_main<P: HostPlatform>(
     let mut ok = true;
     for &rt in &args.runtimes {
         let started = std::time::SystemTime::now();
-        match dumped(args.dump, args.dump_dir.clone(), || traced(tracing, || workload(&dev, &k, rt))) {
+        let run = || executed(args.executor, || traced(tracing, || workload(&dev, &k, rt)));
+        match dumped(args.dump, args.dump_dir.clone(), run) {
             Ok(o) => {
                 println!("{}", o.summary(board));
                 if tracing {

@@ -102,6 +102,11 @@ pub struct RunConfig {
     /// a graph built with [`Device::build`](super::Device::build) always runs on the
     /// host-built-graph runtime.
     pub runtime: RuntimeKind,
+    /// Which executor runs a host-built graph (default [`Executor::Auto`](super::Executor::Auto):
+    /// the resident one where it can run the graph). The device-side runtime always runs on
+    /// the legacy executor; asking it for [`Executor::Resident`](super::Executor::Resident) is
+    /// an error.
+    pub executor: super::Executor,
     /// Ring sizes and budgets of the device-side runtime.
     pub rings: RingConfig,
     /// Record a swimlane trace of the run ([`RunReport::trace`](super::RunReport::trace)).
@@ -141,6 +146,11 @@ impl RunConfig {
     /// The same configuration with a payload arena of `bytes` per AICPU thread.
     pub fn with_dump_arena(mut self, bytes: u64) -> Self {
         self.dump_arena = Some(bytes);
+        self
+    }
+    /// The same configuration on `executor`.
+    pub fn with_executor(mut self, executor: super::Executor) -> Self {
+        self.executor = executor;
         self
     }
     /// The same configuration on `runtime`.

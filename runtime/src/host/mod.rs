@@ -32,6 +32,7 @@ pub mod dump;
 pub mod error;
 mod memory;
 mod publish;
+mod resident;
 mod run;
 pub mod slots;
 pub mod trace;
@@ -53,6 +54,7 @@ use error::platform;
 pub use error::{DeviceError, Error, PlatformError};
 pub use memory::DeviceTensor;
 use publish::SlotMem;
+pub use resident::{Executor, LegacyReason};
 pub use run::{PreparedRun, RunHandle, RunReport};
 pub use trace::Trace;
 
@@ -133,7 +135,7 @@ impl<P: HostPlatform> Drop for Inner<P> {
         for m in &self.slot_mem {
             let m = m.lock().unwrap_or_else(|e| e.into_inner());
             let _ = self.dev.free(m.arena);
-            for (a, _) in [m.image, m.heaps, m.trace, m.dump_mem].into_iter().flatten() {
+            for (a, _) in [m.image, m.heaps, m.trace, m.dump_mem, m.resident].into_iter().flatten() {
                 let _ = self.dev.free(a);
             }
         }
@@ -180,7 +182,15 @@ impl<P: HostPlatform> Device<P> {
         for _ in 0..PIPELINE_DEPTH {
             let arena = dev.alloc(arena_bytes, 64).map_err(platform("slot allocation"))?;
             dev.memset(arena, 0, arena_bytes).map_err(platform("slot initialisation"))?;
-            mems.push(Mutex::new(SlotMem { arena, image: None, heaps: None, trace: None, dump_mem: None, dump: None }));
+            mems.push(Mutex::new(SlotMem {
+                arena,
+                image: None,
+                heaps: None,
+                trace: None,
+                dump_mem: None,
+                dump: None,
+                resident: None,
+            }));
         }
         let mut mems = mems.into_iter();
         let slot_mem = [mems.next().ok_or(Error::Closed)?, mems.next().ok_or(Error::Closed)?];

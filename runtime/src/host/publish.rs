@@ -33,6 +33,9 @@ pub(crate) struct SlotMem {
     pub(crate) dump_mem: Option<(GmAddr, u64)>,
     /// The collector of the dumping run published in this slot (taken by its launch).
     pub(crate) dump: Option<DumpRegion>,
+    /// The resident executor's scheduler state (allocated by the first resident run of the
+    /// slot, kept for its later ones; rewritten whole before every resident run).
+    pub(crate) resident: Option<(GmAddr, u64)>,
 }
 
 /// The collector that will drain a dumping run's lanes.
@@ -242,6 +245,34 @@ impl<P: HostPlatform> Device<P> {
                 a.0
             }
         };
+        // The executor: the device-side runtime dispatches from the AICPU; a host-built graph
+        // goes resident unless asked otherwise or it has a shape the resident executor does
+        // not run.
+        let choice = if what.runtime == crate::layout::RUNTIME_HBG {
+            super::resident::choose(cfg.executor, what.bytes, cfg.dump.is_some(), what.clusters * 3)
+                .map_err(|why| Error::Config(format!("executor = resident cannot run this graph: {why}")))?
+        } else if cfg.executor == super::Executor::Resident {
+            return Err(Error::Config(format!(
+                "executor = resident cannot run this graph: {}",
+                super::LegacyReason::DeviceSideRuntime
+            )));
+        } else {
+            super::resident::Choice {
+                mode: crate::layout::executor_mode::LEGACY_GRAPH,
+                reason: Some(super::LegacyReason::DeviceSideRuntime),
+                state: None,
+            }
+        };
+        let (resident, resident_aic) = match &choice.state {
+            None => (0, 0),
+            Some((bytes, aic)) => {
+                let need = bytes.len() as u64;
+                let at = reuse_or_alloc(dev, &mut mem.resident, need, need, "resident scheduler state")?;
+                dev.copy_h2d(at, bytes).map_err(platform("resident scheduler state upload"))?;
+                (at.0, *aic)
+            }
+        };
+        let (executor_reason, executor_detail) = choice.reason.map_or((0, u32::MAX), |r| r.code());
         let config = LaunchConfig {
             magic: DESC_MAGIC,
             version: LAYOUT_VERSION,
@@ -264,15 +295,22 @@ impl<P: HostPlatform> Device<P> {
             trace_core_records: if cfg.trace { core_records } else { 0 },
             trace_thread_records: if cfg.trace { thread_records } else { 0 },
             dump,
+            executor: choice.mode,
+            executor_reason,
+            executor_detail,
+            resident_aic,
+            resident,
+            reserved: [0; 5],
         };
         LaunchImage::prepare(config, what.bytes).publish(dev, arena, image)?;
         log::debug!(
             target: "pto::host",
-            "publish: slot {slot} epoch {epoch} image {} bytes at {:#x}, trace {}, dump {:?}",
+            "publish: slot {slot} epoch {epoch} image {} bytes at {:#x}, trace {}, dump {:?}, executor {}",
             what.bytes.len(),
             image.0,
             if cfg.trace { "on" } else { "off" },
-            cfg.dump
+            cfg.dump,
+            choice.reason.map_or_else(|| std::string::String::from("resident"), |r| format!("legacy ({r})"))
         );
         Ok(epoch)
     }

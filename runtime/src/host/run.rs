@@ -38,7 +38,8 @@ pub struct RunReport {
     pub epoch: u64,
     /// Tasks completed.
     pub tasks: u64,
-    /// Subtasks dispatched to cores.
+    /// Subtasks dispatched to cores (on the resident executor: kernels the cores took from
+    /// their ready lists and ran; dummy and skipped tasks are not counted).
     pub dispatched: u64,
     /// Cores that handshook.
     pub cores: u64,
@@ -56,6 +57,11 @@ pub struct RunReport {
     pub trace: Option<super::Trace>,
     /// What the args dump wrote, when [`RunConfig::dump`] was on.
     pub dump: Option<super::dump::DumpReport>,
+    /// The executor that ran the graph: [`Executor::Legacy`](super::Executor::Legacy) or
+    /// [`Executor::Resident`](super::Executor::Resident) (never `Auto`).
+    pub executor: super::Executor,
+    /// Why the run was on the legacy executor (`None` on the resident one).
+    pub legacy_reason: Option<super::LegacyReason>,
 }
 
 #[derive(Default)]
@@ -789,6 +795,12 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
             slot,
             trace,
             dump: None,
+            executor: if crate::layout::ResidentLayout::of(&d.config).is_some() {
+                super::Executor::Resident
+            } else {
+                super::Executor::Legacy
+            },
+            legacy_reason: super::LegacyReason::from_code(d.config.executor_reason, d.config.executor_detail),
             orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
                 .then(|| Duration::from_micros(micros)),
         })

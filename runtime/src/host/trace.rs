@@ -42,15 +42,17 @@ pub struct SubtaskTrace {
     pub core: u32,
     /// Func id of the kernel, when its binary is registered on this device.
     pub func: Option<u16>,
-    /// Tick at which the AICPU wrote the dispatch register (`None` if its ring overflowed).
+    /// Tick at which the AICPU wrote the dispatch register, or (resident executor) at which
+    /// the core took the task from its ready list (`None` if a ring overflowed).
     pub dispatch: Option<u64>,
     /// Tick at which the core started the subtask (after its acknowledgement).
     pub start: u64,
     /// Tick at which the core finished it (outputs published, before FIN).
     pub end: u64,
-    /// Tick at which the AICPU saw its FIN (`None` if its ring overflowed).
+    /// Tick at which the AICPU saw its FIN, or (resident executor) at which the core had
+    /// released the task's consumers (`None` if a ring overflowed).
     pub completion: Option<u64>,
-    /// AICPU thread that dispatched it.
+    /// AICPU thread that dispatched it (`None` on the resident executor, where none does).
     pub thread: Option<u32>,
 }
 
@@ -69,6 +71,8 @@ pub enum Phase {
     Handshake,
     /// Retiring its cores.
     Retire,
+    /// Watching a resident run (the cores schedule themselves) until it completes.
+    Supervise,
 }
 
 impl Phase {
@@ -81,6 +85,7 @@ impl Phase {
             Phase::Idle => "idle",
             Phase::Handshake => "handshake",
             Phase::Retire => "retire",
+            Phase::Supervise => "supervise",
         }
     }
 }
@@ -578,6 +583,7 @@ where
             trace_kind::IDLE => Phase::Idle,
             trace_kind::HANDSHAKE => Phase::Handshake,
             trace_kind::RETIRE => Phase::Retire,
+            trace_kind::SUPERVISE => Phase::Supervise,
             _ => continue,
         };
         phases.push(PhaseTrace { thread: *t, phase, start: r.start, end: r.end.max(r.start) });
@@ -585,7 +591,13 @@ where
     let mut subtasks = Vec::new();
     for r in core_recs.iter().filter(|r| r.kind == trace_kind::SUBTASK) {
         let key = (r.core, r.task, r.block, r.lane);
-        let disp = dispatched.get_mut(&key).and_then(VecDeque::pop_front);
+        // On the resident executor the core records when it took the task and when it had
+        // released its consumers (no AICPU thread sees either).
+        let disp = if r.dispatch != 0 {
+            Some((r.dispatch, u32::MAX))
+        } else {
+            dispatched.get_mut(&key).and_then(VecDeque::pop_front)
+        };
         subtasks.push(SubtaskTrace {
             task: r.task,
             block: r.block,
@@ -595,8 +607,12 @@ where
             dispatch: disp.map(|d| d.0),
             start: r.start,
             end: r.end.max(r.start),
-            completion: completed.get_mut(&key).and_then(VecDeque::pop_front),
-            thread: disp.map(|d| d.1),
+            completion: if r.completion != 0 {
+                Some(r.completion)
+            } else {
+                completed.get_mut(&key).and_then(VecDeque::pop_front)
+            },
+            thread: disp.map(|d| d.1).filter(|&t| t != u32::MAX),
         });
     }
     subtasks.sort_by_key(|s| (s.start, s.core));

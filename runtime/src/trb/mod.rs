@@ -124,7 +124,11 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
 /// descriptor is unusable.
 fn boot<A: AicpuAgent>(a: &A, desc: GmAddr, threads: u32) -> Option<Shared> {
     let cfg = lifecycle::read_config(a, desc);
-    if cfg.magic != DESC_MAGIC || cfg.version != LAYOUT_VERSION || cfg.workers != cfg.clusters * 3 || cfg.clusters == 0
+    if cfg.magic != DESC_MAGIC
+        || cfg.version != LAYOUT_VERSION
+        || cfg.workers != cfg.clusters * 3
+        || cfg.clusters == 0
+        || cfg.executor != crate::layout::executor_mode::LEGACY_GRAPH
     {
         return None;
     }

@@ -85,6 +85,7 @@ impl GmPlan {
             watchdog_ticks: budgets.watchdog,
             exit_ticks: budgets.exit,
             core_wait_ticks: budgets.core_wait,
+            executor: pto_runtime::layout::executor_mode::LEGACY_GRAPH,
             ..LaunchConfig::default()
         };
         RunMap { desc: GmAddr(self.desc), cfg }

@@ -9,7 +9,6 @@
 //!   dump, `docs/args-dump.md`); `pto dump DIR` reads a dump directory back: level,
 //!   accounting, records per stage and direction, and per task its arguments' shapes, payload
 //!   sizes and first values.
-//! * `run --executor resident` fails saying the resident executor is not built.
 //!
 //! Every sim board is compiled in; `--board` opens one by name.
 
@@ -96,12 +95,22 @@ impl Runtimes {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum Executor {
-    /// The legacy executor (the only one built).
+    /// The resident executor where it can run the graph, else the legacy one.
     Auto,
     /// The AICPU dispatches, the core executes.
     Legacy,
-    /// Schedulers on the cores (not built yet: refused).
+    /// The cores schedule themselves (host-built graph; a graph it cannot run is an error).
     Resident,
+}
+
+impl Executor {
+    fn pto(self) -> pto::Executor {
+        match self {
+            Executor::Auto => pto::Executor::Auto,
+            Executor::Legacy => pto::Executor::Legacy,
+            Executor::Resident => pto::Executor::Resident,
+        }
+    }
 }
 
 #[derive(Parser, Debug)]
@@ -155,6 +164,9 @@ struct BenchArgs {
     /// The runtime(s).
     #[arg(long, value_enum, default_value = "both")]
     runtime: Runtimes,
+    /// The executor of the host-built graph's runs.
+    #[arg(long, value_enum, default_value = "auto")]
+    executor: Executor,
     /// Trace every timed run too (to measure what tracing costs).
     #[arg(long)]
     traced: bool,
@@ -282,12 +294,6 @@ where
 }
 
 fn run(a: &RunArgs) -> Result<(), Fail> {
-    if a.executor == Executor::Resident {
-        return Err(Fail(
-            "--executor resident: the resident executor (schedulers on the AICores) is not built yet; only the legacy executor exists (use --executor legacy or auto)".into(),
-            2,
-        ));
-    }
     match a.board {
         BoardName::SimA2a3 => run_on::<SimA2a3>(a),
         BoardName::SimA5 => run_on::<SimA5>(a),
@@ -319,8 +325,9 @@ where
     let mut failed = 0;
     for &rt in &rts {
         let started = std::time::SystemTime::now();
-        let outcome =
-            pto_testkit::dumped(a.dump, a.dump_dir.clone(), || pto_testkit::traced(tracing, || w(&dev, &k, rt)));
+        let outcome = pto_testkit::dumped(a.dump, a.dump_dir.clone(), || {
+            pto_testkit::executed(a.executor.pto(), || pto_testkit::traced(tracing, || w(&dev, &k, rt)))
+        });
         match outcome {
             Ok(o) => {
                 println!("{}", o.summary(B::NAME));
@@ -380,6 +387,8 @@ struct BenchDoc {
 struct BenchRow {
     shape: &'static str,
     runtime: &'static str,
+    /// The executor that ran it (`legacy` or `resident`).
+    executor: &'static str,
     n: u32,
     rounds: u32,
     traced: bool,
@@ -415,7 +424,11 @@ where
             let bar = bars.add(ProgressBar::new(a.rounds as u64 + 1));
             bar.set_style(style.clone());
             bar.set_prefix(format!("{} {}", shape.kind().name(), rt.name()));
-            let cfg = pto::RunConfig::default().with_runtime(rt).with_trace(a.traced);
+            let mut cfg = pto::RunConfig::default().with_runtime(rt).with_trace(a.traced);
+            if rt == RuntimeKind::HostBuiltGraph {
+                cfg = cfg.with_executor(a.executor.pto());
+            }
+            let mut executor = pto::Executor::Legacy;
             let mut walls = Vec::new();
             let mut submits = Vec::new();
             // One warm-up round, then the timed ones.
@@ -426,6 +439,7 @@ where
                     RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &cfg)?,
                 };
                 p.check(&r).map_err(|e| Fail(e, 1))?;
+                executor = r.executor;
                 if round > 0 {
                     walls.push(r.wall);
                     submits.push(r.orchestration.unwrap_or(p.graph.build_time()));
@@ -439,6 +453,7 @@ where
             results.push(BenchRow {
                 shape: shape.kind().name(),
                 runtime: rt.name(),
+                executor: executor.name(),
                 n: a.n,
                 rounds: a.rounds,
                 traced: a.traced,
@@ -451,7 +466,10 @@ where
     drop(bars);
     println!("board={} N={} rounds={} traced={} (median of rounds)", B::NAME, a.n, a.rounds, a.traced);
     for r in &results {
-        println!("{:<14} runtime={} run={:>9.3} ms submit={:>9.3} ms", r.shape, r.runtime, r.run_ms, r.submit_ms);
+        println!(
+            "{:<14} runtime={} executor={:<8} run={:>9.3} ms submit={:>9.3} ms",
+            r.shape, r.runtime, r.executor, r.run_ms, r.submit_ms
+        );
     }
     if let Some(path) = &a.json {
         let doc = BenchDoc { format_version: BENCH_FORMAT_VERSION, board: B::NAME, results };
