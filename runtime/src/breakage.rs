@@ -51,6 +51,13 @@ pub const STOP_BEFORE_LATCH: u32 = 1 << 14;
 /// `Relaxed` and the last one frees it without the `Acquire` fence (another thread's last use
 /// of the state is not ordered before the free).
 pub const DEPART_RELAXED: u32 = 1 << 15;
+/// Resident executor: a core takes a ready-list entry that was reserved but not yet written
+/// (it does not wait for the entry to be published).
+pub const RESIDENT_TAKE_UNPUBLISHED: u32 = 1 << 16;
+/// Resident executor: a consumer's fan-in count is decremented by a load and a store instead
+/// of one atomic read-modify-write (two producers finishing together lose a decrement or
+/// publish the consumer twice).
+pub const RESIDENT_RELEASE_SPLIT: u32 = 1 << 17;
 
 // A process-wide test switch, set before a model or a run starts and never part of a
 // protocol; a `static` cannot hold a loom atomic (no `const` constructor).

@@ -69,11 +69,11 @@ pub fn take<G: GmAtomic>(a: &G, l: &ResidentLayout, q: u32) -> Take {
         }
         let at = GmAddr(l.entry(q, head as u32));
         let e = a.query(at);
-        if e == 0 {
+        if e == 0 && !crate::breakage::broken(crate::breakage::RESIDENT_TAKE_UNPUBLISHED) {
             return Take::Unpublished(at);
         }
         if a.compare_exchange(GmAddr(l.head(q)), head, head + 1) == head {
-            return Take::Task((e - 1) as u32);
+            return Take::Task(e.wrapping_sub(1) as u32);
         }
         crate::sync::spin_hint();
     }
@@ -344,20 +344,45 @@ fn release<A: AicoreAgent>(a: &A, map: &RunMap, l: &ResidentLayout, img: &Image,
                 fail(c as u64, "a fan-out list named a task outside the graph");
                 return;
             }
-            let before = a.fetch_add(GmAddr(l.fanin(c)), u64::MAX);
-            if before == 0 {
-                fail(c as u64, "a consumer was released more often than it has producers");
+            let r = release_consumer(a, l, c, || list_of(img.record(a, c).shape));
+            if let Err(why) = r {
+                fail(c as u64, why);
                 return;
-            }
-            if before == 1 {
-                let q = list_of(img.record(a, c).shape);
-                if !push(a, l, q, c) {
-                    fail(c as u64, "a ready list overflowed");
-                    return;
-                }
             }
         }
         done += n as u32;
+    }
+}
+
+/// One producer of task `c` is done: decrement `c`'s fan-in count; the caller whose decrement
+/// takes it to zero appends `c` to its list (`list()`, asked only then). `Ok(true)` when this
+/// call published `c`. The caller's outputs must be in memory before (a store barrier), so
+/// whoever takes `c` sees them.
+pub fn release_consumer<G: GmAtomic>(
+    a: &G,
+    l: &ResidentLayout,
+    c: u32,
+    list: impl FnOnce() -> u32,
+) -> Result<bool, &'static str> {
+    let at = GmAddr(l.fanin(c));
+    let before = if crate::breakage::broken(crate::breakage::RESIDENT_RELEASE_SPLIT) {
+        // Broken on purpose: a load and a store instead of one read-modify-write.
+        let v = a.query(at);
+        a.store_direct(at, v.wrapping_sub(1));
+        v
+    } else {
+        a.fetch_add(at, u64::MAX)
+    };
+    match before {
+        0 => Err("a consumer was released more often than it has producers"),
+        1 => {
+            if push(a, l, list(), c) {
+                Ok(true)
+            } else {
+                Err("a ready list overflowed")
+            }
+        }
+        _ => Ok(false),
     }
 }
 
