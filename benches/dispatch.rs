@@ -12,7 +12,10 @@
 //! the cost of swimlane tracing (`RunConfig::with_trace`) at N=1000, on vs off in the same
 //! process with the rounds interleaved (`--trace-cost` runs that section alone), and the cost of
 //! the args dump at N=1000: off, `Partial` with nothing marked (the selection test alone) and
-//! `Full` (with records/s and MB/s; `--dump-cost` runs that section alone). `--help` prints the
+//! `Full` (with records/s and MB/s; `--dump-cost` runs that section alone), and the host-built
+//! graph on the legacy against the resident executor at N=1000 (`--executor-cost` runs that
+//! section alone). `--executor` chooses the host-built graph's executor for the main table
+//! (default `auto`: resident where it can run the graph). `--help` prints the
 //! usage; anything else on the command line is refused with the usage (exit status 2).
 //!
 //! The JSON is the serialization of [`BenchReport`] (serde-derived); its `format_version`
@@ -28,7 +31,7 @@ use serde::Serialize;
 const NS: [u32; 3] = [1, 1000, 4000];
 
 /// The command line, printed by `--help` and with every refusal.
-const USAGE: &str = "usage: cargo bench --bench dispatch -- [--rounds R] [--only SHAPE,...] [--runtime hbg|trb|both] [--threads T] [--trace-cost] [--dump-cost]\n\
+const USAGE: &str = "usage: cargo bench --bench dispatch -- [--rounds R] [--only SHAPE,...] [--runtime hbg|trb|both] [--threads T] [--executor auto|legacy|resident] [--trace-cost] [--dump-cost] [--executor-cost]\n\
                      shapes: chain, fanout, independent, dummy_chain, dummy_fanout";
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -44,6 +47,8 @@ struct Point {
     n: u32,
     run: Duration,
     build: Duration,
+    /// The executor that ran the point (`Auto` resolves per graph).
+    executor: Executor,
 }
 
 fn main() {
@@ -53,6 +58,7 @@ fn main() {
     let mut runtimes = pto_testkit::RUNTIMES.to_vec();
     let mut trace_cost_only = false;
     let mut dump_cost_only = false;
+    let mut executor_cost_only = false;
     let mut args = std::env::args().skip(1);
     let usage = || -> ! {
         eprintln!("{USAGE}");
@@ -99,6 +105,18 @@ fn main() {
                 });
             }
             "--trace-cost" => trace_cost_only = true,
+            "--executor-cost" => executor_cost_only = true,
+            "--executor" => {
+                cfg.executor = match args.next().as_deref() {
+                    Some("auto") => Executor::Auto,
+                    Some("legacy") => Executor::Legacy,
+                    Some("resident") => Executor::Resident,
+                    other => {
+                        eprintln!("--executor takes auto, legacy or resident, got {other:?}");
+                        usage()
+                    }
+                }
+            }
             "--dump-cost" => dump_cost_only = true,
             other => {
                 eprintln!("unknown argument {other:?}");
@@ -112,6 +130,10 @@ fn main() {
     });
     if trace_cost_only {
         print_cost(TRACE_TITLE, &TRACE_NAMES, &tracing_cost(&dev, &k, &runtimes, rounds));
+        return;
+    }
+    if executor_cost_only {
+        print_cost(EXECUTOR_TITLE, &EXECUTOR_NAMES, &executor_cost(&dev, &k, rounds));
         return;
     }
     if dump_cost_only {
@@ -138,6 +160,7 @@ fn main() {
                 let p = prepared.expect("built");
                 let mut runs = Vec::new();
                 let mut orchs = Vec::new();
+                let mut executor = Executor::Legacy;
                 for r in 0..rounds + 2 {
                     p.reset().expect("reset");
                     let t = Instant::now();
@@ -150,6 +173,7 @@ fn main() {
                     .unwrap_or_else(|e| panic!("{} N={n} {}: {e}", kind.name(), rt.name()));
                     let el = t.elapsed();
                     p.check(&rep).unwrap_or_else(|e| panic!("{} N={n} {}: {e}", kind.name(), rt.name()));
+                    executor = rep.executor;
                     if r >= 2 {
                         runs.push(el);
                         orchs.push(rep.orchestration.unwrap_or_default());
@@ -160,7 +184,7 @@ fn main() {
                     RuntimeKind::HostBuiltGraph => median(builds),
                     RuntimeKind::TensormapRing => median(orchs),
                 };
-                points.push(Point { n, run: median(runs), build: submit });
+                points.push(Point { n, run: median(runs), build: submit, executor });
             }
             table.push((kind, rt, points));
         }
@@ -172,13 +196,16 @@ fn main() {
     let protect_ratio = protection_cost(&dev, &k, &runtimes, rounds);
     let trace_ratio = tracing_cost(&dev, &k, &runtimes, rounds);
     let (dump_rows, dump_full) = dump_cost(&dev, &k, &runtimes, rounds);
+    let executor_ratio =
+        if runtimes.contains(&RuntimeKind::HostBuiltGraph) { executor_cost(&dev, &k, rounds) } else { Vec::new() };
 
     println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
     println!("submission = graph build on the host (hbg) / orchestration time on the device (trb)");
     println!(
-        "{:<14} {:<4} {:>10} {:>13} {:>13} {:>11} {:>12} {:>12} {:>7}",
+        "{:<14} {:<4} {:<8} {:>10} {:>13} {:>13} {:>11} {:>12} {:>12} {:>7}",
         "shape",
         "rt",
+        "executor",
         "run(1) ms",
         "marg@1000 us",
         "marg@4000 us",
@@ -193,9 +220,10 @@ fn main() {
         let marg = |p: &Point| (us(p.run) - us(fixed)) / (p.n as f64 - 1.0);
         let growth = us(pts[2].build) / us(pts[1].build).max(1e-3);
         println!(
-            "{:<14} {:<4} {:>10.3} {:>13.3} {:>13.3} {:>11.3} {:>12.3} {:>12.3} {:>7.2}",
+            "{:<14} {:<4} {:<8} {:>10.3} {:>13.3} {:>13.3} {:>11.3} {:>12.3} {:>12.3} {:>7.2}",
             kind.name(),
             rt.name(),
+            pts[1].executor.name(),
             us(fixed) / 1e3,
             marg(&pts[1]),
             marg(&pts[2]),
@@ -207,6 +235,7 @@ fn main() {
         shapes.push(ShapeResult {
             shape: kind.name(),
             runtime: rt.name(),
+            executor: pts[1].executor.name(),
             fixed_us: us(fixed),
             marginal_us_per_task: Marginal { n1000: marg(&pts[1]), n4000: marg(&pts[2]) },
             submit_growth_1000_to_4000: growth,
@@ -241,6 +270,7 @@ fn main() {
     }
     print_cost(PROTECT_TITLE, &PROTECT_NAMES, &protect_ratio);
     print_cost(TRACE_TITLE, &TRACE_NAMES, &trace_ratio);
+    print_cost(EXECUTOR_TITLE, &EXECUTOR_NAMES, &executor_ratio);
     print_dump_cost(&dump_rows, &dump_full);
     let doc = BenchReport {
         format_version: FORMAT_VERSION,
@@ -273,6 +303,7 @@ fn main() {
         protection_cost: protect_ratio.iter().map(OnOffCost::from_row).collect(),
         tracing_cost: trace_ratio.iter().map(OnOffCost::from_row).collect(),
         dump_cost: dump_rows.iter().map(DumpCost::from_row).collect(),
+        executor_cost: executor_ratio.iter().map(ExecutorCost::from_row).collect(),
     };
     let text = serde_json::to_string_pretty(&doc).expect("JSON");
     println!("{text}");
@@ -401,6 +432,15 @@ fn protection_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKi
     rows
 }
 
+/// The host-built graph on the legacy executor (variant 0) and on the resident one (1).
+fn executor_cost(dev: &Device, k: &pto_testkit::Kernels, rounds: usize) -> Vec<CostRow> {
+    let execs = [Executor::Legacy, Executor::Resident];
+    let cfg = |i: usize, rt| RunConfig::default().with_runtime(rt).with_executor(execs[i]);
+    interleaved_cost(dev, k, (&[RuntimeKind::HostBuiltGraph], rounds), 2, &|_| {}, &cfg, &mut |i, rep, _| {
+        assert_eq!(rep.executor, execs[i], "the run was on the executor asked for");
+    })
+}
+
 /// Tracing off (variant 0) and on (1).
 fn tracing_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind], rounds: usize) -> Vec<CostRow> {
     let cfg = |i: usize, rt| RunConfig::default().with_runtime(rt).with_trace(i == 1);
@@ -460,6 +500,9 @@ const PROTECT_NAMES: [&str; 2] = ["off", "on"];
 const TRACE_TITLE: &str = "tracing on / off, run time at N=1000 (same device, same graph, rounds interleaved; host wall incl. trace read-back):";
 const TRACE_NAMES: [&str; 2] = ["off", "on"];
 const DUMP_NAMES: [&str; 3] = ["off", "partial-unmarked", "full"];
+const EXECUTOR_TITLE: &str =
+    "host-built graph, legacy / resident executor, run time at N=1000 (same device, same graph, rounds interleaved):";
+const EXECUTOR_NAMES: [&str; 2] = ["legacy", "resident"];
 
 fn print_dump_cost(rows: &[CostRow], full: &[(u64, u64, Duration)]) {
     print_cost(
@@ -524,6 +567,8 @@ struct BenchReport {
     tracing_cost: Vec<OnOffCost>,
     /// The args dump off, partial with nothing marked, and full.
     dump_cost: Vec<DumpCost>,
+    /// The host-built graph on the legacy and the resident executor.
+    executor_cost: Vec<ExecutorCost>,
 }
 
 /// One shape on one runtime.
@@ -531,6 +576,8 @@ struct BenchReport {
 struct ShapeResult {
     shape: &'static str,
     runtime: &'static str,
+    /// The executor that ran it at N=1000 (`legacy` or `resident`).
+    executor: &'static str,
     /// Median run time at N=1, µs.
     fixed_us: f64,
     /// (run(N) - run(1)) / (N - 1), µs.
@@ -611,6 +658,34 @@ impl OnOffCost {
             on_us: us(on),
             on_min_us: us(on_min),
             on_ratio: on.as_secs_f64() / off.as_secs_f64(),
+        }
+    }
+}
+
+/// A row of the executor comparison ([`EXECUTOR_NAMES`]): median and minimum run time in µs on
+/// each executor, and the resident median over the legacy one.
+#[derive(Serialize)]
+struct ExecutorCost {
+    shape: &'static str,
+    n: u32,
+    legacy_us: f64,
+    legacy_min_us: f64,
+    resident_us: f64,
+    resident_min_us: f64,
+    resident_ratio: f64,
+}
+
+impl ExecutorCost {
+    fn from_row(&(shape, _, ref stats): &CostRow) -> ExecutorCost {
+        let ([lmin, l], [rmin, r]) = (stats[0], stats[1]);
+        ExecutorCost {
+            shape,
+            n: 1000,
+            legacy_us: us(l),
+            legacy_min_us: us(lmin),
+            resident_us: us(r),
+            resident_min_us: us(rmin),
+            resident_ratio: r.as_secs_f64() / l.as_secs_f64(),
         }
     }
 }
