@@ -10,7 +10,7 @@
 //!    to exactly one core;
 //! 2. **run** the task: skip it when it is a dummy or its predicate says so; otherwise mark
 //!    itself running (`running[w] = task + 1`), load the arguments and run the kernel exactly as
-//!    the legacy executor does ([`CoreCtx`]), write back the outputs, clear `running[w]`;
+//!    the legacy executor does (`CoreCtx`), write back the outputs, clear `running[w]`;
 //! 3. **release** its consumers after a store barrier: each consumer's fan-in count is
 //!    decremented by an atomic add, and the core whose decrement takes it to zero appends the
 //!    consumer to its list (`tail` by atomic add, then the entry, device-direct);
