@@ -176,3 +176,24 @@ fn a_kernel_panic_on_the_resident_executor_names_task_and_core() {
     assert_eq!(x.read::<f32>().unwrap(), vec![1.0; 16], "task 2 never ran");
     run(Executor::Resident, pto_testkit::vector, &dev, &k).expect("the next run works");
 }
+
+/// Degenerate graphs on the resident executor: no task at all, and dummies only (completed by
+/// the cores without a kernel).
+#[test]
+fn empty_and_dummy_only_graphs_run_resident() {
+    let (dev, _k) = device();
+    let cfg = RunConfig::default().with_executor(Executor::Resident);
+    let empty = dev.build(|_g| Ok(())).unwrap();
+    let r = dev.run_with(&empty, &cfg).unwrap();
+    assert_eq!((r.tasks, r.dispatched, r.executor), (0, 0, Executor::Resident));
+    let dummies = dev
+        .build(|g| {
+            let a = g.submit(Task::dummy())?;
+            let b = g.submit(Task::dummy().after(a))?;
+            g.submit(Task::dummy().after(a).after(b))?;
+            Ok(())
+        })
+        .unwrap();
+    let r = dev.run_with(&dummies, &cfg).unwrap();
+    assert_eq!((r.tasks, r.dispatched, r.executor), (3, 0, Executor::Resident));
+}
