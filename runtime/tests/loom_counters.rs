@@ -43,6 +43,8 @@ use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use loom::thread;
 use loom_hal::{Budgets, Device, GmPlan, LoomAicpu, RegOrder, initial_gm, spin_until};
 use loom_harness::check;
+#[cfg(feature = "breakage")]
+use loom_harness::expect_found;
 use pto_hal::{AicpuLaunch, GmAddr, GmAtomic};
 use pto_runtime::codes::{ErrorCode, SchedError, Site};
 use pto_runtime::launch_state::share;
@@ -252,19 +254,6 @@ fn counters_stop_implies_the_fault_is_latched() {
     });
 }
 
-/// Run `f` under loom with one breakage active and require loom to find a failure whose
-/// message contains one of `what`.
-#[cfg(feature = "breakage")]
-fn expect_found(name: &str, bits: u32, what: &[&str], f: impl Fn() + Sync + Send + 'static) {
-    let _broken = pto_runtime::breakage::activate(bits);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(name, None, f)));
-    let Err(e) = r else { panic!("{name}: loom did not find the bug") };
-    let msg =
-        e.downcast_ref::<String>().map(String::as_str).or_else(|| e.downcast_ref::<&str>().copied()).unwrap_or("");
-    assert!(what.iter().any(|w| msg.contains(w)), "{name}: the model failed, but not as expected: {msg}");
-    eprintln!("loom model {name}: found, as expected: {msg}");
-}
-
 /// Reproducer: `Base::fail` raises `stop` before latching (`breakage::STOP_BEFORE_LATCH`), in
 /// [`counters_stop_implies_the_fault_is_latched`]'s model. Loom must find thread 0 stopping
 /// with no fault, or an incomplete one, latched.
@@ -274,6 +263,7 @@ fn reproducer_stop_before_latch() {
     let _s = serial();
     expect_found(
         "reproducer_stop_before_latch",
+        None,
         pto_runtime::breakage::STOP_BEFORE_LATCH,
         &["stopped with no fault latched", "stopped before the fault's record was complete", "assertion"],
         || {
@@ -291,6 +281,7 @@ fn reproducer_depart_relaxed() {
     let _s = serial();
     expect_found(
         "reproducer_depart_relaxed",
+        None,
         pto_runtime::breakage::DEPART_RELAXED,
         &["Causality violation", "causality", "freed before"],
         || {

@@ -32,6 +32,8 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 use loom_hal::{Device, GM_BASE, GmPlan, LoomCore, RegOrder};
+#[cfg(feature = "breakage")]
+use loom_harness::expect_found;
 use loom_harness::{Tally, check};
 use pto_hal::{Barriers, GmAddr, GmAtomic, GmMemoryExt};
 use pto_runtime::exec::resident::{LIST_AIV, Take, push, release_consumer, take};
@@ -175,19 +177,6 @@ fn resident_list_one_pusher_two_takers() {
     });
 }
 
-/// Run `f` under loom with breakage `bits` and require loom to find a failure whose message
-/// contains one of `what`.
-#[cfg(feature = "breakage")]
-fn expect_found(name: &str, bits: u32, what: &[&str], f: impl Fn() + Sync + Send + 'static) {
-    let _broken = pto_runtime::breakage::activate(bits);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(name, Some(3), f)));
-    let Err(e) = r else { panic!("{name}: loom did not find the bug") };
-    let msg =
-        e.downcast_ref::<String>().map(String::as_str).or_else(|| e.downcast_ref::<&str>().copied()).unwrap_or("");
-    assert!(what.iter().any(|w| msg.contains(w)), "{name}: the model failed, but not as expected: {msg}");
-    eprintln!("loom model {name}: found, as expected: {msg}");
-}
-
 /// Reproducer: a taker that does not wait for a reserved entry to be written
 /// (`breakage::RESIDENT_TAKE_UNPUBLISHED`), in [`fan_in_model`]. Loom must find the consumer
 /// taking the entry between the releaser's reservation and its store.
@@ -197,6 +186,7 @@ fn reproducer_take_unpublished_entry() {
     let _s = serial();
     expect_found(
         "reproducer_take_unpublished_entry",
+        Some(3),
         pto_runtime::breakage::RESIDENT_TAKE_UNPUBLISHED,
         &["names no released task", "task 2 ran before"],
         || fan_in_model(Tally::new(2)),
@@ -212,6 +202,7 @@ fn reproducer_release_split_decrement() {
     let _s = serial();
     expect_found(
         "reproducer_release_split_decrement",
+        Some(3),
         pto_runtime::breakage::RESIDENT_RELEASE_SPLIT,
         &["never published", "more than once", "fan-in count ends at zero"],
         || fan_in_model(Tally::new(2)),

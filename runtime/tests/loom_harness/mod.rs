@@ -53,3 +53,17 @@ impl Tally {
         }
     }
 }
+
+/// Run `f` under loom (preemption bound `bound`) with breakage `bits` active, and require loom
+/// to find a failure whose message contains one of `what`: a reproducer of a broken variant.
+#[cfg(feature = "breakage")]
+#[allow(dead_code)]
+pub fn expect_found(name: &str, bound: Option<usize>, bits: u32, what: &[&str], f: impl Fn() + Sync + Send + 'static) {
+    let _broken = pto_runtime::breakage::activate(bits);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(name, bound, f)));
+    let Err(e) = r else { panic!("{name}: loom did not find the bug") };
+    let msg =
+        e.downcast_ref::<String>().map(String::as_str).or_else(|| e.downcast_ref::<&str>().copied()).unwrap_or("");
+    assert!(what.iter().any(|w| msg.contains(w)), "{name}: the model failed, but not as expected: {msg}");
+    eprintln!("loom model {name}: found, as expected: {msg}");
+}
