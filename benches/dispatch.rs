@@ -16,7 +16,7 @@
 //! graph on the legacy against the resident executor at N=1000 (`--executor-cost` runs that
 //! section alone). `--executor` chooses the host-built graph's executor for the main table
 //! (default `auto`: resident where it can run the graph). `--help` prints the
-//! usage; anything else on the command line is refused with the usage (exit status 2).
+//! usage (clap); anything else on the command line is refused with the usage (exit status 2).
 //!
 //! The JSON is the serialization of [`BenchReport`] (serde-derived); its `format_version`
 //! ([`FORMAT_VERSION`]) changes whenever a field is renamed, removed or changes meaning.
@@ -29,10 +29,6 @@ use pto_testkit::ShapeKind;
 use serde::Serialize;
 
 const NS: [u32; 3] = [1, 1000, 4000];
-
-/// The command line, printed by `--help` and with every refusal.
-const USAGE: &str = "usage: cargo bench --bench dispatch -- [--rounds R] [--only SHAPE,...] [--runtime hbg|trb|both] [--threads T] [--executor auto|legacy|resident] [--trace-cost] [--dump-cost] [--executor-cost]\n\
-                     shapes: chain, fanout, independent, dummy_chain, dummy_fanout";
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -51,79 +47,56 @@ struct Point {
     executor: Executor,
 }
 
-fn main() {
-    let mut rounds = 9usize;
-    let mut only: Option<String> = None;
-    let mut cfg = RunConfig::default();
-    let mut runtimes = pto_testkit::RUNTIMES.to_vec();
-    let mut trace_cost_only = false;
-    let mut dump_cost_only = false;
-    let mut executor_cost_only = false;
-    let mut args = std::env::args().skip(1);
-    let usage = || -> ! {
-        eprintln!("{USAGE}");
-        std::process::exit(2)
-    };
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            // `cargo bench` passes this to every bench binary.
-            "--bench" => {}
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return;
-            }
-            "--only" => {
-                let v = args.next().unwrap_or_else(|| usage());
-                if let Some(bad) = v.split(',').find(|n| !ShapeKind::ALL.iter().any(|k| k.name() == *n)) {
-                    eprintln!("--only: unknown shape {bad:?}");
-                    usage();
-                }
-                only = Some(v);
-            }
-            "--threads" => match args.next().and_then(|s| s.parse().ok()).filter(|&t: &u32| t > 0) {
-                Some(t) => cfg.aicpu_threads = Some(t),
-                None => {
-                    eprintln!("--threads needs a positive integer");
-                    usage()
-                }
-            },
-            "--runtime" => {
-                runtimes = match args.next().as_deref() {
-                    Some("hbg") => vec![RuntimeKind::HostBuiltGraph],
-                    Some("trb") => vec![RuntimeKind::TensormapRing],
-                    Some("both") => pto_testkit::RUNTIMES.to_vec(),
-                    other => {
-                        eprintln!("--runtime takes hbg, trb or both, got {other:?}");
-                        usage()
-                    }
-                }
-            }
-            "--rounds" => {
-                rounds = args.next().and_then(|s| s.parse().ok()).filter(|&r: &usize| r > 0).unwrap_or_else(|| {
-                    eprintln!("--rounds needs a positive integer");
-                    usage()
-                });
-            }
-            "--trace-cost" => trace_cost_only = true,
-            "--executor-cost" => executor_cost_only = true,
-            "--executor" => {
-                cfg.executor = match args.next().as_deref() {
-                    Some("auto") => Executor::Auto,
-                    Some("legacy") => Executor::Legacy,
-                    Some("resident") => Executor::Resident,
-                    other => {
-                        eprintln!("--executor takes auto, legacy or resident, got {other:?}");
-                        usage()
-                    }
-                }
-            }
-            "--dump-cost" => dump_cost_only = true,
-            other => {
-                eprintln!("unknown argument {other:?}");
-                usage()
-            }
-        }
+/// The command line (clap): bad flags and values exit with status 2 and the usage.
+#[derive(clap::Parser)]
+#[command(name = "dispatch benchmark", disable_version_flag = true, after_help = SHAPES)]
+struct Cli {
+    /// Timed rounds per point (each after 2 warm-up runs).
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// Only these shapes (comma-separated).
+    #[arg(long, value_name = "SHAPE,...", value_parser = parse_shapes)]
+    only: Option<String>,
+    /// The runtimes.
+    #[arg(long, value_enum, default_value_t = pto_testkit::RuntimeChoice::Both)]
+    runtime: pto_testkit::RuntimeChoice,
+    /// AICPU threads to launch (default: all of the board's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
+    /// The host-built graph's executor for the main table: auto, legacy or resident.
+    #[arg(long, value_name = "EXECUTOR", value_parser = pto_testkit::parse_executor, default_value = "auto")]
+    executor: Executor,
+    /// Run only the tracing on / off section.
+    #[arg(long)]
+    trace_cost: bool,
+    /// Run only the args-dump section.
+    #[arg(long)]
+    dump_cost: bool,
+    /// Run only the legacy / resident executor section.
+    #[arg(long)]
+    executor_cost: bool,
+    /// Passed by `cargo bench` to every bench binary; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+const SHAPES: &str = "shapes: chain, fanout, independent, dummy_chain, dummy_fanout";
+
+fn parse_shapes(v: &str) -> Result<String, String> {
+    match v.split(',').find(|n| !ShapeKind::ALL.iter().any(|k| k.name() == *n)) {
+        Some(bad) => Err(format!("unknown shape {bad:?} ({SHAPES})")),
+        None => Ok(v.to_string()),
     }
+}
+
+fn main() {
+    let cli = <Cli as clap::Parser>::parse();
+    let rounds = cli.rounds as usize;
+    let only = cli.only;
+    let mut cfg = RunConfig::default().with_executor(cli.executor);
+    cfg.aicpu_threads = cli.threads;
+    let runtimes = cli.runtime.list();
+    let (trace_cost_only, dump_cost_only, executor_cost_only) = (cli.trace_cost, cli.dump_cost, cli.executor_cost);
     let (dev, k) = pto_testkit::setup(pto::open).unwrap_or_else(|e| {
         eprintln!("cannot open the device: {e}");
         std::process::exit(1)

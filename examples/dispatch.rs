@@ -11,58 +11,24 @@ use pto::runtime::dump::DumpLevel;
 use pto::runtime::orch::RuntimeKind;
 use pto_testkit::ShapeKind;
 
-const USAGE: &str =
-    "usage: dispatch [N] [--dump partial|hybrid|full [--dump-dir DIR]]   (N > 0 tasks per shape, default 1000)";
-
-/// The command line: `[N] [--dump LEVEL] [--dump-dir DIR]`.
+/// The dispatch shapes at N tasks each, on both runtimes, checked against their goldens.
+#[derive(clap::Parser)]
+#[command(name = "dispatch", disable_version_flag = true)]
 struct Args {
+    /// Tasks per shape.
+    #[arg(default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     n: u32,
+    /// Record each run's arguments (the args dump): partial, hybrid or full.
+    #[arg(long, value_name = "LEVEL", value_parser = pto_testkit::parse_dump_level)]
     dump: Option<DumpLevel>,
+    /// Where the args dump writes (each run into DIR/<shape>/<runtime>).
+    #[arg(long, value_name = "DIR", requires = "dump")]
     dump_dir: Option<std::path::PathBuf>,
 }
 
-/// Parse the arguments; `Err(None)` asks for the usage, `Err(Some(why))` is an error.
-fn parse(args: Vec<String>) -> Result<Args, Option<String>> {
-    let mut out = Args { n: 1000, dump: None, dump_dir: None };
-    let mut n_seen = false;
-    let mut it = args.into_iter();
-    while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
-        };
-        let mut value = |what: &str| inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{flag} needs {what}"));
-        match flag.as_str() {
-            "-h" | "--help" => return Err(None),
-            "--dump" => out.dump = Some(pto_testkit::parse_dump_level(&value("partial, hybrid or full")?)?),
-            "--dump-dir" => out.dump_dir = Some(value("a directory")?.into()),
-            _ if a.starts_with('-') => return Err(Some(format!("unknown argument {a:?}"))),
-            _ if n_seen => return Err(Some(format!("unexpected argument {a:?} (N was given already)"))),
-            _ => {
-                out.n = match a.parse() {
-                    Ok(n) if n > 0 => n,
-                    _ => return Err(Some(format!("N must be a positive integer, got {a:?}"))),
-                };
-                n_seen = true;
-            }
-        }
-    }
-    pto_testkit::check_dump_dir(out.dump, out.dump_dir.as_deref())?;
-    Ok(out)
-}
-
 fn main() -> ExitCode {
-    let args = match parse(std::env::args().skip(1).collect()) {
-        Ok(a) => a,
-        Err(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(Some(e)) => {
-            eprintln!("dispatch: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // Bad flags and values exit with status 2 and the usage; `--help` prints it.
+    let args = <Args as clap::Parser>::parse();
     let n = args.n;
     let (dev, k) = match pto_testkit::setup(pto::open) {
         Ok(v) => v,

@@ -791,8 +791,63 @@ impl<P: HostPlatform> Prepared<P> {
 /// The workload signature shared by the examples.
 pub type Workload<P> = fn(&Device<P>, &Kernels, RuntimeKind) -> Result<Outcome, Failure>;
 
+/// Which runtimes a command line names (`--runtime hbg|trb|both`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum RuntimeChoice {
+    /// The host-built graph.
+    Hbg,
+    /// The device-side runtime.
+    Trb,
+    /// Both, host-built graph first.
+    #[default]
+    Both,
+}
+
+impl RuntimeChoice {
+    /// The runtimes, in the order the examples run them.
+    pub fn list(self) -> Vec<RuntimeKind> {
+        match self {
+            RuntimeChoice::Hbg => vec![RuntimeKind::HostBuiltGraph],
+            RuntimeChoice::Trb => vec![RuntimeKind::TensormapRing],
+            RuntimeChoice::Both => RUNTIMES.to_vec(),
+        }
+    }
+}
+
+/// The examples' command line, as clap parses it.
+#[derive(clap::Parser, Debug)]
+#[command(
+    no_binary_name = true,
+    disable_version_flag = true,
+    about = "A pto-rt example: runs its workload on the selected board and checks it against its golden.",
+    after_help = "With both runtimes, the device-side runtime's trace files get `.trb` before their extension; \
+                  each run's args dump goes to DIR/hbg or DIR/trb, by its runtime; the executor applies to the \
+                  host-built graph (the device-side runtime always dispatches from the AICPU)."
+)]
+struct ExampleCli {
+    /// The runtimes to run on.
+    #[arg(long, value_enum, default_value_t = RuntimeChoice::Both)]
+    runtime: RuntimeChoice,
+    /// The host-built graph's executor: auto, legacy or resident.
+    #[arg(long, value_name = "EXECUTOR", value_parser = parse_executor, default_value = "auto")]
+    executor: Executor,
+    /// Write each run's Chrome trace-event JSON (Perfetto) here.
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<std::path::PathBuf>,
+    /// Write each run's SVG swimlane here.
+    #[arg(long, value_name = "FILE.svg")]
+    svg: Option<std::path::PathBuf>,
+    /// Record each run's arguments (the args dump): partial, hybrid or full.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_dump_level)]
+    dump: Option<DumpLevel>,
+    /// Where the args dump writes (each run into DIR/<runtime>).
+    #[arg(long, value_name = "DIR", requires = "dump")]
+    dump_dir: Option<std::path::PathBuf>,
+}
+
 /// An example's command line: `[--runtime hbg|trb|both] [--executor auto|legacy|resident]
-/// [--trace FILE.json] [--svg FILE.svg] [--dump partial|hybrid|full [--dump-dir DIR]]`.
+/// [--trace FILE.json] [--svg FILE.svg] [--dump partial|hybrid|full [--dump-dir DIR]]`,
+/// parsed by clap.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExampleArgs {
     /// The runtimes to run on (default both).
@@ -810,51 +865,39 @@ pub struct ExampleArgs {
     pub dump_dir: Option<std::path::PathBuf>,
 }
 
-/// Usage of an example's command line.
+/// Usage of an example's command line (clap's help, under the example's name).
 pub fn example_usage(name: &str) -> String {
-    format!(
-        "usage: {name} [--runtime hbg|trb|both] [--executor auto|legacy|resident] [--trace FILE.json]\n\
-         {pad} [--svg FILE.svg] [--dump partial|hybrid|full [--dump-dir DIR]]\n\
-         (with both runtimes, the device-side runtime's trace files get `.trb` before their extension;\n\
-         each run's args dump goes to DIR/hbg or DIR/trb, by its runtime; the executor applies to the\n\
-         host-built graph, the device-side runtime always dispatches from the AICPU)",
-        pad = " ".repeat(name.len() + 6)
-    )
+    use clap::CommandFactory;
+    ExampleCli::command().bin_name(name.to_string()).render_help().to_string()
 }
 
 impl ExampleArgs {
     /// Parse `args` (without the program name). Anything unknown, a missing value or a bad
-    /// one is an error naming it; so is `--dump-dir` without `--dump`.
+    /// one is an error naming it (clap's message, with the usage); so is `--dump-dir` without
+    /// `--dump`. `-h` / `--help` is `Err("help")`.
     pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<ExampleArgs, String> {
-        let mut it = args.into_iter();
-        let mut out = ExampleArgs { runtimes: RUNTIMES.to_vec(), ..ExampleArgs::default() };
-        while let Some(a) = it.next() {
-            let (flag, inline) = match a.split_once('=') {
-                Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-                _ => (a.clone(), None),
-            };
-            let mut value =
-                |what: &str| inline.clone().or_else(|| it.next()).ok_or_else(|| format!("{flag} needs {what}"));
-            match flag.as_str() {
-                "--runtime" => {
-                    out.runtimes = match value("hbg, trb or both")?.as_str() {
-                        "hbg" => vec![RuntimeKind::HostBuiltGraph],
-                        "trb" => vec![RuntimeKind::TensormapRing],
-                        "both" => RUNTIMES.to_vec(),
-                        other => return Err(format!("--runtime takes hbg, trb or both, got {other:?}")),
-                    }
-                }
-                "--executor" => out.executor = parse_executor(&value("auto, legacy or resident")?)?,
-                "--trace" => out.trace = Some(value("a file name")?.into()),
-                "--svg" => out.svg = Some(value("a file name")?.into()),
-                "--dump" => out.dump = Some(parse_dump_level(&value("partial, hybrid or full")?)?),
-                "--dump-dir" => out.dump_dir = Some(value("a directory")?.into()),
-                "-h" | "--help" => return Err(String::from("help")),
-                _ => return Err(format!("unknown argument {a:?}")),
-            }
+        Self::parse_named("example", args)
+    }
+
+    /// [`ExampleArgs::parse`] for the example `name` (its usage line names it).
+    pub fn parse_named<I: IntoIterator<Item = String>>(name: &str, args: I) -> Result<ExampleArgs, String> {
+        use clap::{CommandFactory, FromArgMatches};
+        let parsed = ExampleCli::command()
+            .bin_name(name.to_string())
+            .try_get_matches_from(args)
+            .and_then(|m| ExampleCli::from_arg_matches(&m));
+        match parsed {
+            Ok(c) => Ok(ExampleArgs {
+                runtimes: c.runtime.list(),
+                executor: c.executor,
+                trace: c.trace,
+                svg: c.svg,
+                dump: c.dump,
+                dump_dir: c.dump_dir,
+            }),
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => Err(String::from("help")),
+            Err(e) => Err(e.to_string().trim_end().to_string()),
         }
-        check_dump_dir(out.dump, out.dump_dir.as_deref())?;
-        Ok(out)
     }
 }
 
@@ -975,14 +1018,14 @@ pub fn example_main<P: HostPlatform>(
     open: impl FnOnce() -> Result<Device<P>, Error>,
     workload: Workload<P>,
 ) -> std::process::ExitCode {
-    let args = match ExampleArgs::parse(std::env::args().skip(1)) {
+    let args = match ExampleArgs::parse_named(name, std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) if e == "help" => {
             println!("{}", example_usage(name));
             return std::process::ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("{name}: {e}\n{}", example_usage(name));
+            eprintln!("{name}: {e}");
             return std::process::ExitCode::from(2);
         }
     };
@@ -1089,20 +1132,35 @@ mod example_args_tests {
         let e = parse(&["--dump", "everything"]).unwrap_err();
         assert!(e.contains("--dump") && e.contains("\"everything\"") && e.contains("partial, hybrid or full"), "{e}");
         let e = parse(&["--dump"]).unwrap_err();
-        assert!(e.contains("--dump needs"), "{e}");
+        assert!(e.contains("--dump <LEVEL>") && e.contains("value is required"), "{e}");
         let e = parse(&["--dump", "full", "--dump-dir"]).unwrap_err();
-        assert!(e.contains("--dump-dir needs"), "{e}");
+        assert!(e.contains("--dump-dir <DIR>") && e.contains("value is required"), "{e}");
         let e = parse(&["--dump-dir", "/tmp/d"]).unwrap_err();
-        assert!(e.contains("--dump-dir") && e.contains("needs --dump"), "{e}");
+        assert!(e.contains("--dump <LEVEL>") && e.contains("required"), "{e}");
         let e = parse(&["--dump", "FULL"]).unwrap_err();
         assert!(e.contains("\"FULL\""), "{e}");
         let e = parse(&["--dumps", "full"]).unwrap_err();
-        assert!(e.contains("unknown argument \"--dumps\""), "{e}");
+        assert!(e.contains("unexpected argument '--dumps'"), "{e}");
     }
 
     #[test]
-    fn usage_names_the_dump_flags() {
+    fn runtime_and_executor_parse_and_bad_values_are_named() {
+        let a = parse(&["--runtime", "trb", "--executor", "resident"]).unwrap();
+        assert_eq!((a.runtimes, a.executor), (vec![RuntimeKind::TensormapRing], Executor::Resident));
+        assert_eq!(parse(&[]).unwrap().executor, Executor::Auto);
+        let e = parse(&["--runtime", "xyz"]).unwrap_err();
+        assert!(e.contains("'xyz'") && e.contains("--runtime"), "{e}");
+        let e = parse(&["--executor", "fast"]).unwrap_err();
+        assert!(e.contains("auto, legacy or resident") && e.contains("\"fast\""), "{e}");
+        assert_eq!(parse(&["--help"]).unwrap_err(), "help");
+    }
+
+    #[test]
+    fn usage_names_the_flags() {
         let u = example_usage("vector");
-        assert!(u.contains("--dump partial|hybrid|full") && u.contains("--dump-dir DIR"), "{u}");
+        for flag in ["--runtime", "--executor", "--trace", "--svg", "--dump <LEVEL>", "--dump-dir <DIR>"] {
+            assert!(u.contains(flag), "{flag} missing from: {u}");
+        }
+        assert!(u.contains("vector"), "{u}");
     }
 }
