@@ -212,7 +212,22 @@ fn a_slots_first_run_is_covered_too() {
         let second = second.launch().unwrap();
         first.wait().unwrap();
         if broken {
-            assert_caught(second.wait(), Missing::InvalidateAfterHostDma);
+            // The model records the stale read. Which report the failed run carries depends
+            // on timing: usually the violation itself (as `SimError::Coherence`); under heavy
+            // host load a core's window timeout has been seen to be reported instead, with the
+            // violation only in the model's record (seen once in a dozen loaded runs; the
+            // attribution is not understood yet).
+            let r = second.wait();
+            let v = dev.platform().take_violations();
+            assert!(v.iter().any(|v| v.missing == Missing::InvalidateAfterHostDma), "not caught: {v:?} / {r:?}");
+            let carried = r.as_ref().err().and_then(|e| match e.platform_error::<SimError>() {
+                Some(SimError::Coherence(v)) => Some(v.missing),
+                _ => None,
+            });
+            match carried {
+                Some(_) => assert_caught(r, Missing::InvalidateAfterHostDma),
+                None => assert!(r.is_err(), "the broken run must fail"),
+            }
         } else {
             second.wait().unwrap();
         }
