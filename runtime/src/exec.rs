@@ -65,43 +65,55 @@ pub mod legacy {
         }
         a.write_cond(regs::COND_IDLE);
 
-        if cfg.executor == executor_mode::RESIDENT_PENDING {
+        // The executor the descriptor names serves until EXIT (`Ok`) or gives up (`Err`: its
+        // status, the fault latched).
+        let served = if cfg.executor == executor_mode::RESIDENT_PENDING {
             match resident_ready(a, &map, launch.block_idx) {
                 Go::Ready => match super::resident::serve(a, &map, &launch, &mut trace) {
-                    super::resident::Served::Exit => {}
-                    super::resident::Served::IdleTimeout => return STATUS_IDLE_TIMEOUT,
+                    super::resident::Served::Exit => Ok(()),
+                    super::resident::Served::IdleTimeout => Err(STATUS_IDLE_TIMEOUT),
                 },
-                Go::Exit => {}
-                Go::Timeout => return STATUS_WINDOW_TIMEOUT,
+                Go::Exit => Ok(()),
+                Go::Timeout => Err(STATUS_WINDOW_TIMEOUT),
             }
-            if let Some(t) = &trace {
-                t.close(a);
-            }
-            a.store_barrier();
-            a.write_cond(regs::COND_EXITED);
-            return match lifecycle::wait_release(a, &map, launch.block_idx, budget) {
-                lifecycle::Release::Released => 0,
-                lifecycle::Release::Abandoned => STATUS_NOT_RELEASED,
-            };
+        } else {
+            dispatch_loop(a, &map, &launch, &mut trace)
+        };
+        if let Err(status) = served {
+            return status;
         }
+        if let Some(t) = &trace {
+            t.close(a);
+        }
+        a.store_barrier();
+        a.write_cond(regs::COND_EXITED);
+        match lifecycle::wait_release(a, &map, launch.block_idx, budget) {
+            lifecycle::Release::Released => 0,
+            lifecycle::Release::Abandoned => STATUS_NOT_RELEASED,
+        }
+    }
 
+    /// The legacy executor's loop: run every dispatch id DMB names until EXIT (`Ok`), or until
+    /// the core's wait budget passes without a dispatch (`Err`, the fault latched).
+    fn dispatch_loop<A: AicoreAgent>(
+        a: &A,
+        map: &RunMap,
+        launch: &AicoreLaunch,
+        trace: &mut Option<crate::trace::TraceRing>,
+    ) -> Result<(), i32> {
+        let budget = map.cfg.core_wait_ticks;
         let mut last = regs::DMB_IDLE;
         let mut deadline = a.now_ticks().saturating_add(budget);
         loop {
             let v = a.read_dmb();
             if v == regs::DMB_EXIT {
-                if let Some(t) = &trace {
-                    t.close(a);
-                }
-                a.store_barrier();
-                a.write_cond(regs::COND_EXITED);
-                break;
+                return Ok(());
             }
             if v == last || v == regs::DMB_IDLE || v == 0 {
                 if a.now_ticks() >= deadline {
                     lifecycle::latch(
                         a,
-                        desc,
+                        map.desc,
                         Fault {
                             code: ErrorCode::Sched(SchedError::SchedulerTimeout),
                             site: Site::CoreIdle,
@@ -111,20 +123,15 @@ pub mod legacy {
                         },
                         "",
                     );
-                    return STATUS_IDLE_TIMEOUT;
+                    return Err(STATUS_IDLE_TIMEOUT);
                 }
                 a.wait_for_event(deadline);
                 continue;
             }
             a.rmb();
             last = v;
-            run_one(a, &map, &launch, v, &mut trace);
+            run_one(a, map, launch, v, trace);
             deadline = a.now_ticks().saturating_add(budget);
-        }
-
-        match lifecycle::wait_release(a, &map, launch.block_idx, budget) {
-            lifecycle::Release::Released => 0,
-            lifecycle::Release::Abandoned => STATUS_NOT_RELEASED,
         }
     }
 
