@@ -22,9 +22,11 @@ fn device_error(e: Error) -> DeviceError {
     }
 }
 
-/// The workloads the resident executor runs (all single-core tasks), by name.
-fn resident_workloads() -> [(&'static str, Workload<pto::SelectedPlatform>); 6] {
+/// The workloads the resident executor runs (every example but the device-side ones), by
+/// name.
+fn resident_workloads() -> [(&'static str, Workload<pto::SelectedPlatform>); 7] {
     [
+        ("mix", pto_testkit::mix),
         ("vector", pto_testkit::vector),
         ("chain513", pto_testkit::chain513),
         ("bgemm", pto_testkit::attention::bgemm),
@@ -38,11 +40,11 @@ fn run(e: Executor, w: Workload<pto::SelectedPlatform>, dev: &Device, k: &Kernel
     executed(e, || w(dev, k, RuntimeKind::HostBuiltGraph))
 }
 
-/// Every example of single-core tasks passes its golden on the resident executor, with the
-/// same task count as on the legacy one; the cores ran every kernel (none was dispatched by an
+/// Every example passes its golden on the resident executor, with the same task count as on
+/// the legacy one; the cores ran every kernel (none was dispatched by an
 /// AICPU thread) and `Auto` picks the resident executor for them.
 #[test]
-fn every_single_core_example_passes_on_the_resident_executor() {
+fn every_example_passes_on_the_resident_executor() {
     let (dev, k) = device();
     for (name, w) in resident_workloads() {
         let legacy = run(Executor::Legacy, w, &dev, &k).unwrap_or_else(|e| panic!("{name} legacy: {e}"));
@@ -53,7 +55,7 @@ fn every_single_core_example_passes_on_the_resident_executor() {
         assert_eq!(resident.report.legacy_reason, None, "{name}");
         assert_eq!(resident.report.tasks, legacy.report.tasks, "{name}: the same graph");
         assert_eq!(resident.checked, legacy.checked, "{name}");
-        assert!(resident.report.dispatched <= resident.report.tasks, "{name}: one kernel per task at most");
+        assert_eq!(resident.report.dispatched, legacy.report.dispatched, "{name}: the same kernels ran");
         let auto = run(Executor::Auto, w, &dev, &k).unwrap_or_else(|e| panic!("{name} auto: {e}"));
         assert_eq!(auto.report.executor, Executor::Resident, "{name}: auto picks the resident executor");
     }
@@ -71,22 +73,18 @@ fn resident_runs_back_to_back_each_start_clean() {
     }
 }
 
-/// A graph with a MIX task: `Auto` runs it on the legacy executor and says which task; an
-/// explicit `Resident` is refused before anything runs, naming the task, and the device goes
-/// on working.
+/// A graph of MIX tasks (a gang on one cluster's three lanes) runs on the resident
+/// executor: `Auto` picks it, the golden holds, and every lane of every gang ran its kernel.
 #[test]
-fn a_mix_graph_goes_legacy_under_auto_and_is_refused_resident() {
+fn a_mix_graph_runs_resident_with_every_lane() {
     let (dev, k) = device();
+    let legacy = run(Executor::Legacy, pto_testkit::mix, &dev, &k).expect("mix on legacy");
     let o = run(Executor::Auto, pto_testkit::mix, &dev, &k).expect("mix on auto");
-    assert_eq!(o.report.executor, Executor::Legacy);
-    assert!(matches!(o.report.legacy_reason, Some(LegacyReason::MixTask { .. })), "{:?}", o.report.legacy_reason);
-    match run(Executor::Resident, pto_testkit::mix, &dev, &k) {
-        Err(Failure::Run(Error::Config(why))) => {
-            assert!(why.contains("executor = resident") && why.contains("MIX task"), "{why}")
-        }
-        other => panic!("expected a configuration error, got {other:?}"),
-    }
-    run(Executor::Resident, pto_testkit::vector, &dev, &k).expect("the device still works");
+    assert_eq!(o.report.executor, Executor::Resident, "{:?}", o.report.legacy_reason);
+    assert_eq!(o.report.legacy_reason, None);
+    assert_eq!(o.checked, legacy.checked);
+    assert_eq!(o.report.tasks, legacy.report.tasks);
+    assert_eq!(o.report.dispatched, legacy.report.dispatched, "the same subtasks ran");
 }
 
 /// Block `b` writes `b + 1` into its own 16-float line of the output.
@@ -97,26 +95,28 @@ fn k_block_fill(k: &mut dyn KernelContext) {
     }
 }
 
-/// SPMD and sync-start tasks: the same rule, each named.
+/// An SPMD task runs resident, each block once (its blocks dealt to several clusters); a
+/// sync-start task, whose blocks must start together, goes legacy under `Auto` with the task
+/// named, and an explicit `Resident` on it is refused naming the reason.
 #[test]
-fn spmd_and_sync_start_graphs_go_legacy_under_auto() {
+fn spmd_runs_resident_and_sync_start_goes_legacy() {
     let (dev, _k) = device();
     let f = dev.register_kernel("block_fill", CoreType::Aiv, k_block_fill).unwrap();
-    let x = dev.alloc::<f32>(&[64]).unwrap();
-    let spmd = dev.build(|g| g.submit(Task::aiv(f).output(&x.tensor()).blocks(4)).map(|_| ())).unwrap();
+    let x = dev.alloc::<f32>(&[16 * 7]).unwrap();
+    let spmd = dev.build(|g| g.submit(Task::aiv(f).output(&x.tensor()).blocks(7)).map(|_| ())).unwrap();
     let sync = dev.build(|g| g.submit(Task::aiv(f).output(&x.tensor()).blocks(2).sync_start()).map(|_| ())).unwrap();
     let r = dev.run(&spmd).unwrap();
-    assert_eq!(r.executor, Executor::Legacy);
-    assert_eq!(r.legacy_reason, Some(LegacyReason::SpmdTask { task: 0 }));
-    let e = dev.run_with(&spmd, &RunConfig::default().with_executor(Executor::Resident)).unwrap_err();
-    assert!(e.to_string().contains("SPMD"), "{e}");
+    assert_eq!(r.executor, Executor::Resident, "{:?}", r.legacy_reason);
+    assert_eq!(r.dispatched, 7, "one kernel per block");
+    let got: Vec<f32> = x.read().unwrap();
+    for (i, v) in got.iter().enumerate() {
+        assert_eq!(*v, (i / 16 + 1) as f32, "element {i}: block {} ran once, on its own line", i / 16);
+    }
     let r = dev.run(&sync).unwrap();
     assert_eq!(r.executor, Executor::Legacy);
-    assert!(
-        matches!(r.legacy_reason, Some(LegacyReason::SpmdTask { task: 0 } | LegacyReason::SyncStart { task: 0 })),
-        "{:?}",
-        r.legacy_reason
-    );
+    assert_eq!(r.legacy_reason, Some(LegacyReason::SyncStart { task: 0 }));
+    let e = dev.run_with(&sync, &RunConfig::default().with_executor(Executor::Resident)).unwrap_err();
+    assert!(e.to_string().contains("start together"), "{e}");
 }
 
 /// The args dump is captured on the legacy executor only: `Auto` with the dump on runs legacy

@@ -201,7 +201,7 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
             let s = Shared::new(a, map, g);
             if s.resident {
                 // The image is valid and the resident executor can run it: the cores may go.
-                a.store_direct(desc.offset(offsets::RUN_RESIDENT_READY), executor_mode::RESIDENT_READY as u64);
+                a.store_direct(desc.offset(offsets::RUN_RESIDENT_READY), crate::layout::resident_ready_word(cfg.epoch));
             }
             Some(s)
         }
@@ -222,22 +222,22 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
     }
 }
 
-/// On the resident executor, every task must be one the cores can run alone (AIC, AIV or
-/// dummy, one block, no sync-start) and the AIC list must hold exactly the AIC tasks; the
-/// error is a detail word as [`load_graph`]'s.
+/// On the resident executor, every task must be one the cores can run without the AICPU (no
+/// sync-start task, at most [`RESIDENT_MAX_BLOCKS`](crate::layout::RESIDENT_MAX_BLOCKS)
+/// blocks) and the scheduler state must hold exactly one inbox entry per block; the error is
+/// a detail word as [`load_graph`]'s.
 fn check_resident(cfg: &LaunchConfig, g: Graph) -> Result<Graph, u64> {
     if cfg.executor != executor_mode::RESIDENT_PENDING {
         return Ok(g);
     }
-    let mut aic = 0u32;
+    let mut entries = 0u64;
     for (i, t) in g.tasks.iter().enumerate() {
-        let alone = t.shape == Shape::Aic as u8 || t.shape == Shape::Aiv as u8 || t.shape == Shape::Dummy as u8;
-        if !alone || t.block_num != 1 || g.extra[i].1 {
+        if t.block_num == 0 || t.block_num > crate::layout::RESIDENT_MAX_BLOCKS || g.extra[i].1 {
             return Err(0x800 | ((i as u64) << 16));
         }
-        aic += u32::from(t.shape == Shape::Aic as u8);
+        entries += t.block_num as u64;
     }
-    if aic != cfg.resident_aic {
+    if entries != cfg.resident_entries as u64 {
         return Err(0x900);
     }
     Ok(g)

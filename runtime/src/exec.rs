@@ -145,8 +145,10 @@ pub mod legacy {
         Timeout,
     }
 
-    /// Wait until the AICPU says the image is valid ([`executor_mode::RESIDENT_READY`] in the
-    /// run line, read device-direct: never the configuration's cached copy) or sends EXIT.
+    /// Wait until the AICPU says the image is valid (this run's
+    /// [`resident_ready_word`](crate::layout::resident_ready_word) in the run line, read
+    /// device-direct: never the configuration's cached copy, never an earlier run's word) or
+    /// sends EXIT.
     fn resident_ready<A: AicoreAgent>(a: &A, map: &RunMap, w: u32) -> Go {
         let at = map.desc.offset(offsets::RUN_RESIDENT_READY);
         let deadline = a.now_ticks().saturating_add(map.cfg.core_wait_ticks);
@@ -155,7 +157,12 @@ pub mod legacy {
                 return Go::Exit;
             }
             let v = a.query(at);
-            if v == executor_mode::RESIDENT_READY as u64 {
+            let go = if crate::breakage::broken(crate::breakage::RESIDENT_READY_ANY_EPOCH) {
+                v & 0xFF == executor_mode::RESIDENT_READY as u64
+            } else {
+                v == crate::layout::resident_ready_word(map.cfg.epoch)
+            };
+            if go {
                 return Go::Ready;
             }
             let now = a.now_ticks();

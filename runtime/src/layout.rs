@@ -116,8 +116,8 @@ pub struct LaunchConfig {
     pub executor_reason: u32,
     /// The task the reason names (a MIX, SPMD or sync-start task), `u32::MAX` if none.
     pub executor_detail: u32,
-    /// Resident executor: capacity of the AIC ready list (the AIV list holds the rest).
-    pub resident_aic: u32,
+    /// Resident executor: inbox entries of the scheduler state ([`ResidentLayout::entries`]).
+    pub resident_entries: u32,
     /// Resident executor: GM address of the scheduler state ([`ResidentLayout`]); 0 on the
     /// legacy executor.
     pub resident: u64,
@@ -146,14 +146,21 @@ pub mod legacy_reason {
     pub const REQUESTED: u32 = 1;
     /// The device-side runtime schedules from its rings on the AICPU.
     pub const DEVICE_SIDE_RUNTIME: u32 = 2;
-    /// A MIX task (a whole cluster at once).
-    pub const MIX_TASK: u32 = 3;
-    /// An SPMD task (more than one block).
-    pub const SPMD_TASK: u32 = 4;
+    // 3 and 4 named MIX and SPMD tasks, which the resident executor runs now.
+    /// A task with more blocks than a resident entry holds.
+    pub const TOO_MANY_BLOCKS: u32 = 7;
+    /// The host could not read its own image back.
+    pub const UNREADABLE: u32 = 8;
     /// A task whose blocks must start together.
     pub const SYNC_START: u32 = 5;
     /// The args dump is captured by the AICPU threads that dispatch (legacy only).
     pub const ARGS_DUMP: u32 = 6;
+}
+
+/// The [`RunLine::resident_ready`] word that starts run `epoch`'s resident cores: the epoch
+/// with [`executor_mode::RESIDENT_READY`] in its low byte.
+pub const fn resident_ready_word(epoch: u64) -> u64 {
+    (epoch << 8) | executor_mode::RESIDENT_READY as u64
 }
 
 /// Where the resident executor's scheduler state sits in GM. Every word is touched only
@@ -162,23 +169,77 @@ pub mod legacy_reason {
 /// tier. The host writes the initial state before the launch.
 ///
 /// * line 0: `completed` (tasks done), `executed` (kernels run);
-/// * lines 1–4: head and tail of the AIC ready list, head and tail of the AIV ready list;
+/// * the idle mask: bit `c` of word `c / 64` set while cluster `c` had nothing to run (the
+///   wake list a releaser reads to hand new work to an idle cluster);
 /// * `running[workers]`: `task + 1` while a core runs a kernel, 0 otherwise (its one writer
 ///   is that core; the AICPU's watchdog reads it to name a stuck core and its task);
-/// * `fanin[tasks]`: producers of each task not finished yet;
-/// * the AIC ready list (`aic` entries), then the AIV list (`tasks - aic`: AIV and dummy
-///   tasks): entry `i` is `task + 1` once published, 0 before. Each task enters a list once,
-///   so a list never wraps and a slot is written once per run.
+/// * one [`CLUSTER_BYTES`](Self::CLUSTER_BYTES) block per cluster: line 0 the dispatch
+///   `token` (0, or the worker holding it + 1), the `doorbell` (rung by every event the
+///   cluster's cores may wait for) and `held` (a gang entry waiting for its lanes); lines 1–3
+///   the dispatch slot of each lane (AIC, AIV0, AIV1: `entry`, then its `publication`
+///   generation); lines 4–6 each lane's `completion` generation (written only by that lane's
+///   core); lines 7–9 the ready inboxes of the three classes ([`inbox_class`]: `head`,
+///   `tail`, `capacity`, `first`);
+/// * per task: `fanin` (producers not finished yet), `left` (subtasks not finished yet) and
+///   `home` ([`home_word`]: home cluster, class, lanes, blocks);
+/// * the inbox entries: inbox `(c, k)` owns `capacity` entries from index `first`; entry `i`
+///   is an [`entry_word`] once published, 0 before. Each block of each task enters one inbox
+///   once, so an inbox never wraps and an entry is written once per run.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ResidentLayout {
     /// GM address of the region (64-byte aligned).
     pub base: u64,
-    /// Workers launched.
-    pub workers: u32,
+    /// Clusters launched (workers = 3 × clusters).
+    pub clusters: u32,
     /// Tasks of the graph.
     pub tasks: u32,
-    /// Capacity of the AIC list.
-    pub aic: u32,
+    /// Inbox entries of all clusters together (the graph's blocks).
+    pub entries: u32,
+}
+
+/// The three classes of ready work, one inbox each per cluster.
+pub mod inbox_class {
+    /// Single-core AIC tasks.
+    pub const AIC: u32 = 0;
+    /// Single-core AIV tasks and dummies.
+    pub const AIV: u32 = 1;
+    /// Gangs: MIX tasks, which take lanes of one cluster at once.
+    pub const GANG: u32 = 2;
+}
+
+/// Entry flag: a dummy task (completed by the dispatcher, on no core).
+pub const ENTRY_DUMMY: u64 = 1 << 62;
+/// Entry flag: a gang subtask (the lane runs its own lane's kernel of a MIX task).
+pub const ENTRY_GANG: u64 = 1 << 63;
+/// Largest block count a resident task may have (the entry's block field).
+pub const RESIDENT_MAX_BLOCKS: u32 = 1 << 30;
+
+/// An inbox or slot entry: block `block` of task `task`, with its flags.
+pub const fn entry_word(task: u32, block: u32, flags: u64) -> u64 {
+    (task as u64 + 1) | ((block as u64) << 32) | flags
+}
+
+/// `(task, block)` of an entry word.
+pub const fn entry_task_block(e: u64) -> (u32, u32) {
+    ((e as u32).wrapping_sub(1), ((e >> 32) as u32) & (RESIDENT_MAX_BLOCKS - 1))
+}
+
+/// A task's `home` word: the cluster its first block goes to, its [`inbox_class`] (3 for a
+/// dummy, which waits in the AIV inbox), its lanes ([`lanes`]) and its block count.
+pub const fn home_word(cluster: u32, class: u32, lanes: u8, blocks: u32) -> u64 {
+    (cluster as u64 & 0xFFFF) | ((class as u64 & 3) << 16) | (((lanes & 7) as u64) << 18) | ((blocks as u64) << 32)
+}
+
+/// Class of a dummy task in its [`home_word`].
+pub const HOME_DUMMY: u32 = 3;
+
+/// The fields of a [`home_word`]: `(cluster, class, lanes, blocks)`.
+pub const fn home_fields(h: u64) -> (u32, u32, u8, u32) {
+    ((h & 0xFFFF) as u32, ((h >> 16) & 3) as u32, ((h >> 18) & 7) as u8, (h >> 32) as u32)
+}
+
+const fn lines(bytes: u64) -> u64 {
+    bytes.next_multiple_of(64)
 }
 
 impl ResidentLayout {
@@ -186,12 +247,23 @@ impl ResidentLayout {
     pub const COMPLETED: u64 = 0;
     /// Offset of `executed`.
     pub const EXECUTED: u64 = 8;
+    /// Bytes of one cluster's block (ten lines).
+    pub const CLUSTER_BYTES: u64 = 10 * 64;
     /// The layout a launch configuration names, `None` on the legacy executor.
     pub const fn of(cfg: &LaunchConfig) -> Option<ResidentLayout> {
         if cfg.resident == 0 {
             return None;
         }
-        Some(ResidentLayout { base: cfg.resident, workers: cfg.workers, tasks: cfg.task_count, aic: cfg.resident_aic })
+        Some(ResidentLayout {
+            base: cfg.resident,
+            clusters: cfg.clusters,
+            tasks: cfg.task_count,
+            entries: cfg.resident_entries,
+        })
+    }
+    /// Workers (three per cluster).
+    pub const fn workers(&self) -> u32 {
+        self.clusters * 3
     }
     /// GM address of `completed`.
     pub const fn completed(&self) -> u64 {
@@ -201,34 +273,86 @@ impl ResidentLayout {
     pub const fn executed(&self) -> u64 {
         self.base + Self::EXECUTED
     }
-    /// GM address of list `q`'s head (0 = AIC, 1 = AIV).
-    pub const fn head(&self, q: u32) -> u64 {
-        self.base + 64 + q as u64 * 128
+    /// Words of the idle mask.
+    pub const fn idle_words(&self) -> u32 {
+        self.clusters.div_ceil(64)
     }
-    /// GM address of list `q`'s tail.
-    pub const fn tail(&self, q: u32) -> u64 {
-        self.head(q) + 64
+    /// GM address of word `i` of the idle mask.
+    pub const fn idle(&self, i: u32) -> u64 {
+        self.base + 64 + i as u64 * 8
+    }
+    const fn running_base(&self) -> u64 {
+        self.base + 64 + lines(self.idle_words() as u64 * 8)
     }
     /// GM address of worker `w`'s `running` word.
     pub const fn running(&self, w: u32) -> u64 {
-        self.base + 320 + w as u64 * 8
+        self.running_base() + w as u64 * 8
+    }
+    const fn cluster(&self, c: u32) -> u64 {
+        self.running_base() + lines(self.workers() as u64 * 8) + c as u64 * Self::CLUSTER_BYTES
+    }
+    /// GM address of cluster `c`'s dispatch token.
+    pub const fn token(&self, c: u32) -> u64 {
+        self.cluster(c)
+    }
+    /// GM address of cluster `c`'s doorbell.
+    pub const fn doorbell(&self, c: u32) -> u64 {
+        self.cluster(c) + 8
+    }
+    /// GM address of cluster `c`'s held gang entry.
+    pub const fn held(&self, c: u32) -> u64 {
+        self.cluster(c) + 16
+    }
+    /// GM address of the entry in lane `lane`'s dispatch slot of cluster `c`.
+    pub const fn slot_entry(&self, c: u32, lane: u32) -> u64 {
+        self.cluster(c) + 64 * (1 + lane as u64)
+    }
+    /// GM address of the publication generation of lane `lane`'s slot of cluster `c`.
+    pub const fn slot_publication(&self, c: u32, lane: u32) -> u64 {
+        self.slot_entry(c, lane) + 8
+    }
+    /// GM address of the completion generation of lane `lane` of cluster `c`.
+    pub const fn slot_completion(&self, c: u32, lane: u32) -> u64 {
+        self.cluster(c) + 64 * (4 + lane as u64)
+    }
+    /// GM address of the head of cluster `c`'s inbox of class `k`.
+    pub const fn inbox_head(&self, c: u32, k: u32) -> u64 {
+        self.cluster(c) + 64 * (7 + k as u64)
+    }
+    /// GM address of its tail.
+    pub const fn inbox_tail(&self, c: u32, k: u32) -> u64 {
+        self.inbox_head(c, k) + 8
+    }
+    /// GM address of its capacity.
+    pub const fn inbox_capacity(&self, c: u32, k: u32) -> u64 {
+        self.inbox_head(c, k) + 16
+    }
+    /// GM address of the index of its first entry.
+    pub const fn inbox_first(&self, c: u32, k: u32) -> u64 {
+        self.inbox_head(c, k) + 24
+    }
+    const fn tasks_base(&self) -> u64 {
+        self.cluster(self.clusters)
     }
     /// GM address of task `t`'s fan-in counter.
     pub const fn fanin(&self, t: u32) -> u64 {
-        self.base + 320 + (self.workers as u64 * 8).next_multiple_of(64) + t as u64 * 8
+        self.tasks_base() + t as u64 * 8
     }
-    /// Capacity of list `q`.
-    pub const fn capacity(&self, q: u32) -> u32 {
-        if q == 0 { self.aic } else { self.tasks - self.aic }
+    /// GM address of task `t`'s count of subtasks not yet finished.
+    pub const fn left(&self, t: u32) -> u64 {
+        self.tasks_base() + lines(self.tasks as u64 * 8) + t as u64 * 8
     }
-    /// GM address of entry `i` of list `q`.
-    pub const fn entry(&self, q: u32, i: u32) -> u64 {
-        let first = self.fanin(0) + (self.tasks as u64 * 8).next_multiple_of(64);
-        first + if q == 0 { 0 } else { self.aic as u64 * 8 } + i as u64 * 8
+    /// GM address of task `t`'s [`home_word`].
+    pub const fn home(&self, t: u32) -> u64 {
+        self.tasks_base() + 2 * lines(self.tasks as u64 * 8) + t as u64 * 8
+    }
+    /// GM address of inbox entry `i` (of all clusters' entries).
+    pub const fn entry(&self, i: u32) -> u64 {
+        self.tasks_base() + 3 * lines(self.tasks as u64 * 8) + i as u64 * 8
     }
     /// Bytes of the whole region.
     pub const fn bytes(&self) -> u64 {
-        self.entry(1, self.tasks - self.aic) - self.base
+        lines(self.entry(self.entries) - self.base)
     }
 }
 
@@ -397,9 +521,10 @@ pub struct RunLine {
     /// Device-side runtime: ticks the orchestration function's whole call took (its waits
     /// for ring space and tensor data included).
     pub orch_ticks: u64,
-    /// Resident executor: [`executor_mode::RESIDENT_READY`] once the AICPU validated the
-    /// image (stored device-direct by the booting thread); cores read it device-direct, never
-    /// from their cached copy of the configuration.
+    /// Resident executor: [`resident_ready_word`] of this run's epoch once the AICPU validated
+    /// the image (stored device-direct by the booting thread); cores read it device-direct,
+    /// never from their cached copy of the configuration, and accept only their own run's
+    /// word, so a value a previous run left cannot start them.
     pub resident_ready: u64,
     /// Reserved.
     pub reserved: u64,

@@ -1,93 +1,325 @@
 //! The resident executor: the cores schedule the host-built graph themselves.
 //!
-//! The host writes the scheduler state ([`ResidentLayout`]) before the launch: every task's
-//! fan-in count, and two ready lists (AIC tasks; AIV and dummy tasks) seeded with the tasks
-//! that wait for nothing. Once its window is open and the AICPU has said the image is valid
-//! ([`RunLine::resident_ready`](crate::layout::RunLine::resident_ready)), a core loops:
+//! The host writes the scheduler state ([`ResidentLayout`]) before the launch: per task a
+//! fan-in count, a count of subtasks left and a home cluster; per cluster three ready inboxes
+//! (AIC, AIV and dummy, gang), a dispatch slot per lane and a doorbell; the inboxes hold the
+//! blocks of the tasks that wait for nothing. Once its window is open and the AICPU has said
+//! the image is valid (this run's [`resident_ready_word`](crate::layout::resident_ready_word)),
+//! a core loops:
 //!
-//! 1. **take** the next entry of its type's list: read `head` and `tail`; an entry not yet
-//!    published (0) is waited for; `head` is advanced by compare-and-swap, so each entry goes
-//!    to exactly one core;
-//! 2. **run** the task: skip it when it is a dummy or its predicate says so; otherwise mark
-//!    itself running (`running[w] = task + 1`), load the arguments and run the kernel exactly as
-//!    the legacy executor does (`CoreCtx`), write back the outputs, clear `running[w]`;
-//! 3. **release** its consumers after a store barrier: each consumer's fan-in count is
-//!    decremented by an atomic add, and the core whose decrement takes it to zero appends the
-//!    consumer to its list (`tail` by atomic add, then the entry, device-direct);
-//! 4. **count** it in `completed` (and `executed` when a kernel ran), and wake the AICPU.
+//! 1. **its slot**: when its lane's publication generation moved past the one it completed,
+//!    it reads the entry, runs that subtask (as the legacy executor runs one: `CoreCtx`),
+//!    writes back the outputs, counts the subtask off its task ([`finish`]), and — when it
+//!    was the task's last — releases the consumers ([`release_consumer`]) and counts the task
+//!    `completed`; then it posts the generation as its lane's completion and rings the
+//!    doorbell;
+//! 2. **dispatch**: otherwise it tries to take its cluster's token and, holding it, fills the
+//!    cluster's free lanes ([`dispatch`]): a gang (MIX task) waits in `held` until every lane
+//!    it needs is free and is then published to all of them at once; a free lane takes the
+//!    next entry of its class from its own cluster's inbox, else from another cluster's (in
+//!    cluster order from its own); dummies are completed on the spot;
+//! 3. **sleep**: with nothing to do it waits on its cluster's doorbell, whose value it read
+//!    *before* looking for work, so a ring in between is never lost.
+//!
+//! Releasing a task pushes each of its blocks to the inbox of its home cluster (block `b` one
+//! cluster after block `b - 1`), rings those clusters' doorbells, and rings one idle cluster
+//! (the idle mask: clusters whose last pass left a lane with nothing to do), which steals it.
 //!
 //! Every word of the state is touched only through `GmAtomic`, so no line of it is cached on
 //! either tier; the image (task records, fan-out lists, funcs, argument records) is read
-//! through the cache after invalidating it, as host-written data always is. A core leaves on
-//! EXIT, as on the legacy executor. It stops taking tasks once a fault is latched.
+//! through the cache after invalidating it, as host-written data always is. Each word has one
+//! writer or is only changed by atomic read-modify-writes: a slot's entry and publication are
+//! written by the token holder, its completion only by the lane's core. A core leaves on
+//! EXIT, as on the legacy executor, and stops taking work once a fault is latched.
 //!
 //! The AICPU threads do not dispatch: after the handshake, [`supervise`] waits for the run to
 //! complete, watching `completed` with a no-progress watchdog that names a stuck core and its
 //! task from `running`; then the threads retire their cores through the teardown gates as the
 //! legacy executor's do.
 
-use pto_hal::{AicoreAgent, AicoreLaunch, AicpuAgent, CoreType, GmAddr, GmAtomic};
+use pto_hal::{AicoreAgent, AicoreLaunch, AicpuAgent, Barriers, CoreType, GmAddr, GmAtomic};
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::legacy::CoreCtx;
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::layout::{
-    ARGS_HEAD, ArgsHeader, DispatchPayload, FuncEntry, ImageHeader, ResidentLayout, Shape, TaskRecord, TraceRecord,
-    regs, trace_kind,
+    ARGS_HEAD, ArgsHeader, DispatchPayload, ENTRY_DUMMY, ENTRY_GANG, FuncEntry, HOME_DUMMY, ImageHeader, NO_FUNC,
+    ResidentLayout, TaskRecord, TraceRecord, entry_task_block, entry_word, home_fields, inbox_class, regs, trace_kind,
 };
 use crate::lifecycle::{self, Fault, RunMap};
 
-/// List of AIC tasks.
-pub const LIST_AIC: u32 = 0;
-/// List of AIV and dummy tasks.
-pub const LIST_AIV: u32 = 1;
+/// Lanes of a cluster: the AIC, then the two AIVs.
+pub const LANES: u32 = 3;
 
-/// The list a task of `shape` goes to.
-pub fn list_of(shape: u8) -> u32 {
-    if shape == Shape::Aic as u8 { LIST_AIC } else { LIST_AIV }
+/// The cluster and lane of worker `w` among `clusters` clusters (workers `0..clusters` are
+/// the AICs; AIV `clusters + 2c + i` is lane `1 + i` of cluster `c`).
+pub const fn seat(w: u32, clusters: u32) -> (u32, u32) {
+    if w < clusters { (w, 0) } else { ((w - clusters) / 2, 1 + (w - clusters) % 2) }
+}
+
+/// The worker sitting in lane `lane` of cluster `c` ([`seat`]'s inverse).
+pub const fn worker(c: u32, lane: u32, clusters: u32) -> u32 {
+    if lane == 0 { c } else { clusters + 2 * c + lane - 1 }
 }
 
 /// What [`take`] found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Take {
-    /// This core owns the task.
-    Task(u32),
-    /// Nothing published past `head`: the list's tail was this.
+    /// This core owns the entry ([`entry_word`]).
+    Task(u64),
+    /// Nothing published past `head`: the inbox's tail was this.
     Empty(u64),
     /// An entry was reserved but not yet written: wait on its word.
     Unpublished(GmAddr),
 }
 
-/// Take the next task of list `q`, if one is published. Each entry goes to exactly one
-/// caller: `head` only moves forward, by compare-and-swap, past an entry already published.
-pub fn take<G: GmAtomic>(a: &G, l: &ResidentLayout, q: u32) -> Take {
+/// Take the next entry of cluster `c`'s inbox of class `k`, if one is published. Each entry
+/// goes to exactly one caller: `head` only moves forward, by compare-and-swap, past an entry
+/// already published.
+pub fn take<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Take {
+    let capacity = a.query(GmAddr(l.inbox_capacity(c, k)));
+    let first = a.query(GmAddr(l.inbox_first(c, k))) as u32;
     loop {
-        let head = a.query(GmAddr(l.head(q)));
-        let tail = a.query(GmAddr(l.tail(q)));
-        if head >= tail || head >= l.capacity(q) as u64 {
+        let head = a.query(GmAddr(l.inbox_head(c, k)));
+        let tail = a.query(GmAddr(l.inbox_tail(c, k)));
+        if head >= tail || head >= capacity {
             return Take::Empty(tail);
         }
-        let at = GmAddr(l.entry(q, head as u32));
+        let at = GmAddr(l.entry(first + head as u32));
         let e = a.query(at);
         if e == 0 && !crate::breakage::broken(crate::breakage::RESIDENT_TAKE_UNPUBLISHED) {
             return Take::Unpublished(at);
         }
-        if a.compare_exchange(GmAddr(l.head(q)), head, head + 1) == head {
-            return Take::Task(e.wrapping_sub(1) as u32);
+        if a.compare_exchange(GmAddr(l.inbox_head(c, k)), head, head + 1) == head {
+            return Take::Task(e);
         }
         crate::sync::spin_hint();
     }
 }
 
-/// Append task `t` to list `q`: reserve a slot by advancing `tail`, then publish the entry.
-/// `false` when the list is full (a consumer released twice: the image is corrupt).
-pub fn push<G: GmAtomic>(a: &G, l: &ResidentLayout, q: u32, t: u32) -> bool {
-    let i = a.fetch_add(GmAddr(l.tail(q)), 1);
-    if i >= l.capacity(q) as u64 {
+/// Take an entry of class `k` from cluster `c`'s inbox, else from the other clusters' in
+/// order (`c + 1`, `c + 2`, …): the steal. An inbox whose next entry is reserved but not yet
+/// written is passed over (its pusher rings that cluster once it is written).
+pub fn take_any<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Option<u64> {
+    (0..l.clusters).find_map(|i| match take(a, l, (c + i) % l.clusters, k) {
+        Take::Task(e) => Some(e),
+        Take::Empty(_) | Take::Unpublished(_) => None,
+    })
+}
+
+/// Append entry `e` to cluster `c`'s inbox of class `k`: reserve a place by advancing `tail`,
+/// then publish the entry. `false` when the inbox is full (a task released twice: the image
+/// is corrupt).
+pub fn push<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32, e: u64) -> bool {
+    let capacity = a.query(GmAddr(l.inbox_capacity(c, k)));
+    let i = a.fetch_add(GmAddr(l.inbox_tail(c, k)), 1);
+    if i >= capacity {
         return false;
     }
-    a.store_direct(GmAddr(l.entry(q, i as u32)), t as u64 + 1);
+    let first = a.query(GmAddr(l.inbox_first(c, k))) as u32;
+    a.store_direct(GmAddr(l.entry(first + i as u32)), e);
     true
+}
+
+/// Ring cluster `c`'s doorbell: its sleeping cores look for work again.
+pub fn ring<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) {
+    a.fetch_add(GmAddr(l.doorbell(c)), 1);
+}
+
+/// Mark cluster `c` idle (a lane with nothing to do) or busy in the idle mask; no store when
+/// the bit already says so.
+pub fn set_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, idle: bool) {
+    let at = GmAddr(l.idle(c / 64));
+    let bit = 1u64 << (c % 64);
+    let mut cur = a.query(at);
+    while (cur & bit != 0) != idle {
+        let want = if idle { cur | bit } else { cur & !bit };
+        let seen = a.compare_exchange(at, cur, want);
+        if seen == cur {
+            return;
+        }
+        cur = seen;
+    }
+}
+
+/// Ring the first idle cluster after `from` (in cluster order, `from` itself last), if any:
+/// new work in `from`'s inbox may be stolen by it.
+pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32) {
+    let n = l.clusters;
+    let mut i = 1;
+    while i < n {
+        let c = (from + i) % n;
+        let word = a.query(GmAddr(l.idle(c / 64)));
+        if word == 0 {
+            // Skip the rest of this word.
+            i += 64 - c % 64;
+            continue;
+        }
+        if word & (1 << (c % 64)) != 0 {
+            ring(a, l, c);
+            return;
+        }
+        i += 1;
+    }
+}
+
+/// Publish task `t` (its fan-in reached zero): push each block to its inbox, then ring the
+/// clusters it went to and one idle cluster. `Err` when the state is corrupt.
+pub fn make_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<(), &'static str> {
+    let (home, class, _, blocks) = home_fields(a.query(GmAddr(l.home(t))));
+    if blocks == 0 || home >= l.clusters {
+        return Err("a task's home word is corrupt");
+    }
+    let (k, flags) = match class {
+        inbox_class::AIC => (inbox_class::AIC, 0),
+        inbox_class::AIV => (inbox_class::AIV, 0),
+        inbox_class::GANG => (inbox_class::GANG, ENTRY_GANG),
+        HOME_DUMMY => (inbox_class::AIV, ENTRY_DUMMY),
+        _ => return Err("a task's home word is corrupt"),
+    };
+    for b in 0..blocks {
+        if !push(a, l, (home + b) % l.clusters, k, entry_word(t, b, flags)) {
+            return Err("a ready inbox overflowed");
+        }
+    }
+    for b in 0..blocks.min(l.clusters) {
+        ring(a, l, (home + b) % l.clusters);
+    }
+    wake_idle(a, l, home);
+    Ok(())
+}
+
+/// One producer of task `c` is done: decrement `c`'s fan-in count; the caller whose decrement
+/// takes it to zero publishes `c` ([`make_ready`]). `Ok(true)` when this call published `c`.
+/// The caller's outputs must be in memory before (a store barrier), so whoever takes `c`
+/// sees them.
+pub fn release_consumer<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Result<bool, &'static str> {
+    let at = GmAddr(l.fanin(c));
+    let before = if crate::breakage::broken(crate::breakage::RESIDENT_RELEASE_SPLIT) {
+        // Broken on purpose: a load and a store instead of one read-modify-write.
+        let v = a.query(at);
+        a.store_direct(at, v.wrapping_sub(1));
+        v
+    } else {
+        a.fetch_add(at, u64::MAX)
+    };
+    match before {
+        0 => Err("a consumer was released more often than it has producers"),
+        1 => make_ready(a, l, c).map(|()| true),
+        _ => Ok(false),
+    }
+}
+
+/// One subtask of task `t` finished: `Ok(true)` when it was the task's last (the caller then
+/// releases the consumers and counts the task completed).
+pub fn finish<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<bool, &'static str> {
+    match a.fetch_add(GmAddr(l.left(t)), u64::MAX) {
+        0 => Err("a task finished more subtasks than it has"),
+        1 => Ok(true),
+        _ => Ok(false),
+    }
+}
+
+/// Whether lane `lane` of cluster `c` completed everything published to it.
+pub fn lane_free<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32) -> bool {
+    a.query(GmAddr(l.slot_completion(c, lane))) == a.query(GmAddr(l.slot_publication(c, lane)))
+}
+
+/// Publish entry `e` in lane `lane`'s slot of cluster `c` (token holder only, lane free):
+/// the entry first, then the next publication generation.
+pub fn publish_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, e: u64) {
+    let at = GmAddr(l.slot_publication(c, lane));
+    let next = a.query(at) + 1;
+    if crate::breakage::broken(crate::breakage::SLOT_GEN_BEFORE_ENTRY) {
+        // Broken on purpose: the generation before the entry it announces.
+        a.store_direct(at, next);
+        a.store_direct(GmAddr(l.slot_entry(c, lane)), e);
+        return;
+    }
+    a.store_direct(GmAddr(l.slot_entry(c, lane)), e);
+    a.store_direct(at, next);
+}
+
+/// What a lane found in its slot: a new publication (generation and entry), or nothing past
+/// the generation `done` it completed last.
+pub fn poll_slot<G: GmAtomic + Barriers>(
+    a: &G,
+    l: &ResidentLayout,
+    c: u32,
+    lane: u32,
+    done: u64,
+) -> Option<(u64, u64)> {
+    let g = a.query(GmAddr(l.slot_publication(c, lane)));
+    if g == done {
+        return None;
+    }
+    a.rmb();
+    Some((g, a.query(GmAddr(l.slot_entry(c, lane)))))
+}
+
+/// Lane `lane` of cluster `c` completed generation `g`: post it (this lane's core is its
+/// only writer) and ring the doorbell, so a dispatcher sees the lane free.
+pub fn complete_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, g: u64) {
+    a.store_direct(GmAddr(l.slot_completion(c, lane)), g);
+    ring(a, l, c);
+}
+
+/// One dispatch pass over cluster `c` by the holder of its token: fill its free lanes until
+/// nothing more can be placed (see the module documentation); `dummy` completes a dummy
+/// entry taken on the way. Returns the lanes published, and leaves the cluster marked idle
+/// when a lane it could fill found nothing.
+pub fn dispatch<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, mut dummy: impl FnMut(u64)) -> u8 {
+    let mut published = 0u8;
+    loop {
+        let mut progressed = false;
+        let mut free = (0..LANES).filter(|&i| lane_free(a, l, c, i)).fold(0u8, |m, i| m | 1 << i);
+        let mut held = a.query(GmAddr(l.held(c)));
+        if held == 0
+            && let Some(e) = take_any(a, l, c, inbox_class::GANG)
+        {
+            held = e;
+            a.store_direct(GmAddr(l.held(c)), e);
+            progressed = true;
+        }
+        let mut reserved = 0u8;
+        if held != 0 {
+            let (t, _) = entry_task_block(held);
+            let (_, _, lanes, _) = home_fields(a.query(GmAddr(l.home(t))));
+            let lanes = if lanes == 0 { 0b111 } else { lanes };
+            if free & lanes == lanes {
+                for i in (0..LANES).filter(|&i| lanes & (1 << i) != 0) {
+                    publish_slot(a, l, c, i, held);
+                }
+                a.store_direct(GmAddr(l.held(c)), 0);
+                published |= lanes;
+                free &= !lanes;
+                progressed = true;
+            } else {
+                reserved = lanes;
+            }
+        }
+        for i in 0..LANES {
+            if free & (1 << i) == 0 || reserved & (1 << i) != 0 {
+                continue;
+            }
+            let k = if i == 0 { inbox_class::AIC } else { inbox_class::AIV };
+            while let Some(e) = take_any(a, l, c, k) {
+                progressed = true;
+                if e & ENTRY_DUMMY != 0 {
+                    dummy(e);
+                    continue;
+                }
+                publish_slot(a, l, c, i, e);
+                published |= 1 << i;
+                free &= !(1 << i);
+                break;
+            }
+        }
+        if !progressed {
+            set_idle(a, l, c, free & !reserved != 0);
+            return published;
+        }
+    }
 }
 
 /// Why [`serve`] returned.
@@ -147,31 +379,40 @@ pub fn serve<A: AicoreAgent>(
     let budget = cfg.core_wait_ticks;
     let Some(l) = ResidentLayout::of(cfg) else { return Served::Exit };
     let img = Image::load(a, cfg.image);
-    let q = if launch.core_type == CoreType::Aic { LIST_AIC } else { LIST_AIV };
+    let (c, lane) = seat(w, l.clusters);
+    let core = Core { a, map, l: &l, img: &img, launch, w };
+    // The generation this lane completed last (the host starts every slot at 0).
+    let mut done = 0u64;
     let mut deadline = a.now_ticks().saturating_add(budget);
     let mut seen = a.query(GmAddr(l.completed()));
+    let late = crate::breakage::broken(crate::breakage::WAKE_SEEN_LATE);
     loop {
         if a.read_dmb() == regs::DMB_EXIT {
             return Served::Exit;
         }
-        let wait_on = if lifecycle::latched(a, map.desc) {
-            None
-        } else {
-            match take(a, &l, q) {
-                Take::Task(t) => {
-                    run_task(a, map, &l, &img, launch, t, trace);
-                    deadline = a.now_ticks().saturating_add(budget);
-                    continue;
-                }
-                Take::Empty(tail) => Some((GmAddr(l.tail(q)), tail)),
-                Take::Unpublished(at) => Some((at, 0)),
+        // Read before looking for work: a ring after this read ends the wait below at once.
+        let mut bell = if late { 0 } else { a.query(GmAddr(l.doorbell(c))) };
+        if !lifecycle::latched(a, map.desc) {
+            if let Some((g, e)) = poll_slot(a, &l, c, lane, done) {
+                core.run(lane, e, trace);
+                done = g;
+                complete_slot(a, &l, c, lane, g);
+                deadline = a.now_ticks().saturating_add(budget);
+                continue;
             }
-        };
+            if core.try_dispatch(c, lane) {
+                continue;
+            }
+        }
+        if late {
+            // Broken on purpose: a ring between the look for work and this read is lost.
+            bell = a.query(GmAddr(l.doorbell(c)));
+        }
         // Idle: the run is progressing elsewhere as long as `completed` moves.
-        let c = a.query(GmAddr(l.completed()));
+        let n = a.query(GmAddr(l.completed()));
         let now = a.now_ticks();
-        if c != seen {
-            seen = c;
+        if n != seen {
+            seen = n;
             deadline = now.saturating_add(budget);
         }
         if now >= deadline {
@@ -183,7 +424,7 @@ pub fn serve<A: AicoreAgent>(
                     site: Site::CoreIdle,
                     task: None,
                     core: Some(w),
-                    detail: c,
+                    detail: n,
                 },
                 "",
             );
@@ -191,198 +432,210 @@ pub fn serve<A: AicoreAgent>(
         }
         // Short slices: EXIT arrives through a register, not through the watched word.
         let until = deadline.min(now.saturating_add(a.ticks_from_micros(1_000)));
-        match wait_on {
-            Some((at, seen_word)) => a.wait_for_word(at, seen_word, until),
-            None => a.wait_for_event(until),
-        }
+        a.wait_for_word(GmAddr(l.doorbell(c)), bell, until);
     }
 }
 
-/// Run task `t` on this core and release its consumers.
-fn run_task<A: AicoreAgent>(
-    a: &A,
-    map: &RunMap,
-    l: &ResidentLayout,
-    img: &Image,
-    launch: &AicoreLaunch,
-    t: u32,
-    trace: &mut Option<crate::trace::TraceRing>,
-) {
-    let w = launch.block_idx;
-    let taken = if trace.is_some() { a.now_ticks() } else { 0 };
-    let fault = |code: ErrorCode, detail: u64, text: &str| {
-        lifecycle::latch(a, map.desc, Fault { code, site: Site::Kernel, task: Some(t), core: Some(w), detail }, text);
-    };
-    if t >= l.tasks {
-        fault(ErrorCode::Device(DeviceFault::BadImage), t as u64, "a ready list named a task outside the graph");
-        return;
+/// What one core's resident loop works with.
+struct Core<'a, A: AicoreAgent> {
+    a: &'a A,
+    map: &'a RunMap,
+    l: &'a ResidentLayout,
+    img: &'a Image,
+    launch: &'a AicoreLaunch,
+    w: u32,
+}
+
+impl<A: AicoreAgent> Core<'_, A> {
+    /// Latch a fault of task `t` at `site` on this core.
+    fn fault(&self, code: ErrorCode, site: Site, t: u32, detail: u64, text: &str) {
+        let f = Fault { code, site, task: Some(t), core: Some(self.w), detail };
+        lifecycle::latch(self.a, self.map.desc, f, text);
     }
-    // The entry was published (device-direct) after its producers' outputs were written
-    // back: order this core's reads after it.
-    a.rmb();
-    let rec = img.record(a, t);
-    let args = GmAddr((img.record_at(t).0 as i64 + rec.args_rel as i64) as u64);
-    let mut h = ArgsHeader::new_zeroed();
-    a.observe_lines(args, ARGS_HEAD);
-    a.read(args, h.as_mut_bytes());
-    let skip = rec.shape == Shape::Dummy as u8 || (h.predicate != 0 && !predicate_holds(a, h.predicate));
-    let mut ran = false;
-    // The subtask's record, pushed once the consumers are released (its completion tick).
-    let mut traced: Option<TraceRecord> = None;
-    if !skip {
-        let lane = if launch.core_type == CoreType::Aic { 0 } else { 1 };
-        let f = img.func(a, rec.funcs[lane]);
-        let bin = if lane == 0 { f.aic } else { f.aiv };
-        match a.resolve_kernel(bin) {
-            None => {
-                fault(
+
+    /// Take cluster `c`'s token and run a dispatch pass, if no other core holds it. `true`
+    /// when this core should look again at once: its own lane got work, or something
+    /// happened during the pass that it may not have seen.
+    fn try_dispatch(&self, c: u32, lane: u32) -> bool {
+        let (a, l) = (self.a, self.l);
+        if a.compare_exchange(GmAddr(l.token(c)), 0, self.w as u64 + 1) != 0 {
+            return false;
+        }
+        let at_lock = a.query(GmAddr(l.doorbell(c)));
+        let published = dispatch(a, l, c, |e| {
+            let (t, _) = entry_task_block(e);
+            if t >= l.tasks {
+                self.fault(
+                    ErrorCode::Device(DeviceFault::BadImage),
+                    Site::Dispatch,
+                    t,
+                    e,
+                    "an inbox named a task outside the graph",
+                );
+                return;
+            }
+            self.finish_subtask(t, None);
+        });
+        let now = a.query(GmAddr(l.doorbell(c)));
+        a.store_direct(GmAddr(l.token(c)), 0);
+        let changed = now != at_lock;
+        if published & !(1 << lane) != 0 || changed {
+            // Another lane got work, or a ring came while this core held the token (its
+            // ringer may be asleep, having found the token taken): wake the cluster.
+            ring(a, l, c);
+        }
+        published & (1 << lane) != 0 || changed
+    }
+
+    /// One subtask of task `t` is done (`rec`: its record, when the caller has it): count it
+    /// off; after the task's last, release its consumers and count the task completed.
+    fn finish_subtask(&self, t: u32, rec: Option<&TaskRecord>) {
+        let (a, l) = (self.a, self.l);
+        match finish(a, l, t) {
+            Err(why) => self.fault(ErrorCode::Device(DeviceFault::BadImage), Site::Completion, t, t as u64, why),
+            Ok(false) => {}
+            Ok(true) => {
+                let rec = rec.copied().unwrap_or_else(|| self.img.record(a, t));
+                self.release(&rec, t);
+                a.fetch_add(GmAddr(l.completed()), 1);
+                a.send_event();
+            }
+        }
+    }
+
+    /// Run slot entry `e` in this core's lane `lane`: one block of a task, or one lane of
+    /// a gang's block.
+    fn run(&self, lane: u32, e: u64, trace: &mut Option<crate::trace::TraceRing>) {
+        let (a, l, img) = (self.a, self.l, self.img);
+        let taken = if trace.is_some() { a.now_ticks() } else { 0 };
+        let (t, block) = entry_task_block(e);
+        let bad = |detail: u64, text: &str| {
+            self.fault(ErrorCode::Device(DeviceFault::BadImage), Site::Kernel, t, detail, text);
+        };
+        if t >= l.tasks {
+            bad(e, "a dispatch slot named a task outside the graph");
+            return;
+        }
+        // The slot was published after the task was released, which came after its
+        // producers' outputs were written back: order this core's reads after it.
+        a.rmb();
+        let rec = img.record(a, t);
+        // The kernel of this core's lane: a gang runs each lane's own; a single task its
+        // core type's.
+        let gang = e & ENTRY_GANG != 0;
+        let func_lane = if gang {
+            lane
+        } else if self.launch.core_type == CoreType::Aic {
+            0
+        } else {
+            1
+        };
+        let sub_block = if gang && lane > 0 { lane - 1 } else { 0 };
+        if block >= rec.block_num || rec.funcs[func_lane as usize] == NO_FUNC {
+            bad(e, "a dispatch slot named a block or lane the task does not have");
+            return;
+        }
+        let args = GmAddr((img.record_at(t).0 as i64 + rec.args_rel as i64) as u64);
+        let mut h = ArgsHeader::new_zeroed();
+        a.observe_lines(args, ARGS_HEAD);
+        a.read(args, h.as_mut_bytes());
+        let skip = h.predicate != 0 && !predicate_holds(a, h.predicate);
+        let mut traced: Option<TraceRecord> = None;
+        if !skip {
+            let f = img.func(a, rec.funcs[func_lane as usize]);
+            let bin = if func_lane == 0 { f.aic } else { f.aiv };
+            let Some(kernel) = a.resolve_kernel(bin) else {
+                self.fault(
                     ErrorCode::Device(DeviceFault::UnknownKernel),
+                    Site::Kernel,
+                    t,
                     bin,
                     "kernel binary not loaded for this core type",
                 );
                 return;
+            };
+            let p = DispatchPayload {
+                bin,
+                args: args.0,
+                task_id: t,
+                block_idx: block,
+                block_num: rec.block_num,
+                lane: sub_block,
+                reg_task_id: 0,
+                ..DispatchPayload::default()
+            };
+            let start = a.now_ticks();
+            a.store_direct(GmAddr(l.running(self.w)), t as u64 + 1);
+            let mut ctx = CoreCtx::load(a, &p, self.launch.core_type);
+            if let Some(i) = ctx.malformed() {
+                bad(i as u64, "malformed argument record (a stale or corrupt read of its tensor descriptors)");
+                return;
             }
-            Some(kernel) => {
-                let p = DispatchPayload {
-                    bin,
-                    args: args.0,
-                    task_id: t,
-                    block_idx: 0,
-                    block_num: 1,
-                    lane: 0,
-                    reg_task_id: 0,
-                    ..DispatchPayload::default()
-                };
-                let ctx_start = a.now_ticks();
-                a.store_direct(GmAddr(l.running(w)), t as u64 + 1);
-                let mut ctx = CoreCtx::load(a, &p, launch.core_type);
-                if let Some(i) = ctx.malformed() {
-                    fault(
-                        ErrorCode::Device(DeviceFault::BadImage),
-                        i as u64,
-                        "malformed argument record (a stale or corrupt read of its tensor descriptors)",
-                    );
-                    return;
-                }
-                ctx.observe_arguments(a);
-                if let Err(e) = a.run_kernel(kernel, &mut ctx) {
-                    fault(ErrorCode::Device(DeviceFault::KernelFault), bin, e.as_str());
-                    return;
-                }
-                let early = crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH);
-                if early {
-                    // Broken on purpose: the consumers are released before the outputs are
-                    // written back.
-                    a.store_barrier();
-                    release(a, map, l, img, &rec, t, w);
-                }
+            ctx.observe_arguments(a);
+            if let Err(err) = a.run_kernel(kernel, &mut ctx) {
+                self.fault(ErrorCode::Device(DeviceFault::KernelFault), Site::Kernel, t, bin, err.as_str());
+                return;
+            }
+            if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) {
+                // Broken on purpose: the subtask is counted (and the consumers released)
+                // before the outputs are written back.
+                a.store_barrier();
+                a.fetch_add(GmAddr(l.executed()), 1);
+                self.finish_subtask(t, Some(&rec));
                 ctx.publish_outputs(a);
-                a.store_direct(GmAddr(l.running(w)), 0);
-                if early {
-                    a.fetch_add(GmAddr(l.executed()), 1);
-                    a.fetch_add(GmAddr(l.completed()), 1);
-                    a.send_event();
+                a.store_direct(GmAddr(l.running(self.w)), 0);
+                return;
+            }
+            ctx.publish_outputs(a);
+            a.store_direct(GmAddr(l.running(self.w)), 0);
+            a.fetch_add(GmAddr(l.executed()), 1);
+            if trace.is_some() {
+                traced = Some(TraceRecord {
+                    kind: trace_kind::SUBTASK,
+                    lane: func_lane as u8,
+                    core: self.w,
+                    task: t,
+                    block,
+                    bin,
+                    start,
+                    end: a.now_ticks(),
+                    dispatch: taken.max(1),
+                    ..TraceRecord::default()
+                });
+            }
+        }
+        // The outputs are in memory before any consumer can be taken.
+        a.store_barrier();
+        self.finish_subtask(t, Some(&rec));
+        if let (Some(tr), Some(mut r)) = (trace.as_mut(), traced) {
+            r.completion = a.now_ticks().max(1);
+            tr.push(a, &r);
+        }
+    }
+
+    /// Decrement every consumer's fan-in; publish those that reach zero.
+    fn release(&self, rec: &TaskRecord, t: u32) {
+        let (a, l, img) = (self.a, self.l, self.img);
+        let mut chunk = [0u32; 16];
+        let mut done = 0u32;
+        while done < rec.fanout_count {
+            let n = (rec.fanout_count - done).min(16) as usize;
+            let at = GmAddr(img.base + img.h.fanout_off + (rec.fanout_start as u64 + done as u64) * 4);
+            a.observe_lines(at, n as u64 * 4);
+            a.read(at, chunk[..n].as_mut_bytes());
+            for &c in &chunk[..n] {
+                let why = if c >= l.tasks {
+                    Err("a fan-out list named a task outside the graph")
+                } else {
+                    release_consumer(a, l, c)
+                };
+                if let Err(why) = why {
+                    self.fault(ErrorCode::Device(DeviceFault::BadImage), Site::Completion, t, c as u64, why);
                     return;
                 }
-                ran = true;
-                if trace.is_some() {
-                    traced = Some(TraceRecord {
-                        kind: trace_kind::SUBTASK,
-                        lane: lane as u8,
-                        core: w,
-                        task: t,
-                        block: 0,
-                        bin,
-                        start: ctx_start,
-                        end: a.now_ticks(),
-                        dispatch: taken.max(1),
-                        ..TraceRecord::default()
-                    });
-                }
             }
+            done += n as u32;
         }
-    }
-    // The outputs are in memory before any consumer can be taken.
-    a.store_barrier();
-    release(a, map, l, img, &rec, t, w);
-    if ran {
-        a.fetch_add(GmAddr(l.executed()), 1);
-    }
-    a.fetch_add(GmAddr(l.completed()), 1);
-    a.send_event();
-    if let (Some(tr), Some(mut r)) = (trace.as_mut(), traced) {
-        r.completion = a.now_ticks().max(1);
-        tr.push(a, &r);
-    }
-}
-
-/// Decrement every consumer's fan-in; append those that reach zero to their lists.
-fn release<A: AicoreAgent>(a: &A, map: &RunMap, l: &ResidentLayout, img: &Image, rec: &TaskRecord, t: u32, w: u32) {
-    let fail = |detail: u64, text: &str| {
-        lifecycle::latch(
-            a,
-            map.desc,
-            Fault {
-                code: ErrorCode::Device(DeviceFault::BadImage),
-                site: Site::Completion,
-                task: Some(t),
-                core: Some(w),
-                detail,
-            },
-            text,
-        );
-    };
-    let mut chunk = [0u32; 16];
-    let mut done = 0u32;
-    while done < rec.fanout_count {
-        let n = (rec.fanout_count - done).min(16) as usize;
-        let at = GmAddr(img.base + img.h.fanout_off + (rec.fanout_start as u64 + done as u64) * 4);
-        a.observe_lines(at, n as u64 * 4);
-        a.read(at, chunk[..n].as_mut_bytes());
-        for &c in &chunk[..n] {
-            if c >= l.tasks {
-                fail(c as u64, "a fan-out list named a task outside the graph");
-                return;
-            }
-            let r = release_consumer(a, l, c, || list_of(img.record(a, c).shape));
-            if let Err(why) = r {
-                fail(c as u64, why);
-                return;
-            }
-        }
-        done += n as u32;
-    }
-}
-
-/// One producer of task `c` is done: decrement `c`'s fan-in count; the caller whose decrement
-/// takes it to zero appends `c` to its list (`list()`, asked only then). `Ok(true)` when this
-/// call published `c`. The caller's outputs must be in memory before (a store barrier), so
-/// whoever takes `c` sees them.
-pub fn release_consumer<G: GmAtomic>(
-    a: &G,
-    l: &ResidentLayout,
-    c: u32,
-    list: impl FnOnce() -> u32,
-) -> Result<bool, &'static str> {
-    let at = GmAddr(l.fanin(c));
-    let before = if crate::breakage::broken(crate::breakage::RESIDENT_RELEASE_SPLIT) {
-        // Broken on purpose: a load and a store instead of one read-modify-write.
-        let v = a.query(at);
-        a.store_direct(at, v.wrapping_sub(1));
-        v
-    } else {
-        a.fetch_add(at, u64::MAX)
-    };
-    match before {
-        0 => Err("a consumer was released more often than it has producers"),
-        1 => {
-            if push(a, l, list(), c) {
-                Ok(true)
-            } else {
-                Err("a ready list overflowed")
-            }
-        }
-        _ => Ok(false),
     }
 }
 
@@ -414,7 +667,7 @@ pub fn supervise<A: AicpuAgent>(a: &A, map: &RunMap, stop: &crate::sync::AtomicB
             seen = c;
             last_progress = now;
         } else if now.saturating_sub(last_progress) > watchdog {
-            let running = (0..l.workers).find_map(|w| match a.query(GmAddr(l.running(w))) {
+            let running = (0..l.workers()).find_map(|w| match a.query(GmAddr(l.running(w))) {
                 0 => None,
                 v => Some((w, (v - 1) as u32)),
             });

@@ -249,7 +249,7 @@ impl<P: HostPlatform> Device<P> {
         // goes resident unless asked otherwise or it has a shape the resident executor does
         // not run.
         let choice = if what.runtime == crate::layout::RUNTIME_HBG {
-            super::resident::choose(cfg.executor, what.bytes, cfg.dump.is_some(), what.clusters * 3)
+            super::resident::choose(cfg.executor, what.bytes, cfg.dump.is_some(), what.clusters)
                 .map_err(|why| Error::Config(format!("executor = resident cannot run this graph: {why}")))?
         } else if cfg.executor == super::Executor::Resident {
             return Err(Error::Config(format!(
@@ -263,13 +263,13 @@ impl<P: HostPlatform> Device<P> {
                 state: None,
             }
         };
-        let (resident, resident_aic) = match &choice.state {
+        let (resident, resident_entries) = match &choice.state {
             None => (0, 0),
-            Some((bytes, aic)) => {
+            Some((bytes, entries)) => {
                 let need = bytes.len() as u64;
                 let at = reuse_or_alloc(dev, &mut mem.resident, need, need, "resident scheduler state")?;
                 dev.copy_h2d(at, bytes).map_err(platform("resident scheduler state upload"))?;
-                (at.0, *aic)
+                (at.0, *entries)
             }
         };
         let (executor_reason, executor_detail) = choice.reason.map_or((0, u32::MAX), |r| r.code());
@@ -298,7 +298,7 @@ impl<P: HostPlatform> Device<P> {
             executor: choice.mode,
             executor_reason,
             executor_detail,
-            resident_aic,
+            resident_entries,
             resident,
             reserved: [0; 5],
         };

@@ -12,7 +12,8 @@ use std::vec::Vec;
 use zerocopy::FromBytes;
 
 use crate::layout::{
-    ArgsHeader, ImageHeader, ResidentLayout, Shape, TaskRecord, args_flags, executor_mode, legacy_reason,
+    ArgsHeader, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageHeader, RESIDENT_MAX_BLOCKS, ResidentLayout, Shape,
+    TaskRecord, args_flags, entry_word, executor_mode, home_fields, home_word, inbox_class, lanes, legacy_reason,
 };
 
 /// Which executor runs a host-built graph ([`RunConfig::executor`](super::RunConfig::executor)).
@@ -54,13 +55,9 @@ pub enum LegacyReason {
     Requested,
     /// The device-side runtime schedules from its rings on the AICPU.
     DeviceSideRuntime,
-    /// The graph has a MIX task (one AIC and two AIVs of a cluster at once).
-    MixTask {
-        /// The first such task.
-        task: u32,
-    },
-    /// The graph has an SPMD task (more than one block).
-    SpmdTask {
+    /// The graph has a task with more blocks than the resident executor's entries hold
+    /// ([`RESIDENT_MAX_BLOCKS`](crate::layout::RESIDENT_MAX_BLOCKS)).
+    TooManyBlocks {
         /// The first such task.
         task: u32,
     },
@@ -69,6 +66,9 @@ pub enum LegacyReason {
         /// The first such task.
         task: u32,
     },
+    /// The host could not read its own graph image back (a defect of the host, reported rather
+    /// than guessed around).
+    Unreadable,
     /// The args dump is on: it is captured by the AICPU threads that dispatch and reap each
     /// task, which only the legacy executor has.
     ArgsDump,
@@ -80,10 +80,10 @@ impl LegacyReason {
         match self {
             LegacyReason::Requested => (legacy_reason::REQUESTED, u32::MAX),
             LegacyReason::DeviceSideRuntime => (legacy_reason::DEVICE_SIDE_RUNTIME, u32::MAX),
-            LegacyReason::MixTask { task } => (legacy_reason::MIX_TASK, task),
-            LegacyReason::SpmdTask { task } => (legacy_reason::SPMD_TASK, task),
+            LegacyReason::TooManyBlocks { task } => (legacy_reason::TOO_MANY_BLOCKS, task),
             LegacyReason::SyncStart { task } => (legacy_reason::SYNC_START, task),
             LegacyReason::ArgsDump => (legacy_reason::ARGS_DUMP, u32::MAX),
+            LegacyReason::Unreadable => (legacy_reason::UNREADABLE, u32::MAX),
         }
     }
 
@@ -92,10 +92,10 @@ impl LegacyReason {
         Some(match code {
             legacy_reason::REQUESTED => LegacyReason::Requested,
             legacy_reason::DEVICE_SIDE_RUNTIME => LegacyReason::DeviceSideRuntime,
-            legacy_reason::MIX_TASK => LegacyReason::MixTask { task },
-            legacy_reason::SPMD_TASK => LegacyReason::SpmdTask { task },
+            legacy_reason::TOO_MANY_BLOCKS => LegacyReason::TooManyBlocks { task },
             legacy_reason::SYNC_START => LegacyReason::SyncStart { task },
             legacy_reason::ARGS_DUMP => LegacyReason::ArgsDump,
+            legacy_reason::UNREADABLE => LegacyReason::Unreadable,
             _ => return None,
         })
     }
@@ -108,15 +108,15 @@ impl fmt::Display for LegacyReason {
             LegacyReason::DeviceSideRuntime => {
                 f.write_str("the device-side runtime schedules on the AICPU (the resident executor runs host-built graphs)")
             }
-            LegacyReason::MixTask { task } => {
-                write!(f, "task {task} is a MIX task, which the resident executor does not run")
-            }
-            LegacyReason::SpmdTask { task } => {
-                write!(f, "task {task} is an SPMD task (several blocks), which the resident executor does not run")
-            }
+            LegacyReason::TooManyBlocks { task } => write!(
+                f,
+                "task {task} has more than {} blocks, which the resident executor's entries do not hold",
+                crate::layout::RESIDENT_MAX_BLOCKS
+            ),
             LegacyReason::SyncStart { task } => {
                 write!(f, "task {task} needs its blocks to start together, which the resident executor does not do")
             }
+            LegacyReason::Unreadable => f.write_str("the host could not read its own graph image back"),
             LegacyReason::ArgsDump => f.write_str(
                 "the args dump is captured by the AICPU threads that dispatch tasks; on the resident executor it is not built (issue 12)",
             ),
@@ -130,34 +130,27 @@ pub(crate) struct Choice {
     pub(crate) mode: u32,
     /// Why the legacy executor, if it is.
     pub(crate) reason: Option<LegacyReason>,
-    /// The resident state to write (bytes laid out from offset 0, and the AIC list's capacity).
+    /// The resident state to write (bytes laid out from offset 0) and its entry count.
     pub(crate) state: Option<(Vec<u8>, u32)>,
 }
 
-/// The first thing in a host-built graph `image` the resident executor cannot run, and the
-/// AIC list's capacity when there is none. A malformed image (the host built it, so this
-/// does not happen) is reported as unsupported at task `u32::MAX`.
-fn scan(image: &[u8]) -> Result<(ImageHeader, Vec<TaskRecord>, u32), LegacyReason> {
-    let broken = LegacyReason::MixTask { task: u32::MAX };
+/// The task records of a host-built graph `image`, or the first thing in it the resident
+/// executor cannot run.
+fn scan(image: &[u8]) -> Result<Vec<TaskRecord>, LegacyReason> {
+    let broken = LegacyReason::Unreadable;
     let (h, _) = ImageHeader::read_from_prefix(image).map_err(|_| broken)?;
     let n = h.task_count as usize;
     let at = usize::try_from(h.tasks_off).map_err(|_| broken)?;
-    let end = at.checked_add(n * 32).filter(|&e| e <= image.len()).ok_or(broken)?;
+    let end = n.checked_mul(32).and_then(|b| at.checked_add(b)).filter(|&e| e <= image.len()).ok_or(broken)?;
     let tasks: Vec<TaskRecord> = image[at..end]
         .chunks_exact(32)
         .map(|c| TaskRecord::read_from_bytes(c).map_err(|_| broken))
         .collect::<Result<_, _>>()?;
-    let mut aic = 0u32;
     for (i, t) in tasks.iter().enumerate() {
         let task = i as u32;
-        match Shape::try_from(t.shape) {
-            Ok(Shape::Mix) => return Err(LegacyReason::MixTask { task }),
-            Ok(Shape::Aic) => aic += 1,
-            Ok(Shape::Aiv | Shape::Dummy) => {}
-            Err(_) => return Err(broken),
-        }
-        if t.block_num != 1 {
-            return Err(LegacyReason::SpmdTask { task });
+        Shape::try_from(t.shape).map_err(|_| broken)?;
+        if t.block_num == 0 || t.block_num > RESIDENT_MAX_BLOCKS {
+            return Err(LegacyReason::TooManyBlocks { task });
         }
         let args = (at + i * 32) as i64 + t.args_rel as i64;
         let args = usize::try_from(args).map_err(|_| broken)?;
@@ -166,12 +159,13 @@ fn scan(image: &[u8]) -> Result<(ImageHeader, Vec<TaskRecord>, u32), LegacyReaso
             return Err(LegacyReason::SyncStart { task });
         }
     }
-    Ok((h, tasks, aic))
+    Ok(tasks)
 }
 
 /// Choose the executor of a host-built graph `image` under `asked`, with the args dump on or
-/// off. `Err` is the reason an explicit [`Executor::Resident`] cannot be honoured.
-pub(crate) fn choose(asked: Executor, image: &[u8], dump: bool, workers: u32) -> Result<Choice, LegacyReason> {
+/// off, for `clusters` clusters. `Err` is the reason an explicit [`Executor::Resident`]
+/// cannot be honoured.
+pub(crate) fn choose(asked: Executor, image: &[u8], dump: bool, clusters: u32) -> Result<Choice, LegacyReason> {
     let legacy = |reason: LegacyReason, mode: u32| Choice { mode, reason: Some(reason), state: None };
     if asked == Executor::Legacy {
         return Ok(legacy(LegacyReason::Requested, executor_mode::LEGACY_GRAPH));
@@ -184,35 +178,94 @@ pub(crate) fn choose(asked: Executor, image: &[u8], dump: bool, workers: u32) ->
     }
     match scan(image) {
         Err(reason) => refuse(reason, executor_mode::LEGACY_UNSUPPORTED_SHAPE),
-        Ok((_, tasks, aic)) => {
-            let l = ResidentLayout { base: 0, workers, tasks: tasks.len() as u32, aic };
-            Ok(Choice {
-                mode: executor_mode::RESIDENT_PENDING,
-                reason: None,
-                state: Some((initial_state(&l, &tasks), aic)),
-            })
+        Ok(tasks) => {
+            let state = initial_state(&tasks, clusters);
+            Ok(Choice { mode: executor_mode::RESIDENT_PENDING, reason: None, state: Some(state) })
         }
     }
 }
 
-/// The resident state at the start of a run (laid out from offset 0): nothing completed,
-/// every fan-in count full, the ready lists holding the tasks that wait for nothing, in task
-/// order.
-fn initial_state(l: &ResidentLayout, tasks: &[TaskRecord]) -> Vec<u8> {
+/// The inbox class of a task and the class its home word records.
+fn class_of(t: &TaskRecord) -> (u32, u32) {
+    if t.shape == Shape::Mix as u8 {
+        (inbox_class::GANG, inbox_class::GANG)
+    } else if t.shape == Shape::Aic as u8 {
+        (inbox_class::AIC, inbox_class::AIC)
+    } else if t.shape == Shape::Dummy as u8 {
+        (inbox_class::AIV, HOME_DUMMY)
+    } else {
+        (inbox_class::AIV, inbox_class::AIV)
+    }
+}
+
+/// Subtasks of one block of `t`: one per active lane of a MIX task, else one.
+pub(crate) fn subtasks_per_block(t: &TaskRecord) -> u32 {
+    if t.shape == Shape::Mix as u8 { (t.lanes & lanes::MIX).count_ones().max(1) } else { 1 }
+}
+
+/// The resident state at the start of a run over `clusters` clusters (laid out from offset
+/// 0), and its entry count. Each class's blocks are dealt to the clusters in turn (a task's
+/// block `b` is homed one cluster after block `b - 1`), which sizes every inbox exactly; the
+/// tasks that wait for nothing are in their home inboxes, in task order; every fan-in and
+/// subtask count is full; nothing is completed, no slot is published, no cluster is idle.
+fn initial_state(tasks: &[TaskRecord], clusters: u32) -> (Vec<u8>, u32) {
+    let k_n = 3usize;
+    let mut rr = [0u64; 3];
+    let mut homes = Vec::with_capacity(tasks.len());
+    let mut cap = std::vec![0u32; clusters as usize * k_n];
+    for t in tasks {
+        let (k, home_class) = class_of(t);
+        let home = (rr[k as usize] % clusters as u64) as u32;
+        rr[k as usize] += t.block_num as u64;
+        for b in 0..t.block_num.min(clusters) {
+            // Blocks past the first `clusters` wrap onto the same clusters again.
+            let n = t.block_num / clusters + u32::from(b < t.block_num % clusters);
+            cap[((home + b) % clusters) as usize * k_n + k as usize] += n;
+        }
+        homes.push(home_word(home, home_class, t.lanes, t.block_num));
+    }
+    let entries: u32 = cap.iter().sum();
+    let l = ResidentLayout { base: 0, clusters, tasks: tasks.len() as u32, entries };
     let mut b = std::vec![0u8; l.bytes() as usize];
     let mut put = |at: u64, v: u64| b[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes());
-    let mut tails = [0u32; 2];
-    for (i, t) in tasks.iter().enumerate() {
-        put(l.fanin(i as u32), t.fanin as u64);
-        if t.fanin == 0 {
-            let q = u32::from(t.shape != Shape::Aic as u8);
-            put(l.entry(q, tails[q as usize]), i as u64 + 1);
-            tails[q as usize] += 1;
+    let mut first = std::vec![0u32; cap.len()];
+    let mut next = 0u32;
+    for c in 0..clusters {
+        for k in 0..k_n as u32 {
+            let i = c as usize * k_n + k as usize;
+            first[i] = next;
+            next += cap[i];
+            put(l.inbox_capacity(c, k), cap[i] as u64);
+            put(l.inbox_first(c, k), first[i] as u64);
         }
     }
-    put(l.tail(0), tails[0] as u64);
-    put(l.tail(1), tails[1] as u64);
-    b
+    let mut tails = std::vec![0u32; cap.len()];
+    for (i, t) in tasks.iter().enumerate() {
+        let task = i as u32;
+        put(l.fanin(task), t.fanin as u64);
+        put(l.left(task), t.block_num as u64 * subtasks_per_block(t) as u64);
+        put(l.home(task), homes[i]);
+        if t.fanin == 0 {
+            let (home, class, _, blocks) = home_fields(homes[i]);
+            let (k, _) = class_of(t);
+            let flags = match class {
+                HOME_DUMMY => ENTRY_DUMMY,
+                inbox_class::GANG => ENTRY_GANG,
+                _ => 0,
+            };
+            for blk in 0..blocks {
+                let q = ((home + blk) % clusters) as usize * k_n + k as usize;
+                put(l.entry(first[q] + tails[q]), entry_word(task, blk, flags));
+                tails[q] += 1;
+            }
+        }
+    }
+    for c in 0..clusters {
+        for k in 0..k_n as u32 {
+            put(l.inbox_tail(c, k), tails[c as usize * k_n + k as usize] as u64);
+        }
+    }
+    (b, entries)
 }
 
 #[cfg(test)]
@@ -221,12 +274,61 @@ mod tests {
 
     #[test]
     fn layout_regions_do_not_overlap() {
-        let l = ResidentLayout { base: 0x1000, workers: 72, tasks: 10, aic: 3 };
-        assert!(l.running(71) + 8 <= l.fanin(0));
-        assert!(l.fanin(9) + 8 <= l.entry(0, 0));
-        assert_eq!(l.entry(0, 3), l.entry(1, 0));
-        assert_eq!(l.base + l.bytes(), l.entry(1, 7));
-        assert!(l.tail(1) + 8 <= l.running(0));
+        let l = ResidentLayout { base: 0x1000, clusters: 65, tasks: 10, entries: 12 };
+        assert_eq!(l.idle_words(), 2);
+        assert!(l.idle(1) + 8 <= l.running(0));
+        assert!(l.running(l.workers() - 1) + 8 <= l.token(0));
+        assert!(l.inbox_first(64, inbox_class::GANG) + 8 <= l.fanin(0));
+        assert!(l.fanin(9) + 8 <= l.left(0));
+        assert!(l.left(9) + 8 <= l.home(0));
+        assert!(l.home(9) + 8 <= l.entry(0));
+        assert_eq!(l.base + l.bytes(), (l.entry(12) - 0x1000).next_multiple_of(64) + 0x1000);
+        // One writer per line: a slot's publication and its lane's completion never share one.
+        assert_ne!(l.slot_publication(3, 1) / 64, l.slot_completion(3, 1) / 64);
+        assert_eq!(l.token(1) - l.token(0), ResidentLayout::CLUSTER_BYTES);
+    }
+
+    fn record(shape: Shape, blocks: u32, fanin: u32) -> TaskRecord {
+        TaskRecord {
+            funcs: [0; 3],
+            shape: shape as u8,
+            lanes: if shape == Shape::Mix { lanes::MIX } else { 0 },
+            block_num: blocks,
+            fanin,
+            fanout_start: 0,
+            fanout_count: 0,
+            args_rel: 0,
+            args_len: 0,
+        }
+    }
+
+    #[test]
+    fn the_initial_state_sizes_every_inbox_exactly_and_seeds_the_roots() {
+        let tasks =
+            [record(Shape::Aiv, 5, 0), record(Shape::Mix, 1, 0), record(Shape::Aic, 1, 1), record(Shape::Dummy, 1, 0)];
+        let (bytes, entries) = initial_state(&tasks, 2);
+        assert_eq!(entries, 5 + 1 + 1 + 1);
+        let l = ResidentLayout { base: 0, clusters: 2, tasks: 4, entries };
+        let word = |at: u64| u64::from_le_bytes(bytes[at as usize..at as usize + 8].try_into().unwrap());
+        // Task 0's five blocks: 3 on cluster 0, 2 on cluster 1; the dummy after them on
+        // cluster 1 (AIV class, dealt in turn).
+        assert_eq!(word(l.inbox_capacity(0, inbox_class::AIV)), 3);
+        assert_eq!(word(l.inbox_capacity(1, inbox_class::AIV)), 3);
+        assert_eq!(word(l.inbox_tail(1, inbox_class::AIV)), 3);
+        let first = word(l.inbox_first(1, inbox_class::AIV)) as u32;
+        assert_eq!(word(l.entry(first)), entry_word(0, 1, 0));
+        assert_eq!(word(l.entry(first + 2)), entry_word(3, 0, ENTRY_DUMMY));
+        // The MIX task waits in cluster 0's gang inbox with all three lanes left.
+        let g = word(l.inbox_first(0, inbox_class::GANG)) as u32;
+        assert_eq!(word(l.entry(g)), entry_word(1, 0, ENTRY_GANG));
+        assert_eq!(word(l.left(1)), 3);
+        // Task 2 waits for a producer: room in its inbox, nothing published.
+        assert_eq!(word(l.inbox_capacity(0, inbox_class::AIC)), 1);
+        assert_eq!(word(l.inbox_tail(0, inbox_class::AIC)), 0);
+        assert_eq!(word(l.fanin(2)), 1);
+        let capacity: u64 =
+            (0..2).flat_map(|c| (0..3).map(move |k| (c, k))).map(|(c, k)| word(l.inbox_capacity(c, k))).sum();
+        assert_eq!(capacity, entries as u64);
     }
 
     #[test]
@@ -234,10 +336,10 @@ mod tests {
         for r in [
             LegacyReason::Requested,
             LegacyReason::DeviceSideRuntime,
-            LegacyReason::MixTask { task: 4 },
-            LegacyReason::SpmdTask { task: 5 },
+            LegacyReason::TooManyBlocks { task: 5 },
             LegacyReason::SyncStart { task: 6 },
             LegacyReason::ArgsDump,
+            LegacyReason::Unreadable,
         ] {
             let (c, t) = r.code();
             assert_eq!(LegacyReason::from_code(c, t), Some(r));
