@@ -79,6 +79,13 @@ pub mod legacy {
         } else {
             dispatch_loop(a, &map, &launch, &mut trace)
         };
+        if cfg.executor == executor_mode::RESIDENT_PENDING
+            && crate::breakage::broken(crate::breakage::RESIDENT_EXIT_DIRTY)
+        {
+            // Broken on purpose: the reference's resident exit, which writes its handshake
+            // line and ends with no final write-back.
+            a.write(map.handshake(launch.block_idx).offset(12), &1u32.to_le_bytes());
+        }
         if let Err(status) = served {
             return status;
         }
