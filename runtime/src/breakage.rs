@@ -58,10 +58,6 @@ pub const RESIDENT_TAKE_UNPUBLISHED: u32 = 1 << 16;
 /// of one atomic read-modify-write (two producers finishing together lose a decrement or
 /// publish the consumer twice).
 pub const RESIDENT_RELEASE_SPLIT: u32 = 1 << 17;
-/// Resident executor: a core takes any RESIDENT_READY word in the run line as its go, whatever
-/// run stored it (a value left by an earlier run would start the cores before this run's
-/// AICPU validated the image).
-pub const RESIDENT_READY_ANY_EPOCH: u32 = 1 << 18;
 /// Resident executor: a dispatcher stores a slot's new publication generation before the
 /// entry it publishes (the lane may run the slot's previous entry again).
 pub const SLOT_GEN_BEFORE_ENTRY: u32 = 1 << 19;
@@ -74,8 +70,9 @@ pub const GATE_ANY_EPOCH: u32 = 1 << 21;
 /// Fault injection: the AICPU does not store the RELEASE of this run's cores (a core must
 /// then wait, whatever an earlier run left in its gate).
 pub const SKIP_RELEASE: u32 = 1 << 22;
-/// Resident executor: a core leaves its last trace record's line dirty at exit (the faithful
-/// model must report a program end with a dirty line).
+/// Resident executor: a core writes a word of its handshake line through its cache at exit
+/// and never writes the line back (the reference's resident exit; the faithful model must
+/// report the dirty line at the EXITED hand-off).
 pub const RESIDENT_EXIT_DIRTY: u32 = 1 << 23;
 
 // A process-wide test switch, set before a model or a run starts and never part of a

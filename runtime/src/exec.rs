@@ -164,12 +164,7 @@ pub mod legacy {
                 return Go::Exit;
             }
             let v = a.query(at);
-            let go = if crate::breakage::broken(crate::breakage::RESIDENT_READY_ANY_EPOCH) {
-                v & 0xFF == executor_mode::RESIDENT_READY as u64
-            } else {
-                v == crate::layout::resident_ready_word(map.cfg.epoch)
-            };
-            if go {
+            if v == crate::layout::resident_ready_word(map.cfg.epoch) {
                 return Go::Ready;
             }
             let now = a.now_ticks();

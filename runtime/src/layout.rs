@@ -114,7 +114,8 @@ pub struct LaunchConfig {
     pub executor: u32,
     /// Why the run is on the legacy executor ([`legacy_reason`]), 0 on the resident one.
     pub executor_reason: u32,
-    /// The task the reason names (a MIX, SPMD or sync-start task), `u32::MAX` if none.
+    /// The task the reason names (a sync-start task, or one with too many blocks), `u32::MAX`
+    /// if none.
     pub executor_detail: u32,
     /// Resident executor: inbox entries of the scheduler state ([`ResidentLayout::entries`]).
     pub resident_entries: u32,
@@ -169,6 +170,7 @@ pub const fn resident_ready_word(epoch: u64) -> u64 {
 /// tier. The host writes the initial state before the launch.
 ///
 /// * line 0: `completed` (tasks done), `executed` (kernels run);
+/// * line 1: `pending[3]`, entries of each class pushed and not yet taken;
 /// * the idle mask: bit `c` of word `c / 64` set while cluster `c` had nothing to run (the
 ///   wake list a releaser reads to hand new work to an idle cluster);
 /// * `running[workers]`: `task + 1` while a core runs a kernel, 0 otherwise (its one writer
@@ -277,12 +279,18 @@ impl ResidentLayout {
     pub const fn idle_words(&self) -> u32 {
         self.clusters.div_ceil(64)
     }
+    /// GM address of the count of entries of class `k` pushed and not yet taken, over every
+    /// cluster (raised before an entry is reserved, lowered after it was taken: never below
+    /// the true count). A core steals from other clusters only while it is non-zero.
+    pub const fn pending(&self, k: u32) -> u64 {
+        self.base + 64 + k as u64 * 8
+    }
     /// GM address of word `i` of the idle mask.
     pub const fn idle(&self, i: u32) -> u64 {
-        self.base + 64 + i as u64 * 8
+        self.base + 128 + i as u64 * 8
     }
     const fn running_base(&self) -> u64 {
-        self.base + 64 + lines(self.idle_words() as u64 * 8)
+        self.base + 128 + lines(self.idle_words() as u64 * 8)
     }
     /// GM address of worker `w`'s `running` word.
     pub const fn running(&self, w: u32) -> u64 {
@@ -472,8 +480,9 @@ pub struct TraceRecord {
     pub start: u64,
     /// End tick (= `start` for an instant).
     pub end: u64,
-    /// Subtask on the resident executor: when the core took the task from its ready list
-    /// (0 on the legacy executor, where the dispatching AICPU thread records it).
+    /// Subtask on the resident executor: when the core found the subtask published in its
+    /// lane's dispatch slot (0 on the legacy executor, where the dispatching AICPU thread
+    /// records it).
     pub dispatch: u64,
     /// Subtask on the resident executor: when the core had released the task's consumers
     /// (0 on the legacy executor, where the AICPU thread that saw its FIN records it).

@@ -83,20 +83,20 @@ pub enum Take {
 /// goes to exactly one caller: `head` only moves forward, by compare-and-swap, past an entry
 /// already published.
 pub fn take<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Take {
-    let capacity = a.query(GmAddr(l.inbox_capacity(c, k)));
-    let first = a.query(GmAddr(l.inbox_first(c, k))) as u32;
     loop {
         let head = a.query(GmAddr(l.inbox_head(c, k)));
         let tail = a.query(GmAddr(l.inbox_tail(c, k)));
-        if head >= tail || head >= capacity {
+        if head >= tail || head >= a.query(GmAddr(l.inbox_capacity(c, k))) {
             return Take::Empty(tail);
         }
+        let first = a.query(GmAddr(l.inbox_first(c, k))) as u32;
         let at = GmAddr(l.entry(first + head as u32));
         let e = a.query(at);
         if e == 0 && !crate::breakage::broken(crate::breakage::RESIDENT_TAKE_UNPUBLISHED) {
             return Take::Unpublished(at);
         }
         if a.compare_exchange(GmAddr(l.inbox_head(c, k)), head, head + 1) == head {
+            a.fetch_add(GmAddr(l.pending(k)), u64::MAX);
             return Take::Task(e);
         }
         crate::sync::spin_hint();
@@ -104,12 +104,20 @@ pub fn take<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Take {
 }
 
 /// Take an entry of class `k` from cluster `c`'s inbox, else from the other clusters' in
-/// order (`c + 1`, `c + 2`, …): the steal. An inbox whose next entry is reserved but not yet
-/// written is passed over (its pusher rings that cluster once it is written).
+/// order (`c + 1`, `c + 2`, …): the steal, tried only while the class's `pending` count is
+/// non-zero. An inbox whose next entry is reserved but not yet written is passed over (its
+/// pusher rings that cluster once it is written).
 pub fn take_any<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Option<u64> {
-    (0..l.clusters).find_map(|i| match take(a, l, (c + i) % l.clusters, k) {
+    let one = |c: u32| match take(a, l, c, k) {
         Take::Task(e) => Some(e),
         Take::Empty(_) | Take::Unpublished(_) => None,
+    };
+    // The steal is a scan of every cluster: only while some entry of the class is pending.
+    one(c).or_else(|| {
+        if a.query(GmAddr(l.pending(k))) == 0 {
+            return None;
+        }
+        (1..l.clusters).find_map(|i| one((c + i) % l.clusters))
     })
 }
 
@@ -118,6 +126,8 @@ pub fn take_any<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Optio
 /// is corrupt).
 pub fn push<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32, e: u64) -> bool {
     let capacity = a.query(GmAddr(l.inbox_capacity(c, k)));
+    // Counted before it can be taken, so `pending` never falls below the true count.
+    a.fetch_add(GmAddr(l.pending(k)), 1);
     let i = a.fetch_add(GmAddr(l.inbox_tail(c, k)), 1);
     if i >= capacity {
         return false;
@@ -148,7 +158,8 @@ pub fn set_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, idle: bool) {
     }
 }
 
-/// Ring the first idle cluster after `from` (in cluster order, `from` itself last), if any:
+/// Ring the first idle cluster after `from` (in cluster order; never `from`, which its
+/// releaser rings itself), if any:
 /// new work in `from`'s inbox may be stolen by it.
 pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32) {
     let n = l.clusters;

@@ -3,8 +3,8 @@
 //! The host decides before the launch and writes its choice into the launch descriptor
 //! ([`LaunchConfig::executor`](crate::layout::LaunchConfig::executor), with the reason when the
 //! run is on the legacy executor). For the resident executor it also writes the scheduler
-//! state ([`ResidentLayout`]): every task's fan-in count and the ready lists seeded with the
-//! tasks that wait for nothing.
+//! state ([`ResidentLayout`]): every task's fan-in, subtask and home words, the clusters'
+//! inboxes sized exactly and seeded with the blocks of the tasks that wait for nothing.
 
 use std::fmt;
 use std::vec::Vec;
@@ -260,10 +260,16 @@ fn initial_state(tasks: &[TaskRecord], clusters: u32) -> (Vec<u8>, u32) {
             }
         }
     }
+    let mut pending = [0u64; 3];
     for c in 0..clusters {
         for k in 0..k_n as u32 {
-            put(l.inbox_tail(c, k), tails[c as usize * k_n + k as usize] as u64);
+            let n = tails[c as usize * k_n + k as usize];
+            put(l.inbox_tail(c, k), n as u64);
+            pending[k as usize] += n as u64;
         }
+    }
+    for (k, n) in pending.iter().enumerate() {
+        put(l.pending(k as u32), *n);
     }
     (b, entries)
 }
@@ -276,6 +282,7 @@ mod tests {
     fn layout_regions_do_not_overlap() {
         let l = ResidentLayout { base: 0x1000, clusters: 65, tasks: 10, entries: 12 };
         assert_eq!(l.idle_words(), 2);
+        assert!(l.pending(2) + 8 <= l.idle(0));
         assert!(l.idle(1) + 8 <= l.running(0));
         assert!(l.running(l.workers() - 1) + 8 <= l.token(0));
         assert!(l.inbox_first(64, inbox_class::GANG) + 8 <= l.fanin(0));
@@ -322,6 +329,9 @@ mod tests {
         let g = word(l.inbox_first(0, inbox_class::GANG)) as u32;
         assert_eq!(word(l.entry(g)), entry_word(1, 0, ENTRY_GANG));
         assert_eq!(word(l.left(1)), 3);
+        assert_eq!(word(l.pending(inbox_class::AIV)), 6);
+        assert_eq!(word(l.pending(inbox_class::GANG)), 1);
+        assert_eq!(word(l.pending(inbox_class::AIC)), 0);
         // Task 2 waits for a producer: room in its inbox, nothing published.
         assert_eq!(word(l.inbox_capacity(0, inbox_class::AIC)), 1);
         assert_eq!(word(l.inbox_tail(0, inbox_class::AIC)), 0);

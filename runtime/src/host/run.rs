@@ -38,8 +38,8 @@ pub struct RunReport {
     pub epoch: u64,
     /// Tasks completed.
     pub tasks: u64,
-    /// Subtasks dispatched to cores (on the resident executor: kernels the cores took from
-    /// their ready lists and ran; dummy and skipped tasks are not counted).
+    /// Subtasks dispatched to cores (on the resident executor: kernels the cores found in
+    /// their dispatch slots and ran; dummy and skipped tasks are not counted).
     pub dispatched: u64,
     /// Cores that handshook.
     pub cores: u64,

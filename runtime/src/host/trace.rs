@@ -43,7 +43,7 @@ pub struct SubtaskTrace {
     /// Func id of the kernel, when its binary is registered on this device.
     pub func: Option<u16>,
     /// Tick at which the AICPU wrote the dispatch register, or (resident executor) at which
-    /// the core took the task from its ready list (`None` if a ring overflowed).
+    /// the core found the subtask in its lane's dispatch slot (`None` if a ring overflowed).
     pub dispatch: Option<u64>,
     /// Tick at which the core started the subtask (after its acknowledgement).
     pub start: u64,
