@@ -933,9 +933,26 @@ fn retire_model(
     aicpu_first: bool,
     reg_order: RegOrder,
 ) -> RetireRun {
+    retire_model_from(group, alive, budgets, aicpu_first, reg_order, 0)
+}
+
+/// [`retire_model`] with every gate of the group starting at `gate` (0: a fresh slot; an
+/// earlier epoch: what the previous run's release left).
+fn retire_model_from(
+    group: &'static [(u32, u32)],
+    alive: &'static [u32],
+    budgets: Budgets,
+    aicpu_first: bool,
+    reg_order: RegOrder,
+    gate: u64,
+) -> RetireRun {
     let plan = GmPlan::new(2, 0);
     let map = plan.run_map(2, CORES, EPOCH, budgets);
-    let dev = Device::new(&initial_gm(&plan, &map.cfg), CORES as usize, regs::DMB_IDLE, regs::COND_IDLE, reg_order);
+    let mut gm = initial_gm(&plan, &map.cfg);
+    for &(w, _) in group {
+        gm[((map.gate(w).0 - loom_hal::GM_BASE) / 8) as usize] = gate;
+    }
+    let dev = Device::new(&gm, CORES as usize, regs::DMB_IDLE, regs::COND_IDLE, reg_order);
     let mut jobs = vec![{
         let dev = dev.clone();
         job(move || {
@@ -1003,6 +1020,44 @@ fn retire_releases_only_after_close() {
         });
     }
     outcomes.assert_all_reached(&["released", "silent"]);
+}
+
+/// The gate of a reused slot: it starts with the RELEASE the previous run left (`EPOCH - 1`),
+/// the resident and the legacy executor alike (both exit through this gate). Both spawn orders,
+/// budgets that never expire. Invariant: this run's core never takes the old release — it
+/// returns released only after this run's AICPU closed its window (`core_exit` checks), its
+/// gate ends with this run's epoch, and it is closed once.
+fn stale_release_model(aicpu_first: bool) {
+    let run = retire_model_from(&[(0, 1)], &[1], Budgets::NEVER, aicpu_first, RegOrder::HalContract, EPOCH - 1);
+    let RetireRun { retired, released, dev, map, .. } = run;
+    assert_eq!(retired, Retired { released: 1, silent: None });
+    assert_eq!(released[0], Release::Released);
+    assert_eq!(dev.peek(map.gate(0)), EPOCH);
+    assert_eq!(dev.closes(1), 1);
+}
+
+/// See [`stale_release_model`].
+#[test]
+fn retire_ignores_the_release_a_previous_run_left() {
+    for aicpu_first in [true, false] {
+        check("retire_ignores_the_release_a_previous_run_left", None, move || stale_release_model(aicpu_first));
+    }
+}
+
+/// Reproducer: a gate that takes any release (`breakage::GATE_ANY_EPOCH`), in
+/// [`stale_release_model`]. Loom must find the core leaving on the previous run's release,
+/// before this run's AICPU closed its window. The switch is process-wide and no other model of
+/// this file takes a lock against it: run this one alone (`.ci/run` does, `--test-threads=1`).
+#[cfg(feature = "breakage")]
+#[test]
+fn reproducer_gate_takes_a_previous_runs_release() {
+    loom_harness::expect_found(
+        "reproducer_gate_takes_a_previous_runs_release",
+        None,
+        pto_runtime::breakage::GATE_ANY_EPOCH,
+        &["released before the AICPU closed its window"],
+        || stale_release_model(false),
+    );
 }
 
 /// Teardown gate, two cores retired as a group with one shared deadline: worker 1 (phys 0)
