@@ -41,24 +41,9 @@ impl<C: pto::hal::Contract> FaithfulDevice for pto_sim::SimDevice<C> {
     }
 }
 
-/// `n` AIV tasks that each add 1 to the same 16-float row: a chain, each task consuming its
-/// predecessor's output.
-fn chain_graph<P: Platform>(dev: &host::Device<P>, n: u32) -> (host::DeviceTensor<P>, host::Graph<P>)
-where
-    P::Error: std::fmt::Display,
-{
-    let f =
-        dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap());
-    let y = dev.alloc::<f32>(&[1, 16]).unwrap();
-    let g = dev
-        .build(|g| {
-            for _ in 0..n {
-                g.submit(Task::aiv(f).inout(&y.tensor()))?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    (y, g)
+/// `n` AIV tasks that each add 1 to the same 16-float row (a chain).
+fn chain_graph<P: Platform>(dev: &host::Device<P>, n: u32) -> (host::DeviceTensor<P>, host::Graph<P>) {
+    pto_testkit::add1_chain(dev, n).unwrap_or_else(|e| panic!("build the chain: {e}"))
 }
 
 /// The legacy executor: the tests of the AICPU's dispatch payloads, FIN and its cache

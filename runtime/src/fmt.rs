@@ -109,48 +109,7 @@ mod tests {
 
     static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
 
-    /// GM words in a map: enough of `GmAtomic` for the latch.
-    #[derive(Default)]
-    struct Words(Mutex<std::collections::BTreeMap<u64, u64>>);
-
-    impl pto_hal::GmAtomic for Words {
-        fn query(&self, addr: GmAddr) -> u64 {
-            self.0.lock().unwrap().get(&addr.0).copied().unwrap_or(0)
-        }
-        fn store_direct(&self, addr: GmAddr, value: u64) {
-            self.0.lock().unwrap().insert(addr.0, value);
-        }
-        fn store_direct_u32(&self, addr: GmAddr, value: u32) {
-            self.store_direct(addr, u64::from(value));
-        }
-        fn swap(&self, addr: GmAddr, value: u64) -> u64 {
-            self.0.lock().unwrap().insert(addr.0, value).unwrap_or(0)
-        }
-        fn fetch_add(&self, addr: GmAddr, value: u64) -> u64 {
-            let mut m = self.0.lock().unwrap();
-            let v = m.entry(addr.0).or_insert(0);
-            let old = *v;
-            *v = old.wrapping_add(value);
-            old
-        }
-        fn compare_exchange(&self, addr: GmAddr, expected: u64, desired: u64) -> u64 {
-            let mut m = self.0.lock().unwrap();
-            let v = m.entry(addr.0).or_insert(0);
-            let old = *v;
-            if old == expected {
-                *v = desired;
-            }
-            old
-        }
-    }
-
-    impl pto_hal::Barriers for Words {
-        fn rmb(&self) {}
-        fn wmb(&self) {}
-        fn store_store(&self) {}
-        fn full(&self) {}
-        fn store_barrier(&self) {}
-    }
+    use crate::test_words::Words;
 
     /// The shim forwards to `log` with its level and its formatted text; a fault latched by the
     /// lifecycle is logged once, by the winner, naming code, site, task and core.

@@ -13,6 +13,8 @@ extern crate std;
 // The logging shim's macros (`trace!` … `error!`): declared first, so every module sees them.
 #[macro_use]
 mod fmt;
+#[cfg(test)]
+mod test_words;
 
 pub mod aicpu;
 pub mod args;

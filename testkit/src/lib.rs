@@ -83,6 +83,24 @@ pub fn k_add1(k: &mut dyn KernelContext) {
     k.store(0, &y);
 }
 
+/// A chain of `n` AIV tasks that each add 1 to one 16-float row (`[1, 16]`, zero at first):
+/// each task consumes its predecessor's output. The kernel is the device's `add1` func,
+/// registered here if it is not yet.
+pub fn add1_chain<P: HostPlatform>(dev: &Device<P>, n: u32) -> Result<(DeviceTensor<P>, Graph<P>), Error> {
+    let f = match dev.func("add1") {
+        Some(f) => f,
+        None => dev.register_kernel("add1", CoreType::Aiv, k_add1)?,
+    };
+    let y = dev.alloc::<f32>(&[1, 16])?;
+    let g = dev.build(|g| {
+        for _ in 0..n {
+            g.submit(Task::aiv(f).inout(&y.tensor()))?;
+        }
+        Ok(())
+    })?;
+    Ok((y, g))
+}
+
 /// AIC: C = A @ B for square tiles (args: A, B, C, D, E; the AIC uses A, B, C).
 pub fn k_mix_matmul(k: &mut dyn KernelContext) {
     let a = k.load::<f32>(0);

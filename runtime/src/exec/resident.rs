@@ -24,6 +24,9 @@
 //! Releasing a task pushes each of its blocks to the inbox of its home cluster (block `b` one
 //! cluster after block `b - 1`), rings those clusters' doorbells, and rings one idle cluster
 //! (the idle mask: clusters whose last pass left a lane with nothing to do), which steals it.
+//! Progress rests on the home ring alone: the idle bit is set at the end of a pass, so a
+//! release between that pass's look and the bit misses the steal (found by loom), and the
+//! block then waits for its home cluster or any later pass.
 //!
 //! Every word of the state is touched only through `GmAtomic`, so no line of it is cached on
 //! either tier; the image (task records, fan-out lists, funcs, argument records) is read
@@ -163,20 +166,22 @@ pub fn set_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, idle: bool) {
 /// new work in `from`'s inbox may be stolen by it.
 pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32) {
     let n = l.clusters;
-    let mut i = 1;
-    while i < n {
+    // One query per word of the mask, however many clusters it covers.
+    let mut word: Option<(u32, u64)> = None;
+    for i in 1..n {
         let c = (from + i) % n;
-        let word = a.query(GmAddr(l.idle(c / 64)));
-        if word == 0 {
-            // Skip the rest of this word.
-            i += 64 - c % 64;
-            continue;
-        }
-        if word & (1 << (c % 64)) != 0 {
+        let bits = match word {
+            Some((at, bits)) if at == c / 64 => bits,
+            _ => {
+                let bits = a.query(GmAddr(l.idle(c / 64)));
+                word = Some((c / 64, bits));
+                bits
+            }
+        };
+        if bits & (1 << (c % 64)) != 0 {
             ring(a, l, c);
             return;
         }
-        i += 1;
     }
 }
 
@@ -721,5 +726,44 @@ pub fn count_executed<A: AicpuAgent>(a: &A, map: &RunMap) {
         a.rmb();
         let n = a.query(GmAddr(l.executed()));
         a.fetch_add(map.desc.offset(crate::layout::offsets::RUN_DISPATCHED), n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_words::Words;
+
+    /// The idle cluster rung is the first after `from` in cluster order, across mask words
+    /// and wrapping past the last cluster; `from` itself is never rung.
+    #[test]
+    fn wake_idle_rings_the_first_idle_cluster_after_from_across_words() {
+        let l = ResidentLayout { base: 0x1000, clusters: 70, tasks: 0, entries: 0 };
+        let rung = |idle: &[u32], from: u32| {
+            let a = Words::default();
+            for &c in idle {
+                set_idle(&a, &l, c, true);
+            }
+            wake_idle(&a, &l, from);
+            (0..l.clusters).filter(|&c| a.query(GmAddr(l.doorbell(c))) != 0).collect::<std::vec::Vec<u32>>()
+        };
+        assert_eq!(rung(&[0], 65), [0], "wraps from the second word into the first");
+        assert_eq!(rung(&[0], 60), [0], "passes an empty second word");
+        assert_eq!(rung(&[3, 66], 10), [66]);
+        assert_eq!(rung(&[3, 66], 67), [3]);
+        assert_eq!(rung(&[5], 5), [0u32; 0], "never the releaser's own cluster");
+        assert_eq!(rung(&[], 5), [0u32; 0]);
+    }
+
+    /// `set_idle` sets and clears one cluster's bit and leaves the others.
+    #[test]
+    fn set_idle_changes_one_bit() {
+        let l = ResidentLayout { base: 0x1000, clusters: 70, tasks: 0, entries: 0 };
+        let a = Words::default();
+        set_idle(&a, &l, 65, true);
+        set_idle(&a, &l, 1, true);
+        set_idle(&a, &l, 1, false);
+        assert_eq!(a.query(GmAddr(l.idle(0))), 0);
+        assert_eq!(a.query(GmAddr(l.idle(1))), 1 << 1);
     }
 }
