@@ -10,9 +10,9 @@
 //! 1. **its slot**: when its lane's publication generation moved past the one it completed,
 //!    it reads the entry, runs that subtask (as the legacy executor runs one: `CoreCtx`),
 //!    writes back the outputs, counts the subtask off its task ([`finish`]), and — when it
-//!    was the task's last — releases the consumers ([`release_consumer`]) and counts the task
-//!    `completed`; then it posts the generation as its lane's completion and rings the
-//!    doorbell;
+//!    was the task's last — releases the consumers and counts the task `completed`; then it
+//!    posts the generation as its lane's completion and goes straight to step 2 (ringing its
+//!    doorbell instead when another core holds the token);
 //! 2. **dispatch**: otherwise it tries to take its cluster's token and, holding it, fills the
 //!    cluster's free lanes ([`dispatch`]): a gang (MIX task) waits in `held` until every lane
 //!    it needs is free and is then published to all of them at once; a free lane takes the
@@ -22,8 +22,10 @@
 //!    *before* looking for work, so a ring in between is never lost.
 //!
 //! Releasing a task pushes each of its blocks to the inbox of its home cluster (block `b` one
-//! cluster after block `b - 1`), rings those clusters' doorbells, and rings one idle cluster
-//! (the idle mask: clusters whose last pass left a lane with nothing to do), which steals it.
+//! cluster after block `b - 1`, [`push_ready`]); after the releasing core's own dispatch pass
+//! (which may take them itself, keeping a chain on one cluster) it rings each of those
+//! clusters whose inbox still holds them, and one idle cluster (the idle mask: clusters whose
+//! last pass left a lane with nothing to do), which steals ([`ring_pushed`]).
 //! Progress rests on the home ring alone: the idle bit is set at the end of a pass, so a
 //! release between that pass's look and the bit misses the steal (found by loom), and the
 //! block then waits for its home cluster or any later pass.
@@ -185,9 +187,21 @@ pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32) {
     }
 }
 
-/// Publish task `t` (its fan-in reached zero): push each block to its inbox, then ring the
-/// clusters it went to and one idle cluster. `Err` when the state is corrupt.
-pub fn make_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<(), &'static str> {
+/// Where [`push_ready`] put a task's blocks: from cluster `home`, one block per cluster in
+/// turn, `blocks` of them, in inboxes of class `class`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Pushed {
+    /// Cluster of block 0.
+    pub home: u32,
+    /// Inbox class.
+    pub class: u32,
+    /// Blocks pushed.
+    pub blocks: u32,
+}
+
+/// Push each block of task `t` (its fan-in reached zero) to its inbox, ringing nobody: the
+/// caller owes the rings ([`ring_pushed`]). `Err` when the state is corrupt.
+pub fn push_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<Pushed, &'static str> {
     let (home, class, _, blocks) = home_fields(a.query(GmAddr(l.home(t))));
     if blocks == 0 || home >= l.clusters {
         return Err("a task's home word is corrupt");
@@ -204,18 +218,38 @@ pub fn make_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<(), 
             return Err("a ready inbox overflowed");
         }
     }
-    for b in 0..blocks.min(l.clusters) {
-        ring(a, l, (home + b) % l.clusters);
+    Ok(Pushed { home, class: k, blocks })
+}
+
+/// The rings a [`push_ready`] owes: each cluster it pushed to whose inbox of that class still
+/// holds an entry (`all`: every one of them, whatever their inboxes hold), then one idle
+/// cluster. A cluster whose inbox is empty again had its entries taken already.
+pub fn ring_pushed<G: GmAtomic>(a: &G, l: &ResidentLayout, p: Pushed, all: bool) {
+    let mut rang = false;
+    for b in 0..p.blocks.min(l.clusters) {
+        let c = (p.home + b) % l.clusters;
+        let waiting = all || a.query(GmAddr(l.inbox_head(c, p.class))) < a.query(GmAddr(l.inbox_tail(c, p.class)));
+        if waiting {
+            ring(a, l, c);
+            rang = true;
+        }
     }
-    wake_idle(a, l, home);
+    if rang {
+        wake_idle(a, l, p.home);
+    }
+}
+
+/// Publish task `t` (its fan-in reached zero): push each block to its inbox, then ring the
+/// clusters it went to and one idle cluster. `Err` when the state is corrupt.
+pub fn make_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<(), &'static str> {
+    let p = push_ready(a, l, t)?;
+    ring_pushed(a, l, p, true);
     Ok(())
 }
 
-/// One producer of task `c` is done: decrement `c`'s fan-in count; the caller whose decrement
-/// takes it to zero publishes `c` ([`make_ready`]). `Ok(true)` when this call published `c`.
-/// The caller's outputs must be in memory before (a store barrier), so whoever takes `c`
-/// sees them.
-pub fn release_consumer<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Result<bool, &'static str> {
+/// One producer of task `c` is done: decrement `c`'s fan-in count. `Ok(true)` for the caller
+/// whose decrement took it to zero: that caller publishes `c`.
+pub fn take_fanin<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Result<bool, &'static str> {
     let at = GmAddr(l.fanin(c));
     let before = if crate::breakage::broken(crate::breakage::RESIDENT_RELEASE_SPLIT) {
         // Broken on purpose: a load and a store instead of one read-modify-write.
@@ -227,9 +261,22 @@ pub fn release_consumer<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Resul
     };
     match before {
         0 => Err("a consumer was released more often than it has producers"),
-        1 => make_ready(a, l, c).map(|()| true),
+        1 => Ok(true),
         _ => Ok(false),
     }
+}
+
+/// One producer of task `c` is done: decrement `c`'s fan-in count ([`take_fanin`]); the caller
+/// whose decrement takes it to zero publishes `c` ([`make_ready`]). `Ok(true)` when this call
+/// published `c`.
+/// The caller's outputs must be in memory before (a store barrier), so whoever takes `c`
+/// sees them.
+pub fn release_consumer<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Result<bool, &'static str> {
+    if take_fanin(a, l, c)? {
+        make_ready(a, l, c)?;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 /// One subtask of task `t` finished: `Ok(true)` when it was the task's last (the caller then
@@ -280,9 +327,16 @@ pub fn poll_slot<G: GmAtomic + Barriers>(
 }
 
 /// Lane `lane` of cluster `c` completed generation `g`: post it (this lane's core is its
-/// only writer) and ring the doorbell, so a dispatcher sees the lane free.
-pub fn complete_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, g: u64) {
+/// only writer).
+pub fn post_completion<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, g: u64) {
     a.store_direct(GmAddr(l.slot_completion(c, lane)), g);
+}
+
+/// [`post_completion`], then ring the doorbell so a dispatcher sees the lane free. (A core that
+/// takes its cluster's token right after posting needs no ring: its own pass sees the lane;
+/// `serve` rings only when the token was taken.)
+pub fn complete_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, g: u64) {
+    post_completion(a, l, c, lane, g);
     ring(a, l, c);
 }
 
@@ -402,7 +456,17 @@ pub fn serve<A: AicoreAgent>(
     let Some(l) = ResidentLayout::of(cfg) else { return Served::Exit };
     let img = Image::load(a, cfg.image);
     let (c, lane) = seat(w, l.clusters);
-    let core = Core { a, map, l: &l, img: &img, launch, w };
+    let none = Pushed { home: 0, class: 0, blocks: 0 };
+    let core = Core {
+        a,
+        map,
+        l: &l,
+        img: &img,
+        launch,
+        w,
+        owed: core::array::from_fn(|_| core::cell::Cell::new(none)),
+        owed_len: core::cell::Cell::new(0),
+    };
     // The generation this lane completed last (the host starts every slot at 0).
     let mut done = 0u64;
     let mut deadline = a.now_ticks().saturating_add(budget);
@@ -418,11 +482,19 @@ pub fn serve<A: AicoreAgent>(
             if let Some((g, e)) = poll_slot(a, &l, c, lane, done) {
                 core.run(lane, e, trace);
                 done = g;
-                complete_slot(a, &l, c, lane, g);
+                post_completion(a, &l, c, lane, g);
+                // This core's own pass sees its lane free (and may take the consumers it just
+                // published); when another core holds the token, ring so it looks again.
+                if core.try_dispatch(c, lane).is_none() {
+                    ring(a, &l, c);
+                }
+                core.settle();
                 deadline = a.now_ticks().saturating_add(budget);
                 continue;
             }
-            if core.try_dispatch(c, lane) {
+            let again = core.try_dispatch(c, lane);
+            core.settle();
+            if again == Some(true) {
                 continue;
             }
         }
@@ -466,6 +538,9 @@ struct Core<'a, A: AicoreAgent> {
     img: &'a Image,
     launch: &'a AicoreLaunch,
     w: u32,
+    /// Tasks published whose rings are owed ([`Core::settle`]).
+    owed: [core::cell::Cell<Pushed>; 8],
+    owed_len: core::cell::Cell<usize>,
 }
 
 impl<A: AicoreAgent> Core<'_, A> {
@@ -475,13 +550,13 @@ impl<A: AicoreAgent> Core<'_, A> {
         lifecycle::latch(self.a, self.map.desc, f, text);
     }
 
-    /// Take cluster `c`'s token and run a dispatch pass, if no other core holds it. `true`
-    /// when this core should look again at once: its own lane got work, or something
-    /// happened during the pass that it may not have seen.
-    fn try_dispatch(&self, c: u32, lane: u32) -> bool {
+    /// Take cluster `c`'s token and run a dispatch pass, if no other core holds it (`None`
+    /// when one does). `Some(true)` when this core should look again at once: its own lane
+    /// got work, or something happened during the pass that it may not have seen.
+    fn try_dispatch(&self, c: u32, lane: u32) -> Option<bool> {
         let (a, l) = (self.a, self.l);
         if a.compare_exchange(GmAddr(l.token(c)), 0, self.w as u64 + 1) != 0 {
-            return false;
+            return None;
         }
         let at_lock = a.query(GmAddr(l.doorbell(c)));
         let published = dispatch(a, l, c, |e| {
@@ -506,7 +581,31 @@ impl<A: AicoreAgent> Core<'_, A> {
             // ringer may be asleep, having found the token taken): wake the cluster.
             ring(a, l, c);
         }
-        published & (1 << lane) != 0 || changed
+        Some(published & (1 << lane) != 0 || changed)
+    }
+
+    /// Ring for every task this core published since the last call ([`ring_pushed`]: only
+    /// the clusters whose inboxes still hold its blocks, after this core's own pass had the
+    /// chance to take them).
+    fn settle(&self) {
+        let n = self.owed_len.replace(0);
+        for p in &self.owed[..n] {
+            ring_pushed(self.a, self.l, p.get(), false);
+        }
+    }
+
+    /// Publish task `t`, owing its rings until [`settle`](Self::settle); with no room left to
+    /// remember it, ring at once.
+    fn publish(&self, t: u32) -> Result<(), &'static str> {
+        let p = push_ready(self.a, self.l, t)?;
+        let n = self.owed_len.get();
+        if n < self.owed.len() {
+            self.owed[n].set(p);
+            self.owed_len.set(n + 1);
+        } else {
+            ring_pushed(self.a, self.l, p, true);
+        }
+        Ok(())
     }
 
     /// One subtask of task `t` is done (`rec`: its record, when the caller has it): count it
@@ -649,7 +748,7 @@ impl<A: AicoreAgent> Core<'_, A> {
                 let why = if c >= l.tasks {
                     Err("a fan-out list named a task outside the graph")
                 } else {
-                    release_consumer(a, l, c)
+                    take_fanin(a, l, c).and_then(|last| if last { self.publish(c) } else { Ok(()) })
                 };
                 if let Err(why) = why {
                     self.fault(ErrorCode::Device(DeviceFault::BadImage), Site::Completion, t, c as u64, why);
