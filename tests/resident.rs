@@ -117,6 +117,21 @@ fn spmd_runs_resident_and_sync_start_goes_legacy() {
     assert_eq!(r.legacy_reason, Some(LegacyReason::SyncStart { task: 0 }));
     let e = dev.run_with(&sync, &RunConfig::default().with_executor(Executor::Resident)).unwrap_err();
     assert!(e.to_string().contains("start together"), "{e}");
+    // More blocks than the resident state holds: an explicit `Resident` is refused before any
+    // state is built (it would take 8 bytes per block); `Auto` would run it legacy, with the
+    // same reason (not run here: four million blocks).
+    let blocks = pto::runtime::graph::MAX_BLOCKS;
+    let many = dev
+        .build(|g| {
+            for _ in 0..=(1u32 << 22) / blocks {
+                g.submit(Task::aiv(f).output(&x.tensor()).blocks(blocks))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let e = dev.run_with(&many, &RunConfig::default().with_executor(Executor::Resident)).unwrap_err();
+    let want = format!("blocks pass {} at task {}", 1u32 << 22, (1u32 << 22) / blocks);
+    assert!(e.to_string().contains(&want), "{e}");
 }
 
 /// The args dump is captured on the legacy executor only: `Auto` with the dump on runs legacy

@@ -223,8 +223,8 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
 }
 
 /// On the resident executor, every task must be one the cores can run without the AICPU (no
-/// sync-start task, at most [`RESIDENT_MAX_BLOCKS`](crate::layout::RESIDENT_MAX_BLOCKS)
-/// blocks) and the scheduler state must hold exactly one inbox entry per block; the error is
+/// sync-start task, at most [`RESIDENT_MAX_ENTRIES`](crate::layout::RESIDENT_MAX_ENTRIES)
+/// blocks in all) and the scheduler state must hold exactly one inbox entry per block; the error is
 /// a detail word as [`load_graph`]'s.
 fn check_resident(cfg: &LaunchConfig, g: Graph) -> Result<Graph, u64> {
     if cfg.executor != executor_mode::RESIDENT_PENDING {
@@ -237,7 +237,7 @@ fn check_resident(cfg: &LaunchConfig, g: Graph) -> Result<Graph, u64> {
         }
         entries += t.block_num as u64;
     }
-    if entries != cfg.resident_entries as u64 {
+    if entries != cfg.resident_entries as u64 || entries > crate::layout::RESIDENT_MAX_ENTRIES as u64 {
         return Err(0x900);
     }
     Ok(g)

@@ -215,6 +215,9 @@ pub const ENTRY_DUMMY: u64 = 1 << 62;
 pub const ENTRY_GANG: u64 = 1 << 63;
 /// Largest block count a resident task may have (the entry's block field).
 pub const RESIDENT_MAX_BLOCKS: u32 = 1 << 30;
+/// Most inbox entries (blocks of the whole graph) a resident scheduler state holds: 4 Mi, so
+/// the state stays within tens of MiB; a larger graph runs on the legacy executor.
+pub const RESIDENT_MAX_ENTRIES: u32 = 1 << 22;
 
 /// An inbox or slot entry: block `block` of task `task`, with its flags.
 pub const fn entry_word(task: u32, block: u32, flags: u64) -> u64 {

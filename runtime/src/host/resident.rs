@@ -12,7 +12,7 @@ use std::vec::Vec;
 use zerocopy::FromBytes;
 
 use crate::layout::{
-    ArgsHeader, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageHeader, RESIDENT_MAX_BLOCKS, ResidentLayout, Shape,
+    ArgsHeader, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageHeader, RESIDENT_MAX_ENTRIES, ResidentLayout, Shape,
     TaskRecord, args_flags, entry_word, executor_mode, home_fields, home_word, inbox_class, lanes, legacy_reason,
 };
 
@@ -55,10 +55,10 @@ pub enum LegacyReason {
     Requested,
     /// The device-side runtime schedules from its rings on the AICPU.
     DeviceSideRuntime,
-    /// The graph has a task with more blocks than the resident executor's entries hold
-    /// ([`RESIDENT_MAX_BLOCKS`](crate::layout::RESIDENT_MAX_BLOCKS)).
+    /// The graph has more blocks than the resident executor's scheduler state holds
+    /// ([`RESIDENT_MAX_ENTRIES`](crate::layout::RESIDENT_MAX_ENTRIES) over the whole graph).
     TooManyBlocks {
-        /// The first such task.
+        /// The task whose blocks passed the limit.
         task: u32,
     },
     /// The graph has a task whose blocks must start together.
@@ -110,8 +110,8 @@ impl fmt::Display for LegacyReason {
             }
             LegacyReason::TooManyBlocks { task } => write!(
                 f,
-                "task {task} has more than {} blocks, which the resident executor's entries do not hold",
-                crate::layout::RESIDENT_MAX_BLOCKS
+                "the graph's blocks pass {} at task {task}, more than the resident executor's scheduler state holds",
+                crate::layout::RESIDENT_MAX_ENTRIES
             ),
             LegacyReason::SyncStart { task } => {
                 write!(f, "task {task} needs its blocks to start together, which the resident executor does not do")
@@ -146,10 +146,15 @@ fn scan(image: &[u8]) -> Result<Vec<TaskRecord>, LegacyReason> {
         .chunks_exact(32)
         .map(|c| TaskRecord::read_from_bytes(c).map_err(|_| broken))
         .collect::<Result<_, _>>()?;
+    let mut blocks = 0u64;
     for (i, t) in tasks.iter().enumerate() {
         let task = i as u32;
         Shape::try_from(t.shape).map_err(|_| broken)?;
-        if t.block_num == 0 || t.block_num > RESIDENT_MAX_BLOCKS {
+        if t.block_num == 0 {
+            return Err(broken);
+        }
+        blocks += t.block_num as u64;
+        if blocks > RESIDENT_MAX_ENTRIES as u64 {
             return Err(LegacyReason::TooManyBlocks { task });
         }
         let args = (at + i * 32) as i64 + t.args_rel as i64;
