@@ -370,6 +370,10 @@ fn check_program(program: &[Item], rings: RingConfig) -> Result<(), TestCaseErro
         let cfg = RunConfig::default().with_runtime(rt).with_rings(rings.clone());
         let r = fx.dev.run_program(&fx.program, &args, &cfg).unwrap_or_else(|e| panic!("{rt:?}: {e}"));
         prop_assert_eq!(r.tasks, tasks.len() as u64);
+        if rt == RuntimeKind::HostBuiltGraph {
+            // `Auto` runs every generated graph on the resident executor (no sync-start task).
+            prop_assert_eq!(r.executor, pto::Executor::Resident, "{:?}", r.legacy_reason);
+        }
         for (b, w) in fx.bufs.iter().zip(&want) {
             prop_assert_eq!(&b.read::<f32>().unwrap(), w, "runtime {:?}", rt);
         }
