@@ -41,11 +41,6 @@ impl<C: pto::hal::Contract> FaithfulDevice for pto_sim::SimDevice<C> {
     }
 }
 
-/// `n` AIV tasks that each add 1 to the same 16-float row (a chain).
-fn chain_graph<P: Platform>(dev: &host::Device<P>, n: u32) -> (host::DeviceTensor<P>, host::Graph<P>) {
-    pto_testkit::add1_chain(dev, n).unwrap_or_else(|e| panic!("build the chain: {e}"))
-}
-
 /// The legacy executor: the tests of the AICPU's dispatch payloads, FIN and its cache
 /// operations per dispatch name it (the default, `Auto`, runs these graphs resident).
 fn legacy() -> RunConfig {
@@ -279,7 +274,22 @@ fn fin_before_write_back_is_caught() {
 fn resident_release_before_write_back_is_caught() {
     let _s = serial();
     let dev = faithful::<SimA2a3>();
-    let (y, g) = chain_graph(&dev, 8);
+    // AIV and AIC tasks in turn: each consumer runs on another core than its producer (a core
+    // may take the consumers it released itself, which would hide the missing write-back in
+    // its own program order).
+    let aiv =
+        dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap());
+    let aic = dev.register_kernel("add1_aic", CoreType::Aic, pto_testkit::k_add1).unwrap();
+    let y = dev.alloc::<f32>(&[1, 16]).unwrap();
+    let g = dev
+        .build(|g| {
+            for i in 0..8 {
+                let t = if i % 2 == 0 { Task::aiv(aiv) } else { Task::aic(aic) };
+                g.submit(t.inout(&y.tensor()))?;
+            }
+            Ok(())
+        })
+        .unwrap();
     let cfg = RunConfig::default().with_executor(pto::Executor::Resident);
     let r = dev.run_with(&g, &cfg).unwrap();
     assert_eq!(r.executor, pto::Executor::Resident);

@@ -698,11 +698,12 @@ impl<A: AicoreAgent> Core<'_, A> {
                 return;
             }
             if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) {
-                // Broken on purpose: the subtask is counted (and the consumers released)
-                // before the outputs are written back.
+                // Broken on purpose: the subtask is counted and the consumers released (and
+                // rung for) before the outputs are written back.
                 a.store_barrier();
                 a.fetch_add(GmAddr(l.executed()), 1);
                 self.finish_subtask(t, Some(&rec));
+                self.settle();
                 ctx.publish_outputs(a);
                 a.store_direct(GmAddr(l.running(self.w)), 0);
                 return;
