@@ -845,7 +845,7 @@ mod tests {
                 set_idle(&a, &l, c, true);
             }
             wake_idle(&a, &l, from);
-            (0..l.clusters).filter(|&c| a.query(GmAddr(l.doorbell(c))) != 0).collect::<std::vec::Vec<u32>>()
+            (0..l.clusters).filter(|&c| a.query(GmAddr(l.doorbell(c))) != 0).collect::<alloc::vec::Vec<u32>>()
         };
         assert_eq!(rung(&[0], 65), [0], "wraps from the second word into the first");
         assert_eq!(rung(&[0], 60), [0], "passes an empty second word");
