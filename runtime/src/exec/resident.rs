@@ -54,10 +54,12 @@ use crate::layout::{
 use crate::lifecycle::{self, Fault, RunMap};
 
 /// How long an idle core sleeps on its doorbell before it looks at DMB again (EXIT comes
-/// through the register, which is not the watched word). Short slices cost: on the simulator
-/// every idle core of the board wakes that often (chain513 on sim-a2a3 under the faithful
-/// model, release build, one run each: 3.9 s with 1 ms slices, 0.6 s with 10 ms).
-pub const IDLE_SLICE_US: u64 = 10_000;
+/// through the register, which is not the watched word; the simulator's DMB write also ends the
+/// wait, so there EXIT is seen at once). Short slices cost: on the simulator every idle core of
+/// the board wakes that often (chain513 under the faithful model, one run each: sim-a2a3
+/// release build 3.9 s with 1 ms slices, 0.6 s with 10 ms; sim-a5 debug build 11–13 s with
+/// 10 ms, 3.1–3.8 s with 100 ms).
+pub const IDLE_SLICE_US: u64 = 100_000;
 
 /// Lanes of a cluster: the AIC, then the two AIVs.
 pub const LANES: u32 = 3;
