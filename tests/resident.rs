@@ -134,20 +134,30 @@ fn spmd_runs_resident_and_sync_start_goes_legacy() {
     assert!(e.to_string().contains(&want), "{e}");
 }
 
-/// The args dump is captured on the legacy executor only: `Auto` with the dump on runs legacy
-/// and says so; `Resident` with the dump on is refused, naming the missing piece.
+/// The args dump on the resident route: `Auto` with the dump on stays resident; a task of
+/// several blocks has no single dispatch to capture at, so such a graph runs legacy under
+/// `Auto` (saying which task) and is refused under `Resident`.
 #[test]
-fn args_dump_runs_legacy_under_auto_and_is_refused_resident() {
+fn args_dump_runs_resident_except_for_tasks_of_several_blocks() {
     let (dev, k) = device();
     let x = dev.alloc::<f32>(&[16]).unwrap();
     let g = dev.build(|g| g.submit(Task::aiv(k.add1).inout(&x.tensor())).map(|_| ())).unwrap();
     let dir = std::env::temp_dir().join(format!("pto-resident-dump-{}", std::process::id()));
     let cfg = RunConfig::default().with_dump(Some(pto::dump::DumpLevel::Full)).with_dump_dir(&dir);
     let r = dev.run_with(&g, &cfg).unwrap();
+    assert_eq!(r.executor, Executor::Resident);
+    assert_eq!(r.dump.as_ref().and_then(|d| d.accounting.total), Some(2), "one in-out, before and after");
+    let g = dev
+        .build(|g| {
+            g.submit(Task::aiv(k.add1).inout(&x.tensor()))?;
+            g.submit(Task::aiv(k.add1).inout(&x.tensor()).blocks(2)).map(|_| ())
+        })
+        .unwrap();
+    let r = dev.run_with(&g, &cfg).unwrap();
     assert_eq!(r.executor, Executor::Legacy);
-    assert_eq!(r.legacy_reason, Some(LegacyReason::ArgsDump));
+    assert_eq!(r.legacy_reason, Some(LegacyReason::ArgsDumpBlocks { task: 1 }));
     let e = dev.run_with(&g, &cfg.clone().with_executor(Executor::Resident)).unwrap_err();
-    assert!(e.to_string().contains("args dump") && e.to_string().contains("issue 12"), "{e}");
+    assert!(e.to_string().contains("args dump") && e.to_string().contains("task 1"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -33,6 +33,9 @@ pub enum Blocked {
     NoBuffer,
     /// The payload arena is full of bytes the host has not acknowledged yet.
     ArenaFull,
+    /// The lane's one reservation is open (suspended between service steps) for another
+    /// capture: a lane holds at most one.
+    ReservationOpen,
 }
 
 /// Why a lane refused a record.

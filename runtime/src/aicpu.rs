@@ -37,7 +37,27 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
     if shared.resident {
         // The cores schedule themselves: this thread only watches the run to its end.
         let started = a.now_ticks();
-        let done = crate::exec::resident::supervise(a, &shared.base().map, &shared.base().stop);
+        let map = &shared.base().map;
+        // With the dump on, this thread's lane serves its clusters' boundary captures.
+        let mut service = crate::layout::CaptureLayout::of(&map.cfg).and_then(|l| {
+            let (lane, level) = sched.take_dump()?.into_parts();
+            Some(crate::capture::service::Service::new(
+                a,
+                l,
+                lane,
+                level,
+                map.cfg.epoch,
+                &shared.g.args,
+                launch.thread_idx,
+                launch.thread_count,
+            ))
+        });
+        let done = crate::exec::resident::supervise(a, map, &shared.base().stop, service.as_mut());
+        if let Some(s) = service {
+            // The producer stops here, before any core is retired: nothing a capture still
+            // references is released before.
+            s.finish(done >= map.cfg.task_count as u64);
+        }
         if let Some(t) = sched.trace_ring() {
             t.phase(a, crate::layout::trace_kind::SUPERVISE, started, a.now_ticks());
         }

@@ -74,6 +74,18 @@ pub const SKIP_RELEASE: u32 = 1 << 22;
 /// and never writes the line back (the reference's resident exit; the faithful model must
 /// report the dirty line at the EXITED hand-off).
 pub const RESIDENT_EXIT_DIRTY: u32 = 1 << 23;
+/// Resident args capture: a core that reads its occupancy's claim word as CLAIMING also
+/// claims (from CLAIMING, which is not an allowed source state) and re-initialises the slot.
+pub const CAPTURE_CLAIM_FROM_CLAIMING: u32 = 1 << 24;
+/// Resident args capture: a peer matches the acknowledgement against its own phase counter
+/// instead of the publisher's `phase_seq`.
+pub const CAPTURE_PEER_OWN_SEQ: u32 = 1 << 25;
+/// Resident args capture: the first participant to leave the AFTER phase stores SETTLED,
+/// not the last.
+pub const CAPTURE_SETTLE_FIRST: u32 = 1 << 26;
+/// Resident args capture: a dump lane lets a second reservation begin (and publishes) while
+/// one is suspended open.
+pub const CAPTURE_TWO_RESERVATIONS: u32 = 1 << 27;
 
 // A process-wide test switch, set before a model or a run starts and never part of a
 // protocol; a `static` cannot hold a loom atomic (no `const` constructor).

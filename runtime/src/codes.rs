@@ -71,6 +71,14 @@ pub enum DeviceFault {
     /// the core's wait budget. The core does not leave (the AICPU may still own it): it keeps
     /// waiting at its gate, and the run ends through its fatal path.
     ReleaseTimeout = 206,
+    /// Resident args capture: a participant of a task boundary waited past its budget for
+    /// the phase to be sealed (the capture is abandoned, the run ends, the dump's accounting
+    /// is unknown).
+    ArgsCaptureTimeout = 207,
+    /// Resident args capture: a participant waited past its budget while the boundary's
+    /// rendezvous slot was still being initialised by its claimer (nothing was written to the
+    /// slot; the run ends).
+    ArgsCaptureInitLost = 208,
 }
 
 /// Any device-side error code.
@@ -234,6 +242,16 @@ impl ErrorCode {
                 "a kernel started on its core and did not return within the scheduler's watchdog",
                 "fix the kernel named by the task (a loop that never ends, a wait on data nobody writes); raise the watchdog only for genuinely long kernels. The device is unusable until reopened while the core stays stuck",
             ),
+            ErrorCode::Device(D::ArgsCaptureTimeout) => (
+                "ARGS_CAPTURE_TIMEOUT",
+                "a core waited at a task boundary past its budget for the args dump to seal the boundary's capture; nothing was sealed and the dump's accounting is unknown",
+                "the host did not drain the dump (raise DumpConfig's arena or wait budget) or an AICPU thread stopped serving; the site says which boundary",
+            ),
+            ErrorCode::Device(D::ArgsCaptureInitLost) => (
+                "ARGS_CAPTURE_INIT_LOST",
+                "a core waited at a task boundary past its budget while the boundary's rendezvous slot was still being initialised by the core that claimed it",
+                "the claiming core stalled or died inside the claim; check the core named in the fault",
+            ),
         }
     }
 }
@@ -271,6 +289,10 @@ pub enum Site {
     Orchestrator = 10,
     /// AICore: waiting at its teardown gate for the AICPU's release.
     Gate = 11,
+    /// AICore: at a task's input boundary (the args dump's BEFORE capture).
+    CaptureBefore = 12,
+    /// AICore: at a task's output boundary (the args dump's AFTER capture).
+    CaptureAfter = 13,
 }
 
 impl Site {
@@ -288,6 +310,8 @@ impl Site {
             Site::CoreIdle => "aicore dispatch wait",
             Site::Orchestrator => "orchestrator",
             Site::Gate => "aicore teardown-gate wait",
+            Site::CaptureBefore => "aicore input-capture boundary",
+            Site::CaptureAfter => "aicore output-capture boundary",
         }
     }
 }
@@ -298,7 +322,7 @@ mod tests {
 
     #[test]
     fn every_code_round_trips_and_has_text() {
-        for v in (0..=12).chain(99..=105).chain(199..=207) {
+        for v in (0..=12).chain(99..=105).chain(199..=209) {
             if let Some(c) = ErrorCode::from_i32(v) {
                 assert_eq!(c.value(), v);
                 assert!(!c.name().is_empty() && !c.description().is_empty() && !c.hint().is_empty());

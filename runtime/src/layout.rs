@@ -122,8 +122,11 @@ pub struct LaunchConfig {
     /// Resident executor: GM address of the scheduler state ([`ResidentLayout`]); 0 on the
     /// legacy executor.
     pub resident: u64,
+    /// Resident executor with the args dump on: GM address of the boundary-capture control
+    /// region ([`CaptureLayout`]); 0 when either is off (no control storage exists).
+    pub capture: u64,
     /// Reserved, zero.
-    pub reserved: [u64; 5],
+    pub reserved: [u64; 4],
 }
 
 /// [`LaunchConfig::executor`] values (the reference's numbering; 0 is not a mode).
@@ -154,8 +157,9 @@ pub mod legacy_reason {
     pub const UNREADABLE: u32 = 8;
     /// A task whose blocks must start together.
     pub const SYNC_START: u32 = 5;
-    /// The args dump is captured by the AICPU threads that dispatch (legacy only).
-    pub const ARGS_DUMP: u32 = 6;
+    /// The args dump is on and a task has more than one block (its boundaries are captured
+    /// by the AICPU threads that dispatch it).
+    pub const ARGS_DUMP_BLOCKS: u32 = 6;
 }
 
 /// The [`RunLine::resident_ready`] word that starts run `epoch`'s resident cores: the epoch
@@ -364,6 +368,175 @@ impl ResidentLayout {
     /// Bytes of the whole region.
     pub const fn bytes(&self) -> u64 {
         lines(self.entry(self.entries) - self.base)
+    }
+}
+
+/// The resident executor's boundary-capture control region (the args dump on the resident
+/// route: `docs/args-dump.md`), reserved only when the dump is on. Every line is 64 bytes and
+/// every word of it is touched only by 64-bit GM atomics or device-direct stores and queries,
+/// never as a cached line:
+///
+/// * line 0, the header (host-written): the dump level, the service step bound `max_bytes`,
+///   the participants' wait budget, and the `served` count of service steps (AICPU threads,
+///   fetch-add; idle cores and the supervisor count it as progress);
+/// * one [rendezvous slot](capture_slot) per dispatch slot (cluster × lane): the claim word,
+///   the arrival and released masks of both phases, both publisher words and the aborted
+///   word. A task uses the slot of the lowest lane it occupies;
+/// * one occupancy line per cluster, written only by the holder of the cluster's dispatch
+///   token: words 0–2 the occupancy of the publication in each lane, words 3–5 the last
+///   occupancy handed out per slot;
+/// * one [request](capture_request) line per worker (the core is its only writer) and one
+///   [acknowledgement](capture_ack) line per worker (only the AICPU thread serving it writes).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CaptureLayout {
+    /// GM address of the region (64-byte aligned).
+    pub base: u64,
+    /// Clusters launched (workers = 3 × clusters).
+    pub clusters: u32,
+}
+
+/// Words of the [`CaptureLayout`] header line.
+pub mod capture_header {
+    /// The dump level ([`DumpLevel`](crate::dump::DumpLevel) code).
+    pub const LEVEL: u64 = 0;
+    /// Most payload bytes one service step copies.
+    pub const MAX_BYTES: u64 = 8;
+    /// A participant's wait budget at a boundary, in ticks.
+    pub const BUDGET: u64 = 16;
+    /// Service steps taken by the AICPU threads (progress for the watchdogs).
+    pub const SERVED: u64 = 24;
+}
+
+/// A rendezvous slot's words (offsets in its line) and its claim word's states.
+pub mod capture_slot {
+    /// `(state << 62) | occupancy`.
+    pub const CLAIM: u64 = 0;
+    /// Arrival mask of phase `p` (0 = BEFORE, 1 = AFTER): `ARRIVED + 8 p`.
+    pub const ARRIVED: u64 = 8;
+    /// Released mask of phase `p`: `RELEASED + 8 p`.
+    pub const RELEASED: u64 = 24;
+    /// Publisher word of phase `p`, `(core + 1) << 32 | phase_seq`: `PUBLISHER + 8 p`.
+    pub const PUBLISHER: u64 = 40;
+    /// `0`, or `1 | (site << 8)` once a participant gave up waiting.
+    pub const ABORTED: u64 = 56;
+    /// Nobody has claimed the slot this run.
+    pub const FREE: u64 = 0;
+    /// The claimer is initialising the slot; nobody else touches it.
+    pub const CLAIMING: u64 = 1;
+    /// Initialised: the participants of this occupancy join and capture.
+    pub const READY: u64 = 2;
+    /// Every participant of this occupancy left the AFTER phase: the next may claim.
+    pub const SETTLED: u64 = 3;
+    /// Occupancy bits of the claim word.
+    pub const OCCUPANCY: u64 = (1 << 62) - 1;
+    /// The claim word of `state` and `occupancy`.
+    pub const fn claim(state: u64, occupancy: u64) -> u64 {
+        (state << 62) | (occupancy & OCCUPANCY)
+    }
+    /// `(state, occupancy)` of a claim word.
+    pub const fn fields(claim: u64) -> (u64, u64) {
+        (claim >> 62, claim & OCCUPANCY)
+    }
+}
+
+/// The two capture phases of a task boundary.
+pub mod capture_phase {
+    /// Inputs (and in-outs) before any subtask executes.
+    pub const BEFORE: u64 = 0;
+    /// Outputs (and in-outs) after every subtask wrote them back, before completion.
+    pub const AFTER: u64 = 1;
+}
+
+/// Words of a core's request line (the core writes them, `TICK` last).
+pub mod capture_request {
+    /// The run's full epoch.
+    pub const EPOCH: u64 = 0;
+    /// The task id.
+    pub const TASK: u64 = 8;
+    /// The phase ([`capture_phase`](super::capture_phase)).
+    pub const PHASE: u64 = 16;
+    /// The phase's identity, allocated once by its last arriver.
+    pub const PHASE_SEQ: u64 = 24;
+    /// The argument the publisher expects next (echo of the last acknowledgement).
+    pub const ARG_INDEX: u64 = 32;
+    /// Payload bytes of that argument already copied (echo).
+    pub const CURSOR: u64 = 40;
+    /// The rendezvous slot: `cluster << 8 | lane`.
+    pub const SLOT: u64 = 48;
+    /// Per-request counter, written last: a new value is a new request.
+    pub const TICK: u64 = 56;
+}
+
+/// Words of an acknowledgement line (the AICPU writes `PHASE_SEQ` last).
+pub mod capture_ack {
+    /// What the AICPU did with the request ([`capture_status`](super::capture_status)).
+    pub const STATUS: u64 = 0;
+    /// The next argument to capture.
+    pub const ARG_INDEX: u64 = 8;
+    /// Payload bytes of it copied so far.
+    pub const CURSOR: u64 = 16;
+    /// The request tick this answers.
+    pub const TICK: u64 = 24;
+    /// The run's epoch.
+    pub const EPOCH: u64 = 32;
+    /// The task id.
+    pub const TASK: u64 = 40;
+    /// The phase identity, written last.
+    pub const PHASE_SEQ: u64 = 48;
+}
+
+/// Acknowledgement statuses.
+pub mod capture_status {
+    /// The request is being served: the publisher asks again (a new tick) for the next step.
+    pub const IN_PROGRESS: u64 = 1;
+    /// The lane cannot take the record now (no buffer, arena full, or another core's
+    /// reservation open): nothing reserved, nothing counted; ask again.
+    pub const WOULD_BLOCK: u64 = 2;
+    /// Terminal: every record of the phase is committed.
+    pub const SEALED: u64 = 3;
+    /// Terminal: the phase was aborted; the participants go to the run's fatal path.
+    pub const ABORTED: u64 = 4;
+}
+
+impl CaptureLayout {
+    /// The layout a launch configuration names, `None` unless the run is resident and dumps.
+    pub const fn of(cfg: &LaunchConfig) -> Option<CaptureLayout> {
+        if cfg.capture == 0 || cfg.resident == 0 {
+            return None;
+        }
+        Some(CaptureLayout { base: cfg.capture, clusters: cfg.clusters })
+    }
+    /// Workers (three per cluster).
+    pub const fn workers(&self) -> u32 {
+        self.clusters * 3
+    }
+    /// GM address of header word `w` ([`capture_header`]).
+    pub const fn header(&self, w: u64) -> u64 {
+        self.base + w
+    }
+    /// GM address of the rendezvous slot of lane `lane` of cluster `c`.
+    pub const fn slot(&self, c: u32, lane: u32) -> u64 {
+        self.base + 64 + (c as u64 * 3 + lane as u64) * 64
+    }
+    /// GM address of the occupancy of the publication in lane `lane` of cluster `c`.
+    pub const fn occupancy(&self, c: u32, lane: u32) -> u64 {
+        self.base + 64 + self.clusters as u64 * 3 * 64 + c as u64 * 64 + lane as u64 * 8
+    }
+    /// GM address of the last occupancy handed out for slot `(c, lane)`.
+    pub const fn occupancy_issued(&self, c: u32, lane: u32) -> u64 {
+        self.occupancy(c, lane) + 24
+    }
+    /// GM address of worker `w`'s request line.
+    pub const fn request(&self, w: u32) -> u64 {
+        self.base + 64 + self.clusters as u64 * 4 * 64 + w as u64 * 64
+    }
+    /// GM address of worker `w`'s acknowledgement line.
+    pub const fn ack(&self, w: u32) -> u64 {
+        self.request(self.workers()) + w as u64 * 64
+    }
+    /// Bytes of the whole region.
+    pub const fn bytes(&self) -> u64 {
+        self.ack(self.workers()) - self.base
     }
 }
 
@@ -1157,6 +1330,7 @@ const _: () = {
     assert!(offset_of!(LaunchConfig, trace_core_records) == 112);
     assert!(offset_of!(LaunchConfig, trace_thread_records) == 116);
     assert!(offset_of!(LaunchConfig, dump) == 120);
+    assert!(offset_of!(LaunchConfig, capture) == 152);
     assert!(size_of::<TraceHeader>() == 64);
     assert!(size_of::<TraceRecord>() == 64);
     assert!(offset_of!(TraceRecord, bin) == 16);

@@ -19,6 +19,7 @@ mod test_words;
 pub mod aicpu;
 pub mod args;
 pub mod breakage;
+pub mod capture;
 pub mod codes;
 pub mod dump;
 pub mod exec;

@@ -538,6 +538,12 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         r.released
     }
 
+    /// Take this thread's dump lane, for a caller that serves it itself (the resident route's
+    /// capture service); the thread then no longer closes it.
+    pub fn take_dump(&mut self) -> Option<Dumper<'s, A>> {
+        self.dump.take()
+    }
+
     /// Publish this thread's counters to the run line (and close its trace ring and its dump
     /// lane).
     pub fn publish_counters(&mut self, released: u32) {

@@ -69,6 +69,9 @@ pub struct GmLane<'a, A> {
     /// Records committed so far (published or not): the next record's sequence number.
     seq: u64,
     closed: bool,
+    /// A reservation is open but suspended between service steps ([`Reservation::suspend`]):
+    /// no other may begin and nothing is published until it is resumed and closed.
+    suspended: bool,
 }
 
 impl<'a, A: AicpuAgent> GmLane<'a, A> {
@@ -89,7 +92,24 @@ impl<'a, A: AicpuAgent> GmLane<'a, A> {
             dropped: 0,
             seq: 0,
             closed: t >= l.header.lanes,
+            suspended: false,
         }
+    }
+
+    /// Logical arena offset where the next payload may start.
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// Whether a suspended reservation is open on this lane.
+    pub fn is_suspended(&self) -> bool {
+        self.suspended
+    }
+
+    /// Resume the reservation `s` suspended on this lane.
+    pub fn resume(&mut self, s: Suspended) -> Reservation<'_, 'a, A> {
+        self.suspended = false;
+        Reservation { lane: self, rec: s.rec, before: s.before, copied: s.copied }
     }
 
     /// The agent this lane runs on.
@@ -171,6 +191,9 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
         Self: 'r;
 
     fn try_begin(&mut self, c: &Capture) -> Begin<Reservation<'_, 'a, A>> {
+        if self.suspended && !crate::breakage::broken(crate::breakage::CAPTURE_TWO_RESERVATIONS) {
+            return Begin::WouldBlock(Blocked::ReservationOpen);
+        }
         if self.closed {
             self.dropped += 1;
             return Begin::Refused(Refusal::Closed);
@@ -235,6 +258,10 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
 
     fn publish(&mut self) -> bool {
         let Some(b) = self.current else { return false };
+        if self.suspended && !crate::breakage::broken(crate::breakage::CAPTURE_TWO_RESERVATIONS) {
+            // A reservation is open: its bytes are not complete, nothing may be published.
+            return false;
+        }
         if self.count == 0 {
             return false;
         }
@@ -307,7 +334,47 @@ pub struct Reservation<'r, 'a, A> {
     copied: u64,
 }
 
+/// An open reservation set aside between service steps ([`Reservation::suspend`]): the lane
+/// keeps it open (no other reservation begins, nothing is published) until
+/// [`GmLane::resume`] gives it back.
+#[derive(Debug)]
+#[must_use = "a suspended reservation keeps its lane blocked until it is resumed and closed"]
+pub struct Suspended {
+    rec: DumpRecord,
+    before: u64,
+    copied: u64,
+}
+
+impl Suspended {
+    /// The record as it will be committed.
+    pub fn record(&self) -> &DumpRecord {
+        &self.rec
+    }
+    /// Payload bytes copied so far.
+    pub fn copied(&self) -> u64 {
+        self.copied
+    }
+    /// The lane's arena offset before this reservation (what an abandon restores).
+    pub fn before(&self) -> u64 {
+        self.before
+    }
+}
+
 impl<A: AicpuAgent> Reservation<'_, '_, A> {
+    /// Set the reservation aside, still open: the lane refuses every other reservation
+    /// ([`Blocked::ReservationOpen`]) and publishes nothing until it is resumed
+    /// ([`GmLane::resume`]) and committed or abandoned. This is how a service loop keeps one
+    /// reservation across its steps.
+    pub fn suspend(self) -> Suspended {
+        self.lane.suspended = true;
+        Suspended { rec: self.rec, before: self.before, copied: self.copied }
+    }
+
+    /// Payload bytes copied so far.
+    pub fn copied(&self) -> u64 {
+        self.copied
+    }
+
     /// The record as it will be committed.
     pub fn record(&self) -> &DumpRecord {
         &self.rec

@@ -10,10 +10,10 @@
 
 mod lane;
 
-pub use lane::{Capture, GmLane, Reservation};
+pub use lane::{Capture, GmLane, Reservation, Suspended};
 
 use num_enum::{IntoPrimitive, TryFromPrimitive};
-use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr, GmMemoryExt};
+use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr, GmMemory, GmMemoryExt};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::layout::{
@@ -106,6 +106,69 @@ pub const fn at_stage(dir: u8, stage: u8) -> bool {
     }
 }
 
+/// The first argument of task `task` (argument record at `args`) with index `from` or later
+/// that `level` records at `stage`, and its capture: tensors in order (inputs and in-outs
+/// before dispatch, outputs and in-outs after completion), then — before dispatch only — the
+/// scalars (argument index `tensors + j`). Every record carries the task's func ids. `None`
+/// when no further argument is recorded. Both routes build their records here: the legacy
+/// route's AICPU threads at dispatch and reap, the resident route's supervisor per request.
+pub fn next_capture<G: GmMemory>(
+    a: &G,
+    level: DumpLevel,
+    task: u32,
+    args: u64,
+    stage: u8,
+    from: u32,
+) -> Option<(u32, Capture)> {
+    let mut head = ArgsHeader::new_zeroed();
+    a.read(GmAddr(args), head.as_mut_bytes());
+    let funcs = head.funcs;
+    let func_count = funcs.iter().filter(|&&f| f != NO_FUNC).count() as u8;
+    let base = DumpRecord { task, stage, func_ids: funcs, func_count, ..DumpRecord::new_zeroed() };
+    let tensors = head.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32);
+    for i in from..tensors {
+        let mut d = TensorDesc::new_zeroed();
+        a.read(GmAddr(args + ARGS_HEAD + i as u64 * 64), d.as_mut_bytes());
+        let dir = direction_of(d.flags);
+        if !at_stage(dir, stage) {
+            continue;
+        }
+        let Some(payload) = level.select(d.flags & TENSOR_DUMP != 0) else { continue };
+        let record = DumpRecord {
+            arg: i as u16,
+            direction: dir,
+            dtype: d.dtype,
+            elem_bytes: d.elem_bytes,
+            addr: d.addr,
+            ndims: d.ndims,
+            shape: d.shape,
+            strides: d.strides,
+            ..base
+        };
+        return Some((i, Capture { record, payload }));
+    }
+    if stage != dump_stage::BEFORE_DISPATCH {
+        return None;
+    }
+    let scalars = head.scalars.min(crate::layout::MAX_SCALAR_ARGS as u32);
+    let at = args + ARGS_HEAD + head.tensors as u64 * 64;
+    for j in from.saturating_sub(head.tensors)..scalars {
+        if level.select(head.dump_scalars & (1 << j) != 0).is_none() {
+            continue;
+        }
+        let record = DumpRecord {
+            arg: (head.tensors + j) as u16,
+            direction: dump_direction::INPUT,
+            flags: dump_flags::SCALAR,
+            dtype: u32::MAX,
+            scalar: a.read_u64(GmAddr(at + j as u64 * 8)),
+            ..base
+        };
+        return Some((head.tensors + j, Capture { record, payload: false }));
+    }
+    None
+}
+
 /// Largest chunk a blocking capture copies between checks of its stop condition.
 const CHUNK: u64 = 64 * 1024;
 
@@ -140,50 +203,10 @@ impl<'a, A: AicpuAgent> Dumper<'a, A> {
     /// run is over; a record given up is counted as dropped.
     pub fn task(&mut self, task: u32, args: u64, stage: u8, stop: &dyn Fn() -> bool) {
         let a = self.lane.agent();
-        let mut head = ArgsHeader::new_zeroed();
-        a.read(GmAddr(args), head.as_mut_bytes());
-        let funcs = head.funcs;
-        let func_count = funcs.iter().filter(|&&f| f != NO_FUNC).count() as u8;
-        let base = DumpRecord { task, stage, func_ids: funcs, func_count, ..DumpRecord::new_zeroed() };
-        let tensors = head.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32);
-        for i in 0..tensors {
-            let mut d = TensorDesc::new_zeroed();
-            a.read(GmAddr(args + ARGS_HEAD + i as u64 * 64), d.as_mut_bytes());
-            let dir = direction_of(d.flags);
-            if !at_stage(dir, stage) {
-                continue;
-            }
-            let Some(payload) = self.level.select(d.flags & TENSOR_DUMP != 0) else { continue };
-            let record = DumpRecord {
-                arg: i as u16,
-                direction: dir,
-                dtype: d.dtype,
-                elem_bytes: d.elem_bytes,
-                addr: d.addr,
-                ndims: d.ndims,
-                shape: d.shape,
-                strides: d.strides,
-                ..base
-            };
-            self.capture(&Capture { record, payload }, stop);
-        }
-        if stage == dump_stage::BEFORE_DISPATCH {
-            let scalars = head.scalars.min(crate::layout::MAX_SCALAR_ARGS as u32);
-            let at = args + ARGS_HEAD + head.tensors as u64 * 64;
-            for j in 0..scalars {
-                if self.level.select(head.dump_scalars & (1 << j) != 0).is_none() {
-                    continue;
-                }
-                let record = DumpRecord {
-                    arg: (head.tensors + j) as u16,
-                    direction: dump_direction::INPUT,
-                    flags: dump_flags::SCALAR,
-                    dtype: u32::MAX,
-                    scalar: a.read_u64(GmAddr(at + j as u64 * 8)),
-                    ..base
-                };
-                self.capture(&Capture { record, payload: false }, stop);
-            }
+        let mut from = 0;
+        while let Some((i, c)) = next_capture(a, self.level, task, args, stage, from) {
+            self.capture(&c, stop);
+            from = i + 1;
         }
     }
 
@@ -210,6 +233,12 @@ impl<'a, A: AicpuAgent> Dumper<'a, A> {
                 }
             }
         }
+    }
+
+    /// The lane and the level, for a caller that drives the lane itself (the resident route's
+    /// capture service).
+    pub fn into_parts(self) -> (GmLane<'a, A>, DumpLevel) {
+        (self.lane, self.level)
     }
 
     /// Publish what is left and close the lane (the host may then trust its counters).

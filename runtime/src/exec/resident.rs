@@ -47,8 +47,10 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use super::legacy::CoreCtx;
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
+use crate::capture::rendezvous::{Boundary, Failure};
+use crate::dump::{DumpLevel, next_capture};
 use crate::layout::{
-    ARGS_HEAD, ArgsHeader, DispatchPayload, ENTRY_DUMMY, ENTRY_GANG, FuncEntry, HOME_DUMMY, ImageHeader, NO_FUNC,
+    ARGS_HEAD, ArgsHeader, CaptureLayout, DispatchPayload, ENTRY_DUMMY, ENTRY_GANG, FuncEntry, HOME_DUMMY, ImageHeader, NO_FUNC,
     ResidentLayout, TaskRecord, TraceRecord, entry_task_block, entry_word, home_fields, inbox_class, regs, trace_kind,
 };
 use crate::lifecycle::{self, Fault, RunMap};
@@ -346,7 +348,33 @@ pub fn complete_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, 
 /// nothing more can be placed (see the module documentation); `dummy` completes a dummy
 /// entry taken on the way. Returns the lanes published, and leaves the cluster marked idle
 /// when a lane it could fill found nothing.
-pub fn dispatch<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, mut dummy: impl FnMut(u64)) -> u8 {
+pub fn dispatch<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, dummy: impl FnMut(u64)) -> u8 {
+    dispatch_with(a, l, None, c, dummy)
+}
+
+/// Hand out the next occupancy of the rendezvous slot of the task about to be published to
+/// lanes `lanes` of cluster `c` (its lowest lane's slot), and record it for each of those lanes
+/// (token holder only, before the entries are published): the occupancy each participant
+/// claims or joins at the task's boundaries.
+pub fn occupy<G: GmAtomic>(a: &G, cap: &CaptureLayout, c: u32, lanes: u8) {
+    let key = lanes.trailing_zeros();
+    let at = GmAddr(cap.occupancy_issued(c, key));
+    let n = a.query(at) + 1;
+    a.store_direct(at, n);
+    for i in (0..LANES).filter(|&i| lanes & (1 << i) != 0) {
+        a.store_direct(GmAddr(cap.occupancy(c, i)), n);
+    }
+}
+
+/// [`dispatch`], with the args dump's boundary capture on when `cap` is given: every
+/// publication is given its rendezvous occupancy first ([`occupy`]).
+pub fn dispatch_with<G: GmAtomic>(
+    a: &G,
+    l: &ResidentLayout,
+    cap: Option<&CaptureLayout>,
+    c: u32,
+    mut dummy: impl FnMut(u64),
+) -> u8 {
     let mut published = 0u8;
     loop {
         let mut progressed = false;
@@ -365,6 +393,9 @@ pub fn dispatch<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, mut dummy: impl 
             let (_, _, lanes, _) = home_fields(a.query(GmAddr(l.home(t))));
             let lanes = if lanes == 0 { 0b111 } else { lanes };
             if free & lanes == lanes {
+                if let Some(cap) = cap {
+                    occupy(a, cap, c, lanes);
+                }
                 for i in (0..LANES).filter(|&i| lanes & (1 << i) != 0) {
                     publish_slot(a, l, c, i, held);
                 }
@@ -386,6 +417,9 @@ pub fn dispatch<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, mut dummy: impl 
                 if e & ENTRY_DUMMY != 0 {
                     dummy(e);
                     continue;
+                }
+                if let Some(cap) = cap {
+                    occupy(a, cap, c, 1 << i);
                 }
                 publish_slot(a, l, c, i, e);
                 published |= 1 << i;
@@ -468,7 +502,12 @@ pub fn serve<A: AicoreAgent>(
         w,
         owed: core::array::from_fn(|_| core::cell::Cell::new(none)),
         owed_len: core::cell::Cell::new(0),
+        capture: CaptureLayout::of(cfg).and_then(|cap| {
+            let level = DumpLevel::try_from(a.query(GmAddr(cap.header(crate::layout::capture_header::LEVEL))) as u32);
+            Some((Boundary::new(a, cap, w, c, cfg.epoch), level.ok()?))
+        }),
     };
+    let served = core.capture.as_ref().map(|(b, _)| GmAddr(b.layout().header(crate::layout::capture_header::SERVED)));
     // The generation this lane completed last (the host starts every slot at 0).
     let mut done = 0u64;
     let mut deadline = a.now_ticks().saturating_add(budget);
@@ -504,8 +543,8 @@ pub fn serve<A: AicoreAgent>(
             // Broken on purpose: a ring between the look for work and this read is lost.
             bell = a.query(GmAddr(l.doorbell(c)));
         }
-        // Idle: the run is progressing elsewhere as long as `completed` moves.
-        let n = a.query(GmAddr(l.completed()));
+        // Idle: the run is progressing elsewhere as long as `completed` (or a capture) moves.
+        let n = a.query(GmAddr(l.completed())) + served.map_or(0, |at| a.query(at));
         let now = a.now_ticks();
         if n != seen {
             seen = n;
@@ -543,6 +582,8 @@ struct Core<'a, A: AicoreAgent> {
     /// Tasks published whose rings are owed ([`Core::settle`]).
     owed: [core::cell::Cell<Pushed>; 8],
     owed_len: core::cell::Cell<usize>,
+    /// The args dump's boundary capture, when the run dumps.
+    capture: Option<(Boundary, DumpLevel)>,
 }
 
 impl<A: AicoreAgent> Core<'_, A> {
@@ -561,7 +602,7 @@ impl<A: AicoreAgent> Core<'_, A> {
             return None;
         }
         let at_lock = a.query(GmAddr(l.doorbell(c)));
-        let published = dispatch(a, l, c, |e| {
+        let published = dispatch_with(a, l, self.capture.as_ref().map(|(b, _)| b.layout()), c, |e| {
             let (t, _) = entry_task_block(e);
             if t >= l.tasks {
                 self.fault(
@@ -663,6 +704,46 @@ impl<A: AicoreAgent> Core<'_, A> {
         a.observe_lines(args, ARGS_HEAD);
         a.read(args, h.as_mut_bytes());
         let skip = h.predicate != 0 && !predicate_holds(a, h.predicate);
+        // The boundaries this task has: a phase that records nothing is not entered.
+        let boundary = self.capture.as_ref().map(|(b, level)| {
+            let len = ARGS_HEAD + h.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32) as u64 * 64 + h.scalars as u64 * 8;
+            a.observe_lines(args, len);
+            let has = |stage| next_capture(a, *level, t, args.0, stage, 0).is_some();
+            let mask = if gang {
+                match home_fields(a.query(GmAddr(l.home(t)))).2 {
+                    0 => 0b111,
+                    m => m as u64,
+                }
+            } else {
+                1 << lane
+            };
+            let n = b.occupancy(a, lane);
+            (b, mask, n, [has(crate::layout::dump_stage::BEFORE_DISPATCH), has(crate::layout::dump_stage::AFTER_COMPLETION)])
+        });
+        let cross = |phase: u64| -> bool {
+            let Some((b, mask, n, has)) = boundary else { return true };
+            if !has[phase as usize] {
+                return true;
+            }
+            let key = mask.trailing_zeros();
+            match b.cross(a, key, n, mask, 1 << lane, phase, t) {
+                Ok(()) => true,
+                Err(Failure::Exit) | Err(Failure::Aborted(None)) => false,
+                Err(Failure::Aborted(Some(code))) => {
+                    let site = if phase == crate::layout::capture_phase::BEFORE {
+                        Site::CaptureBefore
+                    } else {
+                        Site::CaptureAfter
+                    };
+                    self.fault(ErrorCode::Device(code), site, t, n, "the args dump did not seal this task boundary");
+                    false
+                }
+            }
+        };
+        // No subtask executes before the task's input capture is sealed.
+        if !cross(crate::layout::capture_phase::BEFORE) {
+            return;
+        }
         let mut traced: Option<TraceRecord> = None;
         if !skip {
             let f = img.func(a, rec.funcs[func_lane as usize]);
@@ -728,8 +809,13 @@ impl<A: AicoreAgent> Core<'_, A> {
                 });
             }
         }
-        // The outputs are in memory before any consumer can be taken.
+        // The outputs are in memory before any consumer can be taken (and before the output
+        // capture is requested).
         a.store_barrier();
+        // No completion before the task's output capture is sealed.
+        if !cross(crate::layout::capture_phase::AFTER) {
+            return;
+        }
         self.finish_subtask(t, Some(&rec));
         if let (Some(tr), Some(mut r)) = (trace.as_mut(), traced) {
             r.completion = a.now_ticks().max(1);
@@ -773,8 +859,15 @@ fn predicate_holds<G: GmAtomic>(a: &G, addr: u64) -> bool {
 /// The AICPU side of a resident run, on every scheduler thread: wait until every task of the
 /// graph completed, a fault is latched or `stop` is raised, with a no-progress watchdog. A
 /// watchdog expiry names the first core found running a kernel (`KernelHung`, with its task
-/// and core) or, with none running, the stall itself. Returns the tasks completed.
-pub fn supervise<A: AicpuAgent>(a: &A, map: &RunMap, stop: &crate::sync::AtomicBool) -> u64 {
+/// and core) or, with none running, the stall itself. With the args dump on, the thread's
+/// boundary-capture `service` takes a bounded step between every two looks (a step that
+/// copied or committed counts as progress). Returns the tasks completed.
+pub fn supervise<A: AicpuAgent>(
+    a: &A,
+    map: &RunMap,
+    stop: &crate::sync::AtomicBool,
+    mut service: Option<&mut crate::capture::service::Service<'_, A>>,
+) -> u64 {
     let Some(l) = ResidentLayout::of(&map.cfg) else { return 0 };
     let total = l.tasks as u64;
     let watchdog = map.cfg.watchdog_ticks;
@@ -786,8 +879,16 @@ pub fn supervise<A: AicpuAgent>(a: &A, map: &RunMap, stop: &crate::sync::AtomicB
         if c >= total || lifecycle::latched(a, map.desc) || stop.load(crate::sync::Ordering::Acquire) {
             return c;
         }
+        let stepped = match service.as_deref_mut() {
+            Some(s) => {
+                let before = s.stats.steps;
+                let answered = s.step();
+                (answered, s.stats.steps != before)
+            }
+            None => (false, false),
+        };
         let now = a.now_ticks();
-        if c != seen {
+        if c != seen || stepped.1 {
             seen = c;
             last_progress = now;
         } else if now.saturating_sub(last_progress) > watchdog {
@@ -814,8 +915,17 @@ pub fn supervise<A: AicpuAgent>(a: &A, map: &RunMap, stop: &crate::sync::AtomicB
             lifecycle::latch(a, map.desc, f, "");
             return c;
         }
-        let until = last_progress.saturating_add(watchdog + 1).min(now.saturating_add(a.ticks_from_micros(10_000)));
-        a.wait_for_word(completed, c, until);
+        if stepped.0 {
+            // Answered a request: its core asks again at once; look again without sleeping.
+            continue;
+        }
+        let until = last_progress.saturating_add(watchdog + 1);
+        if service.is_some() {
+            // Requests and completions both send an event.
+            a.wait_for_event(until.min(now.saturating_add(a.ticks_from_micros(1_000))));
+        } else {
+            a.wait_for_word(completed, c, until.min(now.saturating_add(a.ticks_from_micros(10_000))));
+        }
     }
 }
 

@@ -249,7 +249,12 @@ impl<P: HostPlatform> Device<P> {
         // goes resident unless asked otherwise or it has a shape the resident executor does
         // not run.
         let choice = if what.runtime == crate::layout::RUNTIME_HBG {
-            super::resident::choose(cfg.executor, what.bytes, cfg.dump.is_some(), what.clusters)
+            let capture = cfg.dump.map(|level| super::resident::CaptureParams {
+                level,
+                max_bytes: capture_step_bytes(cfg.dump_arena.unwrap_or(super::dump::DEFAULT_ARENA)),
+                budget: watchdog_ticks / 2,
+            });
+            super::resident::choose(cfg.executor, what.bytes, capture, what.clusters)
                 .map_err(|why| Error::Config(format!("executor = resident cannot run this graph: {why}")))?
         } else if cfg.executor == super::Executor::Resident {
             return Err(Error::Config(format!(
@@ -261,6 +266,7 @@ impl<P: HostPlatform> Device<P> {
                 mode: crate::layout::executor_mode::LEGACY_GRAPH,
                 reason: Some(super::LegacyReason::DeviceSideRuntime),
                 state: None,
+                capture: None,
             }
         };
         let (resident, resident_entries) = match &choice.state {
@@ -272,6 +278,7 @@ impl<P: HostPlatform> Device<P> {
                 (at.0, *entries)
             }
         };
+        let capture = choice.capture.map_or(0, |off| resident + off);
         let (executor_reason, executor_detail) = choice.reason.map_or((0, u32::MAX), |r| r.code());
         let config = LaunchConfig {
             magic: DESC_MAGIC,
@@ -300,7 +307,8 @@ impl<P: HostPlatform> Device<P> {
             executor_detail,
             resident_entries,
             resident,
-            reserved: [0; 5],
+            capture,
+            reserved: [0; 4],
         };
         LaunchImage::prepare(config, what.bytes).publish(dev, arena, image)?;
         log::debug!(
@@ -336,4 +344,11 @@ impl<'g> LaunchImage<'g> {
         // Descriptor last: the fatal latch, counters and fault text are cleared with it.
         dev.copy_h2d(desc_at, self.desc.as_bytes()).map_err(platform("descriptor upload"))
     }
+}
+
+/// Most payload bytes one service step of the resident route's boundary capture copies, for a
+/// dump arena of `arena` bytes: 64 KiB, or a sixteenth of a smaller arena (at least 256), so a
+/// record of a small arena also takes several steps.
+pub(crate) fn capture_step_bytes(arena: u64) -> u64 {
+    (arena / 16).clamp(256, 64 * 1024)
 }

@@ -12,7 +12,7 @@ use std::vec::Vec;
 use zerocopy::FromBytes;
 
 use crate::layout::{
-    ArgsHeader, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageHeader, RESIDENT_MAX_ENTRIES, ResidentLayout, Shape,
+    ArgsHeader, CaptureLayout, capture_header, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageHeader, RESIDENT_MAX_ENTRIES, ResidentLayout, Shape,
     TaskRecord, args_flags, entry_word, executor_mode, home_fields, home_word, inbox_class, lanes, legacy_reason,
 };
 
@@ -69,9 +69,13 @@ pub enum LegacyReason {
     /// The host could not read its own graph image back (a defect of the host, reported rather
     /// than guessed around).
     Unreadable,
-    /// The args dump is on: it is captured by the AICPU threads that dispatch and reap each
-    /// task, which only the legacy executor has.
-    ArgsDump,
+    /// The args dump is on and a task has more than one block: the resident route captures
+    /// a task's boundaries at one dispatch (one block on one cluster), and a task spread over
+    /// several clusters has no such dispatch.
+    ArgsDumpBlocks {
+        /// The first such task.
+        task: u32,
+    },
 }
 
 impl LegacyReason {
@@ -82,7 +86,7 @@ impl LegacyReason {
             LegacyReason::DeviceSideRuntime => (legacy_reason::DEVICE_SIDE_RUNTIME, u32::MAX),
             LegacyReason::TooManyBlocks { task } => (legacy_reason::TOO_MANY_BLOCKS, task),
             LegacyReason::SyncStart { task } => (legacy_reason::SYNC_START, task),
-            LegacyReason::ArgsDump => (legacy_reason::ARGS_DUMP, u32::MAX),
+            LegacyReason::ArgsDumpBlocks { task } => (legacy_reason::ARGS_DUMP_BLOCKS, task),
             LegacyReason::Unreadable => (legacy_reason::UNREADABLE, u32::MAX),
         }
     }
@@ -94,7 +98,7 @@ impl LegacyReason {
             legacy_reason::DEVICE_SIDE_RUNTIME => LegacyReason::DeviceSideRuntime,
             legacy_reason::TOO_MANY_BLOCKS => LegacyReason::TooManyBlocks { task },
             legacy_reason::SYNC_START => LegacyReason::SyncStart { task },
-            legacy_reason::ARGS_DUMP => LegacyReason::ArgsDump,
+            legacy_reason::ARGS_DUMP_BLOCKS => LegacyReason::ArgsDumpBlocks { task },
             legacy_reason::UNREADABLE => LegacyReason::Unreadable,
             _ => return None,
         })
@@ -117,8 +121,9 @@ impl fmt::Display for LegacyReason {
                 write!(f, "task {task} needs its blocks to start together, which the resident executor does not do")
             }
             LegacyReason::Unreadable => f.write_str("the host could not read its own graph image back"),
-            LegacyReason::ArgsDump => f.write_str(
-                "the args dump is captured by the AICPU threads that dispatch tasks; on the resident executor it is not built (issue 12)",
+            LegacyReason::ArgsDumpBlocks { task } => write!(
+                f,
+                "the args dump is on and task {task} has more than one block: the resident executor captures a task's boundaries at a single dispatch, not across clusters",
             ),
         }
     }
@@ -132,6 +137,19 @@ pub(crate) struct Choice {
     pub(crate) reason: Option<LegacyReason>,
     /// The resident state to write (bytes laid out from offset 0) and its entry count.
     pub(crate) state: Option<(Vec<u8>, u32)>,
+    /// Offset in `state` of the boundary-capture control region, when the dump is on.
+    pub(crate) capture: Option<u64>,
+}
+
+/// What the resident route's boundary capture needs from the run's dump configuration.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct CaptureParams {
+    /// The dump level.
+    pub(crate) level: crate::dump::DumpLevel,
+    /// Most payload bytes per service step.
+    pub(crate) max_bytes: u64,
+    /// A participant's wait budget at a boundary, in ticks.
+    pub(crate) budget: u64,
 }
 
 /// The task records of a host-built graph `image`, or the first thing in it the resident
@@ -170,22 +188,42 @@ fn scan(image: &[u8]) -> Result<Vec<TaskRecord>, LegacyReason> {
 /// Choose the executor of a host-built graph `image` under `asked`, with the args dump on or
 /// off, for `clusters` clusters. `Err` is the reason an explicit [`Executor::Resident`]
 /// cannot be honoured.
-pub(crate) fn choose(asked: Executor, image: &[u8], dump: bool, clusters: u32) -> Result<Choice, LegacyReason> {
-    let legacy = |reason: LegacyReason, mode: u32| Choice { mode, reason: Some(reason), state: None };
+pub(crate) fn choose(
+    asked: Executor,
+    image: &[u8],
+    dump: Option<CaptureParams>,
+    clusters: u32,
+) -> Result<Choice, LegacyReason> {
+    let legacy = |reason: LegacyReason, mode: u32| Choice { mode, reason: Some(reason), state: None, capture: None };
     if asked == Executor::Legacy {
         return Ok(legacy(LegacyReason::Requested, executor_mode::LEGACY_GRAPH));
     }
     let refuse = |reason: LegacyReason, mode: u32| {
         if asked == Executor::Resident { Err(reason) } else { Ok(legacy(reason, mode)) }
     };
-    if dump {
-        return refuse(LegacyReason::ArgsDump, executor_mode::LEGACY_GRAPH);
-    }
     match scan(image) {
         Err(reason) => refuse(reason, executor_mode::LEGACY_UNSUPPORTED_SHAPE),
         Ok(tasks) => {
-            let state = initial_state(&tasks, clusters);
-            Ok(Choice { mode: executor_mode::RESIDENT_PENDING, reason: None, state: Some(state) })
+            if dump.is_some()
+                && let Some(task) = tasks.iter().position(|t| t.block_num > 1)
+            {
+                return refuse(LegacyReason::ArgsDumpBlocks { task: task as u32 }, executor_mode::LEGACY_GRAPH);
+            }
+            let (mut bytes, entries) = initial_state(&tasks, clusters);
+            let capture = dump.map(|p| {
+                let at = bytes.len() as u64;
+                let l = CaptureLayout { base: at, clusters };
+                bytes.resize((at + l.bytes()) as usize, 0);
+                let mut put = |w: u64, v: u64| {
+                    let o = l.header(w) as usize;
+                    bytes[o..o + 8].copy_from_slice(&v.to_le_bytes())
+                };
+                put(capture_header::LEVEL, u32::from(p.level) as u64);
+                put(capture_header::MAX_BYTES, p.max_bytes);
+                put(capture_header::BUDGET, p.budget);
+                at
+            });
+            Ok(Choice { mode: executor_mode::RESIDENT_PENDING, reason: None, state: Some((bytes, entries)), capture })
         }
     }
 }
@@ -353,7 +391,7 @@ mod tests {
             LegacyReason::DeviceSideRuntime,
             LegacyReason::TooManyBlocks { task: 5 },
             LegacyReason::SyncStart { task: 6 },
-            LegacyReason::ArgsDump,
+            LegacyReason::ArgsDumpBlocks { task: 7 },
             LegacyReason::Unreadable,
         ] {
             let (c, t) = r.code();

@@ -1,0 +1,16 @@
+//! Boundary capture on the resident executor (the args dump's resident route,
+//! `docs/args-dump.md`): no AICPU thread dispatches or reaps a task there, so the cores stop at
+//! each task's two boundaries and the AICPU captures the arguments while they wait.
+//!
+//! * [`rendezvous`]: the core side — the rendezvous slot of a dispatch slot (claim, arrival,
+//!   publisher, departure, abort), the request and acknowledgement lines, and
+//!   [`Boundary::cross`](rendezvous::Boundary::cross), one core's walk through one phase.
+//! * [`service`]: the AICPU side — [`Service`](service::Service) reads the requests of the
+//!   cores its thread serves and answers each in bounded steps through the thread's dump lane,
+//!   in first-observation order, one open reservation per lane.
+//!
+//! With the dump off the launch carries no capture region (`LaunchConfig::capture == 0`): no
+//! slot, no request, no rendezvous.
+
+pub mod rendezvous;
+pub mod service;

@@ -1,0 +1,472 @@
+//! The core side of a boundary capture: the rendezvous slot's steps ([`claim`], [`arrive`],
+//! [`publisher`], [`leave`], [`abort`]) over `GmAtomic`, one attempt each so a loom model can
+//! drive them, and [`Boundary::cross`], the blocking walk a core takes through one phase.
+//!
+//! Every access to a slot is one 64-bit atomic or device-direct store/query; no line of a slot
+//! is ever written back or invalidated. The request line is the core's own, the
+//! acknowledgement line the serving AICPU thread's; both are also touched word by word,
+//! device-direct.
+
+use pto_hal::{AicoreAgent, Barriers, GmAddr, GmAtomic};
+
+use crate::layout::{CaptureLayout, capture_ack, capture_header, capture_phase, capture_request, capture_slot, regs};
+
+/// What one claim attempt found ([`claim`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The slot reads `READY | n`: join (set the arrival bit). `true` for the caller that
+    /// claimed and initialised it.
+    Ready(bool),
+    /// Another participant claimed occupancy `n` and is initialising: wait (a budget that
+    /// runs out here is ARGS_CAPTURE_INIT_LOST).
+    Initialising,
+    /// The previous occupancy has not settled yet (or another claimer won the race just now):
+    /// wait and try again.
+    Busy,
+    /// The slot is past occupancy `n` (or settled at `n` already): this core did not join
+    /// what it believes it joined. It leaves into the run's fatal path.
+    Moved,
+}
+
+/// One attempt to claim or join occupancy `n` of the slot at `slot`. A claim is attempted
+/// only from FREE or from SETTLED of an earlier occupancy, with the full observed word as the
+/// expected value; its winner alone zeroes the slot's other words (inside CLAIMING), then
+/// publishes `READY | n`.
+pub fn claim<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) -> Claim {
+    use capture_slot::{CLAIMING, FREE, READY, SETTLED, claim as word, fields};
+    let seen = a.query(slot.offset(capture_slot::CLAIM));
+    let (state, occ) = fields(seen);
+    let source = state == FREE || (state == SETTLED && occ < n);
+    let broken = crate::breakage::broken(crate::breakage::CAPTURE_CLAIM_FROM_CLAIMING);
+    match (state, occ.cmp(&n)) {
+        (READY, core::cmp::Ordering::Equal) => Claim::Ready(false),
+        (CLAIMING, core::cmp::Ordering::Equal) if broken => {
+            // Broken on purpose: CLAIMING is taken as a source state; the late claimer
+            // re-clears a slot its peers may already have joined.
+            initialise(a, slot, n);
+            Claim::Ready(true)
+        }
+        (CLAIMING, core::cmp::Ordering::Equal) => Claim::Initialising,
+        _ if source => {
+            if a.compare_exchange(slot.offset(capture_slot::CLAIM), seen, word(CLAIMING, n)) == seen {
+                initialise(a, slot, n);
+                Claim::Ready(true)
+            } else {
+                Claim::Busy
+            }
+        }
+        (_, core::cmp::Ordering::Greater) | (SETTLED, core::cmp::Ordering::Equal) => Claim::Moved,
+        _ => Claim::Busy,
+    }
+}
+
+/// The claimer's initialisation, inside CLAIMING: zero every other word, a store barrier, then
+/// `READY | n`.
+fn initialise<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) {
+    for w in 1..8 {
+        a.store_direct(slot.offset(w * 8), 0);
+    }
+    a.store_barrier();
+    a.store_direct(slot.offset(capture_slot::CLAIM), capture_slot::claim(capture_slot::READY, n));
+}
+
+/// Set `bit` in phase `phase`'s arrival mask; `true` for the last arriver (the mask is then
+/// `mask`), which publishes the phase's request.
+pub fn arrive<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, bit: u64, mask: u64) -> bool {
+    let before = a.fetch_or(slot.offset(capture_slot::ARRIVED + 8 * phase), bit);
+    before | bit == mask
+}
+
+/// The publisher word of phase `phase`: `(core, phase_seq)` once its last arriver published
+/// the request; `None` (the word is 0) means no request yet, never "sealed".
+pub fn publisher<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64) -> Option<(u32, u64)> {
+    match a.query(slot.offset(capture_slot::PUBLISHER + 8 * phase)) {
+        0 => None,
+        v => Some(((v >> 32) as u32 - 1, v & 0xFFFF_FFFF)),
+    }
+}
+
+/// The publisher word for core `w` and `seq` (a 32-bit per-core phase counter).
+pub const fn publisher_word(w: u32, seq: u64) -> u64 {
+    ((w as u64 + 1) << 32) | (seq & 0xFFFF_FFFF)
+}
+
+/// Leave phase `phase`: set `bit` in its released mask. For AFTER, the participant whose bit
+/// completes the mask stores `SETTLED | n` (only when the phase was sealed: an aborted
+/// occupancy is never settled). Returns whether this call settled the slot.
+pub fn leave<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, bit: u64, mask: u64, n: u64, sealed: bool) -> bool {
+    let before = a.fetch_or(slot.offset(capture_slot::RELEASED + 8 * phase), bit);
+    let last = before | bit == mask
+        || (crate::breakage::broken(crate::breakage::CAPTURE_SETTLE_FIRST) && before & mask == 0);
+    if phase == capture_phase::AFTER && sealed && last {
+        a.store_direct(slot.offset(capture_slot::CLAIM), capture_slot::claim(capture_slot::SETTLED, n));
+        return true;
+    }
+    false
+}
+
+/// Whether every participant of phase `phase` of occupancy `n` has left it: the released mask
+/// is complete, or the slot moved on (which needs SETTLED, itself proof of the AFTER
+/// departures). The publisher's acknowledgement line is reusable only then.
+pub fn departed<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, mask: u64, n: u64) -> bool {
+    let (state, occ) = capture_slot::fields(a.query(slot.offset(capture_slot::CLAIM)));
+    if state != capture_slot::READY || occ != n {
+        return true;
+    }
+    a.query(slot.offset(capture_slot::RELEASED + 8 * phase)) & mask == mask
+}
+
+/// Mark the slot aborted at `site` (the first waiter whose budget ran out). `true` for the
+/// caller whose compare-and-swap set it.
+pub fn abort<G: GmAtomic>(a: &G, slot: GmAddr, site: u32) -> bool {
+    a.compare_exchange(slot.offset(capture_slot::ABORTED), 0, 1 | ((site as u64) << 8)) == 0
+}
+
+/// An acknowledgement as one read of its line sees it (the identity read first, then the rest,
+/// then the identity again: a line rewritten in between reads as `None`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Ack {
+    /// [`capture_status`](crate::layout::capture_status).
+    pub status: u64,
+    /// The next argument.
+    pub arg_index: u64,
+    /// Payload bytes of it copied.
+    pub cursor: u64,
+    /// The request tick answered.
+    pub tick: u64,
+    /// `(epoch, task, phase_seq)`.
+    pub identity: (u64, u64, u64),
+}
+
+/// Read the acknowledgement line at `line`.
+pub fn read_ack<G: GmAtomic>(a: &G, line: GmAddr) -> Option<Ack> {
+    let id = |a: &G| {
+        (
+            a.query(line.offset(capture_ack::EPOCH)),
+            a.query(line.offset(capture_ack::TASK)),
+            a.query(line.offset(capture_ack::PHASE_SEQ)),
+        )
+    };
+    let first = id(a);
+    let ack = Ack {
+        status: a.query(line.offset(capture_ack::STATUS)),
+        arg_index: a.query(line.offset(capture_ack::ARG_INDEX)),
+        cursor: a.query(line.offset(capture_ack::CURSOR)),
+        tick: a.query(line.offset(capture_ack::TICK)),
+        identity: first,
+    };
+    (id(a) == first).then_some(ack)
+}
+
+/// A request as the core writes it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The run's epoch.
+    pub epoch: u64,
+    /// The task id.
+    pub task: u64,
+    /// The phase.
+    pub phase: u64,
+    /// The phase identity.
+    pub phase_seq: u64,
+    /// The argument expected next (echo).
+    pub arg_index: u64,
+    /// Its cursor (echo).
+    pub cursor: u64,
+    /// The slot, `cluster << 8 | lane`.
+    pub slot: u64,
+    /// The request tick (written last).
+    pub tick: u64,
+}
+
+/// Write request `r` into the line at `line`: every word, a store barrier, the tick last.
+pub fn write_request<G: GmAtomic + Barriers>(a: &G, line: GmAddr, r: &Request) {
+    use capture_request as q;
+    for (w, v) in [
+        (q::EPOCH, r.epoch),
+        (q::TASK, r.task),
+        (q::PHASE, r.phase),
+        (q::PHASE_SEQ, r.phase_seq),
+        (q::ARG_INDEX, r.arg_index),
+        (q::CURSOR, r.cursor),
+        (q::SLOT, r.slot),
+    ] {
+        a.store_direct(line.offset(w), v);
+    }
+    a.store_barrier();
+    a.store_direct(line.offset(q::TICK), r.tick);
+}
+
+/// Why a core did not get through a boundary.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The phase was aborted (by this core's timeout or a peer's) and acknowledged, or this
+    /// core's budget ran out: the code to latch, if this core latches one.
+    Aborted(Option<crate::codes::DeviceFault>),
+    /// DMB said EXIT while the core waited: the AICPU's producer has stopped.
+    Exit,
+}
+
+/// One core's boundary captures: its seat, its counters and the phase it published last
+/// (whose acknowledgement line it may reuse only after that phase's departures).
+pub struct Boundary {
+    l: CaptureLayout,
+    w: u32,
+    c: u32,
+    epoch: u64,
+    budget: u64,
+    seq: core::cell::Cell<u64>,
+    tick: core::cell::Cell<u64>,
+    /// `(slot, phase, mask, occupancy)` of the phase this core published last.
+    last: core::cell::Cell<Option<(GmAddr, u64, u64, u64)>>,
+}
+
+/// A waiter's budget: its deadline, whether it already ran out once (and marked the slot
+/// aborted), and the code this core latches, if any.
+struct Waiting {
+    deadline: u64,
+    expired: bool,
+    code: Option<crate::codes::DeviceFault>,
+}
+
+/// How long a waiting core sleeps between looks at the words it waits on.
+const SLICE_US: u64 = 50;
+
+impl Boundary {
+    /// Worker `w` (cluster `c`) of a run of epoch `epoch` over the region `l`.
+    pub fn new<G: GmAtomic>(a: &G, l: CaptureLayout, w: u32, c: u32, epoch: u64) -> Boundary {
+        Boundary {
+            l,
+            w,
+            c,
+            epoch,
+            budget: a.query(GmAddr(l.header(capture_header::BUDGET))).max(1),
+            seq: core::cell::Cell::new(0),
+            tick: core::cell::Cell::new(0),
+            last: core::cell::Cell::new(None),
+        }
+    }
+
+    /// The region this core's captures use.
+    pub fn layout(&self) -> &CaptureLayout {
+        &self.l
+    }
+
+    /// The occupancy of the publication in this core's lane `lane` (written by the
+    /// dispatcher before the entry; read after the slot's generation).
+    pub fn occupancy<G: GmAtomic>(&self, a: &G, lane: u32) -> u64 {
+        a.query(GmAddr(self.l.occupancy(self.c, lane)))
+    }
+
+    /// Cross phase `phase` of task `task` at occupancy `n` of the slot of lane `key` of this
+    /// core's cluster, as the participant `bit` of `mask`: claim or join (BEFORE only), arrive,
+    /// publish the request if last (and drive it to its terminal acknowledgement) or follow
+    /// the publisher's, then leave. `Ok` once the phase is sealed; the core may then execute
+    /// (BEFORE) or complete (AFTER).
+    #[allow(clippy::too_many_arguments)]
+    pub fn cross<A: AicoreAgent>(
+        &self,
+        a: &A,
+        key: u32,
+        n: u64,
+        mask: u64,
+        bit: u64,
+        phase: u64,
+        task: u32,
+    ) -> Result<(), Failure> {
+        let slot = GmAddr(self.l.slot(self.c, key));
+        let site = if phase == capture_phase::BEFORE { crate::codes::Site::CaptureBefore } else { crate::codes::Site::CaptureAfter };
+        let deadline = a.now_ticks().saturating_add(self.budget);
+        let exit = |a: &A| a.read_dmb() == regs::DMB_EXIT;
+        if phase == capture_phase::BEFORE {
+            loop {
+                match claim(a, slot, n) {
+                    Claim::Ready(_) => break,
+                    Claim::Moved => return Err(Failure::Aborted(None)),
+                    c @ (Claim::Initialising | Claim::Busy) => {
+                        if exit(a) {
+                            return Err(Failure::Exit);
+                        }
+                        if a.now_ticks() >= deadline {
+                            // In CLAIMING nothing may be written: no abort word, just the code.
+                            return Err(Failure::Aborted(Some(if c == Claim::Initialising {
+                                crate::codes::DeviceFault::ArgsCaptureInitLost
+                            } else {
+                                crate::codes::DeviceFault::ArgsCaptureTimeout
+                            })));
+                        }
+                        self.pause(a, slot.offset(capture_slot::CLAIM), deadline);
+                    }
+                }
+            }
+        }
+        let last = arrive(a, slot, phase, bit, mask);
+        let mut w = Waiting { deadline, expired: false, code: None };
+        let sealed = if last {
+            self.publish(a, slot, key, n, mask, phase, task, site as u32, &mut w)?
+        } else {
+            self.follow(a, slot, phase, task, site as u32, &mut w)?
+        };
+        leave(a, slot, phase, bit, mask, n, sealed);
+        if sealed { Ok(()) } else { Err(Failure::Aborted(w.code)) }
+    }
+
+    /// Wait a slice on `word` (or until `deadline`).
+    fn pause<A: AicoreAgent>(&self, a: &A, word: GmAddr, deadline: u64) {
+        let seen = a.query(word);
+        let until = deadline.min(a.now_ticks().saturating_add(a.ticks_from_micros(SLICE_US)));
+        a.wait_for_word(word, seen, until);
+    }
+
+    /// The budget ran out: the first time, mark the slot aborted (the waiter whose
+    /// compare-and-swap set it latches ARGS_CAPTURE_TIMEOUT) and allow one more budget for the
+    /// AICPU's acknowledgement, waiting on; the second time, `false`: the core leaves into the
+    /// run's fatal path unacknowledged.
+    fn expire<A: AicoreAgent>(&self, a: &A, slot: GmAddr, site: u32, w: &mut Waiting) -> bool {
+        if w.expired {
+            return false;
+        }
+        w.expired = true;
+        if abort(a, slot, site) {
+            w.code = Some(crate::codes::DeviceFault::ArgsCaptureTimeout);
+        }
+        a.send_event();
+        w.deadline = a.now_ticks().saturating_add(self.budget);
+        true
+    }
+
+    /// The last arriver: allocate the phase's `phase_seq`, write the request, store the
+    /// publisher word, and re-request (a new tick) until the acknowledgement for this tick is
+    /// terminal. `Ok(true)` sealed, `Ok(false)` aborted and acknowledged.
+    #[allow(clippy::too_many_arguments)]
+    fn publish<A: AicoreAgent>(
+        &self,
+        a: &A,
+        slot: GmAddr,
+        key: u32,
+        n: u64,
+        mask: u64,
+        phase: u64,
+        task: u32,
+        site: u32,
+        w: &mut Waiting,
+    ) -> Result<bool, Failure> {
+        // This core's acknowledgement line is reused only after its last phase's departures.
+        if let Some((s, p, m, o)) = self.last.get() {
+            while !departed(a, s, p, m, o) {
+                if a.read_dmb() == regs::DMB_EXIT {
+                    return Err(Failure::Exit);
+                }
+                if a.now_ticks() >= w.deadline {
+                    return Err(Failure::Aborted(Some(crate::codes::DeviceFault::ArgsCaptureTimeout)));
+                }
+                self.pause(a, s.offset(capture_slot::RELEASED + 8 * p), w.deadline);
+            }
+        }
+        let seq = self.seq.get() % 0xFFFF_FFFF + 1;
+        self.seq.set(seq);
+        self.last.set(Some((slot, phase, mask, n)));
+        let mut r = Request {
+            epoch: self.epoch,
+            task: task as u64,
+            phase,
+            phase_seq: seq,
+            arg_index: 0,
+            cursor: 0,
+            slot: ((self.c as u64) << 8) | key as u64,
+            tick: self.next_tick(),
+        };
+        let line = GmAddr(self.l.request(self.w));
+        write_request(a, line, &r);
+        a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
+        a.send_event();
+        let ack_line = GmAddr(self.l.ack(self.w));
+        loop {
+            if let Some(ack) = read_ack(a, ack_line)
+                && ack.identity == (self.epoch, task as u64, seq)
+                && ack.tick == r.tick
+            {
+                match ack.status {
+                    crate::layout::capture_status::SEALED => return Ok(true),
+                    crate::layout::capture_status::ABORTED => return Ok(false),
+                    status => {
+                        if status == crate::layout::capture_status::WOULD_BLOCK {
+                            // The lane cannot take the record yet: ask again after a slice.
+                            let until = a.now_ticks().saturating_add(a.ticks_from_micros(SLICE_US));
+                            a.wait_for_event(until.min(w.deadline));
+                        }
+                        r.arg_index = ack.arg_index;
+                        r.cursor = ack.cursor;
+                        r.tick = self.next_tick();
+                        write_request(a, line, &r);
+                        a.send_event();
+                        continue;
+                    }
+                }
+            }
+            if a.read_dmb() == regs::DMB_EXIT {
+                return Err(Failure::Exit);
+            }
+            if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
+                return Err(Failure::Aborted(w.code));
+            }
+            self.pause(a, ack_line.offset(capture_ack::TICK), w.deadline);
+        }
+    }
+
+    /// A peer: wait for the phase's publisher word, then for a terminal acknowledgement on the
+    /// publisher's line carrying the publisher's `phase_seq`. `Ok(true)` sealed, `Ok(false)`
+    /// aborted and acknowledged.
+    #[allow(clippy::too_many_arguments)]
+    fn follow<A: AicoreAgent>(
+        &self,
+        a: &A,
+        slot: GmAddr,
+        phase: u64,
+        task: u32,
+        site: u32,
+        w: &mut Waiting,
+    ) -> Result<bool, Failure> {
+        let word = slot.offset(capture_slot::PUBLISHER + 8 * phase);
+        let mut publisher_seen = None;
+        loop {
+            if publisher_seen.is_none() {
+                publisher_seen = publisher(a, slot, phase);
+            }
+            if let Some((p, seq)) = publisher_seen {
+                let seq = if crate::breakage::broken(crate::breakage::CAPTURE_PEER_OWN_SEQ) {
+                    // Broken on purpose: the peer's own counter proves nothing about this phase.
+                    self.seq.get() % 0xFFFF_FFFF + 1
+                } else {
+                    seq
+                };
+                if let Some(ack) = read_ack(a, GmAddr(self.l.ack(p)))
+                    && ack.identity == (self.epoch, task as u64, seq)
+                {
+                    match ack.status {
+                        crate::layout::capture_status::SEALED => return Ok(true),
+                        crate::layout::capture_status::ABORTED => return Ok(false),
+                        _ => {}
+                    }
+                }
+            }
+            if a.read_dmb() == regs::DMB_EXIT {
+                return Err(Failure::Exit);
+            }
+            if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
+                return Err(Failure::Aborted(w.code));
+            }
+            let on = match publisher_seen {
+                Some((p, _)) => GmAddr(self.l.ack(p) + capture_ack::STATUS),
+                None => word,
+            };
+            self.pause(a, on, w.deadline);
+        }
+    }
+
+    fn next_tick(&self) -> u64 {
+        let t = self.tick.get() + 1;
+        self.tick.set(t);
+        t
+    }
+}

@@ -1,0 +1,360 @@
+//! The AICPU side of a boundary capture: [`Service`] answers the requests of the cores one
+//! AICPU thread serves (the clusters `c` with `c % threads == thread`), through that thread's
+//! dump lane.
+//!
+//! One [`Service::step`] is bounded: it scans every served core's request line once (a request
+//! seen for the first time is stamped with the thread's next `observe_tick`), answers an
+//! aborted phase, then serves one request — the one whose reservation is open if it asked
+//! again, else the earliest observed — copying at most `max_bytes` of payload, and answers the
+//! others that asked while another core's reservation is open with WOULD_BLOCK. Between steps
+//! the supervisor polls completion, the error latch and its stop flag, so no argument, however
+//! large or strided, holds the thread.
+//!
+//! The lane holds at most one open reservation: between steps it is suspended
+//! ([`Reservation::suspend`](crate::dump::Reservation::suspend)), which keeps every other
+//! reservation out ([`Blocked::ReservationOpen`](pto_hal::Blocked::ReservationOpen)) and the lane unpublished until it is resumed
+//! and committed or abandoned.
+
+use alloc::vec::Vec;
+
+use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr};
+
+use crate::dump::{DumpLevel, GmLane, Suspended, next_capture};
+use crate::layout::{
+    CaptureLayout, capture_ack, capture_header, capture_phase, capture_request, capture_slot, capture_status,
+    dump_stage,
+};
+
+/// A request as the service tracks it.
+#[derive(Copy, Clone, Debug)]
+struct Req {
+    task: u32,
+    phase: u64,
+    seq: u64,
+    /// `(cluster, lane)` of its rendezvous slot.
+    slot: (u32, u32),
+    /// The newest tick the core published for it.
+    tick: u64,
+    /// The tick last answered.
+    answered: u64,
+    /// Its first observation (the service's own counter).
+    observed: u64,
+    /// The next argument index to look at.
+    arg: u32,
+}
+
+/// One served core.
+#[derive(Copy, Clone, Debug)]
+struct Served {
+    w: u32,
+    /// The request tick last read from its line.
+    seen: u64,
+    req: Option<Req>,
+}
+
+/// What the service counted (for tests and the run's diagnostics).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServiceStats {
+    /// Steps that copied or committed something.
+    pub steps: u64,
+    /// Most payload bytes one step copied.
+    pub largest_step: u64,
+    /// Phases sealed.
+    pub sealed: u64,
+    /// Phases aborted.
+    pub aborted: u64,
+    /// WOULD_BLOCK answers.
+    pub would_block: u64,
+    /// Records committed.
+    pub committed: u64,
+}
+
+/// The boundary-capture service of one AICPU thread.
+pub struct Service<'a, A> {
+    a: &'a A,
+    l: CaptureLayout,
+    lane: GmLane<'a, A>,
+    level: DumpLevel,
+    max_bytes: u64,
+    epoch: u64,
+    /// Each task's argument record (GM address), by task id.
+    args: &'a [u64],
+    cores: Vec<Served>,
+    next_observe: u64,
+    /// The open (suspended) reservation and the index in `cores` of the request it serves.
+    open: Option<(usize, Suspended)>,
+    /// A phase was aborted or a reservation abandoned: the lane is left unclosed.
+    unsettled: bool,
+    /// Counters.
+    pub stats: ServiceStats,
+}
+
+impl<'a, A: AicpuAgent> Service<'a, A> {
+    /// The service of thread `t` of `threads` over region `l`, recording into `lane` at
+    /// `level`, for a run of epoch `epoch` whose tasks' argument records are `args`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        a: &'a A,
+        l: CaptureLayout,
+        lane: GmLane<'a, A>,
+        level: DumpLevel,
+        epoch: u64,
+        args: &'a [u64],
+        t: u32,
+        threads: u32,
+    ) -> Service<'a, A> {
+        let threads = threads.max(1);
+        let cores = (0..l.workers())
+            .filter(|&w| crate::exec::resident::seat(w, l.clusters).0 % threads == t)
+            .map(|w| Served { w, seen: 0, req: None })
+            .collect();
+        let max_bytes = a.query(GmAddr(l.header(capture_header::MAX_BYTES))).max(1);
+        Service {
+            a,
+            l,
+            lane,
+            level,
+            max_bytes,
+            epoch,
+            args,
+            cores,
+            next_observe: 0,
+            open: None,
+            unsettled: false,
+            stats: ServiceStats::default(),
+        }
+    }
+
+    /// The workers this service answers.
+    pub fn workers(&self) -> impl Iterator<Item = u32> + '_ {
+        self.cores.iter().map(|s| s.w)
+    }
+
+    /// The lane (for its counters).
+    pub fn lane(&self) -> &GmLane<'a, A> {
+        &self.lane
+    }
+
+    /// Whether a reservation is open (suspended between steps).
+    pub fn reservation_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// One bounded service step (see the module documentation). Returns whether it answered
+    /// anything.
+    pub fn step(&mut self) -> bool {
+        self.scan();
+        let mut answered = self.abort_aborted();
+        // The open reservation's owner first: it keeps advancing.
+        let owner = self.open.as_ref().map(|(i, _)| *i);
+        let chosen = match owner {
+            Some(i) => self.cores[i].req.filter(|r| r.tick != r.answered).map(|_| i),
+            None => (0..self.cores.len())
+                .filter(|&i| self.cores[i].req.is_some_and(|r| r.tick != r.answered))
+                .min_by_key(|&i| self.cores[i].req.map_or(u64::MAX, |r| r.observed)),
+        };
+        if let Some(i) = chosen {
+            self.serve(i);
+            answered = true;
+        }
+        if let Some(owner) = self.open.as_ref().map(|(i, _)| *i) {
+            // Everyone else who asked waits for the lane's one reservation.
+            for i in 0..self.cores.len() {
+                if i != owner
+                    && let Some(r) = self.cores[i].req
+                    && r.tick != r.answered
+                {
+                    self.ack(i, capture_status::WOULD_BLOCK, r.arg as u64, 0);
+                    self.stats.would_block += 1;
+                    answered = true;
+                }
+            }
+        }
+        answered
+    }
+
+    /// Read every served core's request line once; a new phase is stamped with the next
+    /// observation tick, a new tick of a known phase only marks it as asking again.
+    fn scan(&mut self) {
+        let a = self.a;
+        for i in 0..self.cores.len() {
+            let w = self.cores[i].w;
+            let line = GmAddr(self.l.request(w));
+            let tick = a.query(line.offset(capture_request::TICK));
+            if tick == self.cores[i].seen {
+                continue;
+            }
+            // The core wrote every other word before the tick.
+            a.rmb();
+            let q = |o: u64| a.query(line.offset(o));
+            let (epoch, task, phase, seq, slot) = (
+                q(capture_request::EPOCH),
+                q(capture_request::TASK),
+                q(capture_request::PHASE),
+                q(capture_request::PHASE_SEQ),
+                q(capture_request::SLOT),
+            );
+            self.cores[i].seen = tick;
+            if epoch != self.epoch || task >= self.args.len() as u64 || phase > capture_phase::AFTER {
+                // Not a request of this run: nothing to answer (the core's budget covers it).
+                continue;
+            }
+            let task = task as u32;
+            let slot = ((slot >> 8) as u32, (slot & 0xFF) as u32);
+            match &mut self.cores[i].req {
+                Some(r) if (r.task, r.phase, r.seq) == (task, phase, seq) => r.tick = tick,
+                cur => {
+                    let observed = self.next_observe;
+                    self.next_observe += 1;
+                    *cur = Some(Req { task, phase, seq, slot, tick, answered: 0, observed, arg: 0 });
+                }
+            }
+        }
+    }
+
+    /// Answer every request whose slot is marked aborted: finish nothing more, abandon its
+    /// reservation if it holds the open one (the only case a record is charged), acknowledge
+    /// ABORTED with the full identity.
+    fn abort_aborted(&mut self) -> bool {
+        let mut any = false;
+        for i in 0..self.cores.len() {
+            let Some(r) = self.cores[i].req else { continue };
+            let slot = GmAddr(self.l.slot(r.slot.0, r.slot.1));
+            if self.a.query(slot.offset(capture_slot::ABORTED)) == 0 {
+                continue;
+            }
+            if self.open.as_ref().is_some_and(|(o, _)| *o == i)
+                && let Some((_, s)) = self.open.take()
+            {
+                self.lane.resume(s).abandon();
+            }
+            self.unsettled = true;
+            self.ack(i, capture_status::ABORTED, r.arg as u64, 0);
+            self.cores[i].req = None;
+            self.stats.aborted += 1;
+            any = true;
+        }
+        any
+    }
+
+    /// Serve request `i` one step: continue its open reservation, or begin its next record;
+    /// copy at most `max_bytes`, committing what completes; then acknowledge.
+    fn serve(&mut self, i: usize) {
+        let Some(mut r) = self.cores[i].req else { return };
+        let stage = if r.phase == capture_phase::BEFORE { dump_stage::BEFORE_DISPATCH } else { dump_stage::AFTER_COMPLETION };
+        let args = self.args[r.task as usize];
+        let mut budget = self.max_bytes;
+        let mut copied_total = 0u64;
+        let mut committed = 0u64;
+        let mut status = capture_status::IN_PROGRESS;
+        let mut cursor = 0u64;
+        loop {
+            let res = match self.open.take() {
+                Some((o, s)) if o == i => Begin::Accepted(self.lane.resume(s)),
+                Some(other) => {
+                    // Not this request's reservation (the owner was chosen first): wait.
+                    self.open = Some(other);
+                    status = capture_status::WOULD_BLOCK;
+                    break;
+                }
+                None => match next_capture(self.a, self.level, r.task, args, stage, r.arg) {
+                    None => {
+                        status = capture_status::SEALED;
+                        break;
+                    }
+                    Some((k, c)) => {
+                        r.arg = k;
+                        self.lane.try_begin(&c)
+                    }
+                },
+            };
+            match res {
+                Begin::Accepted(mut res) => {
+                    let n = if budget > 0 { res.copy_chunk(budget) } else { 0 };
+                    budget = budget.saturating_sub(n);
+                    copied_total += n;
+                    if res.remaining() == 0 {
+                        res.commit();
+                        committed += 1;
+                        r.arg += 1;
+                        if budget > 0 {
+                            continue;
+                        }
+                        // Out of budget for this step: the next record begins on the next.
+                        status = match next_capture(self.a, self.level, r.task, args, stage, r.arg) {
+                            None => capture_status::SEALED,
+                            Some(_) => capture_status::IN_PROGRESS,
+                        };
+                    } else {
+                        cursor = res.copied();
+                        self.open = Some((i, res.suspend()));
+                    }
+                    break;
+                }
+                Begin::WouldBlock(_) => {
+                    status = if committed > 0 { capture_status::IN_PROGRESS } else { capture_status::WOULD_BLOCK };
+                    if committed == 0 {
+                        self.stats.would_block += 1;
+                    }
+                    break;
+                }
+                Begin::Refused(_) => {
+                    // Counted as dropped by the lane; go on with the next argument.
+                    r.arg += 1;
+                    continue;
+                }
+            }
+        }
+        if committed > 0 || copied_total > 0 {
+            self.stats.steps += 1;
+            self.stats.largest_step = self.stats.largest_step.max(copied_total);
+            self.stats.committed += committed;
+            self.a.fetch_add(GmAddr(self.l.header(capture_header::SERVED)), 1);
+        }
+        if status == capture_status::SEALED {
+            self.stats.sealed += 1;
+            // Publish what the phase committed, so the host can drain while the cores run.
+            self.lane.publish();
+        }
+        self.cores[i].req = Some(r);
+        self.ack(i, status, r.arg as u64, cursor);
+        if status == capture_status::SEALED {
+            self.cores[i].req = None;
+        }
+    }
+
+    /// Write request `i`'s acknowledgement: status and echoes, then the identity, `phase_seq`
+    /// last.
+    fn ack(&mut self, i: usize, status: u64, arg: u64, cursor: u64) {
+        let line = GmAddr(self.l.ack(self.cores[i].w));
+        let Some(r) = self.cores[i].req.as_mut() else { return };
+        r.answered = r.tick;
+        let a = self.a;
+        a.store_direct(line.offset(capture_ack::STATUS), status);
+        a.store_direct(line.offset(capture_ack::ARG_INDEX), arg);
+        a.store_direct(line.offset(capture_ack::CURSOR), cursor);
+        a.store_direct(line.offset(capture_ack::TICK), r.tick);
+        a.store_barrier();
+        a.store_direct(line.offset(capture_ack::EPOCH), self.epoch);
+        a.store_direct(line.offset(capture_ack::TASK), r.task as u64);
+        a.store_direct(line.offset(capture_ack::PHASE_SEQ), r.seq);
+        a.send_event();
+    }
+
+    /// The producer stops: an open reservation is abandoned (one dropped record) and the lane
+    /// is left unclosed — the host reports its accounting unknown — unless every phase this
+    /// service saw was sealed and `settled` (the run completed) holds; then the lane closes.
+    /// Returns whether the lane closed.
+    pub fn finish(mut self, settled: bool) -> bool {
+        if let Some((_, s)) = self.open.take() {
+            self.lane.resume(s).abandon();
+            self.unsettled = true;
+        }
+        if self.unsettled || !settled || self.cores.iter().any(|c| c.req.is_some()) {
+            return false;
+        }
+        self.lane.close();
+        true
+    }
+}
+
