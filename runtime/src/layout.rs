@@ -376,9 +376,10 @@ impl ResidentLayout {
 /// every word of it is touched only by 64-bit GM atomics or device-direct stores and queries,
 /// never as a cached line:
 ///
-/// * line 0, the header (host-written): the dump level, the service step bound `max_bytes`,
-///   the participants' wait budget, and the `served` count of service steps (AICPU threads,
-///   fetch-add; idle cores and the supervisor count it as progress);
+/// * line 0, the header: the dump level, the service step bound `max_bytes` and the
+///   participants' wait budget (host-written), then the counters the host reads back
+///   ([`capture_header`]: service steps — progress for the watchdogs —, WOULD_BLOCK answers,
+///   the largest step, phases requested, slots claimed);
 /// * one [rendezvous slot](capture_slot) per dispatch slot (cluster × lane): the claim word,
 ///   the arrival and released masks of both phases, both publisher words and the aborted
 ///   word. A task uses the slot of the lowest lane it occupies;
@@ -405,6 +406,14 @@ pub mod capture_header {
     pub const BUDGET: u64 = 16;
     /// Service steps taken by the AICPU threads (progress for the watchdogs).
     pub const SERVED: u64 = 24;
+    /// WOULD_BLOCK answers given (AICPU threads, fetch-add).
+    pub const WOULD_BLOCK: u64 = 32;
+    /// Most payload bytes one service step copied (AICPU threads, compare-and-swap maximum).
+    pub const LARGEST_STEP: u64 = 40;
+    /// Phases requested (each phase's publisher, fetch-add, once per phase).
+    pub const REQUESTS: u64 = 48;
+    /// Rendezvous slots claimed (each claim's winner, fetch-add).
+    pub const CLAIMS: u64 = 56;
 }
 
 /// A rendezvous slot's words (offsets in its line) and its claim word's states.

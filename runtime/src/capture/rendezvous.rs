@@ -96,8 +96,8 @@ pub const fn publisher_word(w: u32, seq: u64) -> u64 {
 /// occupancy is never settled). Returns whether this call settled the slot.
 pub fn leave<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, bit: u64, mask: u64, n: u64, sealed: bool) -> bool {
     let before = a.fetch_or(slot.offset(capture_slot::RELEASED + 8 * phase), bit);
-    let last = before | bit == mask
-        || (crate::breakage::broken(crate::breakage::CAPTURE_SETTLE_FIRST) && before & mask == 0);
+    let last =
+        before | bit == mask || (crate::breakage::broken(crate::breakage::CAPTURE_SETTLE_FIRST) && before & mask == 0);
     if phase == capture_phase::AFTER && sealed && last {
         a.store_direct(slot.offset(capture_slot::CLAIM), capture_slot::claim(capture_slot::SETTLED, n));
         return true;
@@ -259,7 +259,8 @@ impl Boundary {
     }
 
     /// Cross phase `phase` of task `task` at occupancy `n` of the slot of lane `key` of this
-    /// core's cluster, as the participant `bit` of `mask`: claim or join (BEFORE only), arrive,
+    /// core's cluster, as the participant `bit` of `mask`: claim or join (`claim`: the first
+    /// phase the task enters — BEFORE, or AFTER when BEFORE records nothing), arrive,
     /// publish the request if last (and drive it to its terminal acknowledgement) or follow
     /// the publisher's, then leave. `Ok` once the phase is sealed; the core may then execute
     /// (BEFORE) or complete (AFTER).
@@ -273,15 +274,25 @@ impl Boundary {
         bit: u64,
         phase: u64,
         task: u32,
+        claim_first: bool,
     ) -> Result<(), Failure> {
         let slot = GmAddr(self.l.slot(self.c, key));
-        let site = if phase == capture_phase::BEFORE { crate::codes::Site::CaptureBefore } else { crate::codes::Site::CaptureAfter };
+        let site = if phase == capture_phase::BEFORE {
+            crate::codes::Site::CaptureBefore
+        } else {
+            crate::codes::Site::CaptureAfter
+        };
         let deadline = a.now_ticks().saturating_add(self.budget);
         let exit = |a: &A| a.read_dmb() == regs::DMB_EXIT;
-        if phase == capture_phase::BEFORE {
+        if claim_first {
             loop {
                 match claim(a, slot, n) {
-                    Claim::Ready(_) => break,
+                    Claim::Ready(won) => {
+                        if won {
+                            a.fetch_add(GmAddr(self.l.header(capture_header::CLAIMS)), 1);
+                        }
+                        break;
+                    }
                     Claim::Moved => return Err(Failure::Aborted(None)),
                     c @ (Claim::Initialising | Claim::Busy) => {
                         if exit(a) {
@@ -377,6 +388,7 @@ impl Boundary {
             tick: self.next_tick(),
         };
         let line = GmAddr(self.l.request(self.w));
+        a.fetch_add(GmAddr(self.l.header(capture_header::REQUESTS)), 1);
         write_request(a, line, &r);
         a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
         a.send_event();

@@ -165,7 +165,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
                     && r.tick != r.answered
                 {
                     self.ack(i, capture_status::WOULD_BLOCK, r.arg as u64, 0);
-                    self.stats.would_block += 1;
+                    self.count_would_block();
                     answered = true;
                 }
             }
@@ -241,7 +241,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// copy at most `max_bytes`, committing what completes; then acknowledge.
     fn serve(&mut self, i: usize) {
         let Some(mut r) = self.cores[i].req else { return };
-        let stage = if r.phase == capture_phase::BEFORE { dump_stage::BEFORE_DISPATCH } else { dump_stage::AFTER_COMPLETION };
+        let stage =
+            if r.phase == capture_phase::BEFORE { dump_stage::BEFORE_DISPATCH } else { dump_stage::AFTER_COMPLETION };
         let args = self.args[r.task as usize];
         let mut budget = self.max_bytes;
         let mut copied_total = 0u64;
@@ -294,7 +295,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
                 Begin::WouldBlock(_) => {
                     status = if committed > 0 { capture_status::IN_PROGRESS } else { capture_status::WOULD_BLOCK };
                     if committed == 0 {
-                        self.stats.would_block += 1;
+                        self.count_would_block();
                     }
                     break;
                 }
@@ -310,6 +311,15 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             self.stats.largest_step = self.stats.largest_step.max(copied_total);
             self.stats.committed += committed;
             self.a.fetch_add(GmAddr(self.l.header(capture_header::SERVED)), 1);
+            let at = GmAddr(self.l.header(capture_header::LARGEST_STEP));
+            let mut cur = self.a.query(at);
+            while cur < copied_total {
+                let seen = self.a.compare_exchange(at, cur, copied_total);
+                if seen == cur {
+                    break;
+                }
+                cur = seen;
+            }
         }
         if status == capture_status::SEALED {
             self.stats.sealed += 1;
@@ -321,6 +331,11 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         if status == capture_status::SEALED {
             self.cores[i].req = None;
         }
+    }
+
+    fn count_would_block(&mut self) {
+        self.stats.would_block += 1;
+        self.a.fetch_add(GmAddr(self.l.header(capture_header::WOULD_BLOCK)), 1);
     }
 
     /// Write request `i`'s acknowledgement: status and echoes, then the identity, `phase_seq`
@@ -357,4 +372,3 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         true
     }
 }
-

@@ -46,12 +46,13 @@ use pto_hal::{AicoreAgent, AicoreLaunch, AicpuAgent, Barriers, CoreType, GmAddr,
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::legacy::CoreCtx;
-use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::capture::rendezvous::{Boundary, Failure};
+use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::dump::{DumpLevel, next_capture};
 use crate::layout::{
-    ARGS_HEAD, ArgsHeader, CaptureLayout, DispatchPayload, ENTRY_DUMMY, ENTRY_GANG, FuncEntry, HOME_DUMMY, ImageHeader, NO_FUNC,
-    ResidentLayout, TaskRecord, TraceRecord, entry_task_block, entry_word, home_fields, inbox_class, regs, trace_kind,
+    ARGS_HEAD, ArgsHeader, CaptureLayout, DispatchPayload, ENTRY_DUMMY, ENTRY_GANG, FuncEntry, HOME_DUMMY, ImageHeader,
+    NO_FUNC, ResidentLayout, TaskRecord, TraceRecord, entry_task_block, entry_word, home_fields, inbox_class, regs,
+    trace_kind,
 };
 use crate::lifecycle::{self, Fault, RunMap};
 
@@ -706,7 +707,8 @@ impl<A: AicoreAgent> Core<'_, A> {
         let skip = h.predicate != 0 && !predicate_holds(a, h.predicate);
         // The boundaries this task has: a phase that records nothing is not entered.
         let boundary = self.capture.as_ref().map(|(b, level)| {
-            let len = ARGS_HEAD + h.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32) as u64 * 64 + h.scalars as u64 * 8;
+            let len =
+                ARGS_HEAD + h.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32) as u64 * 64 + h.scalars as u64 * 8;
             a.observe_lines(args, len);
             let has = |stage| next_capture(a, *level, t, args.0, stage, 0).is_some();
             let mask = if gang {
@@ -718,15 +720,25 @@ impl<A: AicoreAgent> Core<'_, A> {
                 1 << lane
             };
             let n = b.occupancy(a, lane);
-            (b, mask, n, [has(crate::layout::dump_stage::BEFORE_DISPATCH), has(crate::layout::dump_stage::AFTER_COMPLETION)])
+            (
+                b,
+                mask,
+                n,
+                [has(crate::layout::dump_stage::BEFORE_DISPATCH), has(crate::layout::dump_stage::AFTER_COMPLETION)],
+            )
         });
+        // A task that records at either boundary crosses AFTER (possibly empty: the AICPU
+        // seals it at once), so its occupancy always settles; it claims the slot at the first
+        // phase it enters.
         let cross = |phase: u64| -> bool {
             let Some((b, mask, n, has)) = boundary else { return true };
-            if !has[phase as usize] {
+            let enter = if phase == crate::layout::capture_phase::BEFORE { has[0] } else { has[0] || has[1] };
+            if !enter {
                 return true;
             }
             let key = mask.trailing_zeros();
-            match b.cross(a, key, n, mask, 1 << lane, phase, t) {
+            let claim = phase == crate::layout::capture_phase::BEFORE || !has[0];
+            match b.cross(a, key, n, mask, 1 << lane, phase, t, claim) {
                 Ok(()) => true,
                 Err(Failure::Exit) | Err(Failure::Aborted(None)) => false,
                 Err(Failure::Aborted(Some(code))) => {

@@ -55,7 +55,7 @@ pub use error::{DeviceError, Error, PlatformError};
 pub use memory::DeviceTensor;
 use publish::SlotMem;
 pub use resident::{Executor, LegacyReason};
-pub use run::{PreparedRun, RunHandle, RunReport};
+pub use run::{CaptureReport, PreparedRun, RunHandle, RunReport};
 pub use trace::Trace;
 
 use crate::graph::FuncId;

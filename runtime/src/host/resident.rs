@@ -12,8 +12,9 @@ use std::vec::Vec;
 use zerocopy::FromBytes;
 
 use crate::layout::{
-    ArgsHeader, CaptureLayout, capture_header, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageHeader, RESIDENT_MAX_ENTRIES, ResidentLayout, Shape,
-    TaskRecord, args_flags, entry_word, executor_mode, home_fields, home_word, inbox_class, lanes, legacy_reason,
+    ArgsHeader, CaptureLayout, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageHeader, RESIDENT_MAX_ENTRIES, ResidentLayout,
+    Shape, TaskRecord, args_flags, capture_header, entry_word, executor_mode, home_fields, home_word, inbox_class,
+    lanes, legacy_reason,
 };
 
 /// Which executor runs a host-built graph ([`RunConfig::executor`](super::RunConfig::executor)).
@@ -109,9 +110,9 @@ impl fmt::Display for LegacyReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LegacyReason::Requested => f.write_str("the legacy executor was requested"),
-            LegacyReason::DeviceSideRuntime => {
-                f.write_str("the device-side runtime schedules on the AICPU (the resident executor runs host-built graphs)")
-            }
+            LegacyReason::DeviceSideRuntime => f.write_str(
+                "the device-side runtime schedules on the AICPU (the resident executor runs host-built graphs)",
+            ),
             LegacyReason::TooManyBlocks { task } => write!(
                 f,
                 "the graph's blocks pass {} at task {task}, more than the resident executor's scheduler state holds",

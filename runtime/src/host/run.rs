@@ -62,6 +62,33 @@ pub struct RunReport {
     pub executor: super::Executor,
     /// Why the run was on the legacy executor (`None` on the resident one).
     pub legacy_reason: Option<super::LegacyReason>,
+    /// The resident route's boundary capture, when the run was resident with the dump on.
+    pub capture: Option<CaptureReport>,
+}
+
+/// What the resident route's boundary capture did in one run (the counters of its control
+/// region, read back after the run; `docs/args-dump.md`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CaptureReport {
+    /// Bytes of control storage the run reserved (slots, occupancies, request and
+    /// acknowledgement lines).
+    pub region_bytes: u64,
+    /// Phases the cores requested (one per task boundary that records something).
+    pub requests: u64,
+    /// Rendezvous slots claimed (one per task that entered a boundary).
+    pub claims: u64,
+    /// Service steps that copied or committed something.
+    pub steps: u64,
+    /// WOULD_BLOCK answers (a full arena, no free buffer, or the lane's reservation open for
+    /// another core); none of them is a dropped record.
+    pub would_block: u64,
+    /// Most payload bytes one service step copied.
+    pub largest_step: u64,
+    /// The bound on one step's payload bytes.
+    pub max_step: u64,
+    /// Rendezvous slots left neither FREE nor SETTLED at the end (0 after a completed run).
+    pub unsettled_slots: u64,
 }
 
 #[derive(Default)]
@@ -725,6 +752,11 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         let report = collector.map(|c| c.finish(&inner.dev, complete, run, &locate));
         match (result, failed, report) {
             (Ok(_), Some(e), _) => Err(e),
+            // The collection failed mid-run, so the host stopped draining and the resident
+            // route's capture ran out of budget waiting: the collection is the cause.
+            (Err(Error::Device(de)), Some(e), _) if de.code == ErrorCode::Device(DeviceFault::ArgsCaptureTimeout) => {
+                Err(e)
+            }
             (Ok(_), None, Some(Err(e))) => Err(collect_error(e)),
             (Ok(mut r), None, Some(Ok(rep))) => {
                 r.dump = Some(rep);
@@ -801,6 +833,7 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
                 super::Executor::Legacy
             },
             legacy_reason: super::LegacyReason::from_code(d.config.executor_reason, d.config.executor_detail),
+            capture: capture_report(&inner.dev, &d.config)?,
             orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
                 .then(|| Duration::from_micros(micros)),
         })
@@ -814,6 +847,38 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         let c = s.aicore.synchronize(budget).map_err(platform("AICore stream"));
         a.and(c)
     }
+}
+
+/// Read back the counters and slot states of a resident run's capture region.
+fn capture_report<D: DeviceMemory>(dev: &D, cfg: &crate::layout::LaunchConfig) -> Result<Option<CaptureReport>, Error>
+where
+    D::Error: std::error::Error + Send + Sync + 'static,
+{
+    use crate::layout::{CaptureLayout, capture_header as h, capture_slot};
+    let Some(l) = CaptureLayout::of(cfg) else { return Ok(None) };
+    let mut b = std::vec![0u8; l.bytes() as usize];
+    dev.copy_d2h(&mut b, GmAddr(l.base)).map_err(platform("capture region read-back"))?;
+    let word = |at: u64| {
+        let o = (at - l.base) as usize;
+        u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]))
+    };
+    let unsettled = (0..l.clusters)
+        .flat_map(|c| (0..3).map(move |lane| (c, lane)))
+        .filter(|&(c, lane)| {
+            let (state, _) = capture_slot::fields(word(l.slot(c, lane)));
+            state != capture_slot::FREE && state != capture_slot::SETTLED
+        })
+        .count() as u64;
+    Ok(Some(CaptureReport {
+        region_bytes: l.bytes(),
+        requests: word(l.header(h::REQUESTS)),
+        claims: word(l.header(h::CLAIMS)),
+        steps: word(l.header(h::SERVED)),
+        would_block: word(l.header(h::WOULD_BLOCK)),
+        largest_step: word(l.header(h::LARGEST_STEP)),
+        max_step: word(l.header(h::MAX_BYTES)),
+        unsettled_slots: unsettled,
+    }))
 }
 
 /// How long the AICore program may still run once the AICPU program ended with a latched
