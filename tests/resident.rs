@@ -140,7 +140,11 @@ fn spmd_runs_resident_and_sync_start_goes_legacy() {
 #[test]
 fn args_dump_runs_resident_except_for_tasks_of_several_blocks() {
     let (dev, k) = device();
+    let fill = dev.register_kernel("block_fill", CoreType::Aiv, k_block_fill).unwrap();
     let x = dev.alloc::<f32>(&[16]).unwrap();
+    // Two blocks, each on its own cache line (two cores writing one line is a race the
+    // faithful cache model reports).
+    let y = dev.alloc::<f32>(&[32]).unwrap();
     let g = dev.build(|g| g.submit(Task::aiv(k.add1).inout(&x.tensor())).map(|_| ())).unwrap();
     let dir = std::env::temp_dir().join(format!("pto-resident-dump-{}", std::process::id()));
     let cfg = RunConfig::default().with_dump(Some(pto::dump::DumpLevel::Full)).with_dump_dir(&dir);
@@ -150,7 +154,7 @@ fn args_dump_runs_resident_except_for_tasks_of_several_blocks() {
     let g = dev
         .build(|g| {
             g.submit(Task::aiv(k.add1).inout(&x.tensor()))?;
-            g.submit(Task::aiv(k.add1).inout(&x.tensor()).blocks(2)).map(|_| ())
+            g.submit(Task::aiv(fill).output(&y.tensor()).blocks(2)).map(|_| ())
         })
         .unwrap();
     let r = dev.run_with(&g, &cfg).unwrap();

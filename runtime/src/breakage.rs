@@ -86,6 +86,9 @@ pub const CAPTURE_SETTLE_FIRST: u32 = 1 << 26;
 /// Resident args capture: a dump lane lets a second reservation begin (and publishes) while
 /// one is suspended open.
 pub const CAPTURE_TWO_RESERVATIONS: u32 = 1 << 27;
+/// Fault injection: the AICPU capture service stops advancing a reservation once it is open
+/// (it still answers aborts): the owner's budget runs out mid-record.
+pub const CAPTURE_STALL_OPEN: u32 = 1 << 28;
 
 // A process-wide test switch, set before a model or a run starts and never part of a
 // protocol; a `static` cannot hold a loom atomic (no `const` constructor).

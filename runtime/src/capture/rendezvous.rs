@@ -122,8 +122,7 @@ pub fn abort<G: GmAtomic>(a: &G, slot: GmAddr, site: u32) -> bool {
     a.compare_exchange(slot.offset(capture_slot::ABORTED), 0, 1 | ((site as u64) << 8)) == 0
 }
 
-/// An acknowledgement as one read of its line sees it (the identity read first, then the rest,
-/// then the identity again: a line rewritten in between reads as `None`).
+/// An acknowledgement as one consistent read of its line sees it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Ack {
     /// [`capture_status`](crate::layout::capture_status).
@@ -138,8 +137,10 @@ pub struct Ack {
     pub identity: (u64, u64, u64),
 }
 
-/// Read the acknowledgement line at `line`.
-pub fn read_ack<G: GmAtomic>(a: &G, line: GmAddr) -> Option<Ack> {
+/// Read the acknowledgement line at `line`: the tick and the identity on both sides of the
+/// status and echoes, so a line rewritten during the read (a newer answer, or a new phase's
+/// identity) reads as `None` rather than as a torn mix of two answers.
+pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
     let id = |a: &G| {
         (
             a.query(line.offset(capture_ack::EPOCH)),
@@ -147,15 +148,18 @@ pub fn read_ack<G: GmAtomic>(a: &G, line: GmAddr) -> Option<Ack> {
             a.query(line.offset(capture_ack::PHASE_SEQ)),
         )
     };
+    let tick = a.query(line.offset(capture_ack::TICK));
     let first = id(a);
+    a.rmb();
     let ack = Ack {
         status: a.query(line.offset(capture_ack::STATUS)),
         arg_index: a.query(line.offset(capture_ack::ARG_INDEX)),
         cursor: a.query(line.offset(capture_ack::CURSOR)),
-        tick: a.query(line.offset(capture_ack::TICK)),
+        tick,
         identity: first,
     };
-    (id(a) == first).then_some(ack)
+    a.rmb();
+    (id(a) == first && a.query(line.offset(capture_ack::TICK)) == tick).then_some(ack)
 }
 
 /// A request as the core writes it.
@@ -229,8 +233,16 @@ struct Waiting {
     code: Option<crate::codes::DeviceFault>,
 }
 
-/// How long a waiting core sleeps between looks at the words it waits on.
-const SLICE_US: u64 = 50;
+/// How long a waiting core sleeps at most between looks at the words it waits on (a store to
+/// the watched word ends the wait at once; the slice only bounds a missed wake).
+const SLICE_US: u64 = 1_000;
+
+/// How long a publisher waits before it asks again after a WOULD_BLOCK answer.
+const RETRY_US: u64 = 200;
+
+/// Quick re-reads after a wake that found the line mid-rewrite (its identity is written
+/// after the word the core waits on), before the core sleeps again.
+const REREADS: u32 = 64;
 
 impl Boundary {
     /// Worker `w` (cluster `c`) of a run of epoch `epoch` over the region `l`.
@@ -393,6 +405,7 @@ impl Boundary {
         a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
         a.send_event();
         let ack_line = GmAddr(self.l.ack(self.w));
+        let mut spins = 0u32;
         loop {
             if let Some(ack) = read_ack(a, ack_line)
                 && ack.identity == (self.epoch, task as u64, seq)
@@ -403,8 +416,8 @@ impl Boundary {
                     crate::layout::capture_status::ABORTED => return Ok(false),
                     status => {
                         if status == crate::layout::capture_status::WOULD_BLOCK {
-                            // The lane cannot take the record yet: ask again after a slice.
-                            let until = a.now_ticks().saturating_add(a.ticks_from_micros(SLICE_US));
+                            // The lane cannot take the record yet: ask again after a while.
+                            let until = a.now_ticks().saturating_add(a.ticks_from_micros(RETRY_US));
                             a.wait_for_event(until.min(w.deadline));
                         }
                         r.arg_index = ack.arg_index;
@@ -422,6 +435,12 @@ impl Boundary {
             if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
+            if spins < REREADS {
+                spins += 1;
+                crate::sync::spin_hint();
+                continue;
+            }
+            spins = 0;
             self.pause(a, ack_line.offset(capture_ack::TICK), w.deadline);
         }
     }
@@ -441,6 +460,7 @@ impl Boundary {
     ) -> Result<bool, Failure> {
         let word = slot.offset(capture_slot::PUBLISHER + 8 * phase);
         let mut publisher_seen = None;
+        let mut spins = 0u32;
         loop {
             if publisher_seen.is_none() {
                 publisher_seen = publisher(a, slot, phase);
@@ -468,6 +488,12 @@ impl Boundary {
             if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
+            if spins < REREADS {
+                spins += 1;
+                crate::sync::spin_hint();
+                continue;
+            }
+            spins = 0;
             let on = match publisher_seen {
                 Some((p, _)) => GmAddr(self.l.ack(p) + capture_ack::STATUS),
                 None => word,

@@ -5,8 +5,9 @@
 //! One [`Service::step`] is bounded: it scans every served core's request line once (a request
 //! seen for the first time is stamped with the thread's next `observe_tick`), answers an
 //! aborted phase, then serves one request — the one whose reservation is open if it asked
-//! again, else the earliest observed — copying at most `max_bytes` of payload, and answers the
-//! others that asked while another core's reservation is open with WOULD_BLOCK. Between steps
+//! again, else the earliest observed — copying at most `max_bytes` of payload; a request that
+//! asks while another core's reservation is open stays queued, unanswered, in observation
+//! order (the lane itself answers such a begin `WouldBlock(ReservationOpen)`). Between steps
 //! the supervisor polls completion, the error latch and its stop flag, so no argument, however
 //! large or strided, holds the thread.
 //!
@@ -63,7 +64,7 @@ pub struct ServiceStats {
     pub sealed: u64,
     /// Phases aborted.
     pub aborted: u64,
-    /// WOULD_BLOCK answers.
+    /// WOULD_BLOCK answers (the lane had no buffer or no arena room).
     pub would_block: u64,
     /// Records committed.
     pub committed: u64,
@@ -147,7 +148,9 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         let mut answered = self.abort_aborted();
         // The open reservation's owner first: it keeps advancing.
         let owner = self.open.as_ref().map(|(i, _)| *i);
+        let stalled = crate::breakage::broken(crate::breakage::CAPTURE_STALL_OPEN);
         let chosen = match owner {
+            Some(_) if stalled => None,
             Some(i) => self.cores[i].req.filter(|r| r.tick != r.answered).map(|_| i),
             None => (0..self.cores.len())
                 .filter(|&i| self.cores[i].req.is_some_and(|r| r.tick != r.answered))
@@ -157,20 +160,16 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             self.serve(i);
             answered = true;
         }
-        if let Some(owner) = self.open.as_ref().map(|(i, _)| *i) {
-            // Everyone else who asked waits for the lane's one reservation.
-            for i in 0..self.cores.len() {
-                if i != owner
-                    && let Some(r) = self.cores[i].req
-                    && r.tick != r.answered
-                {
-                    self.ack(i, capture_status::WOULD_BLOCK, r.arg as u64, 0);
-                    self.count_would_block();
-                    answered = true;
-                }
-            }
-        }
+        // Everyone else who asked while a reservation is open stays queued, unanswered, with
+        // its observation tick: it is served, in that order, once the lane's one reservation
+        // closes (answering WOULD_BLOCK here would only make it ask again).
         answered
+    }
+
+    /// Answer the aborted phases only (the run is stopping: nothing else is served).
+    pub fn answer_aborts(&mut self) -> bool {
+        self.scan();
+        self.abort_aborted()
     }
 
     /// Read every served core's request line once; a new phase is stamped with the next
@@ -348,6 +347,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         a.store_direct(line.offset(capture_ack::STATUS), status);
         a.store_direct(line.offset(capture_ack::ARG_INDEX), arg);
         a.store_direct(line.offset(capture_ack::CURSOR), cursor);
+        a.store_barrier();
         a.store_direct(line.offset(capture_ack::TICK), r.tick);
         a.store_barrier();
         a.store_direct(line.offset(capture_ack::EPOCH), self.epoch);

@@ -889,6 +889,11 @@ pub fn supervise<A: AicpuAgent>(
     loop {
         let c = a.query(completed);
         if c >= total || lifecycle::latched(a, map.desc) || stop.load(crate::sync::Ordering::Acquire) {
+            if let Some(s) = service.as_deref_mut() {
+                // A participant that gave up marked its slot aborted: acknowledge it before
+                // the producer stops, so it leaves on the acknowledgement.
+                s.answer_aborts();
+            }
             return c;
         }
         let stepped = match service.as_deref_mut() {

@@ -1,0 +1,381 @@
+//! The args dump on the resident route (seed 000's Mechanism R, issue 12): simulator scenes
+//! for acceptance items 1, 2, 7, 8, 9, 10 and 11, each on the simulated a5 board with the
+//! coherent and with the faithful cache model, and the chain513 equality of the two routes'
+//! records. Items 3–6 are loom models (`runtime/tests/loom_capture.rs`).
+
+use std::sync::Mutex;
+
+use pto::board::{Board, SimA5};
+use pto::hal::HostPlatform;
+use pto::prelude::*;
+use pto::runtime::breakage;
+use pto::runtime::codes::{DeviceFault, ErrorCode, Site};
+use pto::runtime::dump::DumpLevel;
+use pto::runtime::graph::DType;
+use pto::runtime::host::dump::{Dump, Stage};
+use pto::runtime::host::{self, CaptureReport, Executor, Timeouts};
+use pto_sim::CacheModel;
+use pto_testkit as kit;
+
+/// Breakage is process-wide: every test takes this first.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type Dev = host::Device<<SimA5 as Board>::Platform>;
+
+/// A simulated a5 device with short budgets, coherent or under the faithful cache model.
+fn device(faithful: bool) -> Dev {
+    let raw = SimA5::open().unwrap_or_else(|e| panic!("open: {e}"));
+    if faithful {
+        raw.set_cache_model(CacheModel::Faithful { seed: 11, evict_per_mille: 0 }).unwrap();
+    }
+    host::Device::new_in_process(raw, Timeouts::new(300_000, 300_000, 20_000_000)).unwrap()
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("pto-capture-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn func<P: HostPlatform>(dev: &host::Device<P>, name: &str, ty: CoreType, k: fn(&mut dyn KernelContext)) -> FuncId {
+    dev.func(name).unwrap_or_else(|| dev.register_kernel(name, ty, k).unwrap())
+}
+
+/// AIC lane of the mixed task: `x += 1` (INOUT x, arg 0).
+fn k_bump(k: &mut dyn KernelContext) {
+    let x: Vec<f32> = k.load::<f32>(0).into_iter().map(|v| v + 1.0).collect();
+    k.store(0, &x);
+}
+
+/// AIV lanes of the mixed task: each writes its half of `y` (OUT, arg 1) with 2.
+fn k_half_two(k: &mut dyn KernelContext) {
+    let lane = k.sub_block_id();
+    let n = k.arg(1).elem_count() as u32;
+    for i in lane * n / 2..(lane + 1) * n / 2 {
+        k.set(1, &[i], 2.0f32);
+    }
+}
+
+/// Run `g` resident with the dump at `cfg`'s level into a fresh directory; the report and the
+/// dump read back.
+fn run(dev: &Dev, g: &host::Graph<<SimA5 as Board>::Platform>, cfg: RunConfig, name: &str) -> (RunReport, Dump) {
+    let dir = tmp(name);
+    let r = dev
+        .run_with(g, &cfg.with_executor(Executor::Resident).with_dump_dir(&dir))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(r.executor, Executor::Resident, "{name}");
+    let d = Dump::open(&dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (r, d)
+}
+
+fn capture(r: &RunReport) -> CaptureReport {
+    r.capture.expect("a resident dumping run reports its capture")
+}
+
+/// Item 1: a 1C2V task yields one record set carrying all three func ids, and no subtask
+/// executes before its input capture is sealed — the input record is the value before any
+/// lane ran, although the capture takes several service steps (the AIC lane rewrites the
+/// captured in-out in place).
+#[test]
+fn acceptance_01_mixed_subtasks() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let aic = func(&dev, "bump", CoreType::Aic, k_bump);
+        let aiv = func(&dev, "half_two", CoreType::Aiv, k_half_two);
+        let init: Vec<f32> = (0..4096).map(|i| i as f32).collect();
+        let x = dev.tensor_from(&[4096], &init).unwrap();
+        let y = dev.alloc::<f32>(&[4096]).unwrap();
+        let g =
+            dev.build(|g| g.submit(Task::mix(aic, aiv).inout(&x.tensor()).output(&y.tensor())).map(|_| ())).unwrap();
+        // 64 KiB arena: 4 KiB steps, so the 16 KiB input takes four.
+        let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(64 * 1024);
+        let (r, d) = run(&dev, &g, cfg, "mixed");
+        let c = capture(&r);
+        assert_eq!((c.requests, c.claims, c.unsettled_slots), (2, 1, 0), "{c:?}");
+        assert!(c.steps >= 4 && c.largest_step <= c.max_step, "{c:?}");
+        let recs = d.by_task();
+        let set = &recs[&0];
+        assert_eq!(set.len(), 3, "one record set: x before, x and y after");
+        for rec in set {
+            assert_eq!(rec.func_ids, vec![aic.0, aiv.0, aiv.0], "every record carries the three func ids");
+        }
+        let before = d.find(0, 0, Stage::BeforeDispatch).unwrap();
+        assert_eq!(d.data::<f32>(before).unwrap(), init, "faithful={faithful}: the input as the task read it");
+        let after = d.find(0, 0, Stage::AfterCompletion).unwrap();
+        assert_eq!(d.data::<f32>(after).unwrap(), init.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+        let y_after = d.find(0, 1, Stage::AfterCompletion).unwrap();
+        assert_eq!(d.data::<f32>(y_after).unwrap(), vec![2.0f32; 4096]);
+        assert!(d.find(0, 1, Stage::BeforeDispatch).is_none(), "an output has no input capture");
+        assert!(dev.platform().take_violations().is_empty());
+    }
+}
+
+/// Item 2: every cluster requests at once (a task per core, and gangs, all ready at the
+/// start): the run completes with every record, no core starved, no slot left claimed.
+#[test]
+fn acceptance_02_concurrent_cores() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let add1 = func(&dev, "add1", CoreType::Aiv, kit::k_add1);
+        let aic = func(&dev, "bump", CoreType::Aic, k_bump);
+        let aiv = func(&dev, "half_two", CoreType::Aiv, k_half_two);
+        let workers = dev.topology().workers();
+        let rows = dev.tensor_from(&[workers, 64], &vec![1.0f32; (workers * 64) as usize]).unwrap();
+        let keep: Vec<_> = (0..workers).map(|_| dev.alloc::<f32>(&[64]).unwrap()).collect();
+        let g = dev
+            .build(|g| {
+                for w in 0..workers {
+                    let row = rows.tensor().view(&[w, 0], &[1, 64])?;
+                    if w % 4 == 3 {
+                        g.submit(Task::mix(aic, aiv).inout(&row).output(&keep[w as usize].tensor()))?;
+                    } else {
+                        g.submit(Task::aiv(add1).inout(&row))?;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        let (r, d) = run(&dev, &g, RunConfig::default().with_dump(Some(DumpLevel::Full)), "concurrent");
+        let c = capture(&r);
+        let tasks = workers as u64;
+        let mixes = (0..workers).filter(|w| w % 4 == 3).count() as u64;
+        assert_eq!(r.tasks, tasks);
+        assert_eq!(c.claims, tasks, "{c:?}");
+        assert_eq!(c.requests, 2 * tasks, "{c:?}");
+        assert_eq!(c.unsettled_slots, 0, "no slot left READY: {c:?}");
+        let acc = r.dump.unwrap().accounting;
+        assert_eq!(acc.dropped, Some(0));
+        assert_eq!(acc.total, Some(2 * tasks + mixes), "{acc:?}");
+        assert_eq!(d.records.len() as u64, acc.collected);
+        let got: Vec<f32> = rows.read().unwrap();
+        assert!(got.iter().all(|&v| v == 2.0), "faithful={faithful}");
+    }
+}
+
+/// Item 7: the exact handoff. Task 0 writes `c = a + b`, task 1 reads `c` and writes
+/// `d = c + b`: task 0's output at its completion reads `a + b`, task 1's input at its dispatch
+/// reads `a + b` and its output `a + 2b`, each matched on the run, task, argument and stage;
+/// the order of the two tasks is taken from the run's trace, not from the bytes.
+#[test]
+fn acceptance_07_exact_handoff() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let add = func(&dev, "add", CoreType::Aiv, kit::k_add);
+        let av: Vec<f32> = (0..256).map(|i| i as f32).collect();
+        let bv: Vec<f32> = (0..256).map(|i| 1000.0 + i as f32).collect();
+        let a = dev.tensor_from(&[256], &av).unwrap();
+        let b = dev.tensor_from(&[256], &bv).unwrap();
+        let c = dev.alloc::<f32>(&[256]).unwrap();
+        let e = dev.alloc::<f32>(&[256]).unwrap();
+        let g = dev
+            .build(|g| {
+                g.submit(Task::aiv(add).input(&a.tensor()).input(&b.tensor()).output(&c.tensor()).dump(0b100))?;
+                g.submit(Task::aiv(add).input(&c.tensor()).input(&b.tensor()).output(&e.tensor()).dump(0b101))?;
+                Ok(())
+            })
+            .unwrap();
+        let cfg = RunConfig::default().with_dump(Some(DumpLevel::Partial)).with_trace(true);
+        let (r, d) = run(&dev, &g, cfg, "handoff");
+        let t = r.trace.as_ref().expect("a trace");
+        let span = |task: u32| {
+            let s = t.subtasks.iter().find(|s| s.task == task).expect("the task ran");
+            (s.start, s.end)
+        };
+        let (first, second) = (span(0), span(1));
+        assert!(first.1 <= second.0, "the trace orders task 0 before task 1: {first:?} {second:?}");
+        assert_eq!(d.run["epoch"], serde_json::json!(r.epoch), "the records are this run's");
+        let ab: Vec<f32> = av.iter().zip(&bv).map(|(x, y)| x + y).collect();
+        let a2b: Vec<f32> = ab.iter().zip(&bv).map(|(x, y)| x + y).collect();
+        let out0 = d.find(0, 2, Stage::AfterCompletion).expect("task 0's output at completion");
+        assert_eq!(d.data::<f32>(out0).unwrap(), ab);
+        let in1 = d.find(1, 0, Stage::BeforeDispatch).expect("task 1's input at dispatch");
+        assert_eq!(d.data::<f32>(in1).unwrap(), ab);
+        let out1 = d.find(1, 2, Stage::AfterCompletion).expect("task 1's output at completion");
+        assert_eq!(d.data::<f32>(out1).unwrap(), a2b);
+        assert_eq!(d.records.len(), 3, "only the marked arguments: {:?}", d.records);
+    }
+}
+
+/// Item 8: FULL on a chained workload with a 4 KiB arena back-pressures without deadlock;
+/// records complete (none dropped, however many WOULD_BLOCK answers the lane gave), and
+/// `total == collected + dropped`.
+#[test]
+fn acceptance_08_arena_pressure() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let add1 = func(&dev, "add1", CoreType::Aiv, kit::k_add1);
+        let x = dev.tensor_from(&[256], &vec![0.0f32; 256]).unwrap();
+        let g = dev
+            .build(|g| {
+                for _ in 0..48 {
+                    g.submit(Task::aiv(add1).inout(&x.tensor()))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(4096);
+        let (r, d) = run(&dev, &g, cfg, "pressure");
+        let c = capture(&r);
+        let acc = r.dump.unwrap().accounting;
+        eprintln!("faithful={faithful}: {c:?} {acc:?}");
+        assert_eq!(acc.total, Some(acc.collected + acc.dropped.unwrap()), "{acc:?}");
+        assert_eq!(acc.dropped, Some(0), "a would-block that cleared is no dropped record: {c:?}");
+        let mut keys: Vec<_> = d.records.iter().map(|r| (r.task, r.arg, r.stage, r.lane, r.seq)).collect();
+        keys.sort_by_key(|k| (k.0, k.1, k.2 as u8));
+        for w in keys.windows(2) {
+            if (w[0].0, w[0].1, w[0].2) == (w[1].0, w[1].1, w[1].2) {
+                eprintln!("duplicate {:?} {:?}", w[0], w[1]);
+            }
+        }
+        assert_eq!(acc.total, Some(96));
+        for task in 0..48u32 {
+            let before = d.find(task, 0, Stage::BeforeDispatch).unwrap();
+            assert_eq!(d.data::<f32>(before).unwrap(), vec![task as f32; 256]);
+            let after = d.find(task, 0, Stage::AfterCompletion).unwrap();
+            assert_eq!(d.data::<f32>(after).unwrap(), vec![task as f32 + 1.0; 256]);
+        }
+        assert_eq!(c.unsettled_slots, 0);
+    }
+}
+
+/// Item 9: one argument sized at the arena clamp (half the arena) and one strided with a
+/// non-unit innermost stride: no service step copies more than `max_bytes`, the large one
+/// takes many steps, and both payloads are exact.
+#[test]
+fn acceptance_09_bounded_service() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let acc = func(&dev, "accumulate", CoreType::Aiv, kit::k_accumulate);
+        let arena = 8192u64;
+        let n = (arena / 2 / 4) as u32;
+        let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let x = dev.tensor_from(&[n], &xs).unwrap();
+        let host_m: Vec<f32> = (0..2 * n).map(|i| -(i as f32)).collect();
+        let m = dev.tensor_from(&[2 * n], &host_m).unwrap();
+        // Every other element: n of them, innermost stride 2.
+        let y = pto::runtime::graph::Tensor::strided(m.tensor().buffer, DType::F32, 0, &[n], &[2]).unwrap();
+        let g = dev.build(|g| g.submit(Task::aiv(acc).input(&x.tensor()).inout(&y)).map(|_| ())).unwrap();
+        let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(arena);
+        let (r, d) = run(&dev, &g, cfg, "bounded");
+        let c = capture(&r);
+        assert!(c.largest_step <= c.max_step, "no step past max_bytes: {c:?}");
+        assert!(c.steps >= 2 * (arena / 2) / c.max_step, "the clamp-sized argument took many steps: {c:?}");
+        let x0 = d.find(0, 0, Stage::BeforeDispatch).unwrap();
+        assert!(!x0.truncated && x0.payload_len == arena / 2);
+        assert_eq!(d.data::<f32>(x0).unwrap(), xs);
+        let y0 = d.find(0, 1, Stage::BeforeDispatch).unwrap();
+        let want: Vec<f32> = (0..n).map(|i| -((2 * i) as f32)).collect();
+        assert_eq!(d.data::<f32>(y0).unwrap(), want);
+        let y1 = d.find(0, 1, Stage::AfterCompletion).unwrap();
+        assert_eq!(d.data::<f32>(y1).unwrap(), want.iter().zip(&xs).map(|(a, b)| a + b).collect::<Vec<_>>());
+    }
+}
+
+/// Item 10: an induced capture timeout (the AICPU stops advancing an open reservation): the
+/// run fails with ARGS_CAPTURE_TIMEOUT at the boundary, the lane is left unsettled (the
+/// accounting is unknown), no record of the abandoned reservation is committed and the task
+/// never completed; the device is usable for the next run.
+#[test]
+fn acceptance_10_failure_close() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let add1 = func(&dev, "add1", CoreType::Aiv, kit::k_add1);
+        let x = dev.tensor_from(&[4096], &vec![0.0f32; 4096]).unwrap();
+        let g = dev.build(|g| g.submit(Task::aiv(add1).inout(&x.tensor())).map(|_| ())).unwrap();
+        let dir = tmp("failure");
+        let cfg = RunConfig::default()
+            .with_dump(Some(DumpLevel::Full))
+            .with_dump_arena(64 * 1024)
+            .with_executor(Executor::Resident)
+            .with_dump_dir(&dir);
+        let r = {
+            let _b = breakage::activate(breakage::CAPTURE_STALL_OPEN);
+            dev.run_with(&g, &cfg)
+        };
+        match r {
+            Err(Error::Device(e)) => {
+                assert_eq!(e.code, ErrorCode::Device(DeviceFault::ArgsCaptureTimeout), "{e}");
+                assert_eq!(e.site, Site::CaptureBefore, "{e}");
+                assert_eq!(e.task, Some(0), "{e}");
+            }
+            other => panic!("expected ARGS_CAPTURE_TIMEOUT, got {other:?}"),
+        }
+        let d = Dump::open(&dir).unwrap();
+        assert!(!d.accounting.known(), "the lane was left unsettled: {:?}", d.accounting);
+        assert!(d.find(0, 0, Stage::BeforeDispatch).is_none(), "nothing of the abandoned reservation");
+        assert!(d.find(0, 0, Stage::AfterCompletion).is_none(), "the task never completed");
+        assert_eq!(x.read::<f32>().unwrap(), vec![0.0f32; 4096], "the kernel never ran");
+        let _ = std::fs::remove_dir_all(&dir);
+        // The next run is whole.
+        let (r, _) = run(&dev, &g, RunConfig::default().with_dump(Some(DumpLevel::Full)), "after-failure");
+        assert_eq!(r.tasks, 1);
+    }
+}
+
+/// Item 11: diagnostics off. With the dump off a resident run reserves no capture region
+/// (`RunReport::capture` is `None`); with PARTIAL and nothing marked the region exists but no
+/// phase is requested and no slot is claimed — counted, not timed.
+#[test]
+fn acceptance_11_diagnostics_off() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let (y, g) = kit::add1_chain(&dev, 16).unwrap();
+        let r = dev.run_with(&g, &RunConfig::default().with_executor(Executor::Resident)).unwrap();
+        assert_eq!(r.capture, None, "no control storage with the dump off");
+        assert_eq!(r.dump, None);
+        let (r, d) = run(&dev, &g, RunConfig::default().with_dump(Some(DumpLevel::Partial)), "off");
+        let c = capture(&r);
+        assert_eq!((c.requests, c.claims, c.steps), (0, 0, 0), "nothing marked: no rendezvous, no request: {c:?}");
+        assert!(d.records.is_empty());
+        assert_eq!(y.read::<f32>().unwrap(), vec![32.0f32; 16]);
+    }
+}
+
+/// Where the reference refuses, pto-rt captures: on chain513 the resident route's records
+/// equal the legacy route's value for value (task, argument, stage, view and payload bytes).
+#[test]
+fn chain513_resident_records_equal_legacy_records() {
+    let _s = serial();
+    let (dev, k) = kit::setup(pto::open).unwrap();
+    let rt = RuntimeKind::HostBuiltGraph;
+    let mut dumps = Vec::new();
+    for e in [Executor::Resident, Executor::Legacy] {
+        let dir = tmp(&format!("chain513-{e}"));
+        let o =
+            kit::executed(e, || kit::dumped(Some(DumpLevel::Full), Some(dir.clone()), || kit::chain513(&dev, &k, rt)))
+                .unwrap();
+        assert_eq!(o.report.executor, e);
+        let rep = o.report.dump.expect("a dump report");
+        dumps.push(Dump::open(&rep.dir).unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let key = |d: &Dump| {
+        let mut v: Vec<_> = d
+            .records
+            .iter()
+            .map(|r| {
+                let mut r2 = r.clone();
+                (r2.lane, r2.seq, r2.payload_offset) = (0, 0, 0);
+                (format!("{r2:?}"), d.bytes(r).to_vec())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (res, leg) = (key(&dumps[0]), key(&dumps[1]));
+    assert_eq!(res.len(), 3 + 512 * 3);
+    assert!(res == leg, "the resident route's records differ from the legacy route's");
+    assert_eq!(kit::check_chain513_dump(&dumps[0]), Ok(3 + 512 * 3));
+}
