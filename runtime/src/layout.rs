@@ -476,7 +476,9 @@ pub mod capture_request {
     pub const TICK: u64 = 56;
 }
 
-/// Words of an acknowledgement line (the AICPU writes `PHASE_SEQ` last).
+/// Words of an acknowledgement line. The AICPU writes every other word, a store barrier, then
+/// `TICK` last: the tick is the line's version (it changes with every answer), so it is the
+/// one word every waiter watches, and a read bracketed by two equal ticks is one answer.
 pub mod capture_ack {
     /// What the AICPU did with the request ([`capture_status`](super::capture_status)).
     pub const STATUS: u64 = 0;
@@ -484,13 +486,13 @@ pub mod capture_ack {
     pub const ARG_INDEX: u64 = 8;
     /// Payload bytes of it copied so far.
     pub const CURSOR: u64 = 16;
-    /// The request tick this answers.
+    /// The request tick this answers (written last).
     pub const TICK: u64 = 24;
     /// The run's epoch.
     pub const EPOCH: u64 = 32;
     /// The task id.
     pub const TASK: u64 = 40;
-    /// The phase identity, written last.
+    /// The phase identity.
     pub const PHASE_SEQ: u64 = 48;
 }
 

@@ -137,29 +137,26 @@ pub struct Ack {
     pub identity: (u64, u64, u64),
 }
 
-/// Read the acknowledgement line at `line`: the tick and the identity on both sides of the
-/// status and echoes, so a line rewritten during the read (a newer answer, or a new phase's
-/// identity) reads as `None` rather than as a torn mix of two answers.
+/// Read the acknowledgement line at `line`: the tick (written last) on both sides of the
+/// other words, so a line rewritten during the read reads as `None` rather than as a torn mix
+/// of two answers. Only this phase's answers are written to the line while any of its
+/// participants reads it (its publisher asks for nothing else before they all departed).
 pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
-    let id = |a: &G| {
-        (
-            a.query(line.offset(capture_ack::EPOCH)),
-            a.query(line.offset(capture_ack::TASK)),
-            a.query(line.offset(capture_ack::PHASE_SEQ)),
-        )
-    };
     let tick = a.query(line.offset(capture_ack::TICK));
-    let first = id(a);
     a.rmb();
     let ack = Ack {
         status: a.query(line.offset(capture_ack::STATUS)),
         arg_index: a.query(line.offset(capture_ack::ARG_INDEX)),
         cursor: a.query(line.offset(capture_ack::CURSOR)),
         tick,
-        identity: first,
+        identity: (
+            a.query(line.offset(capture_ack::EPOCH)),
+            a.query(line.offset(capture_ack::TASK)),
+            a.query(line.offset(capture_ack::PHASE_SEQ)),
+        ),
     };
     a.rmb();
-    (id(a) == first && a.query(line.offset(capture_ack::TICK)) == tick).then_some(ack)
+    (a.query(line.offset(capture_ack::TICK)) == tick).then_some(ack)
 }
 
 /// A request as the core writes it.
@@ -240,10 +237,6 @@ const SLICE_US: u64 = 1_000;
 /// How long a publisher waits before it asks again after a WOULD_BLOCK answer.
 const RETRY_US: u64 = 200;
 
-/// Quick re-reads after a wake that found the line mid-rewrite (its identity is written
-/// after the word the core waits on), before the core sleeps again.
-const REREADS: u32 = 64;
-
 impl Boundary {
     /// Worker `w` (cluster `c`) of a run of epoch `epoch` over the region `l`.
     pub fn new<G: GmAtomic>(a: &G, l: CaptureLayout, w: u32, c: u32, epoch: u64) -> Boundary {
@@ -318,7 +311,8 @@ impl Boundary {
                                 crate::codes::DeviceFault::ArgsCaptureTimeout
                             })));
                         }
-                        self.pause(a, slot.offset(capture_slot::CLAIM), deadline);
+                        let at = slot.offset(capture_slot::CLAIM);
+                        self.pause(a, at, a.query(at), deadline);
                     }
                 }
             }
@@ -334,9 +328,9 @@ impl Boundary {
         if sealed { Ok(()) } else { Err(Failure::Aborted(w.code)) }
     }
 
-    /// Wait a slice on `word` (or until `deadline`).
-    fn pause<A: AicoreAgent>(&self, a: &A, word: GmAddr, deadline: u64) {
-        let seen = a.query(word);
+    /// Wait a slice (or until `deadline`) for `word` to change from `seen`, the value the
+    /// caller's last look was based on (so a store landing since then ends the wait at once).
+    fn pause<A: AicoreAgent>(&self, a: &A, word: GmAddr, seen: u64, deadline: u64) {
         let until = deadline.min(a.now_ticks().saturating_add(a.ticks_from_micros(SLICE_US)));
         a.wait_for_word(word, seen, until);
     }
@@ -383,7 +377,8 @@ impl Boundary {
                 if a.now_ticks() >= w.deadline {
                     return Err(Failure::Aborted(Some(crate::codes::DeviceFault::ArgsCaptureTimeout)));
                 }
-                self.pause(a, s.offset(capture_slot::RELEASED + 8 * p), w.deadline);
+                let at = s.offset(capture_slot::RELEASED + 8 * p);
+                self.pause(a, at, a.query(at), w.deadline);
             }
         }
         let seq = self.seq.get() % 0xFFFF_FFFF + 1;
@@ -405,9 +400,10 @@ impl Boundary {
         a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
         a.send_event();
         let ack_line = GmAddr(self.l.ack(self.w));
-        let mut spins = 0u32;
         loop {
-            if let Some(ack) = read_ack(a, ack_line)
+            // The tick the look was based on; `None`: the line changed during the read.
+            let seen = read_ack(a, ack_line).map(|ack| (ack, ack.tick));
+            if let Some((ack, _)) = seen
                 && ack.identity == (self.epoch, task as u64, seq)
                 && ack.tick == r.tick
             {
@@ -435,13 +431,10 @@ impl Boundary {
             if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
-            if spins < REREADS {
-                spins += 1;
-                crate::sync::spin_hint();
-                continue;
+            match seen {
+                Some((_, tick)) => self.pause(a, ack_line.offset(capture_ack::TICK), tick, w.deadline),
+                None => crate::sync::spin_hint(),
             }
-            spins = 0;
-            self.pause(a, ack_line.offset(capture_ack::TICK), w.deadline);
         }
     }
 
@@ -460,11 +453,13 @@ impl Boundary {
     ) -> Result<bool, Failure> {
         let word = slot.offset(capture_slot::PUBLISHER + 8 * phase);
         let mut publisher_seen = None;
-        let mut spins = 0u32;
         loop {
             if publisher_seen.is_none() {
                 publisher_seen = publisher(a, slot, phase);
             }
+            // What to wait on, and the value the look was based on; `None`: the line changed
+            // during the read (look again at once).
+            let mut wait = Some((word, 0));
             if let Some((p, seq)) = publisher_seen {
                 let seq = if crate::breakage::broken(crate::breakage::CAPTURE_PEER_OWN_SEQ) {
                     // Broken on purpose: the peer's own counter proves nothing about this phase.
@@ -472,14 +467,17 @@ impl Boundary {
                 } else {
                     seq
                 };
-                if let Some(ack) = read_ack(a, GmAddr(self.l.ack(p)))
-                    && ack.identity == (self.epoch, task as u64, seq)
-                {
-                    match ack.status {
-                        crate::layout::capture_status::SEALED => return Ok(true),
-                        crate::layout::capture_status::ABORTED => return Ok(false),
-                        _ => {}
+                let line = GmAddr(self.l.ack(p));
+                wait = None;
+                if let Some(ack) = read_ack(a, line) {
+                    if ack.identity == (self.epoch, task as u64, seq) {
+                        match ack.status {
+                            crate::layout::capture_status::SEALED => return Ok(true),
+                            crate::layout::capture_status::ABORTED => return Ok(false),
+                            _ => {}
+                        }
                     }
+                    wait = Some((line.offset(capture_ack::TICK), ack.tick));
                 }
             }
             if a.read_dmb() == regs::DMB_EXIT {
@@ -488,17 +486,10 @@ impl Boundary {
             if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
-            if spins < REREADS {
-                spins += 1;
-                crate::sync::spin_hint();
-                continue;
+            match wait {
+                Some((on, seen)) => self.pause(a, on, seen, w.deadline),
+                None => crate::sync::spin_hint(),
             }
-            spins = 0;
-            let on = match publisher_seen {
-                Some((p, _)) => GmAddr(self.l.ack(p) + capture_ack::STATUS),
-                None => word,
-            };
-            self.pause(a, on, w.deadline);
         }
     }
 

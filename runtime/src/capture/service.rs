@@ -337,8 +337,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         self.a.fetch_add(GmAddr(self.l.header(capture_header::WOULD_BLOCK)), 1);
     }
 
-    /// Write request `i`'s acknowledgement: status and echoes, then the identity, `phase_seq`
-    /// last.
+    /// Write request `i`'s acknowledgement: status, echoes and identity, a store barrier, then
+    /// the answered tick last (the word its waiters watch; the store wakes them).
     fn ack(&mut self, i: usize, status: u64, arg: u64, cursor: u64) {
         let line = GmAddr(self.l.ack(self.cores[i].w));
         let Some(r) = self.cores[i].req.as_mut() else { return };
@@ -347,13 +347,11 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         a.store_direct(line.offset(capture_ack::STATUS), status);
         a.store_direct(line.offset(capture_ack::ARG_INDEX), arg);
         a.store_direct(line.offset(capture_ack::CURSOR), cursor);
-        a.store_barrier();
-        a.store_direct(line.offset(capture_ack::TICK), r.tick);
-        a.store_barrier();
         a.store_direct(line.offset(capture_ack::EPOCH), self.epoch);
         a.store_direct(line.offset(capture_ack::TASK), r.task as u64);
         a.store_direct(line.offset(capture_ack::PHASE_SEQ), r.seq);
-        a.send_event();
+        a.store_barrier();
+        a.store_direct(line.offset(capture_ack::TICK), r.tick);
     }
 
     /// The producer stops: an open reservation is abandoned (one dropped record) and the lane
