@@ -369,6 +369,11 @@ fn lane_producer(d: LoomAicpu, shape: Shape, blocked: &Tally) -> Vec<u32> {
                 }
                 Begin::WouldBlock(Blocked::NoBuffer) => blocked.hit(0),
                 Begin::WouldBlock(Blocked::ArenaFull) => blocked.hit(1),
+                // This producer commits each reservation before it asks again, so its lane
+                // never holds one open: being told so is a lane bug.
+                Begin::WouldBlock(Blocked::ReservationOpen) => {
+                    panic!("task {task}: lane reports an open reservation none was left open")
+                }
                 Begin::Refused(why) => panic!("task {task} refused: {why:?}"),
             }
             thread::yield_now();
