@@ -12,7 +12,8 @@
 //! the cost of swimlane tracing (`RunConfig::with_trace`) at N=1000, on vs off in the same
 //! process with the rounds interleaved (`--trace-cost` runs that section alone), and the cost of
 //! the args dump at N=1000: off, `Partial` with nothing marked (the selection test alone) and
-//! `Full` (with records/s and MB/s; `--dump-cost` runs that section alone), and the host-built
+//! `Full` (with records/s and MB/s; `--dump-cost` runs that section alone, the host-built graph
+//! on the `--executor` given), and the host-built
 //! graph on the legacy against the resident executor at N=1000 (`--executor-cost` runs that
 //! section alone). `--executor` chooses the host-built graph's executor for the main table
 //! (default `auto`: resident where it can run the graph). `--help` prints the
@@ -63,7 +64,8 @@ struct Cli {
     /// AICPU threads to launch (default: all of the board's).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     threads: Option<u32>,
-    /// The host-built graph's executor for the main table: auto, legacy or resident.
+    /// The host-built graph's executor for the main table and the args-dump section: auto,
+    /// legacy or resident.
     #[arg(long, value_name = "EXECUTOR", value_parser = pto_testkit::parse_executor, default_value = "auto")]
     executor: Executor,
     /// Run only the tracing on / off section.
@@ -110,8 +112,8 @@ fn main() {
         return;
     }
     if dump_cost_only {
-        let (rows, full) = dump_cost(&dev, &k, &runtimes, rounds);
-        print_dump_cost(&rows, &full);
+        let (rows, full) = dump_cost(&dev, &k, &runtimes, rounds, cli.executor);
+        print_dump_cost(&rows, &full, cli.executor);
         return;
     }
     let mut table = Vec::new();
@@ -168,7 +170,7 @@ fn main() {
     let cache_ratio = cache_model_cost(&dev, &k, rounds);
     let protect_ratio = protection_cost(&dev, &k, &runtimes, rounds);
     let trace_ratio = tracing_cost(&dev, &k, &runtimes, rounds);
-    let (dump_rows, dump_full) = dump_cost(&dev, &k, &runtimes, rounds);
+    let (dump_rows, dump_full) = dump_cost(&dev, &k, &runtimes, rounds, cli.executor);
     let executor_ratio =
         if runtimes.contains(&RuntimeKind::HostBuiltGraph) { executor_cost(&dev, &k, rounds) } else { Vec::new() };
 
@@ -244,7 +246,7 @@ fn main() {
     print_cost(PROTECT_TITLE, &PROTECT_NAMES, &protect_ratio);
     print_cost(TRACE_TITLE, &TRACE_NAMES, &trace_ratio);
     print_cost(EXECUTOR_TITLE, &EXECUTOR_NAMES, &executor_ratio);
-    print_dump_cost(&dump_rows, &dump_full);
+    print_dump_cost(&dump_rows, &dump_full, cli.executor);
     let doc = BenchReport {
         format_version: FORMAT_VERSION,
         board: Selected::NAME,
@@ -427,19 +429,22 @@ fn tracing_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind]
 }
 
 /// The args dump off (variant 0), at `Partial` with nothing marked (1: the selection test and
-/// the lanes, no record), and at `Full` (2). Returns the rows and, per row order, the `Full`
+/// the lanes, no record), and at `Full` (2), the host-built graph on `executor` (on the
+/// resident executor the cores capture at their task boundaries; on the legacy one the AICPU
+/// threads do). Returns the rows and, per row order, the `Full`
 /// runs' (records, payload bytes, run time) summed.
 fn dump_cost(
     dev: &Device,
     k: &pto_testkit::Kernels,
     runtimes: &[RuntimeKind],
     rounds: usize,
+    executor: Executor,
 ) -> (Vec<CostRow>, Vec<(u64, u64, Duration)>) {
     use pto::runtime::dump::DumpLevel;
     let dir = std::env::temp_dir().join(format!("pto-bench-dump-{}", std::process::id()));
     let cfg = |i: usize, rt| {
         let level = [None, Some(DumpLevel::Partial), Some(DumpLevel::Full)][i];
-        RunConfig::default().with_runtime(rt).with_dump(level).with_dump_dir(&dir)
+        RunConfig::default().with_runtime(rt).with_executor(executor).with_dump(level).with_dump_dir(&dir)
     };
     let mut full = Vec::new();
     let mut rows_seen = 0usize;
@@ -477,9 +482,11 @@ const EXECUTOR_TITLE: &str =
     "host-built graph, legacy / resident executor, run time at N=1000 (same device, same graph, rounds interleaved):";
 const EXECUTOR_NAMES: [&str; 2] = ["legacy", "resident"];
 
-fn print_dump_cost(rows: &[CostRow], full: &[(u64, u64, Duration)]) {
+fn print_dump_cost(rows: &[CostRow], full: &[(u64, u64, Duration)], executor: Executor) {
     print_cost(
-        "args dump off / partial with nothing marked (selection only) / full, run time at N=1000 (rounds interleaved; host wall incl. collection and files):",
+        &format!(
+            "args dump off / partial with nothing marked (selection only) / full, run time at N=1000 (rounds interleaved; host wall incl. collection and files; hbg on executor {executor}):"
+        ),
         &DUMP_NAMES,
         rows,
     );

@@ -344,39 +344,79 @@ fn acceptance_11_diagnostics_off() {
     }
 }
 
+/// A dump's records with the lane, sequence and payload offset cleared (where a record landed,
+/// not what it says), each with its payload bytes, sorted.
+fn records_of(d: &Dump) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = d
+        .records
+        .iter()
+        .map(|r| {
+            let mut r2 = r.clone();
+            (r2.lane, r2.seq, r2.payload_offset) = (0, 0, 0);
+            (format!("{r2:?}"), d.bytes(r).to_vec())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Run example `f` on the host-built graph on executor `e` with the full dump into a fresh
+/// directory named `name`; the dump read back (the example checks its own result).
+fn dump_example<P: HostPlatform>(
+    dev: &host::Device<P>,
+    k: &kit::Kernels,
+    name: &str,
+    e: Executor,
+    f: kit::Workload<P>,
+) -> Dump {
+    let dir = tmp(&format!("{name}-{e}"));
+    let o = kit::executed(e, || {
+        kit::dumped(Some(DumpLevel::Full), Some(dir.clone()), || f(dev, k, RuntimeKind::HostBuiltGraph))
+    })
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(o.report.executor, e, "{name}");
+    let rep = o.report.dump.expect("a dump report");
+    assert_eq!(rep.accounting.dropped, Some(0), "{name} on {e}: a record was dropped");
+    let d = Dump::open(&rep.dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    d
+}
+
 /// Where the reference refuses, pto-rt captures: on chain513 the resident route's records
 /// equal the legacy route's value for value (task, argument, stage, view and payload bytes).
 #[test]
 fn chain513_resident_records_equal_legacy_records() {
     let _s = serial();
     let (dev, k) = kit::setup(pto::open).unwrap();
-    let rt = RuntimeKind::HostBuiltGraph;
-    let mut dumps = Vec::new();
-    for e in [Executor::Resident, Executor::Legacy] {
-        let dir = tmp(&format!("chain513-{e}"));
-        let o =
-            kit::executed(e, || kit::dumped(Some(DumpLevel::Full), Some(dir.clone()), || kit::chain513(&dev, &k, rt)))
-                .unwrap();
-        assert_eq!(o.report.executor, e);
-        let rep = o.report.dump.expect("a dump report");
-        dumps.push(Dump::open(&rep.dir).unwrap());
-        let _ = std::fs::remove_dir_all(&dir);
+    let res = dump_example(&dev, &k, "chain513", Executor::Resident, kit::chain513);
+    let leg = dump_example(&dev, &k, "chain513", Executor::Legacy, kit::chain513);
+    let (r, l) = (records_of(&res), records_of(&leg));
+    assert_eq!(r.len(), 3 + 512 * 3);
+    assert!(r == l, "the resident route's records differ from the legacy route's");
+    assert_eq!(kit::check_chain513_dump(&res), Ok(3 + 512 * 3));
+}
+
+/// `--executor resident --dump full` works on every example: each runs resident with the full
+/// dump, checks its own result, drops nothing, and records what the legacy route records,
+/// value for value.
+#[test]
+fn every_example_dumps_on_the_resident_route() {
+    let _s = serial();
+    let (dev, k) = kit::setup(pto::open).unwrap();
+    let examples: [(&str, kit::Workload<_>); 7] = [
+        ("vector", kit::vector),
+        ("mix", kit::mix),
+        ("tiny_rings", kit::tiny_rings),
+        ("manual_scope", kit::manual_scope),
+        ("bgemm", kit::attention::bgemm),
+        ("paged_attention_small", kit::attention::paged_attention_small),
+        ("chain513", kit::chain513),
+    ];
+    for (name, f) in examples {
+        let res = records_of(&dump_example(&dev, &k, name, Executor::Resident, f));
+        let leg = records_of(&dump_example(&dev, &k, name, Executor::Legacy, f));
+        assert!(!res.is_empty(), "{name}: no records on the resident route");
+        assert_eq!(res.len(), leg.len(), "{name}: record counts differ");
+        assert!(res == leg, "{name}: the resident route's records differ from the legacy route's");
     }
-    let key = |d: &Dump| {
-        let mut v: Vec<_> = d
-            .records
-            .iter()
-            .map(|r| {
-                let mut r2 = r.clone();
-                (r2.lane, r2.seq, r2.payload_offset) = (0, 0, 0);
-                (format!("{r2:?}"), d.bytes(r).to_vec())
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    let (res, leg) = (key(&dumps[0]), key(&dumps[1]));
-    assert_eq!(res.len(), 3 + 512 * 3);
-    assert!(res == leg, "the resident route's records differ from the legacy route's");
-    assert_eq!(kit::check_chain513_dump(&dumps[0]), Ok(3 + 512 * 3));
 }
