@@ -1,7 +1,8 @@
 //! The args dump on the resident route (seed 000's Mechanism R, issue 12): simulator scenes
 //! for acceptance items 1, 2, 7, 8, 9, 10 and 11, each on the simulated a5 board with the
 //! coherent and with the faithful cache model, and the chain513 equality of the two routes'
-//! records. Items 3–6 are loom models (`runtime/tests/loom_capture.rs`).
+//! records, every example dumped on both routes, and two hostile runs (a gang lane that faults,
+//! one that never returns). Items 3–6 are loom models (`runtime/tests/loom_capture.rs`).
 
 use std::sync::Mutex;
 
@@ -419,4 +420,97 @@ fn every_example_dumps_on_the_resident_route() {
         assert_eq!(res.len(), leg.len(), "{name}: record counts differ");
         assert!(res == leg, "{name}: the resident route's records differ from the legacy route's");
     }
+}
+
+/// AIV lanes of the faulting gang: lane 1 panics after lane 0 and the AIC lane did their
+/// work, so its peers reach the AFTER rendezvous and wait for a participant that never comes.
+fn k_half_two_lane1_panics(k: &mut dyn KernelContext) {
+    if k.sub_block_id() == 1 {
+        panic!("deliberate fault in a gang's second AIV lane");
+    }
+    k_half_two(k);
+}
+
+/// A hostile run: one lane of a dumping 1C2V gang faults while its peers wait for it at the
+/// AFTER boundary. The run ends in bounded time with the kernel's fault (KERNEL_FAULT at the
+/// kernel site, naming the task) — the first latch, not a capture timeout it caused; no AFTER
+/// record is committed for the task (its output capture never sealed); the next run on the
+/// same device is whole.
+#[test]
+fn a_fault_in_a_dumping_gang_is_the_kernels_and_seals_nothing() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let aic = func(&dev, "bump", CoreType::Aic, k_bump);
+        let bad = func(&dev, "half_two_lane1_panics", CoreType::Aiv, k_half_two_lane1_panics);
+        let x = dev.tensor_from(&[1024], &vec![0.0f32; 1024]).unwrap();
+        let y = dev.alloc::<f32>(&[1024]).unwrap();
+        let g =
+            dev.build(|g| g.submit(Task::mix(aic, bad).inout(&x.tensor()).output(&y.tensor())).map(|_| ())).unwrap();
+        let dir = tmp("gang-fault");
+        let cfg =
+            RunConfig::default().with_dump(Some(DumpLevel::Full)).with_executor(Executor::Resident).with_dump_dir(&dir);
+        let started = std::time::Instant::now();
+        match dev.run_with(&g, &cfg) {
+            Err(Error::Device(e)) => {
+                assert_eq!(e.code, ErrorCode::Device(DeviceFault::KernelFault), "faithful={faithful}: {e}");
+                assert_eq!(e.site, Site::Kernel, "{e}");
+                assert_eq!(e.task, Some(0), "{e}");
+            }
+            other => panic!("faithful={faithful}: expected KERNEL_FAULT, got {other:?}"),
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "bounded: {:?}", started.elapsed());
+        let d = Dump::open(&dir).unwrap();
+        assert!(d.find(0, 0, Stage::AfterCompletion).is_none(), "no output capture of a task that faulted");
+        assert!(d.find(0, 1, Stage::AfterCompletion).is_none(), "no output capture of a task that faulted");
+        let _ = std::fs::remove_dir_all(&dir);
+        let (y2, g2) = kit::add1_chain(&dev, 16).unwrap();
+        let (r, d) = run(&dev, &g2, RunConfig::default().with_dump(Some(DumpLevel::Full)), "after-gang-fault");
+        assert_eq!(r.tasks, 16);
+        assert_eq!(d.records.len(), 16 * 2, "x before and after, per task");
+        assert_eq!(y2.read::<f32>().unwrap(), vec![16.0f32; 16]);
+    }
+}
+
+static RELEASE_HUNG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// AIV lanes of the hanging gang: lane 1 never returns until the test releases it.
+fn k_half_two_lane1_hangs(k: &mut dyn KernelContext) {
+    if k.sub_block_id() == 1 {
+        while !RELEASE_HUNG.load(std::sync::atomic::Ordering::Acquire) {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    k_half_two(k);
+}
+
+/// A hostile run: one lane of a dumping 1C2V gang never returns while its peers wait for it at
+/// the AFTER boundary. The run ends in bounded time, and the error names the hung kernel
+/// (KERNEL_HUNG at the completion wait), not the capture timeout its peers ran into.
+#[test]
+fn a_hung_lane_in_a_dumping_gang_is_reported_as_hung() {
+    let _s = serial();
+    let raw = SimA5::open().unwrap_or_else(|e| panic!("open: {e}"));
+    let dev: Dev = host::Device::new_in_process(raw, Timeouts::new(300_000, 300_000, 30_000_000)).unwrap();
+    let aic = func(&dev, "bump", CoreType::Aic, k_bump);
+    let bad = func(&dev, "half_two_lane1_hangs", CoreType::Aiv, k_half_two_lane1_hangs);
+    let x = dev.tensor_from(&[1024], &vec![0.0f32; 1024]).unwrap();
+    let y = dev.alloc::<f32>(&[1024]).unwrap();
+    let g = dev.build(|g| g.submit(Task::mix(aic, bad).inout(&x.tensor()).output(&y.tensor())).map(|_| ())).unwrap();
+    let dir = tmp("gang-hang");
+    let cfg =
+        RunConfig::default().with_dump(Some(DumpLevel::Full)).with_executor(Executor::Resident).with_dump_dir(&dir);
+    let started = std::time::Instant::now();
+    let r = dev.run_with(&g, &cfg);
+    let took = started.elapsed();
+    RELEASE_HUNG.store(true, std::sync::atomic::Ordering::Release);
+    match r {
+        Err(Error::Device(e)) => {
+            assert_eq!(e.code, ErrorCode::Device(DeviceFault::KernelHung), "{e}");
+            assert_eq!((e.site, e.task), (Site::Completion, Some(0)), "{e}");
+        }
+        other => panic!("expected KERNEL_HUNG, got {other:?}"),
+    }
+    assert!(took < std::time::Duration::from_secs(20), "bounded by the watchdog: {took:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
