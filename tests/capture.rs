@@ -283,6 +283,50 @@ fn acceptance_09_bounded_service() {
     }
 }
 
+/// Item 6 at the service: a request that asks while another core's reservation is open on
+/// the lane is answered WOULD_BLOCK (nothing reserved, nothing accounted), asks again, and is
+/// served once the open record commits. One AICPU thread serves every core; the service holds
+/// the first reservation open (`CAPTURE_HOLD_OPEN`) until it has told the other core
+/// WOULD_BLOCK, so the schedule is forced, not hoped for (a service that left the second
+/// request unanswered would let its budget run out: ARGS_CAPTURE_TIMEOUT).
+#[test]
+fn a_request_behind_an_open_reservation_is_told_would_block_and_served_after() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let acc = func(&dev, "accumulate", CoreType::Aiv, kit::k_accumulate);
+        // 64 KiB arena: 4 KiB steps, so each 16 KiB input is a reservation over four.
+        let n = 4096u32;
+        let xs: Vec<Vec<f32>> = (0..2).map(|t| (0..n).map(|i| (t * 10_000 + i) as f32).collect()).collect();
+        let x: Vec<_> = xs.iter().map(|v| dev.tensor_from(&[n], v).unwrap()).collect();
+        let y: Vec<_> = (0..2).map(|_| dev.tensor_from(&[16], &[1.0f32; 16]).unwrap()).collect();
+        let g = dev
+            .build(|g| {
+                for (x, y) in x.iter().zip(&y) {
+                    g.submit(Task::aiv(acc).input(&x.tensor()).inout(&y.tensor()))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let cfg =
+            RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(64 * 1024).with_aicpu_threads(1);
+        let (r, d) = {
+            let _b = breakage::activate(breakage::CAPTURE_HOLD_OPEN);
+            run(&dev, &g, cfg, "held-open")
+        };
+        let c = capture(&r);
+        assert!(c.would_block >= 1, "faithful={faithful}: the second request was told WOULD_BLOCK: {c:?}");
+        assert_eq!(c.unsettled_slots, 0, "{c:?}");
+        let rep = r.dump.as_ref().expect("a dump report");
+        assert_eq!(rep.accounting.dropped, Some(0), "a WOULD_BLOCK is not a dropped record");
+        for t in 0..2u32 {
+            let x0 = d.find(t, 0, Stage::BeforeDispatch).unwrap();
+            assert_eq!(d.data::<f32>(x0).unwrap(), xs[t as usize], "task {t}'s input, whole");
+        }
+        assert_eq!(d.records.len(), 2 * 3, "per task: x before, y before and after");
+    }
+}
+
 /// Item 10: an induced capture timeout (the AICPU stops advancing an open reservation): the
 /// run fails with ARGS_CAPTURE_TIMEOUT at the boundary, the lane is left unsettled (the
 /// accounting is unknown), no record of the abandoned reservation is committed and the task

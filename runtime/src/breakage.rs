@@ -89,6 +89,9 @@ pub const CAPTURE_TWO_RESERVATIONS: u32 = 1 << 27;
 /// Fault injection: the AICPU capture service stops advancing a reservation once it is open
 /// (it still answers aborts): the owner's budget runs out mid-record.
 pub const CAPTURE_STALL_OPEN: u32 = 1 << 28;
+/// Fault injection: the AICPU capture service holds an open reservation (does not advance it)
+/// until it has answered another core's request WOULD_BLOCK.
+pub const CAPTURE_HOLD_OPEN: u32 = 1 << 29;
 
 // A process-wide test switch, set before a model or a run starts and never part of a
 // protocol; a `static` cannot hold a loom atomic (no `const` constructor).

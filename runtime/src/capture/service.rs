@@ -5,9 +5,12 @@
 //! One [`Service::step`] is bounded: it scans every served core's request line once (a request
 //! seen for the first time is stamped with the thread's next `observe_tick`), answers an
 //! aborted phase, then serves one request — the one whose reservation is open if it asked
-//! again, else the earliest observed — copying at most `max_bytes` of payload; a request that
-//! asks while another core's reservation is open stays queued, unanswered, in observation
-//! order (the lane itself answers such a begin `WouldBlock(ReservationOpen)`). Between steps
+//! again, else the earliest observed request in flight — copying at most `max_bytes` of
+//! payload. A request that asks while another core's reservation is open is answered
+//! WOULD_BLOCK (the lane would answer its begin `WouldBlock(ReservationOpen)`): nothing is
+//! reserved or accounted for it, and it keeps its place, its first observation, across any
+//! number of such answers — the earliest observed request in flight is served next even while
+//! it waits to ask again, so no later publisher overtakes it. Between steps
 //! the supervisor polls completion, the error latch and its stop flag, so no argument, however
 //! large or strided, holds the thread.
 //!
@@ -64,7 +67,8 @@ pub struct ServiceStats {
     pub sealed: u64,
     /// Phases aborted.
     pub aborted: u64,
-    /// WOULD_BLOCK answers (the lane had no buffer or no arena room).
+    /// WOULD_BLOCK answers (the lane had no buffer, no arena room, or another core's
+    /// reservation open).
     pub would_block: u64,
     /// Records committed.
     pub committed: u64,
@@ -149,21 +153,43 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         // The open reservation's owner first: it keeps advancing.
         let owner = self.open.as_ref().map(|(i, _)| *i);
         let stalled = crate::breakage::broken(crate::breakage::CAPTURE_STALL_OPEN);
+        let held = owner.is_some()
+            && self.stats.would_block == 0
+            && crate::breakage::broken(crate::breakage::CAPTURE_HOLD_OPEN);
         let chosen = match owner {
-            Some(_) if stalled => None,
-            Some(i) => self.cores[i].req.filter(|r| r.tick != r.answered).map(|_| i),
+            Some(_) if stalled || held => None,
+            Some(i) => Some(i).filter(|&i| self.asking(i)),
+            // The earliest observed request in flight, whether or not it asked again since its
+            // last answer: one told WOULD_BLOCK keeps its place until it asks again.
             None => (0..self.cores.len())
-                .filter(|&i| self.cores[i].req.is_some_and(|r| r.tick != r.answered))
-                .min_by_key(|&i| self.cores[i].req.map_or(u64::MAX, |r| r.observed)),
+                .filter(|&i| self.cores[i].req.is_some())
+                .min_by_key(|&i| self.cores[i].req.map_or(u64::MAX, |r| r.observed))
+                .filter(|&i| self.asking(i)),
         };
         if let Some(i) = chosen {
             self.serve(i);
             answered = true;
         }
-        // Everyone else who asked while a reservation is open stays queued, unanswered, with
-        // its observation tick: it is served, in that order, once the lane's one reservation
-        // closes (answering WOULD_BLOCK here would only make it ask again).
+        // While a reservation is open, every other request that asked is told WOULD_BLOCK:
+        // nothing reserved, nothing accounted; it asks again later and keeps its place.
+        if let Some(o) = self.open.as_ref().map(|(o, _)| *o) {
+            for i in 0..self.cores.len() {
+                if i != o
+                    && self.asking(i)
+                    && let Some(r) = self.cores[i].req
+                {
+                    self.count_would_block();
+                    self.ack(i, capture_status::WOULD_BLOCK, r.arg as u64, 0);
+                    answered = true;
+                }
+            }
+        }
         answered
+    }
+
+    /// Whether served core `i` has a request in flight that asked since its last answer.
+    fn asking(&self, i: usize) -> bool {
+        self.cores[i].req.is_some_and(|r| r.tick != r.answered)
     }
 
     /// Answer the aborted phases only (the run is stopping: nothing else is served).
