@@ -347,9 +347,10 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             }
         }
         if status == capture_status::SEALED {
+            // The lane publishes a buffer when it is full, when the arena is (so the host can
+            // make room) and at close: publishing every sealed phase would spend a buffer per
+            // phase and leave the next ones waiting for the host's drain (WOULD_BLOCK).
             self.stats.sealed += 1;
-            // Publish what the phase committed, so the host can drain while the cores run.
-            self.lane.publish();
         }
         self.cores[i].req = Some(r);
         self.ack(i, status, r.arg as u64, cursor);
