@@ -214,11 +214,23 @@ fn a_slots_first_run_is_covered_too() {
     }
 }
 
-/// Class 2: two AICores write different halves of one line; both write back.
+/// Blocks of the `half` kernel that have started in the current run.
+static HALF_STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Class 2: two AICores write different halves of one line; both write back. Each block
+/// waits (at most 5 s) until the other has started, so the two blocks run on two cores at
+/// once: an executor is free to run both blocks of a task on one core in turn (the resident
+/// one does when the second core is slow to wake), and then no line is shared.
 #[test]
 fn two_cores_writing_one_line_are_caught() {
     let _s = serial();
     fn half(k: &mut dyn KernelContext) {
+        use std::sync::atomic::Ordering;
+        HALF_STARTED.fetch_add(1, Ordering::AcqRel);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while HALF_STARTED.load(Ordering::Acquire) < 2 && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let b = k.block_idx();
         let stride = k.scalar_arg(0) as u32;
         for j in 0..8 {
@@ -232,7 +244,9 @@ fn two_cores_writing_one_line_are_caught() {
         let g = dev
             .build(|g| g.submit(Task::aiv(f).output(&out.tensor()).scalar(stride as u64).blocks(2)).map(|_| ()))
             .unwrap();
+        HALF_STARTED.store(0, std::sync::atomic::Ordering::Release);
         let r = dev.run(&g);
+        assert_eq!(HALF_STARTED.load(std::sync::atomic::Ordering::Acquire), 2);
         if shared_line {
             assert_caught(r, Missing::WholeLineRule);
         } else {
