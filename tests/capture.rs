@@ -448,16 +448,7 @@ fn chain513_resident_records_equal_legacy_records() {
 fn every_example_dumps_on_the_resident_route() {
     let _s = serial();
     let (dev, k) = kit::setup(pto::open).unwrap();
-    let examples: [(&str, kit::Workload<_>); 7] = [
-        ("vector", kit::vector),
-        ("mix", kit::mix),
-        ("tiny_rings", kit::tiny_rings),
-        ("manual_scope", kit::manual_scope),
-        ("bgemm", kit::attention::bgemm),
-        ("paged_attention_small", kit::attention::paged_attention_small),
-        ("chain513", kit::chain513),
-    ];
-    for (name, f) in examples {
+    for (name, f) in kit::examples() {
         let res = records_of(&dump_example(&dev, &k, name, Executor::Resident, f));
         let leg = records_of(&dump_example(&dev, &k, name, Executor::Legacy, f));
         assert!(!res.is_empty(), "{name}: no records on the resident route");

@@ -22,20 +22,6 @@ fn device_error(e: Error) -> DeviceError {
     }
 }
 
-/// The workloads the resident executor runs (every example but the device-side ones), by
-/// name.
-fn resident_workloads() -> [(&'static str, Workload<pto::SelectedPlatform>); 7] {
-    [
-        ("mix", pto_testkit::mix),
-        ("vector", pto_testkit::vector),
-        ("chain513", pto_testkit::chain513),
-        ("bgemm", pto_testkit::attention::bgemm),
-        ("paged_attention_small", pto_testkit::attention::paged_attention_small),
-        ("tiny_rings", pto_testkit::tiny_rings),
-        ("manual_scope", pto_testkit::manual_scope),
-    ]
-}
-
 fn run(e: Executor, w: Workload<pto::SelectedPlatform>, dev: &Device, k: &Kernels) -> Result<Outcome, Failure> {
     executed(e, || w(dev, k, RuntimeKind::HostBuiltGraph))
 }
@@ -46,7 +32,7 @@ fn run(e: Executor, w: Workload<pto::SelectedPlatform>, dev: &Device, k: &Kernel
 #[test]
 fn every_example_passes_on_the_resident_executor() {
     let (dev, k) = device();
-    for (name, w) in resident_workloads() {
+    for (name, w) in pto_testkit::examples() {
         let legacy = run(Executor::Legacy, w, &dev, &k).unwrap_or_else(|e| panic!("{name} legacy: {e}"));
         let resident = run(Executor::Resident, w, &dev, &k).unwrap_or_else(|e| panic!("{name} resident: {e}"));
         assert_eq!(legacy.report.executor, Executor::Legacy, "{name}");

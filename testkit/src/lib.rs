@@ -809,6 +809,20 @@ impl<P: HostPlatform> Prepared<P> {
 /// The workload signature shared by the examples.
 pub type Workload<P> = fn(&Device<P>, &Kernels, RuntimeKind) -> Result<Outcome, Failure>;
 
+/// Every example's workload, by the example's name (each runs on both runtimes and checks its
+/// own result).
+pub fn examples<P: HostPlatform>() -> [(&'static str, Workload<P>); 7] {
+    [
+        ("mix", mix),
+        ("vector", vector),
+        ("chain513", chain513),
+        ("bgemm", attention::bgemm),
+        ("paged_attention_small", attention::paged_attention_small),
+        ("tiny_rings", tiny_rings),
+        ("manual_scope", manual_scope),
+    ]
+}
+
 /// Which runtimes a command line names (`--runtime hbg|trb|both`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum RuntimeChoice {
