@@ -1,8 +1,9 @@
 //! The args dump on the resident route (seed 000's Mechanism R, issue 12): simulator scenes
 //! for acceptance items 1, 2, 7, 8, 9, 10 and 11, each on the simulated a5 board with the
 //! coherent and with the faithful cache model, and the chain513 equality of the two routes'
-//! records, every example dumped on both routes, and two hostile runs (a gang lane that faults,
-//! one that never returns). Items 3–6 are loom models (`runtime/tests/loom_capture.rs`).
+//! records, every example dumped on both routes, and hostile runs (a gang lane that faults, one
+//! that never returns, two host threads dumping at once). Items 3–6 are loom models
+//! (`runtime/tests/loom_capture.rs`).
 
 use std::sync::Mutex;
 
@@ -548,4 +549,35 @@ fn a_hung_lane_in_a_dumping_gang_is_reported_as_hung() {
     }
     assert!(took < std::time::Duration::from_secs(20), "bounded by the watchdog: {took:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A hostile host: two threads run dumping resident graphs on one device at once. The runs
+/// take turns; each gets its own complete dump (every record, none dropped) and its result.
+#[test]
+fn dumping_runs_from_two_host_threads_each_get_their_whole_dump() {
+    let _s = serial();
+    let dev = device(false);
+    // Registered once up front: the threads' graphs share it.
+    func(&dev, "add1", CoreType::Aiv, kit::k_add1);
+    std::thread::scope(|s| {
+        for t in 0..2u32 {
+            let dev = &dev;
+            s.spawn(move || {
+                for i in 0..5 {
+                    let n = 8 + t * 4 + i;
+                    let (y, g) = kit::add1_chain(dev, n).unwrap();
+                    let (r, d) = run(
+                        dev,
+                        &g,
+                        RunConfig::default().with_dump(Some(DumpLevel::Full)),
+                        &format!("threads-{t}-{i}"),
+                    );
+                    assert_eq!(r.tasks, n as u64);
+                    assert_eq!(r.dump.as_ref().and_then(|x| x.accounting.dropped), Some(0));
+                    assert_eq!(d.records.len(), 2 * n as usize, "thread {t} run {i}: x before and after, per task");
+                    assert_eq!(y.read::<f32>().unwrap(), vec![n as f32; 16]);
+                }
+            });
+        }
+    });
 }
