@@ -5,7 +5,7 @@
 //! that never returns, two host threads dumping at once). Items 3–6 are loom models
 //! (`runtime/tests/loom_capture.rs`).
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use pto::board::{Board, SimA5};
 use pto::hal::HostPlatform;
@@ -22,8 +22,8 @@ use pto_testkit as kit;
 /// Breakage is process-wide: every test takes this first.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+fn serial() -> parking_lot::MutexGuard<'static, ()> {
+    SERIAL.lock()
 }
 
 type Dev = host::Device<<SimA5 as Board>::Platform>;

@@ -4,7 +4,7 @@
 //!
 //! Breakage is process-wide, so every test here takes `SERIAL` first.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use pto::board::{Board, SimA2a3, SimA5};
 use pto::hal::{AicpuLaunch, AicpuStream, GmMemory, HostPlatform, Loader, Platform, ProgramKind, Stream};
@@ -15,8 +15,8 @@ use pto_sim::{CacheModel, Missing, SimAicpu, SimError};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+fn serial() -> parking_lot::MutexGuard<'static, ()> {
+    SERIAL.lock()
 }
 
 /// A device of board `B` with short budgets (a broken run ends in well under a second) and the

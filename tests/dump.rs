@@ -1,7 +1,7 @@
 //! The args dump: selection levels, the two stages, payloads against the goldens, strided
 //! views, truncation, back-pressure and accounting, the files and their reader.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use pto::board::{Board, SimA2a3, SimA5, SimMini};
 use pto::hal::{HostPlatform, Platform};
@@ -17,8 +17,8 @@ use pto_testkit as kit;
 /// Breakage is process-wide: every test takes this first.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+fn serial() -> parking_lot::MutexGuard<'static, ()> {
+    SERIAL.lock()
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {

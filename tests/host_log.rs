@@ -1,7 +1,7 @@
 //! The host's phase log: one `debug` line per phase of a run (prepare, publish, launch,
 //! fence, collect) under the target `pto::host`, each naming the run's slot and epoch.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use pto::prelude::*;
 
@@ -16,7 +16,7 @@ impl log::Log for Capture {
     }
     fn log(&self, r: &log::Record<'_>) {
         if self.enabled(r.metadata()) {
-            LINES.lock().unwrap_or_else(|e| e.into_inner()).push(format!("{} {}", r.level(), r.args()));
+            LINES.lock().push(format!("{} {}", r.level(), r.args()));
         }
     }
     fn flush(&self) {}
@@ -33,7 +33,7 @@ fn a_run_logs_each_phase_once_with_its_slot_and_epoch() {
     log::set_max_level(log::LevelFilter::Debug);
     let (dev, k) = pto_testkit::setup(pto::open).unwrap();
     let report = pto_testkit::vector(&dev, &k, RuntimeKind::HostBuiltGraph).unwrap().report;
-    let lines = std::mem::take(&mut *LINES.lock().unwrap());
+    let lines = std::mem::take(&mut *LINES.lock());
     let phases = ["prepare", "publish", "launch", "fence", "collect"];
     let at = |p: &str| -> usize {
         let found: Vec<usize> =

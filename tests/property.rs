@@ -319,7 +319,7 @@ fn run_items(
 
 struct Fixture {
     /// The two properties share the device; runs are taken one at a time.
-    serial: std::sync::Mutex<()>,
+    serial: parking_lot::Mutex<()>,
     dev: Device,
     f: FuncId,
     program: Program,
@@ -334,7 +334,7 @@ fn fixture() -> &'static Fixture {
         assert_eq!(dev.register_kernel("mix_args", CoreType::Aic, k_mix_args).unwrap(), f);
         let program = dev.register_orchestration("random", orch_random).unwrap();
         let bufs = (0..BUFFERS).map(|_| dev.alloc::<f32>(&[ROWS, COLS]).unwrap()).collect();
-        Fixture { serial: std::sync::Mutex::new(()), dev, f, program, bufs }
+        Fixture { serial: parking_lot::Mutex::new(()), dev, f, program, bufs }
     })
 }
 
@@ -347,7 +347,7 @@ fn small_rings() -> RingConfig {
 /// sequential reference.
 fn check_program(program: &[Item], rings: RingConfig) -> Result<(), TestCaseError> {
     let fx = fixture();
-    let _one_at_a_time = fx.serial.lock().unwrap_or_else(|e| e.into_inner());
+    let _one_at_a_time = fx.serial.lock();
     let mut tasks = Vec::new();
     flatten(program, &mut tasks);
     let init: Vec<Vec<f32>> =

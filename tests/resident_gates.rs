@@ -5,7 +5,7 @@
 //!
 //! Breakage is process-wide, so every test here takes `SERIAL` first.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use pto::board::{Board, SimA2a3, SimA5};
 use pto::hal::{HostPlatform, Platform};
@@ -16,8 +16,8 @@ use pto_sim::{CacheModel, Missing, SimError};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+fn serial() -> parking_lot::MutexGuard<'static, ()> {
+    SERIAL.lock()
 }
 
 fn resident() -> RunConfig {

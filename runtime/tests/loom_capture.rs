@@ -67,7 +67,7 @@ mod loom_hal;
 #[allow(clippy::disallowed_types, reason = "the harness's tallies must not be loom objects")]
 mod loom_harness;
 
-use std::sync::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -98,7 +98,7 @@ const LANE: u32 = 0;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    SERIAL.lock()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ mod loom_hal;
 
 mod loom_harness;
 
-use std::sync::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
@@ -65,7 +65,7 @@ const FAULT: ErrorCode = ErrorCode::Sched(SchedError::SchedulerTimeout);
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    SERIAL.lock()
 }
 
 /// The outputs of tasks 0 and 1, and each thread's last use of the shared state: created

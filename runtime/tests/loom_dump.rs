@@ -49,7 +49,7 @@ mod loom_hal;
 
 mod loom_harness;
 
-use std::sync::{Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 
 use loom::thread;
 use loom_hal::{Device, GM_BASE, LoomAicpu, RegOrder};
@@ -73,7 +73,7 @@ const ACK_FREE_TAIL: u64 = 16;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    SERIAL.lock()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -38,9 +38,9 @@ impl Chip for A2a3 {
 
 /// The device log is one ring for the process: the tests that run the device take turns, so
 /// each one's log holds its own runs only.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    DEVICE.lock().unwrap_or_else(|e| e.into_inner())
+fn one_at_a_time() -> parking_lot::MutexGuard<'static, ()> {
+    static DEVICE: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    DEVICE.lock()
 }
 
 /// The runtime's AICPU programs, instantiated for the real agent, are what the harness

@@ -279,7 +279,7 @@ impl<C: Contract> Events for SimAicpu<C> {
 impl<C: Contract> AicpuAgent for SimAicpu<C> {
     fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F> {
         let idx = handle.checked_sub(crate::device::PROGRAM_BASE)? as usize;
-        let table = self.inner.programs.read().unwrap_or_else(|e| e.into_inner());
+        let table = self.inner.programs.read();
         table.get(idx)?.downcast_ref::<F>().copied()
     }
 
@@ -411,7 +411,7 @@ impl<C: Contract> Events for SimCore<C> {
 impl<C: Contract> AicoreAgent for SimCore<C> {
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
         let idx = bin.checked_sub(KERNEL_BASE)? as usize;
-        let table = self.inner.kernels.read().unwrap_or_else(|e| e.into_inner());
+        let table = self.inner.kernels.read();
         let &(f, ty) = table.get(idx)?;
         (ty == self.core_type).then_some(f)
     }

@@ -1,9 +1,10 @@
 //! The simulated device: GM, registers, kernel table and one OS thread per agent.
 
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -70,8 +71,8 @@ impl LaunchState {
     /// the host's error carries it as data ([`SimError::Coherence`]).
     pub fn fail_with_violation(&self, v: crate::Violation) {
         if self.status.compare_exchange(0, crate::COHERENCE_STATUS, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            *self.message.lock().unwrap_or_else(|e| e.into_inner()) = Some(v.to_string());
-            *self.violation.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+            *self.message.lock() = Some(v.to_string());
+            *self.violation.lock() = Some(v);
         }
     }
 
@@ -80,14 +81,14 @@ impl LaunchState {
     /// the stream's next launch.
     fn finish_one(&self, status: i32, message: Option<String>, active: &AtomicU32) {
         if status != 0 && self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            *self.message.lock().unwrap_or_else(|e| e.into_inner()) = message;
+            *self.message.lock() = message;
         }
         if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             active.fetch_sub(1, Ordering::AcqRel);
-            *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            *self.done.lock() = true;
             self.cv.notify_all();
             let next = {
-                let mut t = self.then.lock().unwrap_or_else(|e| e.into_inner());
+                let mut t = self.then.lock();
                 t.0 = true;
                 t.1.take()
             };
@@ -99,7 +100,7 @@ impl LaunchState {
 
     /// Run `start` once this launch is done (now, if it already is): stream order.
     pub fn then(&self, start: Box<dyn FnOnce() + Send>) {
-        let mut t = self.then.lock().unwrap_or_else(|e| e.into_inner());
+        let mut t = self.then.lock();
         if t.0 {
             drop(t);
             start();
@@ -110,7 +111,7 @@ impl LaunchState {
 
     /// Join an agent's end-of-program clock.
     pub fn join_end(&self, vc: &[u32]) {
-        let mut e = self.end_vc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = self.end_vc.lock();
         for (a, b) in e.iter_mut().zip(vc) {
             *a = (*a).max(*b);
         }
@@ -122,13 +123,13 @@ impl LaunchState {
 
     /// Wait until done or until `deadline`; true when done.
     pub fn wait_until(&self, deadline: Instant) -> bool {
-        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        let mut done = self.done.lock();
         while !*done {
             let now = Instant::now();
             if now >= deadline {
                 return false;
             }
-            done = self.cv.wait_timeout(done, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+            self.cv.wait_for(&mut done, deadline - now);
         }
         true
     }
@@ -138,14 +139,11 @@ impl LaunchState {
     pub fn failure(&self) -> Option<SimError> {
         let status = self.status.load(Ordering::Acquire);
         if status == crate::COHERENCE_STATUS {
-            if let Some(v) = self.violation.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            if let Some(v) = self.violation.lock().clone() {
                 return Some(SimError::Coherence(v));
             }
         }
-        (status != 0).then(|| SimError::DeviceFault {
-            status,
-            message: self.message.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-        })
+        (status != 0).then(|| SimError::DeviceFault { status, message: self.message.lock().clone() })
     }
 }
 
@@ -251,12 +249,12 @@ impl<C: Contract> Inner<C> {
     }
 
     pub fn push_aicpu(&self, t: u32, job: Job<C>) {
-        self.aicpu_jobs[t as usize].lock().unwrap_or_else(|e| e.into_inner()).push_back(job);
+        self.aicpu_jobs[t as usize].lock().push_back(job);
         self.aicpu_wake[t as usize].notify();
     }
 
     pub fn push_core(&self, w: u32, job: Job<C>) {
-        self.core_jobs[w as usize].lock().unwrap_or_else(|e| e.into_inner()).push_back(job);
+        self.core_jobs[w as usize].lock().push_back(job);
         self.core_wake[w as usize].notify();
     }
 
@@ -299,7 +297,7 @@ impl<C: Contract> Inner<C> {
     }
 
     pub fn take_silent(&self, w: u32) -> bool {
-        let mut s = self.silent.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.silent.lock();
         match s.iter().position(|&x| x == w) {
             Some(i) => {
                 s.swap_remove(i);
@@ -310,7 +308,7 @@ impl<C: Contract> Inner<C> {
     }
 
     pub fn add_silent(&self, w: u32) {
-        self.silent.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+        self.silent.lock().push(w);
     }
 }
 
@@ -327,7 +325,7 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
     inner.aicpu_wake[t as usize].bind_current();
     let agent = SimAicpu::new(inner.clone(), t);
     loop {
-        let job = inner.aicpu_jobs[t as usize].lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+        let job = inner.aicpu_jobs[t as usize].lock().pop_front();
         match job {
             Some(Job::Aicpu { entry, args, thread_idx, thread_count, launch }) => {
                 let id = inner.faithful.aicpu_id(t);
@@ -359,7 +357,7 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
     inner.core_wake[w as usize].bind_current();
     let agent = SimCore::new(inner.clone(), w);
     loop {
-        let job = inner.core_jobs[w as usize].lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+        let job = inner.core_jobs[w as usize].lock().pop_front();
         match job {
             Some(Job::Aicore { entry, args, block_idx, launch }) => {
                 if inner.take_silent(w) {

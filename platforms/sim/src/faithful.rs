@@ -47,10 +47,11 @@
 //! its own); an AICore holds its own and then one AICPU thread's at a time; nobody takes an
 //! agent lock or the cluster lock while holding a shard. So no cycle, hence no deadlock.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::device::LaunchState;
 use crate::gm::Gm;
@@ -406,7 +407,7 @@ pub struct Faithful {
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock()
 }
 
 fn is_core(n_aicpu: u16, a: u16) -> bool {

@@ -6,8 +6,8 @@
 //! covers part of a word merges into it with a compare-and-swap, so bytes it does not write are
 //! never clobbered.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pto_hal::GmAddr;
@@ -56,7 +56,7 @@ impl Gm {
         }
         let align = align.max(64);
         let size = size.div_ceil(64) * 64;
-        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.alloc.lock();
         let found = a.free.iter().find_map(|(&start, &len)| {
             let s = start.div_ceil(align) * align;
             (s + size <= start + len).then_some((start, len, s))
@@ -81,7 +81,7 @@ impl Gm {
     /// Free an allocation.
     pub fn free(&self, addr: GmAddr) -> Result<(), SimError> {
         let off = addr.0.checked_sub(GM_BASE).ok_or(SimError::BadFree(addr))?;
-        let mut a = self.alloc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut a = self.alloc.lock();
         let len = a.live.remove(&off).ok_or(SimError::BadFree(addr))?;
         let (mut start, mut len) = (off, len);
         if let Some((&ps, &pl)) = a.free.range(..start).next_back() {
@@ -101,7 +101,7 @@ impl Gm {
 
     /// Bytes currently allocated.
     pub fn allocated_bytes(&self) -> u64 {
-        self.alloc.lock().unwrap_or_else(|e| e.into_inner()).live.values().sum()
+        self.alloc.lock().live.values().sum()
     }
 
     /// The arena offset of `[addr, addr+len)`, if the range lies inside the arena.

@@ -132,7 +132,7 @@ impl<C: Contract> Platform for Sim<C> {
         name: &'static str,
         entry: AicpuEntry<SimAicpu<C>>,
     ) -> Result<(), SimError> {
-        let mut t = device.inner.device_programs.write().unwrap_or_else(|e| e.into_inner());
+        let mut t = device.inner.device_programs.write();
         match t.aicpu.iter_mut().find(|p| p.0 == name) {
             Some(p) => p.1 = entry,
             None => t.aicpu.push((name, entry)),
@@ -144,7 +144,7 @@ impl<C: Contract> Platform for Sim<C> {
         name: &'static str,
         entry: AicoreEntry<SimCore<C>>,
     ) -> Result<(), SimError> {
-        let mut t = device.inner.device_programs.write().unwrap_or_else(|e| e.into_inner());
+        let mut t = device.inner.device_programs.write();
         match t.aicore.iter_mut().find(|p| p.0 == name) {
             Some(p) => p.1 = entry,
             None => t.aicore.push((name, entry)),
@@ -223,7 +223,7 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
 
 impl<C: Contract> Loader for SimDevice<C> {
     fn load_program(&self, kind: ProgramKind, name: &str) -> Result<Handle, SimError> {
-        let t = self.inner.device_programs.read().unwrap_or_else(|e| e.into_inner());
+        let t = self.inner.device_programs.read();
         let found = match kind {
             ProgramKind::Aicpu => {
                 t.aicpu.iter().position(|p| p.0 == name).map(|i| device::DEVICE_PROGRAM_BASE + i as u64)
@@ -242,7 +242,7 @@ impl<C: Contract> Loader for SimDevice<C> {
             .function
             .ok_or_else(|| SimError::NotInstalled(format!("kernel {} has no Rust body", kernel.name)))?;
         let core = kernel.core;
-        let mut t = self.inner.kernels.write().unwrap_or_else(|e| e.into_inner());
+        let mut t = self.inner.kernels.write();
         if let Some(i) = t.iter().position(|&(g, c)| std::ptr::fn_addr_eq(g, f) && c == core) {
             return Ok(Handle(device::KERNEL_BASE + i as u64));
         }
@@ -257,7 +257,7 @@ impl<C: Contract> Loader for SimDevice<C> {
         let f = program
             .function
             .ok_or_else(|| SimError::NotInstalled(format!("orchestration {} has no Rust function", program.name)))?;
-        let mut t = self.inner.programs.write().unwrap_or_else(|e| e.into_inner());
+        let mut t = self.inner.programs.write();
         if let Some(i) = t.iter().position(|p| p.downcast_ref::<F>() == Some(&f)) {
             return Ok(Handle(device::PROGRAM_BASE + i as u64));
         }

@@ -1,7 +1,8 @@
 //! Simulated streams: ordered queues of launches with completion events.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pto_hal::{AicoreStream, AicpuStream, Contract, ErrorType, GmAddr, Handle, Stream};
@@ -33,7 +34,7 @@ impl Queue {
                 break;
             }
             if let Some(f) = inner.model() {
-                f.host_acquire(&l.end_vc.lock().unwrap_or_else(|e| e.into_inner()));
+                f.host_acquire(&l.end_vc.lock());
             }
             if let Some(e) = l.failure() {
                 self.failure.get_or_insert(e);
@@ -61,8 +62,8 @@ impl<C: Contract> StreamCore<C> {
             last: Mutex::new(None),
         }
     }
-    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.q.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Queue> {
+        self.q.lock()
     }
     /// Queue `launch`; `start` hands its jobs to the agents. Programs on one stream run in
     /// order: a launch starts when the previous one has finished on every agent, and (for the
@@ -75,13 +76,13 @@ impl<C: Contract> StreamCore<C> {
             q.next_seq += 1;
             q.live.push_back((seq, launch.clone()));
         }
-        let pred = self.last.lock().unwrap_or_else(|e| e.into_inner()).replace(launch.clone());
+        let pred = self.last.lock().replace(launch.clone());
         let go = {
             let pred = pred.clone();
             move || {
                 let mut vc = host_vc;
                 if let Some(p) = &pred {
-                    let end = p.end_vc.lock().unwrap_or_else(|e| e.into_inner());
+                    let end = p.end_vc.lock();
                     for (a, b) in vc.iter_mut().zip(end.iter()) {
                         *a = (*a).max(*b);
                     }
@@ -185,7 +186,7 @@ impl<C: Contract> AicpuStream for SimAicpuStream<C> {
     fn launch_aicpu(&mut self, program: Handle, args: GmAddr, threads: u32) -> Result<(), SimError> {
         self.core.check_open()?;
         let inner = &self.core.inner;
-        let entry = inner.device_programs.read().unwrap_or_else(|e| e.into_inner()).aicpu(program.0);
+        let entry = inner.device_programs.read().aicpu(program.0);
         let entry = entry.ok_or(SimError::InvalidArgument("no AICPU program is installed under this handle"))?;
         if threads == 0 || threads > inner.topo.aicpu_threads {
             return Err(SimError::InvalidArgument("AICPU launch thread count outside 1..=board threads"));
@@ -208,7 +209,7 @@ impl<C: Contract> AicoreStream for SimAicoreStream<C> {
     fn launch_aicore(&mut self, program: Handle, args: GmAddr, clusters: u32) -> Result<(), SimError> {
         self.core.check_open()?;
         let inner = &self.core.inner;
-        let entry = inner.device_programs.read().unwrap_or_else(|e| e.into_inner()).aicore(program.0);
+        let entry = inner.device_programs.read().aicore(program.0);
         let entry = entry.ok_or(SimError::InvalidArgument("no AICore program is installed under this handle"))?;
         if clusters == 0 || clusters > inner.topo.clusters {
             return Err(SimError::InvalidArgument("AICore launch cluster count outside 1..=board clusters"));

@@ -5,8 +5,8 @@
 //! hand a value over through a "register" buffer use volatile 32-bit accesses on ordinary
 //! memory — outside Rust's memory model exactly as MMIO is, and single-copy atomic on aarch64.
 
+use parking_lot::Mutex;
 use std::alloc::{Layout, alloc_zeroed, dealloc};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pto_hal::GmAddr;
@@ -96,7 +96,7 @@ impl Recorder {
     }
     /// The MMIO accesses so far (and forget them).
     pub fn take_mmio(&self) -> Vec<MmioOp> {
-        std::mem::take(&mut *self.mmio.lock().unwrap())
+        std::mem::take(&mut *self.mmio.lock())
     }
 }
 
@@ -105,7 +105,7 @@ impl Observer for Recorder {
         self.stores.fetch_add(1, Ordering::SeqCst);
     }
     fn mmio(&self, op: MmioOp) {
-        self.mmio.lock().unwrap().push(op);
+        self.mmio.lock().push(op);
     }
 }
 

@@ -23,13 +23,14 @@
 //! What is not the device: GM and the windows are ordinary cacheable memory (one coherence
 //! domain), and the AICores are aarch64 threads rather than vendor-compiled cores.
 
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -255,13 +256,13 @@ impl<C: Chip> DeviceMemory for TargetDevice<C> {
         if !align.is_power_of_two() {
             return Err(TargetError::InvalidArgument(format!("alignment {align} is not a power of two")));
         }
-        let mut heap = self.shared.heap.lock().unwrap_or_else(|e| e.into_inner());
+        let mut heap = self.shared.heap.lock();
         let at = heap.alloc(size, align.max(LINE_BYTES)).ok_or(TargetError::OutOfMemory { size })?;
         Ok(self.shared.region.base().offset(at))
     }
     fn free(&self, addr: GmAddr) -> Result<(), TargetError> {
         let off = addr.0.checked_sub(self.shared.region.base().0).ok_or(TargetError::InvalidAddress(addr.0))?;
-        let mut heap = self.shared.heap.lock().unwrap_or_else(|e| e.into_inner());
+        let mut heap = self.shared.heap.lock();
         if heap.free(off) { Ok(()) } else { Err(TargetError::InvalidAddress(addr.0)) }
     }
     fn copy_h2d(&self, dst: GmAddr, src: &[u8]) -> Result<(), TargetError> {
@@ -309,22 +310,12 @@ static ORCHESTRATIONS: Mutex<Vec<&'static (dyn Any + Send + Sync)>> = Mutex::new
 impl<C: Chip> Loader for TargetDevice<C> {
     fn load_program(&self, kind: ProgramKind, name: &str) -> Result<Handle, TargetError> {
         let found = match kind {
-            ProgramKind::Aicpu => self
-                .shared
-                .aicpu_programs
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .position(|p| p.0 == name)
-                .map(|i| AICPU_TAG | i as u64),
-            ProgramKind::Aicore => self
-                .shared
-                .aicore_programs
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .position(|p| p.0 == name)
-                .map(|i| AICORE_TAG | i as u64),
+            ProgramKind::Aicpu => {
+                self.shared.aicpu_programs.read().iter().position(|p| p.0 == name).map(|i| AICPU_TAG | i as u64)
+            }
+            ProgramKind::Aicore => {
+                self.shared.aicore_programs.read().iter().position(|p| p.0 == name).map(|i| AICORE_TAG | i as u64)
+            }
         };
         found
             .map(Handle)
@@ -337,7 +328,7 @@ impl<C: Chip> Loader for TargetDevice<C> {
                 kernel.name
             ))
         })?;
-        let mut k = self.shared.kernels.write().unwrap_or_else(|e| e.into_inner());
+        let mut k = self.shared.kernels.write();
         k.push(f);
         Ok(Handle(k.len() as u64))
     }
@@ -351,7 +342,7 @@ impl<C: Chip> Loader for TargetDevice<C> {
                 program.name
             ))
         })?;
-        let mut all = ORCHESTRATIONS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = ORCHESTRATIONS.lock();
         if let Some(i) = all.iter().position(|p| p.downcast_ref::<F>() == Some(&f)) {
             return Ok(Handle(i as u64 + 1));
         }
@@ -399,7 +390,7 @@ impl<C: Chip> Platform for OnTarget<C> {
         name: &'static str,
         entry: AicpuEntry<C::Aicpu>,
     ) -> Result<(), TargetError> {
-        let mut p = device.shared.aicpu_programs.write().unwrap_or_else(|e| e.into_inner());
+        let mut p = device.shared.aicpu_programs.write();
         p.retain(|q| q.0 != name);
         p.push((name, entry));
         Ok(())
@@ -409,7 +400,7 @@ impl<C: Chip> Platform for OnTarget<C> {
         name: &'static str,
         entry: AicoreEntry<TargetAicore<C>>,
     ) -> Result<(), TargetError> {
-        let mut p = device.shared.aicore_programs.write().unwrap_or_else(|e| e.into_inner());
+        let mut p = device.shared.aicore_programs.write();
         p.retain(|q| q.0 != name);
         p.push((name, entry));
         Ok(())
@@ -445,7 +436,7 @@ impl StreamCore {
             .spawn(move || {
                 for job in rx {
                     let r = job();
-                    let mut g = p.0.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut g = p.0.lock();
                     let seq = g.completed;
                     g.completed += 1;
                     if let Err(e) = r {
@@ -457,8 +448,8 @@ impl StreamCore {
             .map_err(|e| TargetError::Unsupported(format!("stream thread: {e}")))?;
         Ok(StreamCore { tx: Some(tx), worker: Some(worker), progress })
     }
-    fn lock(&self) -> std::sync::MutexGuard<'_, Progress> {
-        self.progress.0.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Progress> {
+        self.progress.0.lock()
     }
     fn submit(&self, job: Job) -> Result<(), TargetError> {
         let tx = self.tx.as_ref().ok_or(TargetError::Closed)?;
@@ -481,7 +472,7 @@ impl StreamCore {
             if left.is_zero() {
                 return Err(TargetError::Timeout(timeout_us));
             }
-            g = self.progress.1.wait_timeout(g, left).unwrap_or_else(|e| e.into_inner()).0;
+            self.progress.1.wait_for(&mut g, left);
         }
         match &g.failure {
             Some((seq, e)) if *seq < ev => Err(e.clone()),
@@ -576,7 +567,6 @@ impl<C: Chip> AicpuStream for TargetAicpuStream<C> {
             .shared
             .aicpu_programs
             .read()
-            .unwrap_or_else(|e| e.into_inner())
             .get((program.0 & !TAG_MASK) as usize)
             .ok_or_else(|| TargetError::InvalidArgument(format!("no AICPU program {:#x}", program.0)))?;
         if threads == 0 || threads > self.shared.topo.aicpu_threads {
@@ -621,7 +611,6 @@ impl<C: Chip> AicoreStream for TargetAicoreStream<C> {
             .shared
             .aicore_programs
             .read()
-            .unwrap_or_else(|e| e.into_inner())
             .get((program.0 & !TAG_MASK) as usize)
             .ok_or_else(|| TargetError::InvalidArgument(format!("no AICore program {:#x}", program.0)))?;
         let topo = self.shared.topo;
@@ -831,7 +820,7 @@ impl<C: Chip> Events for TargetAicore<C> {
 impl<C: Chip> AicoreAgent for TargetAicore<C> {
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
         let i = usize::try_from(bin.checked_sub(1)?).ok()?;
-        self.shared.kernels.read().unwrap_or_else(|e| e.into_inner()).get(i).copied()
+        self.shared.kernels.read().get(i).copied()
     }
     fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
         catch_unwind(AssertUnwindSafe(|| kernel(ctx))).map_err(|p| KernelFault::new(&panic_text(&*p)))

@@ -154,7 +154,7 @@ impl<P: HostPlatform> Device<P> {
     fn build_inner(&self, f: impl FnOnce(&mut GraphBuilder<'_>) -> Result<(), Error>) -> Result<Graph<P>, Error> {
         self.inner.check_usable()?;
         let started = Instant::now();
-        let funcs = self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
+        let funcs = self.inner.funcs.lock().0.clone();
         let graph_id = self.inner.next_graph.fetch_add(1, Ordering::Relaxed);
         let seen: RefCell<HashMap<u64, (BufferRef, u32, u32)>> = RefCell::new(HashMap::new());
         let allocs = &self.inner.allocs;

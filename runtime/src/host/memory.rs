@@ -7,8 +7,9 @@
 //! uses it is legal, and the free is deferred until the last pinning run has fenced.
 
 use crate::sync::{AtomicU64, Ordering};
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::vec::Vec;
 
 use pto_hal::{DeviceMemory, GmAddr, HostPlatform};
@@ -64,8 +65,8 @@ impl Allocations {
         self.device
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Alloc>> {
-        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<u64, Alloc>> {
+        self.live.lock()
     }
 
     fn add(&self, addr: GmAddr, bytes: u64, dtype: DType) -> BufferRef {

@@ -38,9 +38,10 @@ pub mod slots;
 pub mod trace;
 
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::string::{String, ToString};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::vec::Vec;
 
 use pto_hal::{
@@ -111,21 +112,21 @@ pub(crate) struct Inner<P: HostPlatform> {
 
 impl<P: HostPlatform> Inner<P> {
     fn lock_streams(&self) -> MutexGuard<'_, Streams<P>> {
-        self.streams.lock().unwrap_or_else(|e| e.into_inner())
+        self.streams.lock()
     }
 
     fn check_usable(&self) -> Result<(), Error> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if let Some(why) = self.unusable.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        if let Some(why) = self.unusable.lock().clone() {
             return Err(Error::Unusable(why));
         }
         Ok(())
     }
 
     fn mark_unusable(&self, why: String) {
-        let mut u = self.unusable.lock().unwrap_or_else(|e| e.into_inner());
+        let mut u = self.unusable.lock();
         u.get_or_insert(why);
     }
 }
@@ -133,7 +134,7 @@ impl<P: HostPlatform> Inner<P> {
 impl<P: HostPlatform> Drop for Inner<P> {
     fn drop(&mut self) {
         for m in &self.slot_mem {
-            let m = m.lock().unwrap_or_else(|e| e.into_inner());
+            let m = m.lock();
             let _ = self.dev.free(m.arena);
             for (a, _) in [m.image, m.heaps, m.trace, m.dump_mem, m.resident].into_iter().flatten() {
                 let _ = self.dev.free(a);
@@ -247,7 +248,7 @@ impl<P: HostPlatform> Device<P> {
     /// Where pipeline slot `slot`'s launch descriptor lives (for tools and tests that inspect
     /// the device side).
     pub fn slot_descriptor(&self, slot: usize) -> Option<GmAddr> {
-        self.inner.slot_mem.get(slot).map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).arena)
+        self.inner.slot_mem.get(slot).map(|m| m.lock().arena)
     }
 
     /// The platform device underneath (for platform-specific controls such as fault injection).
@@ -263,7 +264,7 @@ impl<P: HostPlatform> Device<P> {
 
     /// Why the device is unusable, if an earlier run left it so.
     pub fn unusable_reason(&self) -> Option<String> {
-        self.inner.unusable.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.inner.unusable.lock().clone()
     }
 
     /// Register `kernel` under `name` for `core` cores; returns its func id. Registering the
@@ -279,7 +280,7 @@ impl<P: HostPlatform> Device<P> {
         load: impl FnOnce() -> Result<Handle, Error>,
     ) -> Result<FuncId, Error> {
         self.inner.check_usable()?;
-        let mut f = self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = self.inner.funcs.lock();
         let (table, names) = &mut *f;
         let id = match names.get(name) {
             Some(&id) => {
@@ -308,7 +309,7 @@ impl<P: HostPlatform> Device<P> {
 
     /// The func id registered under `name`.
     pub fn func(&self, name: &str) -> Option<FuncId> {
-        self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).1.get(name).copied()
+        self.inner.funcs.lock().1.get(name).copied()
     }
 
     /// Register an orchestration program: the same function runs on the host (host-built

@@ -91,7 +91,7 @@ impl<P: HostPlatform> Device<P> {
         cfg: &RunConfig,
         wait_us: u64,
     ) -> Result<Vec<u8>, Error> {
-        let funcs = self.inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
+        let funcs = self.inner.funcs.lock().0.clone();
         let mut tensors = Vec::with_capacity(args.tensors().len());
         for (i, t) in args.tensors().iter().enumerate() {
             let Placement::External(addr) = t.buffer.placement else {
@@ -153,7 +153,7 @@ impl<P: HostPlatform> Device<P> {
     ) -> Result<u64, Error> {
         let need = cfg.rings.validate()?;
         let base = {
-            let mut mem = self.inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner());
+            let mut mem = self.inner.slot_mem[slot].lock();
             reuse_or_alloc(&self.inner.dev, &mut mem.heaps, need, need, "ring heap")?
         };
         let mut head = OrchImage::read_from_prefix(&image)
@@ -185,7 +185,7 @@ impl<P: HostPlatform> Device<P> {
         let watchdog_ticks = ticks(dev, "watchdog_us", watchdog_us)?;
         let exit_ticks = ticks(dev, "exit_us", inner.timeouts.exit_us)?;
         let core_wait_ticks = ticks(dev, "the core wait budget", core_wait_us)?;
-        let mut mem = inner.slot_mem[slot].lock().unwrap_or_else(|e| e.into_inner());
+        let mut mem = inner.slot_mem[slot].lock();
         let need = what.bytes.len() as u64;
         let cap = need.checked_next_power_of_two().unwrap_or(need).max(4096);
         let image = reuse_or_alloc(dev, &mut mem.image, need, cap, "image")?;

@@ -9,10 +9,10 @@
 //! a waiting run reclaims the slot and the stale run's `launch` fails with [`Error::Expired`].
 //! A prepared run has submitted nothing to the device, so reclaiming its slot is safe.
 
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::format;
 use std::string::{String, ToString};
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use pto_hal::{AicoreStream, AicpuStream, DeviceMemory, GmAddr, HostPlatform, Stream};
@@ -115,7 +115,7 @@ pub(crate) struct Turns {
 
 impl Turns {
     fn lock(&self) -> MutexGuard<'_, TurnState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 }
 
@@ -188,7 +188,7 @@ impl<P: HostPlatform> Inner<P> {
             // Slots are freed under this lock (`free_slot`), which notifies; the timeout
             // re-checks leases.
             let step = (deadline - now).min(Duration::from_millis(50));
-            st = self.turns.changed.wait_timeout(st, step).unwrap_or_else(|e| e.into_inner()).0;
+            self.turns.changed.wait_for(&mut st, step);
         }
     }
 
@@ -442,11 +442,9 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
             return Err(e);
         }
         let (desc, dump) = {
-            let mut mem = inner.slot_mem[reserved.slot].lock().unwrap_or_else(|e| e.into_inner());
-            let dump = mem.dump.take().map(|d| Dumping {
-                collector: std::sync::Mutex::new(Some(d.collector)),
-                failed: std::sync::Mutex::new(None),
-            });
+            let mut mem = inner.slot_mem[reserved.slot].lock();
+            let dump =
+                mem.dump.take().map(|d| Dumping { collector: Mutex::new(Some(d.collector)), failed: Mutex::new(None) });
             (mem.arena, dump)
         };
         let started = Instant::now();
@@ -532,9 +530,9 @@ pub struct RunHandle<'d, P: HostPlatform> {
 
 /// A dumping run's collector and what it has met so far (the lanes belong to the slot).
 struct Dumping {
-    collector: std::sync::Mutex<Option<super::dump::Collector>>,
+    collector: Mutex<Option<super::dump::Collector>>,
     /// The first collection failure (draining stops there).
-    failed: std::sync::Mutex<Option<Error>>,
+    failed: Mutex<Option<Error>>,
 }
 
 impl Dumping {
@@ -543,11 +541,11 @@ impl Dumping {
     where
         D::Error: std::error::Error + Send + Sync + 'static,
     {
-        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut failed = self.failed.lock();
         if failed.is_some() {
             return;
         }
-        let mut c = self.collector.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.collector.lock();
         if let Some(c) = c.as_mut() {
             if let Err(e) = c.drain(dev) {
                 *failed = Some(collect_error(e));
@@ -740,8 +738,8 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
     fn finish_dump(&mut self, result: Result<RunReport, Error>, fenced: bool) -> Result<RunReport, Error> {
         let Some(d) = self.dump.take() else { return result };
         let inner = &*self.dev.inner;
-        let collector = d.collector.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let failed = d.failed.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let collector = d.collector.lock().take();
+        let failed = d.failed.lock().take();
         let complete = fenced && result.is_ok() && failed.is_none();
         let run = serde_json::json!({
             "epoch": self.epoch,
@@ -812,7 +810,7 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         let trace = match crate::layout::TraceLayout::of(&d.config) {
             None => None,
             Some(l) => {
-                let funcs = inner.funcs.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
+                let funcs = inner.funcs.lock().0.clone();
                 let hz = pto_hal::Clock::freq_hz(&inner.dev);
                 Some(super::trace::collect(&inner.dev, hz, &funcs, &d, l)?)
             }
@@ -948,7 +946,7 @@ fn drop_finish<P: HostPlatform>(h: &mut RunHandle<'_, P>) {
     };
     if let Some(d) = h.dump.take() {
         // Without a report nobody learns whether the run succeeded: its accounting is unknown.
-        let collector = d.collector.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let collector = d.collector.lock().take();
         if let Some(c) = collector {
             let run = serde_json::json!({ "epoch": h.epoch, "runtime": h.runtime.to_string(), "complete": false });
             let _ = c.finish(&inner.dev, false, run, &|addr| inner.allocs.locate(addr));
