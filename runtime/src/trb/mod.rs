@@ -17,7 +17,9 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::launch_state;
-use crate::layout::{DESC_MAGIC, FuncEntry, LAYOUT_VERSION, ORCH_MAGIC, OrchImage, OrchTensor, RINGS, Shape, offsets};
+use crate::layout::{
+    DESC_MAGIC, FuncEntry, LAYOUT_VERSION, ORCH_MAGIC, OrchImage, OrchTensor, RINGS, TaskDesc, offsets,
+};
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::sched::{Base, Scheduler, TaskInfo, TaskSource};
 use ring::{Ring, unhandle};
@@ -56,13 +58,13 @@ impl TaskSource for Shared {
 
     fn info(&self, t: u32) -> TaskInfo {
         let s = self.slot(t);
-        let d = s.desc.load(Ordering::Relaxed);
+        let d = TaskDesc::unpack(s.desc.load(Ordering::Relaxed));
         let (r, _) = unhandle(t);
         TaskInfo {
-            shape: Shape::try_from(d as u8).unwrap_or(Shape::Dummy),
-            lanes: (d >> 8) as u8,
-            sync_start: (d >> 16) & 1 != 0,
-            block_num: (d >> 32) as u32,
+            shape: d.shape,
+            lanes: d.lanes,
+            sync_start: d.sync_start,
+            block_num: d.block_num,
             bins: [0, 1, 2].map(|i| s.bins[i].load(Ordering::Relaxed)),
             args: s.args.load(Ordering::Relaxed),
             predicate: s.predicate.load(Ordering::Relaxed),
@@ -141,7 +143,7 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr, threads: u32) -> Option<Shared> {
     let window_total: usize = image.rings.iter().map(|r| r.window as usize).sum();
     let q = window_total.max(1) + 1;
     let s = Shared {
-        base: Base::new(a, map, [q; Shape::QUEUED]),
+        base: Base::new(a, map, [q; crate::layout::Shape::QUEUED]),
         rings: if detail.is_none() {
             image.rings.iter().map(|r| Ring::new(r.window, r.dep_pool)).collect()
         } else {

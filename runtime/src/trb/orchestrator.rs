@@ -25,7 +25,7 @@ use super::Shared;
 use super::ring::{self, COMPLETED, Cursor, Lack, PENDING, Wired, handle, task_id, untask_id};
 use crate::codes::{ErrorCode, OrchError, Site};
 use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor};
-use crate::layout::{RINGS, Shape};
+use crate::layout::{RINGS, Shape, TaskDesc};
 use crate::lifecycle::{self, Fault};
 use crate::orch::{Orch, OrchArgs, OrchFail, OrchFn, Orchestrator, RuntimeKind, ScopeMode, element_offset};
 use crate::sched::{Completions, TaskSource};
@@ -570,11 +570,13 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         slot.edges_len.store(0, Ordering::Relaxed);
         slot.next_block.store(0, Ordering::Relaxed);
         slot.subtasks_done.store(0, Ordering::Relaxed);
-        let desc = shape as u64
-            | (task.kind().lanes() as u64) << 8
-            | (task.is_sync_start() as u64) << 16
-            | (task.block_num() as u64) << 32;
-        slot.desc.store(desc, Ordering::Relaxed);
+        let desc = TaskDesc {
+            shape,
+            lanes: task.kind().lanes(),
+            sync_start: task.is_sync_start(),
+            block_num: task.block_num(),
+        };
+        slot.desc.store(desc.pack(), Ordering::Relaxed);
         for (i, b) in bins.iter().enumerate() {
             slot.bins[i].store(*b, Ordering::Relaxed);
         }

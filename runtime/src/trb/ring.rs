@@ -76,7 +76,7 @@ pub struct Slot {
     pub next_block: AtomicU32,
     /// Subtasks finished.
     pub subtasks_done: AtomicU32,
-    /// Packed task description: shape | lanes << 8 | sync_start << 16 | block_num << 32.
+    /// The task description, packed ([`TaskDesc`](crate::layout::TaskDesc)).
     pub desc: AtomicU64,
     /// Kernel binary per lane.
     pub bins: [AtomicU64; 3],

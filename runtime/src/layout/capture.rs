@@ -1,0 +1,193 @@
+//! The resident route's boundary-capture control region (the args dump on that route):
+//! rendezvous slots, occupancy lines, request and acknowledgement lines.
+//!
+//! | structure | writer | reader |
+//! |---|---|---|
+//! | header line (epoch, budgets) | host (H2D before launch) | cores, AICPU |
+//! | header counters | the AICPU capture service, atomics | host (after the fence) |
+//! | rendezvous slots | cores and the service, 64-bit GM atomics only | cores, the service |
+//! | occupancy line of a cluster | the holder of the cluster's dispatch token, device-direct | that cluster's cores |
+//! | request line (1 per worker) | that worker's core, device-direct | the AICPU capture service |
+//! | acknowledgement line (1 per worker) | the AICPU thread serving that core, device-direct, tick last | that core |
+
+use super::LaunchConfig;
+
+/// The resident executor's boundary-capture control region (the args dump on the resident
+/// route: `docs/args-dump.md`), reserved only when the dump is on. Every line is 64 bytes and
+/// every word of it is touched only by 64-bit GM atomics or device-direct stores and queries,
+/// never as a cached line:
+///
+/// * line 0, the header: the dump level, the service step bound `max_bytes` and the
+///   participants' wait budget (host-written), then the counters the host reads back
+///   ([`capture_header`]: service steps — progress for the watchdogs —, WOULD_BLOCK answers,
+///   the largest step, phases requested, slots claimed);
+/// * one [rendezvous slot](capture_slot) per dispatch slot (cluster × lane): the claim word,
+///   the arrival and released masks of both phases, both publisher words and the aborted
+///   word. A task uses the slot of the lowest lane it occupies;
+/// * one occupancy line per cluster, written only by the holder of the cluster's dispatch
+///   token: words 0–2 the occupancy of the publication in each lane, words 3–5 the last
+///   occupancy handed out per slot;
+/// * one [request](capture_request) line per worker (the core is its only writer) and one
+///   [acknowledgement](capture_ack) line per worker (only the AICPU thread serving it writes).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CaptureLayout {
+    /// GM address of the region (64-byte aligned).
+    pub base: u64,
+    /// Clusters launched (workers = 3 × clusters).
+    pub clusters: u32,
+}
+
+/// Words of the [`CaptureLayout`] header line.
+pub mod capture_header {
+    /// The dump level ([`DumpLevel`](crate::dump::DumpLevel) code).
+    pub const LEVEL: u64 = 0;
+    /// Most payload bytes one service step copies.
+    pub const MAX_BYTES: u64 = 8;
+    /// A participant's wait budget at a boundary, in ticks.
+    pub const BUDGET: u64 = 16;
+    /// Service steps taken by the AICPU threads (progress for the watchdogs).
+    pub const SERVED: u64 = 24;
+    /// WOULD_BLOCK answers given (AICPU threads, fetch-add).
+    pub const WOULD_BLOCK: u64 = 32;
+    /// Most payload bytes one service step copied (AICPU threads, compare-and-swap maximum).
+    pub const LARGEST_STEP: u64 = 40;
+    /// Phases requested (each phase's publisher, fetch-add, once per phase).
+    pub const REQUESTS: u64 = 48;
+    /// Rendezvous slots claimed (each claim's winner, fetch-add).
+    pub const CLAIMS: u64 = 56;
+}
+
+/// A rendezvous slot's words (offsets in its line) and its claim word's states.
+pub mod capture_slot {
+    /// `(state << 62) | occupancy`.
+    pub const CLAIM: u64 = 0;
+    /// Arrival mask of phase `p` (0 = BEFORE, 1 = AFTER): `ARRIVED + 8 p`.
+    pub const ARRIVED: u64 = 8;
+    /// Released mask of phase `p`: `RELEASED + 8 p`.
+    pub const RELEASED: u64 = 24;
+    /// Publisher word of phase `p`, `(core + 1) << 32 | phase_seq`: `PUBLISHER + 8 p`.
+    pub const PUBLISHER: u64 = 40;
+    /// `0`, or `1 | (site << 8)` once a participant gave up waiting.
+    pub const ABORTED: u64 = 56;
+    /// Nobody has claimed the slot this run.
+    pub const FREE: u64 = 0;
+    /// The claimer is initialising the slot; nobody else touches it.
+    pub const CLAIMING: u64 = 1;
+    /// Initialised: the participants of this occupancy join and capture.
+    pub const READY: u64 = 2;
+    /// Every participant of this occupancy left the AFTER phase: the next may claim.
+    pub const SETTLED: u64 = 3;
+    /// Occupancy bits of the claim word.
+    pub const OCCUPANCY: u64 = (1 << 62) - 1;
+    /// The claim word of `state` and `occupancy`.
+    pub const fn claim(state: u64, occupancy: u64) -> u64 {
+        (state << 62) | (occupancy & OCCUPANCY)
+    }
+    /// `(state, occupancy)` of a claim word.
+    pub const fn fields(claim: u64) -> (u64, u64) {
+        (claim >> 62, claim & OCCUPANCY)
+    }
+}
+
+/// The two capture phases of a task boundary.
+pub mod capture_phase {
+    /// Inputs (and in-outs) before any subtask executes.
+    pub const BEFORE: u64 = 0;
+    /// Outputs (and in-outs) after every subtask wrote them back, before completion.
+    pub const AFTER: u64 = 1;
+}
+
+/// Words of a core's request line (the core writes them, `TICK` last).
+pub mod capture_request {
+    /// The run's full epoch.
+    pub const EPOCH: u64 = 0;
+    /// The task id.
+    pub const TASK: u64 = 8;
+    /// The phase ([`capture_phase`](super::capture_phase)).
+    pub const PHASE: u64 = 16;
+    /// The phase's identity, allocated once by its last arriver.
+    pub const PHASE_SEQ: u64 = 24;
+    /// The argument the publisher expects next (echo of the last acknowledgement).
+    pub const ARG_INDEX: u64 = 32;
+    /// Payload bytes of that argument already copied (echo).
+    pub const CURSOR: u64 = 40;
+    /// The rendezvous slot: `cluster << 8 | lane`.
+    pub const SLOT: u64 = 48;
+    /// Per-request counter, written last: a new value is a new request.
+    pub const TICK: u64 = 56;
+}
+
+/// Words of an acknowledgement line. The AICPU writes every other word, a store barrier, then
+/// `TICK` last: the tick is the line's version (it changes with every answer), so it is the
+/// one word every waiter watches, and a read bracketed by two equal ticks is one answer.
+pub mod capture_ack {
+    /// What the AICPU did with the request ([`capture_status`](super::capture_status)).
+    pub const STATUS: u64 = 0;
+    /// The next argument to capture.
+    pub const ARG_INDEX: u64 = 8;
+    /// Payload bytes of it copied so far.
+    pub const CURSOR: u64 = 16;
+    /// The request tick this answers (written last).
+    pub const TICK: u64 = 24;
+    /// The run's epoch.
+    pub const EPOCH: u64 = 32;
+    /// The task id.
+    pub const TASK: u64 = 40;
+    /// The phase identity.
+    pub const PHASE_SEQ: u64 = 48;
+}
+
+/// Acknowledgement statuses.
+pub mod capture_status {
+    /// The request is being served: the publisher asks again (a new tick) for the next step.
+    pub const IN_PROGRESS: u64 = 1;
+    /// The lane cannot take the record now (no buffer, arena full, or another core's
+    /// reservation open): nothing reserved, nothing counted; ask again.
+    pub const WOULD_BLOCK: u64 = 2;
+    /// Terminal: every record of the phase is committed.
+    pub const SEALED: u64 = 3;
+    /// Terminal: the phase was aborted; the participants go to the run's fatal path.
+    pub const ABORTED: u64 = 4;
+}
+
+impl CaptureLayout {
+    /// The layout a launch configuration names, `None` unless the run is resident and dumps.
+    pub const fn of(cfg: &LaunchConfig) -> Option<CaptureLayout> {
+        if cfg.capture == 0 || cfg.resident == 0 {
+            return None;
+        }
+        Some(CaptureLayout { base: cfg.capture, clusters: cfg.clusters })
+    }
+    /// Workers (three per cluster).
+    pub const fn workers(&self) -> u32 {
+        self.clusters * 3
+    }
+    /// GM address of header word `w` ([`capture_header`]).
+    pub const fn header(&self, w: u64) -> u64 {
+        self.base + w
+    }
+    /// GM address of the rendezvous slot of lane `lane` of cluster `c`.
+    pub const fn slot(&self, c: u32, lane: u32) -> u64 {
+        self.base + 64 + (c as u64 * 3 + lane as u64) * 64
+    }
+    /// GM address of the occupancy of the publication in lane `lane` of cluster `c`.
+    pub const fn occupancy(&self, c: u32, lane: u32) -> u64 {
+        self.base + 64 + self.clusters as u64 * 3 * 64 + c as u64 * 64 + lane as u64 * 8
+    }
+    /// GM address of the last occupancy handed out for slot `(c, lane)`.
+    pub const fn occupancy_issued(&self, c: u32, lane: u32) -> u64 {
+        self.occupancy(c, lane) + 24
+    }
+    /// GM address of worker `w`'s request line.
+    pub const fn request(&self, w: u32) -> u64 {
+        self.base + 64 + self.clusters as u64 * 4 * 64 + w as u64 * 64
+    }
+    /// GM address of worker `w`'s acknowledgement line.
+    pub const fn ack(&self, w: u32) -> u64 {
+        self.request(self.workers()) + w as u64 * 64
+    }
+    /// Bytes of the whole region.
+    pub const fn bytes(&self) -> u64 {
+        self.ack(self.workers()) - self.base
+    }
+}
