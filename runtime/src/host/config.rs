@@ -277,6 +277,50 @@ impl RingConfig {
     }
 }
 
+impl<P: pto_hal::HostPlatform> super::Device<P> {
+    /// Clusters and threads of a run, after checking the configuration.
+    pub(super) fn check_config(&self, cfg: &RunConfig) -> Result<(u32, u32), Error> {
+        let inner = &*self.inner;
+        inner.check_usable()?;
+        let clusters = cfg.clusters.unwrap_or(inner.topo.clusters);
+        if clusters == 0 || clusters > inner.topo.clusters {
+            return Err(Error::Config(format!("clusters must be 1..={}, got {clusters}", inner.topo.clusters)));
+        }
+        let threads = cfg.aicpu_threads.unwrap_or(inner.topo.aicpu_threads);
+        if threads == 0 || threads > inner.topo.aicpu_threads {
+            return Err(Error::Config(format!(
+                "aicpu_threads must be 1..={}, got {threads}",
+                inner.topo.aicpu_threads
+            )));
+        }
+        if let Some(w) = cfg.watchdog_us {
+            core_wait_us(w, inner.timeouts.exit_us, inner.timeouts.stream_us)?;
+        }
+        Ok((clusters, threads))
+    }
+
+    /// Clusters, threads and the orchestrator's wait budget of a device-side run, after
+    /// checking the configuration for that runtime.
+    pub(super) fn check_trb_config(&self, cfg: &RunConfig) -> Result<(u32, u32, u64), Error> {
+        let (clusters, threads) = self.check_config(cfg)?;
+        if threads < 2 {
+            return Err(Error::Config(format!(
+                "the device-side runtime needs at least 2 AICPU threads (one orchestrates, the others schedule), got {threads}"
+            )));
+        }
+        cfg.rings.validate()?;
+        let watchdog = cfg.watchdog_us.unwrap_or(self.inner.timeouts.watchdog_us);
+        let wait_us = cfg.rings.wait_us.unwrap_or(watchdog);
+        if wait_us == 0 || wait_us > watchdog.saturating_mul(2) {
+            return Err(Error::Config(format!(
+                "rings.wait_us = {wait_us} must be in 1..=2 x watchdog ({} us): idle cores give up after that",
+                watchdog.saturating_mul(2)
+            )));
+        }
+        Ok((clusters, threads, wait_us))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,12 +30,15 @@ mod build;
 pub mod config;
 pub mod dump;
 pub mod error;
+mod fence;
 mod memory;
+mod prepare;
 mod publish;
+mod report;
 mod resident;
-mod run;
 pub mod slots;
 pub mod trace;
+mod turns;
 
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::{Mutex, MutexGuard};
@@ -53,10 +56,12 @@ pub use build::Graph;
 pub use config::{MAX_RING_HEAP, RingConfig, RunConfig, Timeouts};
 use error::platform;
 pub use error::{DeviceError, Error, PlatformError};
+pub use fence::RunHandle;
 pub use memory::DeviceTensor;
+pub use prepare::PreparedRun;
 use publish::SlotMem;
+pub use report::{CaptureReport, RunReport};
 pub use resident::{Executor, LegacyReason};
-pub use run::{CaptureReport, PreparedRun, RunHandle, RunReport};
 pub use trace::Trace;
 
 use crate::graph::FuncId;
@@ -102,7 +107,7 @@ pub(crate) struct Inner<P: HostPlatform> {
     programs: DevicePrograms,
     slot_table: SlotTable,
     slot_mem: [Mutex<SlotMem>; PIPELINE_DEPTH],
-    turns: run::Turns,
+    turns: turns::Turns,
     epoch: AtomicU64,
     next_graph: AtomicU64,
     allocs: memory::Allocations,
@@ -205,7 +210,7 @@ impl<P: HostPlatform> Device<P> {
                 programs,
                 slot_table: SlotTable::new(),
                 slot_mem,
-                turns: run::Turns::default(),
+                turns: turns::Turns::default(),
                 epoch: AtomicU64::new(0),
                 next_graph: AtomicU64::new(1),
                 allocs: memory::Allocations::new(memory::next_device_serial()),

@@ -1,0 +1,308 @@
+//! The completion fence of a launched run: wait for both programs within their budgets, then
+//! collect the report (or learn that the run never ended and mark the device unusable).
+//! Dropping a [`RunHandle`] runs the same fence.
+
+use parking_lot::Mutex;
+use std::format;
+use std::string::ToString;
+use std::time::{Duration, Instant};
+
+use pto_hal::{DeviceMemory, GmAddr, HostPlatform, Stream};
+use zerocopy::IntoBytes;
+
+use super::build::Graph;
+use super::error::platform;
+use super::memory::Pins;
+use super::{Device, DeviceError, Error};
+use crate::codes::{DeviceFault, ErrorCode};
+use crate::layout::LaunchDesc;
+use crate::lifecycle;
+use crate::orch::RuntimeKind;
+
+use super::report::{RunReport, collect_error};
+use super::turns::Reserved;
+
+/// A launched run. [`RunHandle::wait`] is its completion fence; dropping the handle waits too.
+pub struct RunHandle<'d, P: HostPlatform> {
+    pub(super) dev: &'d Device<P>,
+    pub(super) slot: Option<Reserved>,
+    pub(super) epoch: u64,
+    pub(super) desc: GmAddr,
+    pub(super) cpu_ev: <P::AicpuStream as Stream>::Event,
+    pub(super) core_ev: <P::AicoreStream as Stream>::Event,
+    pub(super) started: Instant,
+    pub(super) tasks: Option<u32>,
+    pub(super) runtime: RuntimeKind,
+    pub(super) pins: Option<Pins>,
+    pub(super) _keep: Option<Graph<P>>,
+    /// The args-dump region and its collector, when the run dumps.
+    pub(super) dump: Option<Dumping>,
+}
+
+/// A dumping run's collector and what it has met so far (the lanes belong to the slot).
+pub(super) struct Dumping {
+    pub(super) collector: Mutex<Option<super::dump::Collector>>,
+    /// The first collection failure (draining stops there).
+    pub(super) failed: Mutex<Option<Error>>,
+}
+
+impl Dumping {
+    /// Drain what the lanes published (a no-op after a failure).
+    fn drain<D: DeviceMemory>(&self, dev: &D)
+    where
+        D::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let mut failed = self.failed.lock();
+        if failed.is_some() {
+            return;
+        }
+        let mut c = self.collector.lock();
+        if let Some(c) = c.as_mut() {
+            if let Err(e) = c.drain(dev) {
+                *failed = Some(collect_error(e));
+            }
+        }
+    }
+}
+
+/// How a run's fence ended.
+enum Fenced {
+    /// Both programs completed; the platform may have reported a failure of either.
+    Done(Option<Error>),
+    /// A boundary never completed within its budget.
+    Never(Error),
+}
+
+impl<'d, P: HostPlatform> RunHandle<'d, P> {
+    /// Non-blocking: have both of this run's boundaries completed? A dumping run's collector
+    /// also drains its lanes here, so a host that polls keeps the producer's back-pressure low.
+    pub fn is_done(&self) -> Result<bool, Error> {
+        if let Some(d) = &self.dump {
+            d.drain(&self.dev.inner.dev);
+        }
+        let s = self.dev.inner.lock_streams();
+        Ok(s.aicpu.query_event(self.cpu_ev).map_err(platform("AICPU event query"))?
+            && s.aicore.query_event(self.core_ev).map_err(platform("AICore event query"))?)
+    }
+
+    /// The run's epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Wait for the run and report it. Bounded: by the stream budget while no fault is
+    /// latched, and by the exit budget once the AICPU program has ended with a latched fault
+    /// (a core stuck in a kernel that never returns does not hold the host).
+    pub fn wait(mut self) -> Result<RunReport, Error> {
+        self.finish()
+    }
+
+    /// Wait for one boundary, at most `budget_us`, in short chunks (the stream lock is not
+    /// held across the whole wait).
+    fn wait_boundary(&self, aicpu: bool, budget_us: u64) -> Result<Option<Error>, Error> {
+        let inner = &*self.dev.inner;
+        let deadline = Instant::now() + Duration::from_micros(budget_us);
+        let what = if aicpu { "AICPU program" } else { "AICore program" };
+        // A dumping run is drained between short waits, so the producer's back-pressure
+        // lifts while the run is in flight.
+        let chunk = if self.dump.is_some() { 200u64 } else { 2_000u64 };
+        loop {
+            if let Some(d) = &self.dump {
+                d.drain(&inner.dev);
+            }
+            let left = deadline.saturating_duration_since(Instant::now()).as_micros() as u64;
+            let s = inner.lock_streams();
+            let r = if aicpu {
+                s.aicpu.wait_event(self.cpu_ev, chunk.min(left))
+            } else {
+                s.aicore.wait_event(self.core_ev, chunk.min(left))
+            };
+            drop(s);
+            match r {
+                Ok(()) => return Ok(None),
+                Err(e) if pto_hal::Error::kind(&e) == pto_hal::ErrorKind::Timeout => {
+                    if left <= chunk {
+                        return Err(Error::Timeout { what, micros: budget_us });
+                    }
+                }
+                Err(e) => return Ok(Some(Error::platform(what, e))),
+            }
+        }
+    }
+
+    /// The descriptor as the device left it.
+    pub(super) fn read_desc(&self) -> Result<LaunchDesc, Error> {
+        let mut d = LaunchDesc::default();
+        self.dev.inner.dev.copy_d2h(d.as_mut_bytes(), self.desc).map_err(platform("status read-back"))?;
+        Ok(d)
+    }
+
+    /// The completion fence: the AICPU boundary within the stream budget, then the AICore
+    /// boundary within what is left of it — or, when a fault is latched, within the cores' own
+    /// wait budget (every core that is not stuck in a kernel gives up within it).
+    fn fence(&self) -> Fenced {
+        let inner = &*self.dev.inner;
+        let budget = inner.timeouts.stream_us;
+        let started = Instant::now();
+        let cpu = match self.wait_boundary(true, budget) {
+            Ok(f) => f,
+            Err(e) => return Fenced::Never(e),
+        };
+        let left = budget.saturating_sub(started.elapsed().as_micros() as u64);
+        let core_budget = match self.read_desc() {
+            Ok(d) if d.fatal.claimed != 0 => left.min(core_grace_us(&inner.dev, &d)),
+            _ => left,
+        };
+        match self.wait_boundary(false, core_budget.max(1)) {
+            Ok(core) => Fenced::Done(cpu.or(core)),
+            Err(e) => Fenced::Never(e),
+        }
+    }
+
+    fn finish(&mut self) -> Result<RunReport, Error> {
+        let Some(reserved) = self.slot.take() else {
+            return Err(Error::Closed);
+        };
+        let inner = &*self.dev.inner;
+        let fenced = self.fence();
+        let wall = self.started.elapsed();
+        log::debug!(
+            target: "pto::host",
+            "fence: slot {} epoch {} {} after {} us",
+            reserved.slot,
+            self.epoch,
+            match &fenced {
+                Fenced::Done(None) => "ended",
+                Fenced::Done(Some(_)) => "ended with a platform failure",
+                Fenced::Never(_) => "never ended",
+            },
+            wall.as_micros()
+        );
+        match fenced {
+            Fenced::Done(failure) => {
+                let result = match (self.collect(reserved.slot, wall), failure) {
+                    (Err(Error::Device(mut d)), Some(f)) => {
+                        d.also = Some(std::boxed::Box::new(f));
+                        Err(Error::Device(d))
+                    }
+                    // The platform's failure is the report when nothing was latched.
+                    (Ok(_), Some(f)) => Err(f),
+                    (Err(Error::Unusable(_)), Some(f)) => Err(f),
+                    (r, _) => r,
+                };
+                let result = self.finish_dump(result, true);
+                match &result {
+                    Ok(r) => log::debug!(
+                        target: "pto::host",
+                        "collect: slot {} epoch {} ok, {} tasks",
+                        reserved.slot,
+                        self.epoch,
+                        r.tasks
+                    ),
+                    Err(e) => {
+                        log::debug!(target: "pto::host", "collect: slot {} epoch {} failed: {e}", reserved.slot, self.epoch)
+                    }
+                }
+                inner.free_slot(&reserved);
+                if let Some(p) = self.pins.take() {
+                    inner.release_pins(p);
+                }
+                result
+            }
+            Fenced::Never(e) => {
+                // Some program of this run never ended: the device is unusable, and every
+                // tensor the run names stays allocated (a stuck core may still write it).
+                core::mem::forget(self.pins.take());
+                // The manifest says what was collected, with its accounting unknown.
+                let _ = self.finish_dump(Err(Error::Closed), false);
+                let latched = self.read_desc().ok().and_then(|d| lifecycle::decode_latch(&d));
+                let err = match latched {
+                    Some(lifecycle::Latched { fault: Ok(f), message }) => {
+                        let mut d = DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message);
+                        d.also = Some(std::boxed::Box::new(e));
+                        inner.mark_unusable(format!("run {} never completed after {d}", self.epoch));
+                        Error::Device(d)
+                    }
+                    _ => {
+                        inner.mark_unusable(format!("run {} never completed: {e}", self.epoch));
+                        e
+                    }
+                };
+                // The slot is not reused: the device is unusable.
+                Err(err)
+            }
+        }
+    }
+
+    /// Close the args dump of a run whose fence ended (`fenced`: both programs ended, so the
+    /// region may be read and freed): final drain, counters, manifest. A run that failed
+    /// reports its accounting as unknown; a collection failure fails a run that succeeded.
+    fn finish_dump(&mut self, result: Result<RunReport, Error>, fenced: bool) -> Result<RunReport, Error> {
+        let Some(d) = self.dump.take() else { return result };
+        let inner = &*self.dev.inner;
+        let collector = d.collector.lock().take();
+        let failed = d.failed.lock().take();
+        let complete = fenced && result.is_ok() && failed.is_none();
+        let run = serde_json::json!({
+            "epoch": self.epoch,
+            "runtime": self.runtime.to_string(),
+            "complete": complete,
+        });
+        let locate = |addr: u64| inner.allocs.locate(addr);
+        let report = collector.map(|c| c.finish(&inner.dev, complete, run, &locate));
+        match (result, failed, report) {
+            (Ok(_), Some(e), _) => Err(e),
+            // The collection failed mid-run, so the host stopped draining and the resident
+            // route's capture ran out of budget waiting: the collection is the cause.
+            (Err(Error::Device(de)), Some(e), _) if de.code == ErrorCode::Device(DeviceFault::ArgsCaptureTimeout) => {
+                Err(e)
+            }
+            (Ok(_), None, Some(Err(e))) => Err(collect_error(e)),
+            (Ok(mut r), None, Some(Ok(rep))) => {
+                r.dump = Some(rep);
+                Ok(r)
+            }
+            (r, _, _) => r,
+        }
+    }
+
+    pub(super) fn sync_streams(&self) -> Result<(), Error> {
+        let inner = &*self.dev.inner;
+        let budget = inner.timeouts.stream_us;
+        let mut s = inner.lock_streams();
+        let a = s.aicpu.synchronize(budget).map_err(platform("AICPU stream"));
+        let c = s.aicore.synchronize(budget).map_err(platform("AICore stream"));
+        a.and(c)
+    }
+}
+
+/// How long the AICore program may still run once the AICPU program ended with a latched
+/// fault: the cores' own wait budget for this run, plus a margin. A core still running after
+/// it is stuck in a kernel.
+///
+/// The teardown-gate wait has no early exit (`lifecycle::wait_release`: past its budget a core
+/// latches `RELEASE_TIMEOUT` and keeps waiting), but it needs no longer grace: every AICPU
+/// thread stores each of its cores' gates — release, or the cancel value for a core it
+/// abandons — before its program ends, so once the AICPU program has ended no core waits at
+/// its gate for more than a wake-up. A core whose AICPU thread is stuck keeps the AICPU
+/// program from ending; the fence then gives up on the AICPU boundary after `stream_us` and
+/// reports the core's latched `RELEASE_TIMEOUT` (which `core_wait < stream_us` makes sure is
+/// latched by then), with the device marked unusable.
+fn core_grace_us(clock: &impl pto_hal::Clock, d: &LaunchDesc) -> u64 {
+    clock.micros_from_ticks(d.config.core_wait_ticks).saturating_add(200_000)
+}
+
+pub(super) fn timeout_or<E: pto_hal::Error + std::error::Error + Send + Sync + 'static>(
+    what: &'static str,
+    micros: u64,
+    e: E,
+) -> Error {
+    if e.kind() == pto_hal::ErrorKind::Timeout { Error::Timeout { what, micros } } else { Error::platform(what, e) }
+}
+
+impl<P: HostPlatform> Drop for RunHandle<'_, P> {
+    fn drop(&mut self) {
+        // The same bounded fence as `wait`, whatever the outcome; the report is dropped.
+        let _ = self.finish();
+    }
+}

@@ -1,0 +1,276 @@
+//! Preparing and launching a run: publish its launch image into a reserved slot, then submit
+//! the AICore and AICPU programs on their streams.
+
+use parking_lot::Mutex;
+use std::format;
+use std::string::String;
+use std::time::Instant;
+
+use pto_hal::{AicoreStream, AicpuStream, HostPlatform, Stream};
+
+use super::build::Graph;
+use super::error::platform;
+use super::memory::Pins;
+use super::publish::Publish;
+use super::{Device, Error, Program, RunConfig};
+use crate::graph::GraphError;
+use crate::layout::RUNTIME_HBG;
+use crate::orch::{OrchArgs, RuntimeKind};
+
+use super::fence::{Dumping, RunHandle, timeout_or};
+use super::report::RunReport;
+use super::turns::Reserved;
+
+impl<P: HostPlatform> Device<P> {
+    /// Drain: wait (bounded by the stream budget) until every program submitted to the device
+    /// has finished, and surface any device program failure. Run handles still report their
+    /// own runs.
+    pub fn drain(&self) -> Result<(), Error> {
+        let budget = self.inner.timeouts.stream_us;
+        let mut s = self.inner.lock_streams();
+        let a = s.aicpu.synchronize(budget).map_err(|e| timeout_or("AICPU stream drain", budget, e));
+        let c = s.aicore.synchronize(budget).map_err(|e| timeout_or("AICore stream drain", budget, e));
+        a.and(c)
+    }
+
+    /// Prepare, launch and wait for one run of `graph` with the default configuration.
+    pub fn run(&self, graph: &Graph<P>) -> Result<RunReport, Error> {
+        self.run_with(graph, &RunConfig::default())
+    }
+
+    /// Prepare, launch and wait for one run of `graph`.
+    pub fn run_with(&self, graph: &Graph<P>, cfg: &RunConfig) -> Result<RunReport, Error> {
+        self.prepare(graph, cfg)?.launch()?.wait()
+    }
+
+    /// Run `program` on the runtime `cfg.runtime` names: build on the host and run the graph,
+    /// or orchestrate on the device.
+    pub fn run_program(&self, program: &Program, args: &OrchArgs, cfg: &RunConfig) -> Result<RunReport, Error> {
+        self.prepare_program(program, args, cfg)?.launch()?.wait()
+    }
+
+    /// Prepare one run of `program` on the runtime `cfg.runtime` names (see
+    /// [`Device::prepare`] for the pipeline rules).
+    pub fn prepare_program<'d>(
+        &'d self,
+        program: &Program,
+        args: &OrchArgs,
+        cfg: &RunConfig,
+    ) -> Result<PreparedRun<'d, P>, Error> {
+        match cfg.runtime {
+            RuntimeKind::HostBuiltGraph => {
+                let graph = self.build_program(program, args)?;
+                let mut prepared = self.prepare(&graph, cfg)?;
+                prepared.keep = Some(graph);
+                Ok(prepared)
+            }
+            RuntimeKind::TensormapRing => {
+                let (clusters, threads, wait_us) = self.check_trb_config(cfg)?;
+                self.check_program_args(args)?;
+                let image = self.orch_image(program, args, cfg, wait_us)?;
+                // The program's tensors stay allocated until the run's fence.
+                let pins = self
+                    .inner
+                    .allocs
+                    .pin(args.tensors().iter().map(|t| &t.buffer))
+                    .map_err(|(i, why)| GraphError::UnusableProgramArg { arg: i as u32, why })?;
+                let mut prepared = self.prepare_in_slot(clusters, threads, None, true, pins, |slot| {
+                    self.publish_trb(slot, image, clusters, threads, cfg)
+                })?;
+                prepared.runtime = RuntimeKind::TensormapRing;
+                Ok(prepared)
+            }
+        }
+    }
+
+    /// Prepare a run: take a pipeline slot (waiting in arrival order while other runs hold
+    /// both, bounded by [`Timeouts::turn_us`](super::Timeouts::turn_us)) and publish the launch
+    /// image (descriptor and graph image, synchronously, exactly once). A second run can be
+    /// prepared while the first is launched: it takes the other slot.
+    ///
+    /// Every device tensor the graph names must still be allocated on this device; it stays
+    /// allocated (even if its `DeviceTensor` is dropped) until this run's fence.
+    pub fn prepare<'d>(&'d self, graph: &Graph<P>, cfg: &RunConfig) -> Result<PreparedRun<'d, P>, Error> {
+        self.prepare_graph(graph, cfg, true)
+    }
+
+    /// [`Device::prepare`] without waiting: [`Error::Busy`] when no slot is free now.
+    pub fn try_prepare<'d>(&'d self, graph: &Graph<P>, cfg: &RunConfig) -> Result<PreparedRun<'d, P>, Error> {
+        self.prepare_graph(graph, cfg, false)
+    }
+
+    fn prepare_graph<'d>(&'d self, graph: &Graph<P>, cfg: &RunConfig, wait: bool) -> Result<PreparedRun<'d, P>, Error> {
+        if !std::sync::Arc::ptr_eq(&graph.dev, &self.inner) {
+            return Err(Error::Config(String::from("the graph was built for another device")));
+        }
+        let (clusters, threads) = self.check_config(cfg)?;
+        graph.check_placeable(cfg, clusters, threads)?;
+        let pins = self.inner.allocs.pin(graph.externals.iter().map(|(b, _, _)| b)).map_err(|(i, why)| {
+            let (_, task, arg) = graph.externals[i];
+            GraphError::UnusableTensor { task, arg, why }
+        })?;
+        let tasks = Some(graph.task_count);
+        self.prepare_in_slot(clusters, threads, tasks, wait, pins, |slot| {
+            let what =
+                Publish { bytes: &graph.image, task_count: graph.task_count, runtime: RUNTIME_HBG, clusters, threads };
+            self.publish(slot, what, cfg)
+        })
+    }
+
+    /// Reserve a pipeline slot and `publish` the run's launch image into it (returning the
+    /// epoch); the slot and the pins are given back when anything fails.
+    fn prepare_in_slot<'d>(
+        &'d self,
+        clusters: u32,
+        threads: u32,
+        tasks: Option<u32>,
+        wait: bool,
+        pins: Pins,
+        publish: impl FnOnce(usize) -> Result<u64, Error>,
+    ) -> Result<PreparedRun<'d, P>, Error> {
+        let reserved = match self.inner.reserve_slot(wait) {
+            Ok(r) => r,
+            Err(e) => {
+                self.inner.release_pins(pins);
+                return Err(e);
+            }
+        };
+        match publish(reserved.slot) {
+            Ok(epoch) => {
+                log::debug!(
+                    target: "pto::host",
+                    "prepare: slot {} epoch {epoch} clusters {clusters} threads {threads} tasks {tasks:?}",
+                    reserved.slot
+                );
+                Ok(PreparedRun {
+                    dev: self,
+                    slot: Some(reserved),
+                    epoch,
+                    clusters,
+                    threads,
+                    tasks,
+                    runtime: RuntimeKind::HostBuiltGraph,
+                    keep: None,
+                    pins: Some(pins),
+                })
+            }
+            Err(e) => {
+                log::debug!(target: "pto::host", "prepare: slot {} refused: {e}", reserved.slot);
+                self.inner.free_slot(&reserved);
+                self.inner.release_pins(pins);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A run whose launch image is on the device, ready to launch. Dropping it frees its slot.
+pub struct PreparedRun<'d, P: HostPlatform> {
+    dev: &'d Device<P>,
+    slot: Option<Reserved>,
+    epoch: u64,
+    clusters: u32,
+    threads: u32,
+    tasks: Option<u32>,
+    runtime: RuntimeKind,
+    /// A graph built for this run only (a program on the host-built-graph runtime).
+    keep: Option<Graph<P>>,
+    /// The device tensors this run names, held until its fence.
+    pins: Option<Pins>,
+}
+
+impl<'d, P: HostPlatform> PreparedRun<'d, P> {
+    /// The pipeline slot this run holds.
+    pub fn slot(&self) -> usize {
+        self.slot.as_ref().map_or(usize::MAX, |r| r.slot)
+    }
+
+    /// The run's epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Submit the run: the AICore program first, then the AICPU program, each on its own
+    /// stream, each followed by a completion event. Never waits for the device.
+    pub fn launch(mut self) -> Result<RunHandle<'d, P>, Error> {
+        let inner = &*self.dev.inner;
+        let reserved = self.slot.take().ok_or(Error::Closed)?;
+        let pins = self.pins.take().unwrap_or_default();
+        if !inner.begin_launch(&reserved) {
+            inner.release_pins(pins);
+            return Err(Error::Expired { micros: inner.timeouts.lease_us });
+        }
+        if let Err(e) = inner.check_usable() {
+            inner.free_slot(&reserved);
+            inner.release_pins(pins);
+            return Err(e);
+        }
+        let (desc, dump) = {
+            let mut mem = inner.slot_mem[reserved.slot].lock();
+            let dump =
+                mem.dump.take().map(|d| Dumping { collector: Mutex::new(Some(d.collector)), failed: Mutex::new(None) });
+            (mem.arena, dump)
+        };
+        let started = Instant::now();
+        let mut s = inner.lock_streams();
+        let launched = (|| {
+            s.aicore.launch_aicore(inner.programs.aicore, desc, self.clusters).map_err(platform("AICore launch"))?;
+            let core_ev = s.aicore.record_event().map_err(platform("AICore event"))?;
+            let entry = match self.runtime {
+                RuntimeKind::HostBuiltGraph => inner.programs.hbg,
+                RuntimeKind::TensormapRing => inner.programs.trb,
+            };
+            s.aicpu.launch_aicpu(entry, desc, self.threads).map_err(platform("AICPU launch"))?;
+            let cpu_ev = s.aicpu.record_event().map_err(platform("AICPU event"))?;
+            Ok::<_, Error>((cpu_ev, core_ev))
+        })();
+        drop(s);
+        match launched {
+            Ok((cpu_ev, core_ev)) => {
+                inner.launched(&reserved);
+                log::debug!(
+                    target: "pto::host",
+                    "launch: slot {} epoch {} runtime {} clusters {} threads {}",
+                    reserved.slot,
+                    self.epoch,
+                    self.runtime,
+                    self.clusters,
+                    self.threads
+                );
+                Ok(RunHandle {
+                    dev: self.dev,
+                    slot: Some(reserved),
+                    epoch: self.epoch,
+                    desc,
+                    cpu_ev,
+                    core_ev,
+                    started,
+                    tasks: self.tasks,
+                    runtime: self.runtime,
+                    pins: Some(pins),
+                    _keep: self.keep.take(),
+                    dump,
+                })
+            }
+            Err(e) => {
+                // A half-submitted launch cannot be proven complete: the device is unusable,
+                // and the tensors it names stay allocated.
+                inner.mark_unusable(format!("launch failed: {e}"));
+                inner.free_slot(&reserved);
+                core::mem::forget(pins);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<P: HostPlatform> Drop for PreparedRun<'_, P> {
+    fn drop(&mut self) {
+        if let Some(r) = self.slot.take() {
+            self.dev.inner.free_slot(&r);
+        }
+        if let Some(p) = self.pins.take() {
+            self.dev.inner.release_pins(p);
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! What a run reports: the counters, executor and capture figures read back from the
+//! descriptor after the fence, and the trace when it was on.
+
+use std::format;
+use std::string::ToString;
+use std::time::Duration;
+
+use pto_hal::{DeviceMemory, GmAddr, HostPlatform};
+
+use super::error::platform;
+use super::{DeviceError, Error};
+use crate::codes::{DeviceFault, ErrorCode, Site};
+use crate::layout::RUNTIME_TRB;
+use crate::lifecycle;
+use crate::orch::RuntimeKind;
+
+use super::fence::RunHandle;
+
+/// What a completed run reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunReport {
+    /// The run's epoch.
+    pub epoch: u64,
+    /// Tasks completed.
+    pub tasks: u64,
+    /// Subtasks dispatched to cores (on the resident executor: kernels the cores found in
+    /// their dispatch slots and ran; dummy and skipped tasks are not counted).
+    pub dispatched: u64,
+    /// Cores that handshook.
+    pub cores: u64,
+    /// Cores released through their gates.
+    pub released: u64,
+    /// Host wall time from launch to the completion fence.
+    pub wall: Duration,
+    /// Device-side runtime: how long the orchestration function ran on the device (its
+    /// submission time, overlapped with execution). `None` on the host-built graph, whose
+    /// submission is the graph build ([`Graph::build_time`]).
+    pub orchestration: Option<Duration>,
+    /// Pipeline slot used.
+    pub slot: usize,
+    /// The run's swimlane trace, when [`RunConfig::trace`] was on.
+    pub trace: Option<super::Trace>,
+    /// What the args dump wrote, when [`RunConfig::dump`] was on.
+    pub dump: Option<super::dump::DumpReport>,
+    /// The executor that ran the graph: [`Executor::Legacy`](super::Executor::Legacy) or
+    /// [`Executor::Resident`](super::Executor::Resident) (never `Auto`).
+    pub executor: super::Executor,
+    /// Why the run was on the legacy executor (`None` on the resident one).
+    pub legacy_reason: Option<super::LegacyReason>,
+    /// The resident route's boundary capture, when the run was resident with the dump on.
+    pub capture: Option<CaptureReport>,
+}
+
+/// What the resident route's boundary capture did in one run (the counters of its control
+/// region, read back after the run; `docs/args-dump.md`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CaptureReport {
+    /// Bytes of control storage the run reserved (slots, occupancies, request and
+    /// acknowledgement lines).
+    pub region_bytes: u64,
+    /// Phases the cores requested (one per task boundary that records something).
+    pub requests: u64,
+    /// Rendezvous slots claimed (one per task that entered a boundary).
+    pub claims: u64,
+    /// Service steps that copied or committed something.
+    pub steps: u64,
+    /// WOULD_BLOCK answers (a full arena, no free buffer, or the lane's reservation open for
+    /// another core); none of them is a dropped record.
+    pub would_block: u64,
+    /// Most payload bytes one service step copied.
+    pub largest_step: u64,
+    /// The bound on one step's payload bytes.
+    pub max_step: u64,
+    /// Rendezvous slots left neither FREE nor SETTLED at the end (0 after a completed run).
+    pub unsettled_slots: u64,
+}
+
+impl<P: HostPlatform> RunHandle<'_, P> {
+    pub(super) fn collect(&self, slot: usize, wall: Duration) -> Result<RunReport, Error> {
+        let inner = &*self.dev.inner;
+        let d = self.read_desc()?;
+        let workers = d.config.workers as u64;
+        if let Some(lifecycle::Latched { fault, message }) = lifecycle::decode_latch(&d) {
+            let err = match fault {
+                Ok(f) => DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message),
+                Err((code, site)) => DeviceError::new(
+                    ErrorCode::Device(DeviceFault::BadImage),
+                    Site::Boot,
+                    None,
+                    None,
+                    (code << 32) | (site & 0xFFFF_FFFF),
+                    format!("the device latched code {code} at site {site}, which this build does not know: {message}"),
+                ),
+            };
+            // Surface (and clear) any program status too, so it cannot leak into the next run;
+            // the latched fault is the better report, so the stream's own error is dropped.
+            let _ = self.sync_streams();
+            if d.run.cores_released < d.run.cores_ready || d.run.threads_done < d.config.aicpu_threads as u64 {
+                inner.mark_unusable(format!("run {} left cores unreleased after: {err}", self.epoch));
+            }
+            return Err(Error::Device(err));
+        }
+        if d.run.threads_done != d.config.aicpu_threads as u64
+            || d.run.cores_released != workers
+            || self.tasks.is_some_and(|n| d.run.completed != n as u64)
+        {
+            // No latched fault but the run's own record is incomplete: ask the streams.
+            self.sync_streams()?;
+            inner.mark_unusable(format!("run {} ended without a complete record", self.epoch));
+            return Err(Error::Unusable(format!(
+                "run {} ended with {}/{:?} tasks, {}/{} threads, {}/{} cores released",
+                self.epoch,
+                d.run.completed,
+                self.tasks,
+                d.run.threads_done,
+                d.config.aicpu_threads,
+                d.run.cores_released,
+                workers
+            )));
+        }
+        let micros = pto_hal::Clock::micros_from_ticks(&inner.dev, d.run.orch_ticks);
+        let trace = match crate::layout::TraceLayout::of(&d.config) {
+            None => None,
+            Some(l) => {
+                let funcs = inner.funcs.lock().0.clone();
+                let hz = pto_hal::Clock::freq_hz(&inner.dev);
+                Some(super::trace::collect(&inner.dev, hz, &funcs, &d, l)?)
+            }
+        };
+        Ok(RunReport {
+            epoch: self.epoch,
+            tasks: d.run.completed,
+            dispatched: d.run.dispatched,
+            cores: d.run.cores_ready,
+            released: d.run.cores_released,
+            wall,
+            slot,
+            trace,
+            dump: None,
+            executor: if crate::layout::ResidentLayout::of(&d.config).is_some() {
+                super::Executor::Resident
+            } else {
+                super::Executor::Legacy
+            },
+            legacy_reason: super::LegacyReason::from_code(d.config.executor_reason, d.config.executor_detail),
+            capture: capture_report(&inner.dev, &d.config)?,
+            orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
+                .then(|| Duration::from_micros(micros)),
+        })
+    }
+}
+
+pub(super) fn collect_error<E: pto_hal::Error + std::error::Error + Send + Sync + 'static>(
+    e: super::dump::CollectError<E>,
+) -> Error {
+    match e {
+        super::dump::CollectError::Io(e) => Error::DumpFiles { path: "args dump directory".into(), why: e.to_string() },
+        super::dump::CollectError::Device(e) => Error::platform("args-dump collection", e),
+    }
+}
+
+/// Read back the counters and slot states of a resident run's capture region.
+fn capture_report<D: DeviceMemory>(dev: &D, cfg: &crate::layout::LaunchConfig) -> Result<Option<CaptureReport>, Error>
+where
+    D::Error: std::error::Error + Send + Sync + 'static,
+{
+    use crate::layout::{CaptureLayout, capture_header as h, capture_slot};
+    let Some(l) = CaptureLayout::of(cfg) else { return Ok(None) };
+    let mut b = std::vec![0u8; l.bytes() as usize];
+    dev.copy_d2h(&mut b, GmAddr(l.base)).map_err(platform("capture region read-back"))?;
+    let word = |at: u64| {
+        let o = (at - l.base) as usize;
+        u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]))
+    };
+    let unsettled = (0..l.clusters)
+        .flat_map(|c| (0..3).map(move |lane| (c, lane)))
+        .filter(|&(c, lane)| {
+            let (state, _) = capture_slot::fields(word(l.slot(c, lane)));
+            state != capture_slot::FREE && state != capture_slot::SETTLED
+        })
+        .count() as u64;
+    Ok(Some(CaptureReport {
+        region_bytes: l.bytes(),
+        requests: word(l.header(h::REQUESTS)),
+        claims: word(l.header(h::CLAIMS)),
+        steps: word(l.header(h::SERVED)),
+        would_block: word(l.header(h::WOULD_BLOCK)),
+        largest_step: word(l.header(h::LARGEST_STEP)),
+        max_step: word(l.header(h::MAX_BYTES)),
+        unsettled_slots: unsettled,
+    }))
+}
