@@ -450,3 +450,55 @@ fn an_escaped_scope_tensor_is_the_same_named_error_on_both_runtimes() {
     }
     still_works(&dev, &k);
 }
+
+// Trust: a run keeps everything it touches alive until its fence, the graph's heap included.
+
+/// Fills argument 0 with 7.
+fn k_fill7(k: &mut dyn KernelContext) {
+    let n = k.arg(0).elem_count() as usize;
+    k.store(0, &vec![7.0f32; n]);
+}
+
+/// Copies argument 0 into argument 1.
+fn k_copy(k: &mut dyn KernelContext) {
+    let v = k.load::<f32>(0);
+    k.store(1, &v);
+}
+
+/// A graph dropped after `prepare` and before the run's fence: the run still writes its
+/// intermediates into the graph's heap, so the heap must not be freed (and handed to the next
+/// allocation) before the fence. On both executors, through `wait` and through dropping the
+/// run handle; the bystander allocated after the drop is the block the freed heap would be.
+#[test]
+fn a_graph_dropped_before_its_run_ends_keeps_its_heap_until_the_fence() {
+    let (dev, _k) = device();
+    let fill = dev.register_kernel("fill7", CoreType::Aiv, k_fill7).unwrap();
+    let copy = dev.register_kernel("copy", CoreType::Aiv, k_copy).unwrap();
+    for executor in [Executor::Legacy, Executor::Resident] {
+        for by_drop in [false, true] {
+            let out = dev.alloc::<f32>(&[1024]).unwrap();
+            let graph = dev
+                .build(|g| {
+                    let h = g.alloc_tensor(DType::F32, &[1024])?;
+                    g.submit(Task::aiv(fill).output(&h))?;
+                    g.submit(Task::aiv(copy).input(&h).output(&out.tensor()))?;
+                    Ok(())
+                })
+                .unwrap();
+            let prepared = dev.prepare(&graph, &RunConfig::default().with_executor(executor)).unwrap();
+            drop(graph);
+            let bystander = dev.tensor_from(&[1024], &[-1.0f32; 1024]).unwrap();
+            let run = prepared.launch().unwrap();
+            if by_drop {
+                drop(run);
+            } else {
+                let report = run.wait().unwrap();
+                assert_eq!(report.executor, executor);
+            }
+            let seen = bystander.read::<f32>().unwrap();
+            let clobbered = seen.iter().filter(|&&v| v != -1.0).count();
+            assert_eq!(clobbered, 0, "{executor:?} (dropped handle: {by_drop}): the run wrote a later allocation");
+            assert!(out.read::<f32>().unwrap().iter().all(|&v| v == 7.0), "{executor:?}: wrong output");
+        }
+    }
+}

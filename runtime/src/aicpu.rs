@@ -11,17 +11,16 @@ use crate::sync::{AtomicU32, Ordering};
 use alloc::vec::Vec;
 
 use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr, GmMemory};
-use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
 use crate::layout::{
-    ARGS_HEAD, ArgsHeader, DESC_MAGIC, FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, LaunchConfig, Shape,
-    TaskRecord, args_flags, executor_mode, offsets,
+    DESC_MAGIC, FuncEntry, ImageError, ImageSource, ImageView, LAYOUT_VERSION, LaunchConfig, Shape, TaskRecord,
+    args_flags, executor_mode, offsets,
 };
 
 use crate::launch_state;
 use crate::lifecycle::{self, Fault, RunMap};
-use crate::sched::{Base, Completions, Scheduler, TaskInfo, TaskSource, lanes_match};
+use crate::sched::{Base, Completions, Scheduler, TaskInfo, TaskSource};
 
 pub use crate::launch_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
 
@@ -263,81 +262,33 @@ fn check_resident(cfg: &LaunchConfig, g: Graph) -> Result<Graph, u64> {
     Ok(g)
 }
 
-fn read_vec<T: FromBytes + IntoBytes + Clone, A: GmMemory>(a: &A, at: GmAddr, n: usize, zero: T) -> Vec<T> {
-    let mut v = alloc::vec![zero; n];
-    a.read(at, v.as_mut_bytes());
-    v
+/// The graph image in GM, as the AICPU reads it: plain reads, after the booting thread made
+/// the host's write visible (`observe_host`).
+struct GmImage<'a, A> {
+    a: &'a A,
+    base: GmAddr,
 }
 
-/// Copy the image's control part into AICPU memory and validate it. The error is a detail
-/// word naming the check that failed.
+impl<A: GmMemory> ImageSource for GmImage<'_, A> {
+    fn read_at(&self, off: u64, buf: &mut [u8]) {
+        self.a.read(self.base.offset(off), buf);
+    }
+}
+
+/// Copy the image's control part into AICPU memory and validate it ([`ImageView`]). The
+/// error is the detail word naming the check that failed ([`ImageError::detail`]).
 fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
     let img = GmAddr(cfg.image);
     if !crate::breakage::broken(crate::breakage::SKIP_HOST_INVALIDATE | crate::breakage::INVALIDATE_AT_END) {
         crate::observe_host::<A>(a, img, cfg.image_len);
     }
-    let mut h = ImageHeader::default();
-    if cfg.image_len < core::mem::size_of::<ImageHeader>() as u64 {
-        return Err(1);
+    let src = GmImage { a, base: img };
+    let view = ImageView::open(&src, cfg.image_len).map_err(|e| e.detail())?;
+    if view.task_count() != cfg.task_count {
+        return Err(ImageError::Header.detail());
     }
-    a.read(img, h.as_mut_bytes());
-    if h.magic != IMAGE_MAGIC
-        || h.version != LAYOUT_VERSION
-        || h.total_len != cfg.image_len
-        || h.task_count != cfg.task_count
-    {
-        return Err(2);
-    }
-    let n = h.task_count as usize;
-    let within = |off: u64, len: u64| off.checked_add(len).is_some_and(|e| e <= h.total_len);
-    if !within(h.tasks_off, n as u64 * 32)
-        || !within(h.fanout_off, h.fanout_len * 4)
-        || !within(h.funcs_off, h.func_count as u64 * 16)
-    {
-        return Err(3);
-    }
-    let tasks: Vec<TaskRecord> = read_vec(a, img.offset(h.tasks_off), n, TaskRecord::default());
-    let fanout: Vec<u32> = read_vec(a, img.offset(h.fanout_off), h.fanout_len as usize, 0u32);
-    let funcs: Vec<FuncEntry> = read_vec(a, img.offset(h.funcs_off), h.func_count as usize, FuncEntry::default());
-    let mut args = Vec::with_capacity(n);
-    let mut extra = Vec::with_capacity(n);
-    let mut fanin_total = 0u64;
-    for (i, t) in tasks.iter().enumerate() {
-        let rec_off = h.tasks_off + i as u64 * 32;
-        let args_off = rec_off as i64 + t.args_rel as i64;
-        if args_off < 0 || !within(args_off as u64, t.args_len as u64) || (t.args_len as u64) < ARGS_HEAD {
-            return Err(0x100 | ((i as u64) << 16));
-        }
-        if !lanes_match(t) || t.block_num == 0 || (t.shape == Shape::Dummy as u8 && t.block_num != 1) {
-            return Err(0x200 | ((i as u64) << 16));
-        }
-        if (t.fanout_start as u64 + t.fanout_count as u64) > h.fanout_len {
-            return Err(0x300 | ((i as u64) << 16));
-        }
-        // Every active lane names a func with a binary for the lane's core type.
-        for lane in 0..3u8 {
-            if t.lanes & (1 << lane) == 0 {
-                continue;
-            }
-            let f = funcs.get(t.funcs[lane as usize] as usize).copied().unwrap_or_default();
-            if (if lane == 0 { f.aic } else { f.aiv }) == 0 {
-                return Err(0x600 | ((i as u64) << 16) | lane as u64);
-            }
-        }
-        let mut ah = ArgsHeader::default();
-        a.read(img.offset(args_off as u64), ah.as_mut_bytes());
-        if ARGS_HEAD + ah.tensors as u64 * 64 + ah.scalars as u64 * 8 != t.args_len as u64 {
-            return Err(0x400 | ((i as u64) << 16));
-        }
-        if ah.predicate % 4 != 0 || ah.flags & !args_flags::ALL != 0 {
-            return Err(0x700 | ((i as u64) << 16));
-        }
-        extra.push((ah.predicate, ah.flags & args_flags::SYNC_START != 0));
-        fanin_total += t.fanin as u64;
-        args.push(img.0 + args_off as u64);
-    }
-    if fanin_total != h.fanout_len || fanout.iter().any(|&c| c as usize >= n) {
-        return Err(5);
-    }
-    Ok(Graph { tasks, fanout, funcs, args, extra })
+    let c = view.validate().map_err(|e| e.detail())?;
+    let args = c.args.iter().map(|(off, _)| img.0 + off).collect();
+    let extra = c.args.iter().map(|(_, h)| (h.predicate, h.flags & args_flags::SYNC_START != 0)).collect();
+    Ok(Graph { tasks: c.tasks, fanout: c.fanout, funcs: c.funcs, args, extra })
 }

@@ -19,7 +19,7 @@ use zerocopy::IntoBytes;
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::dump::Dumper;
-use crate::layout::{DispatchPayload, Shape, TaskRecord, TraceRecord, lanes, offsets, regs, trace_kind};
+use crate::layout::{DispatchPayload, Shape, TraceRecord, offsets, regs, trace_kind};
 use crate::lifecycle::{self, Fault, RunMap};
 use crate::queue::ReadyQueue;
 use crate::trace::TraceRing;
@@ -849,17 +849,6 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         }
         self.batch.push((c.phys, reg, i as u32));
         self.dispatched += 1;
-    }
-}
-
-/// Whether a task record's lanes are consistent with its shape.
-pub fn lanes_match(rec: &TaskRecord) -> bool {
-    match Shape::try_from(rec.shape) {
-        Ok(Shape::Aic) => rec.lanes == lanes::AIC,
-        Ok(Shape::Aiv) => rec.lanes == lanes::AIV0,
-        Ok(Shape::Mix) => rec.lanes != 0 && rec.lanes & !lanes::MIX == 0,
-        Ok(Shape::Dummy) => rec.lanes == 0,
-        Err(_) => false,
     }
 }
 

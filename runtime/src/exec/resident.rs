@@ -50,7 +50,7 @@ use crate::capture::rendezvous::{Boundary, Failure};
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::dump::{DumpLevel, next_capture};
 use crate::layout::{
-    ARGS_HEAD, ArgsHeader, CaptureLayout, DispatchPayload, ENTRY_DUMMY, ENTRY_GANG, FuncEntry, HOME_DUMMY, ImageHeader,
+    ARGS_HEAD, ArgsHeader, CaptureLayout, DispatchPayload, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageSource, ImageView,
     NO_FUNC, ResidentLayout, TaskRecord, TraceRecord, entry_task_block, entry_word, home_fields, inbox_class, regs,
     trace_kind,
 };
@@ -445,37 +445,18 @@ pub enum Served {
     IdleTimeout,
 }
 
-/// The image's control part, as a core reads it (after invalidating it).
-struct Image {
-    base: u64,
-    h: ImageHeader,
+/// The graph image as a core reads it: each range observed (invalidated) before it is read,
+/// since the host wrote it and this core's cache may hold a previous run's lines.
+struct CoreImage<'a, A> {
+    a: &'a A,
+    base: GmAddr,
 }
 
-impl Image {
-    fn load<A: AicoreAgent>(a: &A, base: u64) -> Image {
-        let mut h = ImageHeader::new_zeroed();
-        a.observe_lines(GmAddr(base), core::mem::size_of::<ImageHeader>() as u64);
-        a.read(GmAddr(base), h.as_mut_bytes());
-        Image { base, h }
-    }
-    fn record_at(&self, t: u32) -> GmAddr {
-        GmAddr(self.base + self.h.tasks_off + t as u64 * 32)
-    }
-    fn record<A: AicoreAgent>(&self, a: &A, t: u32) -> TaskRecord {
-        let at = self.record_at(t);
-        let mut r = TaskRecord::new_zeroed();
-        a.observe_lines(at, 32);
-        a.read(at, r.as_mut_bytes());
-        r
-    }
-    fn func<A: AicoreAgent>(&self, a: &A, f: u16) -> FuncEntry {
-        let at = GmAddr(self.base + self.h.funcs_off + f as u64 * 16);
-        let mut e = FuncEntry::new_zeroed();
-        if (f as u32) < self.h.func_count {
-            a.observe_lines(at, 16);
-            a.read(at, e.as_mut_bytes());
-        }
-        e
+impl<A: AicoreAgent> ImageSource for CoreImage<'_, A> {
+    fn read_at(&self, off: u64, buf: &mut [u8]) {
+        let at = self.base.offset(off);
+        self.a.observe_lines(at, buf.len() as u64);
+        self.a.read(at, buf);
     }
 }
 
@@ -491,7 +472,23 @@ pub fn serve<A: AicoreAgent>(
     let w = launch.block_idx;
     let budget = cfg.core_wait_ticks;
     let Some(l) = ResidentLayout::of(cfg) else { return Served::Exit };
-    let img = Image::load(a, cfg.image);
+    let src = CoreImage { a, base: GmAddr(cfg.image) };
+    let img = match ImageView::open(&src, cfg.image_len) {
+        Ok(img) => img,
+        Err(e) => {
+            // The AICPU validated the image before it started the cores: this one reads
+            // something else (a stale or clobbered line).
+            let f = Fault {
+                code: ErrorCode::Device(DeviceFault::BadImage),
+                site: Site::Kernel,
+                task: None,
+                core: Some(w),
+                detail: e.detail(),
+            };
+            lifecycle::latch(a, map.desc, f, "a core read a graph image the AICPU had not validated");
+            return Served::IdleTimeout;
+        }
+    };
     let (c, lane) = seat(w, l.clusters);
     let none = Pushed { home: 0, class: 0, blocks: 0 };
     let core = Core {
@@ -577,7 +574,7 @@ struct Core<'a, A: AicoreAgent> {
     a: &'a A,
     map: &'a RunMap,
     l: &'a ResidentLayout,
-    img: &'a Image,
+    img: &'a ImageView<'a, CoreImage<'a, A>>,
     launch: &'a AicoreLaunch,
     w: u32,
     /// Tasks published whose rings are owed ([`Core::settle`]).
@@ -660,7 +657,7 @@ impl<A: AicoreAgent> Core<'_, A> {
             Err(why) => self.fault(ErrorCode::Device(DeviceFault::BadImage), Site::Completion, t, t as u64, why),
             Ok(false) => {}
             Ok(true) => {
-                let rec = rec.copied().unwrap_or_else(|| self.img.record(a, t));
+                let rec = rec.copied().unwrap_or_else(|| self.img.task(t));
                 self.release(&rec, t);
                 a.fetch_add(GmAddr(l.completed()), 1);
                 a.send_event();
@@ -684,7 +681,7 @@ impl<A: AicoreAgent> Core<'_, A> {
         // The slot was published after the task was released, which came after its
         // producers' outputs were written back: order this core's reads after it.
         a.rmb();
-        let rec = img.record(a, t);
+        let rec = img.task(t);
         // The kernel of this core's lane: a gang runs each lane's own; a single task its
         // core type's.
         let gang = e & ENTRY_GANG != 0;
@@ -700,7 +697,7 @@ impl<A: AicoreAgent> Core<'_, A> {
             bad(e, "a dispatch slot named a block or lane the task does not have");
             return;
         }
-        let args = GmAddr((img.record_at(t).0 as i64 + rec.args_rel as i64) as u64);
+        let args = GmAddr(self.map.cfg.image + img.args_offset(t, &rec));
         let mut h = ArgsHeader::new_zeroed();
         a.observe_lines(args, ARGS_HEAD);
         a.read(args, h.as_mut_bytes());
@@ -758,7 +755,7 @@ impl<A: AicoreAgent> Core<'_, A> {
         }
         let mut traced: Option<TraceRecord> = None;
         if !skip {
-            let f = img.func(a, rec.funcs[func_lane as usize]);
+            let f = img.func(rec.funcs[func_lane as usize]).unwrap_or_default();
             let bin = if func_lane == 0 { f.aic } else { f.aiv };
             let Some(kernel) = a.resolve_kernel(bin) else {
                 self.fault(
@@ -842,9 +839,7 @@ impl<A: AicoreAgent> Core<'_, A> {
         let mut done = 0u32;
         while done < rec.fanout_count {
             let n = (rec.fanout_count - done).min(16) as usize;
-            let at = GmAddr(img.base + img.h.fanout_off + (rec.fanout_start as u64 + done as u64) * 4);
-            a.observe_lines(at, n as u64 * 4);
-            a.read(at, chunk[..n].as_mut_bytes());
+            img.read_fanout(rec.fanout_start as u64 + done as u64, &mut chunk[..n]);
             for &c in &chunk[..n] {
                 let why = if c >= l.tasks {
                     Err("a fan-out list named a task outside the graph")

@@ -11,6 +11,7 @@ use std::vec::Vec;
 use pto_hal::{DeviceMemory, GmAddr, HostPlatform};
 
 use super::error::platform;
+use super::resident::Plan;
 use super::{Device, DeviceError, Error, Inner, Program, RunConfig};
 use crate::codes::{ErrorCode, OrchError, Site};
 use crate::graph::{BufferRef, GraphError};
@@ -21,6 +22,14 @@ use crate::orch::{Orch, OrchArgs, OrchFail, Orchestrator, ScopeMode};
 /// A built graph: its image and its heap of runtime-allocated tensors. Run it any number of
 /// times; each run checks that every device tensor the graph names is still allocated.
 pub struct Graph<P: HostPlatform> {
+    /// Shared with every run prepared from the graph, which keeps it (its heap above all)
+    /// until the run's fence: dropping the graph does not free what a run still uses.
+    pub(crate) core: Arc<GraphCore<P>>,
+}
+
+/// A built graph's state: what the device reads (image, heap) and what the host decided
+/// when it built it ([`Plan`]).
+pub(crate) struct GraphCore<P: HostPlatform> {
     pub(crate) dev: Arc<Inner<P>>,
     pub(crate) image: Vec<u8>,
     heap: Option<GmAddr>,
@@ -30,28 +39,32 @@ pub struct Graph<P: HostPlatform> {
     build_time: Duration,
     /// Every external buffer the graph names, with the first task and argument naming it.
     pub(crate) externals: Vec<(BufferRef, u32, u32)>,
+    /// The executor eligibility, edges and resident initial states, decided at build.
+    pub(crate) plan: Plan,
 }
 
 impl<P: HostPlatform> core::fmt::Debug for Graph<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Graph").field("tasks", &self.task_count).finish_non_exhaustive()
+        f.debug_struct("Graph").field("tasks", &self.core.task_count).finish_non_exhaustive()
     }
 }
 
 impl<P: HostPlatform> Graph<P> {
     /// Number of tasks.
     pub fn task_count(&self) -> u32 {
-        self.task_count
+        self.core.task_count
     }
     /// Size of the image uploaded per run.
     pub fn image_len(&self) -> usize {
-        self.image.len()
+        self.core.image.len()
     }
     /// Time the build took (orchestration, discovery, emission).
     pub fn build_time(&self) -> Duration {
-        self.build_time
+        self.core.build_time
     }
+}
 
+impl<P: HostPlatform> GraphCore<P> {
     pub(crate) fn check_placeable(&self, cfg: &RunConfig, clusters: u32, threads: u32) -> Result<(), Error> {
         // A sync-start cohort starts on the cores of one scheduler thread.
         let per_thread = clusters / threads.max(1);
@@ -94,7 +107,7 @@ impl<P: HostPlatform> Graph<P> {
     }
 }
 
-impl<P: HostPlatform> Drop for Graph<P> {
+impl<P: HostPlatform> Drop for GraphCore<P> {
     fn drop(&mut self) {
         if let Some(h) = self.heap.take() {
             let _ = self.dev.dev.free(h);
@@ -181,6 +194,15 @@ impl<P: HostPlatform> Device<P> {
                 return Err(e.into());
             }
         };
+        let plan = match Plan::of(&image) {
+            Ok(p) => p,
+            Err(e) => {
+                if let Some(h) = heap {
+                    let _ = self.inner.dev.free(h);
+                }
+                return Err(Error::Config(std::format!("the host emitted a graph image the device would refuse: {e}")));
+            }
+        };
         let first = [Shape::Aic, Shape::Aiv, Shape::Mix].map(|s| b.first_of(s));
         let sync_max = [Shape::Aic, Shape::Aiv, Shape::Mix].map(|s| b.sync_start_max(s));
         let task_count = b.task_count();
@@ -188,14 +210,17 @@ impl<P: HostPlatform> Device<P> {
         let mut externals: Vec<_> = seen.into_inner().into_values().collect();
         externals.sort_unstable_by_key(|&(_, task, arg)| (task, arg));
         Ok(Graph {
-            dev: self.inner.clone(),
-            image,
-            heap,
-            task_count,
-            first,
-            sync_max,
-            build_time: started.elapsed(),
-            externals,
+            core: Arc::new(GraphCore {
+                dev: self.inner.clone(),
+                image,
+                heap,
+                task_count,
+                first,
+                sync_max,
+                build_time: started.elapsed(),
+                externals,
+                plan,
+            }),
         })
     }
 }

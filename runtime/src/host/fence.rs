@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use pto_hal::{DeviceMemory, GmAddr, HostPlatform, Stream};
 use zerocopy::IntoBytes;
 
-use super::build::Graph;
 use super::error::platform;
 use super::memory::Pins;
 use super::{Device, DeviceError, Error};
@@ -34,7 +33,8 @@ pub struct RunHandle<'d, P: HostPlatform> {
     pub(super) tasks: Option<u32>,
     pub(super) runtime: RuntimeKind,
     pub(super) pins: Option<Pins>,
-    pub(super) _keep: Option<Graph<P>>,
+    /// The host-built graph's state, kept until the fence ([`PreparedRun`](super::PreparedRun)).
+    pub(super) graph: Option<std::sync::Arc<super::build::GraphCore<P>>>,
     /// The args-dump region and its collector, when the run dumps.
     pub(super) dump: Option<Dumping>,
 }
@@ -213,6 +213,8 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
                 // Some program of this run never ended: the device is unusable, and every
                 // tensor the run names stays allocated (a stuck core may still write it).
                 core::mem::forget(self.pins.take());
+                // Nor is the graph's heap freed, for the same reason.
+                core::mem::forget(self.graph.take());
                 // The manifest says what was collected, with its accounting unknown.
                 let _ = self.finish_dump(Err(Error::Closed), false);
                 let latched = self.read_desc().ok().and_then(|d| lifecycle::decode_latch(&d));

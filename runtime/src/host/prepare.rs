@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use pto_hal::{AicoreStream, AicpuStream, HostPlatform, Stream};
 
-use super::build::Graph;
+use super::build::{Graph, GraphCore};
 use super::error::platform;
 use super::memory::Pins;
 use super::publish::Publish;
@@ -16,6 +16,7 @@ use super::{Device, Error, Program, RunConfig};
 use crate::graph::GraphError;
 use crate::layout::RUNTIME_HBG;
 use crate::orch::{OrchArgs, RuntimeKind};
+use std::sync::Arc;
 
 use super::fence::{Dumping, RunHandle, timeout_or};
 use super::report::RunReport;
@@ -60,8 +61,9 @@ impl<P: HostPlatform> Device<P> {
         match cfg.runtime {
             RuntimeKind::HostBuiltGraph => {
                 let graph = self.build_program(program, args)?;
-                let mut prepared = self.prepare(&graph, cfg)?;
-                prepared.keep = Some(graph);
+                let prepared = self.prepare(&graph, cfg)?;
+                // The run keeps the graph's state; the graph itself is this run's only.
+                drop(graph);
                 Ok(prepared)
             }
             RuntimeKind::TensormapRing => {
@@ -100,6 +102,7 @@ impl<P: HostPlatform> Device<P> {
     }
 
     fn prepare_graph<'d>(&'d self, graph: &Graph<P>, cfg: &RunConfig, wait: bool) -> Result<PreparedRun<'d, P>, Error> {
+        let graph = &graph.core;
         if !std::sync::Arc::ptr_eq(&graph.dev, &self.inner) {
             return Err(Error::Config(String::from("the graph was built for another device")));
         }
@@ -110,11 +113,19 @@ impl<P: HostPlatform> Device<P> {
             GraphError::UnusableTensor { task, arg, why }
         })?;
         let tasks = Some(graph.task_count);
-        self.prepare_in_slot(clusters, threads, tasks, wait, pins, |slot| {
-            let what =
-                Publish { bytes: &graph.image, task_count: graph.task_count, runtime: RUNTIME_HBG, clusters, threads };
+        let mut prepared = self.prepare_in_slot(clusters, threads, tasks, wait, pins, |slot| {
+            let what = Publish {
+                bytes: &graph.image,
+                plan: Some(&graph.plan),
+                task_count: graph.task_count,
+                runtime: RUNTIME_HBG,
+                clusters,
+                threads,
+            };
             self.publish(slot, what, cfg)
-        })
+        })?;
+        prepared.graph = Some(graph.clone());
+        Ok(prepared)
     }
 
     /// Reserve a pipeline slot and `publish` the run's launch image into it (returning the
@@ -150,7 +161,7 @@ impl<P: HostPlatform> Device<P> {
                     threads,
                     tasks,
                     runtime: RuntimeKind::HostBuiltGraph,
-                    keep: None,
+                    graph: None,
                     pins: Some(pins),
                 })
             }
@@ -173,8 +184,9 @@ pub struct PreparedRun<'d, P: HostPlatform> {
     threads: u32,
     tasks: Option<u32>,
     runtime: RuntimeKind,
-    /// A graph built for this run only (a program on the host-built-graph runtime).
-    keep: Option<Graph<P>>,
+    /// The host-built graph this run runs: its heap and plan stay alive until the run's
+    /// fence, whoever drops the [`Graph`].
+    graph: Option<Arc<GraphCore<P>>>,
     /// The device tensors this run names, held until its fence.
     pins: Option<Pins>,
 }
@@ -248,7 +260,7 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                     tasks: self.tasks,
                     runtime: self.runtime,
                     pins: Some(pins),
-                    _keep: self.keep.take(),
+                    graph: self.graph.take(),
                     dump,
                 })
             }
@@ -258,6 +270,7 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                 inner.mark_unusable(format!("launch failed: {e}"));
                 inner.free_slot(&reserved);
                 core::mem::forget(pins);
+                core::mem::forget(self.graph.take());
                 Err(e)
             }
         }

@@ -46,6 +46,9 @@ pub(crate) struct DumpRegion {
 /// What a published run needs to know about itself.
 pub(crate) struct Publish<'a> {
     pub(crate) bytes: &'a [u8],
+    /// What the host decided about a host-built graph at build (`None` on the device-side
+    /// runtime).
+    pub(crate) plan: Option<&'a super::resident::Plan>,
     pub(crate) task_count: u32,
     pub(crate) runtime: u32,
     pub(crate) clusters: u32,
@@ -172,7 +175,14 @@ impl<P: HostPlatform> Device<P> {
             at += cfg.rings.heap[r];
         }
         image[..core::mem::size_of::<OrchImage>()].copy_from_slice(head.as_bytes());
-        let what = Publish { bytes: &image, task_count: 0, runtime: crate::layout::RUNTIME_TRB, clusters, threads };
+        let what = Publish {
+            bytes: &image,
+            plan: None,
+            task_count: 0,
+            runtime: crate::layout::RUNTIME_TRB,
+            clusters,
+            threads,
+        };
         self.publish(slot, what, cfg)
     }
 
@@ -248,13 +258,13 @@ impl<P: HostPlatform> Device<P> {
         // The executor: the device-side runtime dispatches from the AICPU; a host-built graph
         // goes resident unless asked otherwise or it has a shape the resident executor does
         // not run.
-        let choice = if what.runtime == crate::layout::RUNTIME_HBG {
+        let choice = if let Some(plan) = what.plan {
             let capture = cfg.dump.map(|level| super::resident::CaptureParams {
                 level,
                 max_bytes: capture_step_bytes(cfg.dump_arena.unwrap_or(super::dump::DEFAULT_ARENA)),
                 budget: watchdog_ticks / 2,
             });
-            super::resident::choose(cfg.executor, what.bytes, capture, what.clusters)
+            super::resident::choose(cfg.executor, plan, capture, what.clusters)
                 .map_err(|why| Error::Config(format!("executor = resident cannot run this graph: {why}")))?
         } else if cfg.executor == super::Executor::Resident {
             return Err(Error::Config(format!(
@@ -269,16 +279,25 @@ impl<P: HostPlatform> Device<P> {
                 capture: None,
             }
         };
-        let (resident, resident_entries) = match &choice.state {
-            None => (0, 0),
-            Some((bytes, entries)) => {
-                let need = bytes.len() as u64;
+        // The resident state, then (when the dump is on) the capture region right after it.
+        let (resident, resident_entries, capture) = match &choice.state {
+            None => (0, 0, 0),
+            Some(state) => {
+                let state_len = state.bytes.len() as u64;
+                let need = state_len + choice.capture.as_ref().map_or(0, |c| c.len() as u64);
                 let at = reuse_or_alloc(dev, &mut mem.resident, need, need, "resident scheduler state")?;
-                dev.copy_h2d(at, bytes).map_err(platform("resident scheduler state upload"))?;
-                (at.0, *entries)
+                dev.copy_h2d(at, &state.bytes).map_err(platform("resident scheduler state upload"))?;
+                let capture = match &choice.capture {
+                    None => 0,
+                    Some(c) => {
+                        let c_at = at.offset(state_len);
+                        dev.copy_h2d(c_at, c).map_err(platform("capture region upload"))?;
+                        c_at.0
+                    }
+                };
+                (at.0, state.entries, capture)
             }
         };
-        let capture = choice.capture.map_or(0, |off| resident + off);
         let (executor_reason, executor_detail) = choice.reason.map_or((0, u32::MAX), |r| r.code());
         let config = LaunchConfig {
             magic: DESC_MAGIC,

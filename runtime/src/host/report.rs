@@ -126,7 +126,8 @@ impl<P: HostPlatform> RunHandle<'_, P> {
             Some(l) => {
                 let funcs = inner.funcs.lock().0.clone();
                 let hz = pto_hal::Clock::freq_hz(&inner.dev);
-                Some(super::trace::collect(&inner.dev, hz, &funcs, &d, l)?)
+                let edges = self.graph.as_deref().map(|g| g.plan.edges.as_slice());
+                Some(super::trace::collect(&inner.dev, hz, &funcs, &d, l, edges)?)
             }
         };
         Ok(RunReport {

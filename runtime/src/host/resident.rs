@@ -6,13 +6,13 @@
 //! state ([`ResidentLayout`]): every task's fan-in, subtask and home words, the clusters'
 //! inboxes sized exactly and seeded with the blocks of the tasks that wait for nothing.
 
+use parking_lot::Mutex;
 use std::fmt;
+use std::sync::Arc;
 use std::vec::Vec;
 
-use zerocopy::FromBytes;
-
 use crate::layout::{
-    ArgsHeader, CaptureLayout, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageHeader, RESIDENT_MAX_ENTRIES, ResidentLayout,
+    CaptureLayout, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ImageError, ImageView, RESIDENT_MAX_ENTRIES, ResidentLayout,
     Shape, TaskRecord, args_flags, capture_header, entry_word, executor_mode, home_fields, home_word, inbox_class,
     lanes, legacy_reason,
 };
@@ -67,8 +67,9 @@ pub enum LegacyReason {
         /// The first such task.
         task: u32,
     },
-    /// The host could not read its own graph image back (a defect of the host, reported rather
-    /// than guessed around).
+    /// The host could not read its own graph image back. The host now checks the image it
+    /// emits when it builds the graph (a failed check fails the build), so it no longer
+    /// reports this; the variant decodes descriptors of hosts that did.
     Unreadable,
     /// The args dump is on and a task has more than one block: the resident route captures
     /// a task's boundaries at one dispatch (one block on one cluster), and a task spread over
@@ -136,10 +137,11 @@ pub(crate) struct Choice {
     pub(crate) mode: u32,
     /// Why the legacy executor, if it is.
     pub(crate) reason: Option<LegacyReason>,
-    /// The resident state to write (bytes laid out from offset 0) and its entry count.
-    pub(crate) state: Option<(Vec<u8>, u32)>,
-    /// Offset in `state` of the boundary-capture control region, when the dump is on.
-    pub(crate) capture: Option<u64>,
+    /// The resident state to write.
+    pub(crate) state: Option<Arc<InitialState>>,
+    /// The boundary-capture control region's initial bytes (laid out from offset 0), when
+    /// the dump is on; it follows the state in GM.
+    pub(crate) capture: Option<Vec<u8>>,
 }
 
 /// What the resident route's boundary capture needs from the run's dump configuration.
@@ -153,45 +155,72 @@ pub(crate) struct CaptureParams {
     pub(crate) budget: u64,
 }
 
-/// The task records of a host-built graph `image`, or the first thing in it the resident
-/// executor cannot run.
-fn scan(image: &[u8]) -> Result<Vec<TaskRecord>, LegacyReason> {
-    let broken = LegacyReason::Unreadable;
-    let (h, _) = ImageHeader::read_from_prefix(image).map_err(|_| broken)?;
-    let n = h.task_count as usize;
-    let at = usize::try_from(h.tasks_off).map_err(|_| broken)?;
-    let end = n.checked_mul(32).and_then(|b| at.checked_add(b)).filter(|&e| e <= image.len()).ok_or(broken)?;
-    let tasks: Vec<TaskRecord> = image[at..end]
-        .chunks_exact(32)
-        .map(|c| TaskRecord::read_from_bytes(c).map_err(|_| broken))
-        .collect::<Result<_, _>>()?;
-    let mut blocks = 0u64;
-    for (i, t) in tasks.iter().enumerate() {
-        let task = i as u32;
-        Shape::try_from(t.shape).map_err(|_| broken)?;
-        if t.block_num == 0 {
-            return Err(broken);
-        }
-        blocks += t.block_num as u64;
-        if blocks > RESIDENT_MAX_ENTRIES as u64 {
-            return Err(LegacyReason::TooManyBlocks { task });
-        }
-        let args = (at + i * 32) as i64 + t.args_rel as i64;
-        let args = usize::try_from(args).map_err(|_| broken)?;
-        let (ah, _) = image.get(args..).and_then(|b| ArgsHeader::read_from_prefix(b).ok()).ok_or(broken)?;
-        if ah.flags & args_flags::SYNC_START != 0 {
-            return Err(LegacyReason::SyncStart { task });
-        }
-    }
-    Ok(tasks)
+/// What the host decides about a host-built graph once, when it builds it, from the image it
+/// emitted (read through [`ImageView`], the reader the device uses too): the task records,
+/// the edges (for traces), whether the resident executor can run it, and the resident
+/// executor's initial state for each cluster count a run has asked for.
+pub(crate) struct Plan {
+    tasks: Vec<TaskRecord>,
+    /// Producer → consumer edges, in task order.
+    pub(crate) edges: Vec<(u32, u32)>,
+    /// Why the resident executor cannot run the graph, if it cannot.
+    resident: Result<(), LegacyReason>,
+    /// The first task with more than one block (the resident route's dump refuses it).
+    first_multi_block: Option<u32>,
+    /// Initial states built so far, by cluster count (a graph is usually run with one).
+    states: Mutex<Vec<(u32, Arc<InitialState>)>>,
 }
 
-/// Choose the executor of a host-built graph `image` under `asked`, with the args dump on or
-/// off, for `clusters` clusters. `Err` is the reason an explicit [`Executor::Resident`]
-/// cannot be honoured.
+/// The resident executor's scheduler state at the start of a run, laid out from offset 0.
+pub(crate) struct InitialState {
+    pub(crate) bytes: Vec<u8>,
+    /// Inbox entries ([`ResidentLayout::entries`]).
+    pub(crate) entries: u32,
+}
+
+impl Plan {
+    /// The plan of the host-built graph `image`; `Err` when the image fails the device's own
+    /// checks (a defect of the host's emitter, reported rather than uploaded).
+    pub(crate) fn of(image: &[u8]) -> Result<Plan, ImageError> {
+        let checked = ImageView::open(image, image.len() as u64)?.validate()?;
+        let mut blocks = 0u64;
+        let mut resident = Ok(());
+        for (i, (t, (_, args))) in checked.tasks.iter().zip(&checked.args).enumerate() {
+            let task = i as u32;
+            blocks += t.block_num as u64;
+            if blocks > RESIDENT_MAX_ENTRIES as u64 {
+                resident = Err(LegacyReason::TooManyBlocks { task });
+                break;
+            }
+            if args.flags & args_flags::SYNC_START != 0 {
+                resident = Err(LegacyReason::SyncStart { task });
+                break;
+            }
+        }
+        let first_multi_block = checked.tasks.iter().position(|t| t.block_num > 1).map(|t| t as u32);
+        let edges = checked.edges().collect();
+        Ok(Plan { tasks: checked.tasks, edges, resident, first_multi_block, states: Mutex::new(Vec::new()) })
+    }
+
+    /// The initial state over `clusters` clusters, built on the first run that asks for it.
+    fn state(&self, clusters: u32) -> Arc<InitialState> {
+        let mut states = self.states.lock();
+        if let Some((_, s)) = states.iter().find(|(c, _)| *c == clusters) {
+            return s.clone();
+        }
+        let (bytes, entries) = initial_state(&self.tasks, clusters);
+        let s = Arc::new(InitialState { bytes, entries });
+        states.push((clusters, s.clone()));
+        s
+    }
+}
+
+/// Choose the executor of the host-built graph `plan` describes under `asked`, with the args
+/// dump on or off, for `clusters` clusters. `Err` is the reason an explicit
+/// [`Executor::Resident`] cannot be honoured.
 pub(crate) fn choose(
     asked: Executor,
-    image: &[u8],
+    plan: &Plan,
     dump: Option<CaptureParams>,
     clusters: u32,
 ) -> Result<Choice, LegacyReason> {
@@ -202,31 +231,27 @@ pub(crate) fn choose(
     let refuse = |reason: LegacyReason, mode: u32| {
         if asked == Executor::Resident { Err(reason) } else { Ok(legacy(reason, mode)) }
     };
-    match scan(image) {
-        Err(reason) => refuse(reason, executor_mode::LEGACY_UNSUPPORTED_SHAPE),
-        Ok(tasks) => {
-            if dump.is_some()
-                && let Some(task) = tasks.iter().position(|t| t.block_num > 1)
-            {
-                return refuse(LegacyReason::ArgsDumpBlocks { task: task as u32 }, executor_mode::LEGACY_GRAPH);
-            }
-            let (mut bytes, entries) = initial_state(&tasks, clusters);
-            let capture = dump.map(|p| {
-                let at = bytes.len() as u64;
-                let l = CaptureLayout { base: at, clusters };
-                bytes.resize((at + l.bytes()) as usize, 0);
-                let mut put = |w: u64, v: u64| {
-                    let o = l.header(w) as usize;
-                    bytes[o..o + 8].copy_from_slice(&v.to_le_bytes())
-                };
-                put(capture_header::LEVEL, u32::from(p.level) as u64);
-                put(capture_header::MAX_BYTES, p.max_bytes);
-                put(capture_header::BUDGET, p.budget);
-                at
-            });
-            Ok(Choice { mode: executor_mode::RESIDENT_PENDING, reason: None, state: Some((bytes, entries)), capture })
-        }
+    if let Err(reason) = plan.resident {
+        return refuse(reason, executor_mode::LEGACY_UNSUPPORTED_SHAPE);
     }
+    if dump.is_some()
+        && let Some(task) = plan.first_multi_block
+    {
+        return refuse(LegacyReason::ArgsDumpBlocks { task }, executor_mode::LEGACY_GRAPH);
+    }
+    let capture = dump.map(|p| {
+        let l = CaptureLayout { base: 0, clusters };
+        let mut bytes = std::vec![0u8; l.bytes() as usize];
+        let mut put = |w: u64, v: u64| {
+            let o = l.header(w) as usize;
+            bytes[o..o + 8].copy_from_slice(&v.to_le_bytes())
+        };
+        put(capture_header::LEVEL, u32::from(p.level) as u64);
+        put(capture_header::MAX_BYTES, p.max_bytes);
+        put(capture_header::BUDGET, p.budget);
+        bytes
+    });
+    Ok(Choice { mode: executor_mode::RESIDENT_PENDING, reason: None, state: Some(plan.state(clusters)), capture })
 }
 
 /// The inbox class of a task and the class its home word records.

@@ -18,9 +18,7 @@ use zerocopy::FromBytes;
 use super::Error;
 use super::error::platform;
 use crate::hbg::FuncTable;
-use crate::layout::{
-    ImageHeader, LaunchDesc, RUNTIME_HBG, TaskRecord, TraceHeader, TraceLayout, TraceRecord, trace_kind,
-};
+use crate::layout::{LaunchDesc, RUNTIME_HBG, TraceHeader, TraceLayout, TraceRecord, trace_kind};
 use crate::orch::RuntimeKind;
 
 /// Records per AICore ring when [`RunConfig::trace_records`](super::RunConfig::trace_records)
@@ -482,32 +480,6 @@ where
     Ok(v)
 }
 
-/// Producer → consumer edges of a host-built graph image read back from the device.
-fn image_edges<D: DeviceMemory>(dev: &D, d: &LaunchDesc) -> Result<Option<Vec<(u32, u32)>>, Error>
-where
-    D::Error: std::error::Error + Send + Sync + 'static,
-{
-    let img = read(dev, d.config.image, d.config.image_len as usize)?;
-    let Ok((h, _)) = ImageHeader::read_from_prefix(&img) else { return Ok(None) };
-    let n = h.task_count as usize;
-    let tasks_end = h.tasks_off as usize + n * size_of::<TaskRecord>();
-    let fan_end = h.fanout_off as usize + h.fanout_len as usize * 4;
-    if tasks_end > img.len() || fan_end > img.len() {
-        return Ok(None);
-    }
-    let mut edges = Vec::new();
-    for i in 0..n {
-        let at = h.tasks_off as usize + i * size_of::<TaskRecord>();
-        let Ok(t) = TaskRecord::read_from_bytes(&img[at..at + size_of::<TaskRecord>()]) else { return Ok(None) };
-        for k in 0..t.fanout_count as usize {
-            let o = h.fanout_off as usize + (t.fanout_start as usize + k) * 4;
-            let Some(b) = img.get(o..o + 4) else { return Ok(None) };
-            edges.push((i as u32, u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
-        }
-    }
-    Ok(Some(edges))
-}
-
 use core::mem::size_of;
 
 /// Read a traced run's rings back (after its fence) and assemble its [`Trace`].
@@ -517,6 +489,7 @@ pub(crate) fn collect<D: DeviceMemory>(
     funcs: &FuncTable,
     d: &LaunchDesc,
     layout: TraceLayout,
+    graph_edges: Option<&[(u32, u32)]>,
 ) -> Result<Trace, Error>
 where
     D::Error: std::error::Error + Send + Sync + 'static,
@@ -621,10 +594,10 @@ where
     names.retain(|k, _| used.contains(k));
     let runtime =
         if d.config.runtime == RUNTIME_HBG { RuntimeKind::HostBuiltGraph } else { RuntimeKind::TensormapRing };
-    // The host-built graph's edges are in its image; the device-side runtime's orchestrator
-    // records each dependency it finds in its own ring.
+    // The host-built graph's edges were decided when the host built it; the device-side
+    // runtime's orchestrator records each dependency it finds in its own ring.
     let edges = if runtime == RuntimeKind::HostBuiltGraph {
-        image_edges(dev, d)?
+        graph_edges.map(<[(u32, u32)]>::to_vec)
     } else {
         let orch = RingOwner::Thread(d.config.aicpu_threads.saturating_sub(1));
         rings.iter().any(|r| r.owner == orch && r.closed).then_some(recorded_edges)
