@@ -616,7 +616,8 @@ mod tests {
         let mut m = b.clone();
         m[24..32].copy_from_slice(&(u64::MAX - 8).to_le_bytes());
         assert_eq!(check(&m).err(), Some(ImageError::Regions));
-        let cases: [(u32, fn(&mut TaskRecord), ImageError); 6] = [
+        type Edit = fn(&mut TaskRecord);
+        let cases: [(u32, Edit, ImageError); 6] = [
             (1, |r| r.args_rel = i32::MIN, ImageError::ArgsOutside { task: 1 }),
             (1, |r| r.args_len = 1, ImageError::ArgsOutside { task: 1 }),
             (0, |r| r.lanes = lanes::AIC, ImageError::Shape { task: 0 }),
