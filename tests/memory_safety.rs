@@ -502,3 +502,47 @@ fn a_graph_dropped_before_its_run_ends_keeps_its_heap_until_the_fence() {
         }
     }
 }
+
+/// Writes 1 into its tensor argument (scalar 0 names the func).
+fn program_one(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    o.submit(Task::aiv(FuncId(a.s(0)? as u16)).output(&a.t(0)?))?;
+    Ok(())
+}
+
+/// Writes nothing: device B's other program, which a foreign handle used to run.
+fn program_two(_o: &mut Orch<'_>, _a: &OrchArgs) -> Result<(), OrchFail> {
+    Ok(())
+}
+
+/// Handles name their device: a program registered on device A and a graph built on A are
+/// refused by name on device B, on both runtimes, before anything runs; B still works.
+#[test]
+fn a_program_or_graph_of_another_device_is_refused_by_name() {
+    let (a, _ka) = device();
+    let (b, kb) = device();
+    let fill = b.register_kernel("fill7", CoreType::Aiv, k_fill7).unwrap();
+    // B registers a program of its own first, so A's program handle has a namesake index on B.
+    let _b_two = b.register_orchestration("two", program_two).unwrap();
+    let _a_pad = a.register_orchestration("pad", program_two).unwrap();
+    let a_one = a.register_orchestration("one", program_one).unwrap();
+    let y = b.tensor_from(&[16], &[0.0f32; 16]).unwrap();
+    let args = OrchArgs::new().tensor(y.tensor()).scalar(fill.0 as u64);
+    for rt in pto_testkit::RUNTIMES {
+        match b.run_program(&a_one, &args, &RunConfig::default().with_runtime(rt)) {
+            Err(Error::ForeignHandle { what: "program", name, owner, device }) => {
+                assert_eq!((name.as_str(), owner, device), ("one", a.serial(), b.serial()), "{rt}");
+            }
+            other => panic!("{rt}: expected a foreign-program error, got {other:?}"),
+        }
+    }
+    assert!(matches!(b.build_program(&a_one, &args), Err(Error::ForeignHandle { what: "program", .. })));
+    let (_x, a_graph) = pto_testkit::add1_chain(&a, 2).unwrap();
+    match b.run(&a_graph) {
+        Err(Error::ForeignHandle { what: "graph", owner, device, .. }) => {
+            assert_eq!((owner, device), (a.serial(), b.serial()));
+        }
+        other => panic!("expected a foreign-graph error, got {other:?}"),
+    }
+    assert_eq!(y.read::<f32>().unwrap(), vec![0.0; 16], "nothing ran");
+    still_works(&b, &kb);
+}

@@ -130,6 +130,7 @@ impl<P: HostPlatform> Device<P> {
     /// Run `program` on the host into a graph (the host-built-graph runtime). Run the graph
     /// any number of times.
     pub fn build_program(&self, program: &Program, args: &OrchArgs) -> Result<Graph<P>, Error> {
+        self.check_program(program)?;
         self.check_program_args(args)?;
         self.build_inner(|b| {
             b.set_clusters(self.inner.topo.clusters);

@@ -174,6 +174,19 @@ pub enum Error {
         /// The I/O error, as text.
         why: String,
     },
+    /// A handle (a graph or a program) made by another device: handles name their device, and
+    /// a device runs only its own.
+    #[error("{what} {name:?} belongs to device {owner}, not to device {device}")]
+    ForeignHandle {
+        /// What the handle is: "graph" or "program".
+        what: &'static str,
+        /// Its name (a program's registered name; a graph's task count).
+        name: String,
+        /// The device that made it.
+        owner: u64,
+        /// The device it was given to.
+        device: u64,
+    },
     /// An earlier failure left the device unusable; reopen it.
     #[error("the device is unusable: {0}")]
     Unusable(String),

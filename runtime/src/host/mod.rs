@@ -74,6 +74,8 @@ use slots::{PIPELINE_DEPTH, SlotTable};
 #[derive(Clone, Debug)]
 pub struct Program {
     name: String,
+    /// The serial of the device the program was registered on ([`Device::serial`]).
+    device: u64,
     handle: u64,
     f: OrchFn,
 }
@@ -323,6 +325,20 @@ impl<P: HostPlatform> Device<P> {
         self.inner.check_usable()?;
         let source = OrchestrationSource { name, function: Some(f), binary: None };
         let handle = self.inner.dev.load_orchestration(&source).map_err(platform("orchestration program load"))?;
-        Ok(Program { name: name.to_string(), handle: handle.0, f })
+        Ok(Program { name: name.to_string(), device: self.inner.allocs.device(), handle: handle.0, f })
+    }
+
+    /// `program` was registered on this device: its handle means nothing on another.
+    pub(crate) fn check_program(&self, program: &Program) -> Result<(), Error> {
+        let device = self.inner.allocs.device();
+        if program.device != device {
+            return Err(Error::ForeignHandle {
+                what: "program",
+                name: program.name.clone(),
+                owner: program.device,
+                device,
+            });
+        }
+        Ok(())
     }
 }

@@ -3,7 +3,6 @@
 
 use parking_lot::Mutex;
 use std::format;
-use std::string::String;
 use std::time::Instant;
 
 use pto_hal::{AicoreStream, AicpuStream, HostPlatform, Stream};
@@ -68,6 +67,7 @@ impl<P: HostPlatform> Device<P> {
             }
             RuntimeKind::TensormapRing => {
                 let (clusters, threads, wait_us) = self.check_trb_config(cfg)?;
+                self.check_program(program)?;
                 self.check_program_args(args)?;
                 let image = self.orch_image(program, args, cfg, wait_us)?;
                 // The program's tensors stay allocated until the run's fence.
@@ -104,7 +104,12 @@ impl<P: HostPlatform> Device<P> {
     fn prepare_graph<'d>(&'d self, graph: &Graph<P>, cfg: &RunConfig, wait: bool) -> Result<PreparedRun<'d, P>, Error> {
         let graph = &graph.core;
         if !std::sync::Arc::ptr_eq(&graph.dev, &self.inner) {
-            return Err(Error::Config(String::from("the graph was built for another device")));
+            return Err(Error::ForeignHandle {
+                what: "graph",
+                name: format!("of {} tasks", graph.task_count),
+                owner: graph.dev.allocs.device(),
+                device: self.inner.allocs.device(),
+            });
         }
         let (clusters, threads) = self.check_config(cfg)?;
         graph.check_placeable(cfg, clusters, threads)?;
