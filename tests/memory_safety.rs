@@ -546,3 +546,37 @@ fn a_program_or_graph_of_another_device_is_refused_by_name() {
     assert_eq!(y.read::<f32>().unwrap(), vec![0.0; 16], "nothing ran");
     still_works(&b, &kb);
 }
+
+/// Forgotten run handles (`mem::forget`) do not wedge the device: a run that needs a slot
+/// fences a launched run whose handle let it be past its lease (100 ms here) and keeps the
+/// outcome for the handle; `try_prepare` does the same for runs that have ended. A handle
+/// that is only slow, not forgotten, still gets its own report from `wait`.
+#[test]
+fn forgotten_run_handles_do_not_wedge_the_device() {
+    let base = Timeouts::new(2_000_000, 1_000_000, 20_000_000).with_turns(3_000_000, 100_000);
+    let (dev, k) = device_with(base);
+    let x = dev.alloc::<f32>(&[16]).unwrap();
+    let graph = dev.build(|g| g.submit(Task::aiv(k.fill1).output(&x.tensor())).map(|_| ())).unwrap();
+    for _ in 0..2 {
+        std::mem::forget(dev.prepare(&graph, &RunConfig::default()).unwrap().launch().unwrap());
+        std::mem::forget(dev.prepare(&graph, &RunConfig::default()).unwrap().launch().unwrap());
+        // Both slots hold launched runs nobody will wait for: the next run fences them.
+        dev.run(&graph).unwrap_or_else(|e| panic!("the device is wedged by forgotten handles: {e}"));
+    }
+    // Without waiting: both slots hold ended runs past their lease.
+    std::mem::forget(dev.prepare(&graph, &RunConfig::default()).unwrap().launch().unwrap());
+    std::mem::forget(dev.prepare(&graph, &RunConfig::default()).unwrap().launch().unwrap());
+    std::thread::sleep(Duration::from_millis(300));
+    let p = dev.try_prepare(&graph, &RunConfig::default()).expect("try_prepare fences an ended, forgotten run");
+    p.launch().unwrap().wait().unwrap();
+    // A slow handle: the device fences its run for another run, and keeps its report.
+    let slow = dev.prepare(&graph, &RunConfig::default()).unwrap().launch().unwrap();
+    let epoch = slow.epoch();
+    let other = dev.prepare(&graph, &RunConfig::default()).unwrap().launch().unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    dev.run(&graph).unwrap();
+    assert_eq!(slow.wait().expect("the kept report").epoch, epoch);
+    other.wait().unwrap();
+    assert_eq!(dev.deferred_frees(), 0);
+    still_works(&dev, &k);
+}

@@ -187,6 +187,14 @@ pub enum Error {
         /// The device it was given to.
         device: u64,
     },
+    /// The run was fenced by its device for a handle that had let it be past its lease (so
+    /// that others could have its slot), and the outcome kept for the handle was dropped since
+    /// (a device keeps the last 16).
+    #[error("run {epoch} was fenced by the device while its handle let it be, and its outcome is no longer kept")]
+    ReportDropped {
+        /// The run's epoch.
+        epoch: u64,
+    },
     /// An earlier failure left the device unusable; reopen it.
     #[error("the device is unusable: {0}")]
     Unusable(String),

@@ -22,9 +22,23 @@ use super::report::{RunReport, collect_error};
 use super::turns::Reserved;
 
 /// A launched run. [`RunHandle::wait`] is its completion fence; dropping the handle waits too.
+///
+/// The run's own state ([`InFlight`]) belongs to the device, not to the handle: a handle that
+/// is forgotten (`mem::forget`) cannot keep its pipeline slot for good. A run waiting for a
+/// slot fences a launched run whose handle has not done so within
+/// [`Timeouts::lease_us`](super::Timeouts::lease_us) of its launch, and keeps its outcome for
+/// the handle's [`wait`](RunHandle::wait) should it come.
 pub struct RunHandle<'d, P: HostPlatform> {
     pub(super) dev: &'d Device<P>,
-    pub(super) slot: Option<Reserved>,
+    pub(super) slot: usize,
+    pub(super) epoch: u64,
+    /// Set once `wait` has taken the outcome (the drop then has nothing to do).
+    pub(super) waited: bool,
+}
+
+/// A launched run's state, held by its device until the run's fence.
+pub(crate) struct InFlight<P: HostPlatform> {
+    pub(super) slot: Reserved,
     pub(super) epoch: u64,
     pub(super) desc: GmAddr,
     pub(super) cpu_ev: <P::AicpuStream as Stream>::Event,
@@ -76,13 +90,14 @@ enum Fenced {
 impl<'d, P: HostPlatform> RunHandle<'d, P> {
     /// Non-blocking: have both of this run's boundaries completed? A dumping run's collector
     /// also drains its lanes here, so a host that polls keeps the producer's back-pressure low.
+    /// `true` too once the run has been fenced (by its device, for a handle past its lease).
     pub fn is_done(&self) -> Result<bool, Error> {
-        if let Some(d) = &self.dump {
-            d.drain(&self.dev.inner.dev);
+        let inner = &*self.dev.inner;
+        let rec = inner.in_flight[self.slot].lock();
+        match rec.as_ref().filter(|r| r.epoch == self.epoch) {
+            Some(r) => r.is_done(inner),
+            None => Ok(true),
         }
-        let s = self.dev.inner.lock_streams();
-        Ok(s.aicpu.query_event(self.cpu_ev).map_err(platform("AICPU event query"))?
-            && s.aicore.query_event(self.core_ev).map_err(platform("AICore event query"))?)
     }
 
     /// The run's epoch.
@@ -94,13 +109,72 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
     /// latched, and by the exit budget once the AICPU program has ended with a latched fault
     /// (a core stuck in a kernel that never returns does not hold the host).
     pub fn wait(mut self) -> Result<RunReport, Error> {
-        self.finish()
+        self.waited = true;
+        self.dev.inner.fence_run(self.slot, self.epoch)
+    }
+}
+
+impl<P: HostPlatform> super::Inner<P> {
+    /// Fence run `epoch` in `slot`: take its state and wait for it, or — when the device
+    /// already fenced it for a handle past its lease — the outcome kept for it.
+    pub(super) fn fence_run(&self, slot: usize, epoch: u64) -> Result<RunReport, Error> {
+        let rec = {
+            let mut r = self.in_flight[slot].lock();
+            if r.as_ref().is_some_and(|r| r.epoch == epoch) { r.take() } else { None }
+        };
+        if let Some(rec) = rec {
+            return rec.finish(self);
+        }
+        let mut kept = self.fenced.lock();
+        match kept.iter().position(|(e, _)| *e == epoch) {
+            Some(i) => kept.remove(i).map_or(Err(Error::Closed), |(_, r)| r),
+            None => Err(Error::ReportDropped { epoch }),
+        }
+    }
+
+    /// Fence the launched run in `slot` if its handle has let it be for `lease` since its
+    /// launch (and, with `only_done`, only if both its programs have ended, so the fence does
+    /// not wait), keeping the outcome for the handle; `true` if it did. Called by a run that
+    /// needs a slot, without the turn lock held.
+    pub(super) fn fence_stale(&self, slot: usize, lease: Duration, only_done: bool) -> bool {
+        let rec = {
+            let mut r = self.in_flight[slot].lock();
+            let stale = r
+                .as_ref()
+                .is_some_and(|r| r.started.elapsed() >= lease && (!only_done || r.is_done(self).unwrap_or(false)));
+            if stale { r.take() } else { None }
+        };
+        let Some(rec) = rec else { return false };
+        let epoch = rec.epoch;
+        log::debug!(target: "pto::host", "fence: run {epoch} in slot {slot} fenced by the device (its handle let it be)");
+        let outcome = rec.finish(self);
+        let mut kept = self.fenced.lock();
+        if kept.len() >= KEPT_OUTCOMES {
+            kept.pop_front();
+        }
+        kept.push_back((epoch, outcome));
+        true
+    }
+}
+
+/// Outcomes of runs fenced for their handles that a device keeps (the oldest goes first; a
+/// handle that comes for a dropped one gets [`Error::ReportDropped`]).
+const KEPT_OUTCOMES: usize = 16;
+
+impl<P: HostPlatform> InFlight<P> {
+    /// Have both boundaries completed? (Drains a dumping run's lanes first.)
+    fn is_done(&self, inner: &super::Inner<P>) -> Result<bool, Error> {
+        if let Some(d) = &self.dump {
+            d.drain(&inner.dev);
+        }
+        let s = inner.lock_streams();
+        Ok(s.aicpu.query_event(self.cpu_ev).map_err(platform("AICPU event query"))?
+            && s.aicore.query_event(self.core_ev).map_err(platform("AICore event query"))?)
     }
 
     /// Wait for one boundary, at most `budget_us`, in short chunks (the stream lock is not
     /// held across the whole wait).
-    fn wait_boundary(&self, aicpu: bool, budget_us: u64) -> Result<Option<Error>, Error> {
-        let inner = &*self.dev.inner;
+    fn wait_boundary(&self, inner: &super::Inner<P>, aicpu: bool, budget_us: u64) -> Result<Option<Error>, Error> {
         let deadline = Instant::now() + Duration::from_micros(budget_us);
         let what = if aicpu { "AICPU program" } else { "AICore program" };
         // A dumping run is drained between short waits, so the producer's back-pressure
@@ -131,45 +205,43 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
     }
 
     /// The descriptor as the device left it.
-    pub(super) fn read_desc(&self) -> Result<LaunchDesc, Error> {
+    pub(super) fn read_desc(&self, inner: &super::Inner<P>) -> Result<LaunchDesc, Error> {
         let mut d = LaunchDesc::default();
-        self.dev.inner.dev.copy_d2h(d.as_mut_bytes(), self.desc).map_err(platform("status read-back"))?;
+        inner.dev.copy_d2h(d.as_mut_bytes(), self.desc).map_err(platform("status read-back"))?;
         Ok(d)
     }
 
     /// The completion fence: the AICPU boundary within the stream budget, then the AICore
     /// boundary within what is left of it — or, when a fault is latched, within the cores' own
     /// wait budget (every core that is not stuck in a kernel gives up within it).
-    fn fence(&self) -> Fenced {
-        let inner = &*self.dev.inner;
+    fn fence(&self, inner: &super::Inner<P>) -> Fenced {
         let budget = inner.timeouts.stream_us;
         let started = Instant::now();
-        let cpu = match self.wait_boundary(true, budget) {
+        let cpu = match self.wait_boundary(inner, true, budget) {
             Ok(f) => f,
             Err(e) => return Fenced::Never(e),
         };
         let left = budget.saturating_sub(started.elapsed().as_micros() as u64);
-        let core_budget = match self.read_desc() {
+        let core_budget = match self.read_desc(inner) {
             Ok(d) if d.fatal.claimed != 0 => left.min(core_grace_us(&inner.dev, &d)),
             _ => left,
         };
-        match self.wait_boundary(false, core_budget.max(1)) {
+        match self.wait_boundary(inner, false, core_budget.max(1)) {
             Ok(core) => Fenced::Done(cpu.or(core)),
             Err(e) => Fenced::Never(e),
         }
     }
 
-    fn finish(&mut self) -> Result<RunReport, Error> {
-        let Some(reserved) = self.slot.take() else {
-            return Err(Error::Closed);
-        };
-        let inner = &*self.dev.inner;
-        let fenced = self.fence();
+    /// The fence, then the report: frees the slot and the run's pins and graph when both
+    /// programs ended; marks the device unusable (and keeps them) when they did not.
+    fn finish(mut self, inner: &super::Inner<P>) -> Result<RunReport, Error> {
+        let slot = self.slot.slot;
+        let fenced = self.fence(inner);
         let wall = self.started.elapsed();
         log::debug!(
             target: "pto::host",
             "fence: slot {} epoch {} {} after {} us",
-            reserved.slot,
+            slot,
             self.epoch,
             match &fenced {
                 Fenced::Done(None) => "ended",
@@ -180,7 +252,7 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         );
         match fenced {
             Fenced::Done(failure) => {
-                let result = match (self.collect(reserved.slot, wall), failure) {
+                let result = match (self.collect(inner, slot, wall), failure) {
                     (Err(Error::Device(mut d)), Some(f)) => {
                         d.also = Some(std::boxed::Box::new(f));
                         Err(Error::Device(d))
@@ -190,20 +262,20 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
                     (Err(Error::Unusable(_)), Some(f)) => Err(f),
                     (r, _) => r,
                 };
-                let result = self.finish_dump(result, true);
+                let result = self.finish_dump(inner, result, true);
                 match &result {
                     Ok(r) => log::debug!(
                         target: "pto::host",
                         "collect: slot {} epoch {} ok, {} tasks",
-                        reserved.slot,
+                        slot,
                         self.epoch,
                         r.tasks
                     ),
                     Err(e) => {
-                        log::debug!(target: "pto::host", "collect: slot {} epoch {} failed: {e}", reserved.slot, self.epoch)
+                        log::debug!(target: "pto::host", "collect: slot {} epoch {} failed: {e}", slot, self.epoch)
                     }
                 }
-                inner.free_slot(&reserved);
+                inner.free_slot(&self.slot);
                 if let Some(p) = self.pins.take() {
                     inner.release_pins(p);
                 }
@@ -216,8 +288,8 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
                 // Nor is the graph's heap freed, for the same reason.
                 core::mem::forget(self.graph.take());
                 // The manifest says what was collected, with its accounting unknown.
-                let _ = self.finish_dump(Err(Error::Closed), false);
-                let latched = self.read_desc().ok().and_then(|d| lifecycle::decode_latch(&d));
+                let _ = self.finish_dump(inner, Err(Error::Closed), false);
+                let latched = self.read_desc(inner).ok().and_then(|d| lifecycle::decode_latch(&d));
                 let err = match latched {
                     Some(lifecycle::Latched { fault: Ok(f), message }) => {
                         let mut d = DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message);
@@ -239,9 +311,13 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
     /// Close the args dump of a run whose fence ended (`fenced`: both programs ended, so the
     /// region may be read and freed): final drain, counters, manifest. A run that failed
     /// reports its accounting as unknown; a collection failure fails a run that succeeded.
-    fn finish_dump(&mut self, result: Result<RunReport, Error>, fenced: bool) -> Result<RunReport, Error> {
+    fn finish_dump(
+        &mut self,
+        inner: &super::Inner<P>,
+        result: Result<RunReport, Error>,
+        fenced: bool,
+    ) -> Result<RunReport, Error> {
         let Some(d) = self.dump.take() else { return result };
-        let inner = &*self.dev.inner;
         let collector = d.collector.lock().take();
         let failed = d.failed.lock().take();
         let complete = fenced && result.is_ok() && failed.is_none();
@@ -268,8 +344,7 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         }
     }
 
-    pub(super) fn sync_streams(&self) -> Result<(), Error> {
-        let inner = &*self.dev.inner;
+    pub(super) fn sync_streams(&self, inner: &super::Inner<P>) -> Result<(), Error> {
         let budget = inner.timeouts.stream_us;
         let mut s = inner.lock_streams();
         let a = s.aicpu.synchronize(budget).map_err(platform("AICPU stream"));
@@ -305,6 +380,8 @@ pub(super) fn timeout_or<E: pto_hal::Error + std::error::Error + Send + Sync + '
 impl<P: HostPlatform> Drop for RunHandle<'_, P> {
     fn drop(&mut self) {
         // The same bounded fence as `wait`, whatever the outcome; the report is dropped.
-        let _ = self.finish();
+        if !self.waited {
+            let _ = self.dev.inner.fence_run(self.slot, self.epoch);
+        }
     }
 }

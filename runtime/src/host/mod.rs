@@ -110,6 +110,10 @@ pub(crate) struct Inner<P: HostPlatform> {
     slot_table: SlotTable,
     slot_mem: [Mutex<SlotMem>; PIPELINE_DEPTH],
     turns: turns::Turns,
+    /// Each slot's launched run, until its fence.
+    in_flight: [Mutex<Option<fence::InFlight<P>>>; PIPELINE_DEPTH],
+    /// Outcomes of runs the device fenced for their handles (oldest first), by epoch.
+    fenced: Mutex<std::collections::VecDeque<(u64, Result<RunReport, Error>)>>,
     epoch: AtomicU64,
     next_graph: AtomicU64,
     allocs: memory::Allocations,
@@ -213,6 +217,8 @@ impl<P: HostPlatform> Device<P> {
                 slot_table: SlotTable::new(),
                 slot_mem,
                 turns: turns::Turns::default(),
+                in_flight: Default::default(),
+                fenced: Mutex::new(std::collections::VecDeque::new()),
                 epoch: AtomicU64::new(0),
                 next_graph: AtomicU64::new(1),
                 allocs: memory::Allocations::new(memory::next_device_serial()),

@@ -17,7 +17,7 @@ use crate::layout::RUNTIME_HBG;
 use crate::orch::{OrchArgs, RuntimeKind};
 use std::sync::Arc;
 
-use super::fence::{Dumping, RunHandle, timeout_or};
+use super::fence::{Dumping, InFlight, RunHandle, timeout_or};
 use super::report::RunReport;
 use super::turns::Reserved;
 
@@ -254,9 +254,9 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                     self.clusters,
                     self.threads
                 );
-                Ok(RunHandle {
-                    dev: self.dev,
-                    slot: Some(reserved),
+                let slot = reserved.slot;
+                let run = InFlight {
+                    slot: reserved,
                     epoch: self.epoch,
                     desc,
                     cpu_ev,
@@ -267,7 +267,9 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                     pins: Some(pins),
                     graph: self.graph.take(),
                     dump,
-                })
+                };
+                *inner.in_flight[slot].lock() = Some(run);
+                Ok(RunHandle { dev: self.dev, slot, epoch: self.epoch, waited: false })
             }
             Err(e) => {
                 // A half-submitted launch cannot be proven complete: the device is unusable,

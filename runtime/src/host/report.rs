@@ -14,7 +14,7 @@ use crate::layout::RUNTIME_TRB;
 use crate::lifecycle;
 use crate::orch::RuntimeKind;
 
-use super::fence::RunHandle;
+use super::fence::InFlight;
 
 /// What a completed run reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,10 +77,9 @@ pub struct CaptureReport {
     pub unsettled_slots: u64,
 }
 
-impl<P: HostPlatform> RunHandle<'_, P> {
-    pub(super) fn collect(&self, slot: usize, wall: Duration) -> Result<RunReport, Error> {
-        let inner = &*self.dev.inner;
-        let d = self.read_desc()?;
+impl<P: HostPlatform> InFlight<P> {
+    pub(super) fn collect(&self, inner: &super::Inner<P>, slot: usize, wall: Duration) -> Result<RunReport, Error> {
+        let d = self.read_desc(inner)?;
         let workers = d.config.workers as u64;
         if let Some(lifecycle::Latched { fault, message }) = lifecycle::decode_latch(&d) {
             let err = match fault {
@@ -96,7 +95,7 @@ impl<P: HostPlatform> RunHandle<'_, P> {
             };
             // Surface (and clear) any program status too, so it cannot leak into the next run;
             // the latched fault is the better report, so the stream's own error is dropped.
-            let _ = self.sync_streams();
+            let _ = self.sync_streams(inner);
             if d.run.cores_released < d.run.cores_ready || d.run.threads_done < d.config.aicpu_threads as u64 {
                 inner.mark_unusable(format!("run {} left cores unreleased after: {err}", self.epoch));
             }
@@ -107,7 +106,7 @@ impl<P: HostPlatform> RunHandle<'_, P> {
             || self.tasks.is_some_and(|n| d.run.completed != n as u64)
         {
             // No latched fault but the run's own record is incomplete: ask the streams.
-            self.sync_streams()?;
+            self.sync_streams(inner)?;
             inner.mark_unusable(format!("run {} ended without a complete record", self.epoch));
             return Err(Error::Unusable(format!(
                 "run {} ended with {}/{:?} tasks, {}/{} threads, {}/{} cores released",

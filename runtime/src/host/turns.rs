@@ -64,7 +64,19 @@ impl<P: HostPlatform> Inner<P> {
             Reserved { slot, generation: l.generation }
         };
         if !wait {
-            return match self.slot_table.reserve() {
+            let got = match self.slot_table.reserve() {
+                Err(Refused::Full) => {
+                    // Both slots hold launched runs: one that ended and whose handle let it
+                    // be past its lease is fenced now (without waiting), its outcome kept.
+                    let lease = Duration::from_micros(self.timeouts.lease_us);
+                    drop(st);
+                    (0..PIPELINE_DEPTH).any(|s| self.fence_stale(s, lease, true));
+                    st = self.turns.lock();
+                    self.slot_table.reserve()
+                }
+                other => other,
+            };
+            return match got {
                 Ok(slot) => Ok(granted(&mut st, slot)),
                 Err(Refused::Full) => Err(Error::Busy("both pipeline slots hold live runs")),
                 Err(Refused::PredecessorNotLaunched) => {
@@ -101,6 +113,17 @@ impl<P: HostPlatform> Inner<P> {
                             st.leases[s].generation += 1;
                             st.leases[s].prepared_at = None;
                             self.slot_table.release(s);
+                            continue;
+                        }
+                        // A launched run whose handle let it be past its lease (forgotten,
+                        // or just not waited yet) is fenced here, its outcome kept for the
+                        // handle; the fence frees its slot. Not under the turn lock: the
+                        // fence takes it to free the slot.
+                        let lease = Duration::from_micros(self.timeouts.lease_us);
+                        drop(st);
+                        let fenced = (0..PIPELINE_DEPTH).any(|s| self.fence_stale(s, lease, false));
+                        st = self.turns.lock();
+                        if fenced {
                             continue;
                         }
                     }
