@@ -693,3 +693,34 @@ fn an_aicpu_thread_stuck_past_the_fence_reports_release_timeout_and_the_device_i
     }
     assert!(matches!(dev.run(&g), Err(Error::Unusable(_))));
 }
+
+/// The args dump keeps the contract too: a dumping a5 run issues no AICPU cache operation on
+/// either executor (its AICPU is coherent with the cores' write-backs and the host's DMA),
+/// whatever it captures; a dumping a2a3 run does invalidate (the captured views and the
+/// argument records, on the threads that read them).
+#[test]
+fn the_args_dump_keeps_the_contract() {
+    let _s = serial();
+    fn per_run<B: Board<Platform = pto_sim::Sim<C>>, C: pto::hal::Contract>(executor: pto::Executor) -> (u64, u64) {
+        let dev = pto::open_board::<B>().unwrap();
+        let (_y, g) = rows_graph(&dev, 8);
+        let dir = std::env::temp_dir().join(format!("pto-coherence-dump-{}-{executor}", std::process::id()));
+        let cfg = RunConfig::default()
+            .with_executor(executor)
+            .with_dump(Some(pto::dump::DumpLevel::Full))
+            .with_dump_dir(&dir);
+        dev.run_with(&g, &cfg).unwrap();
+        let (i0, f0) = dev.platform().aicpu_cache_ops();
+        let r = dev.run_with(&g, &cfg).unwrap();
+        let (i1, f1) = dev.platform().aicpu_cache_ops();
+        assert_eq!(r.executor, executor);
+        assert!(r.dump.is_some_and(|d| d.payload_bytes > 0), "the run dumped");
+        let _ = std::fs::remove_dir_all(&dir);
+        (i1 - i0, f1 - f0)
+    }
+    for executor in [pto::Executor::Legacy, pto::Executor::Resident] {
+        assert_eq!(per_run::<SimA5, _>(executor), (0, 0), "{executor}");
+        let (invalidates, _) = per_run::<SimA2a3, _>(executor);
+        assert!(invalidates > SimA2a3::TOPOLOGY.aicpu_threads as u64 + 1, "{executor}: {invalidates}");
+    }
+}

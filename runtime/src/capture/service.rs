@@ -269,6 +269,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         let stage =
             if r.phase == capture_phase::BEFORE { dump_stage::BEFORE_DISPATCH } else { dump_stage::AFTER_COMPLETION };
         let args = self.args[r.task as usize];
+        // This thread may not be the one that made the image visible at boot.
+        crate::dump::observe_args(self.a, args);
         let mut budget = self.max_bytes;
         let mut copied_total = 0u64;
         let mut committed = 0u64;

@@ -238,12 +238,6 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
             self.publish();
             return Begin::WouldBlock(Blocked::ArenaFull);
         }
-        if copy > 0 {
-            // Read the view as it is in memory now, not a copy this thread cached earlier.
-            if let Some(span) = view_span(r) {
-                self.a.invalidate_range(GmAddr(r.addr), span);
-            }
-        }
         let mut rec = *r;
         rec.payload_offset = start;
         rec.payload_len = copy;
@@ -307,20 +301,6 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
         self.a.store_direct(self.state(word::CLOSED), self.l.header.epoch);
         self.closed = true;
     }
-}
-
-/// Bytes from a view's first element to one past its last (`None` if it overflows).
-fn view_span(r: &DumpRecord) -> Option<u64> {
-    let ndims = (r.ndims as usize).min(5);
-    let mut last = 0u64;
-    for d in 0..ndims {
-        let ext = r.shape[d] as u64;
-        if ext == 0 {
-            return Some(0);
-        }
-        last = last.checked_add((ext - 1).checked_mul(r.strides[d] as u64)?)?;
-    }
-    last.checked_add(1)?.checked_mul(r.elem_bytes as u64)
 }
 
 /// An open reservation on a [`GmLane`]: its record and payload bytes are reserved, nothing of
@@ -404,6 +384,10 @@ impl<A: AicpuAgent> Reservation<'_, '_, A> {
         let size = self.lane.l.header.arena;
         let dst = GmAddr(self.lane.l.arena(self.lane.t) + (r.payload_offset + pos) % size);
         let a = self.lane.a;
+        // Read the run as it is in memory now, not a copy this thread cached earlier: by the
+        // contract (an invalidate of just these lines on a2a3, nothing on a5), one run at a
+        // time, so a service step's maintenance is bounded by its `max_bytes` like its copy.
+        crate::observe_host::<A>(a, src, n);
         let mut buf = [0u8; 256];
         let mut done = 0u64;
         while done < n {

@@ -13,7 +13,7 @@ mod lane;
 pub use lane::{Capture, GmLane, Reservation, Suspended};
 
 use num_enum::{IntoPrimitive, TryFromPrimitive};
-use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr, GmMemory, GmMemoryExt};
+use pto_hal::{AicpuAgent, AicpuCache, Begin, DumpLane, DumpReservation, GmAddr, GmMemory, GmMemoryExt};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::layout::{
@@ -169,6 +169,20 @@ pub fn next_capture<G: GmMemory>(
     None
 }
 
+/// Make task `args`'s argument record visible to this AICPU thread before [`next_capture`]
+/// reads it, by the contract: the record was written by the host (a host-built graph's image)
+/// or by the orchestrating thread (the device-side runtime), and the thread that reads it for
+/// the dump need not be the one that made the image visible at boot. On a2a3 an invalidate
+/// of the header's line, then of the whole record; nothing on a5.
+pub fn observe_args<A: AicpuCache + GmMemory>(a: &A, args: u64) {
+    crate::observe_host::<A>(a, GmAddr(args), ARGS_HEAD);
+    let mut head = ArgsHeader::new_zeroed();
+    a.read(GmAddr(args), head.as_mut_bytes());
+    let tensors = head.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32) as u64;
+    let scalars = head.scalars.min(crate::layout::MAX_SCALAR_ARGS as u32) as u64;
+    crate::observe_host::<A>(a, GmAddr(args), ARGS_HEAD + tensors * 64 + scalars * 8);
+}
+
 /// Largest chunk a blocking capture copies between checks of its stop condition.
 const CHUNK: u64 = 64 * 1024;
 
@@ -203,6 +217,7 @@ impl<'a, A: AicpuAgent> Dumper<'a, A> {
     /// run is over; a record given up is counted as dropped.
     pub fn task(&mut self, task: u32, args: u64, stage: u8, stop: &dyn Fn() -> bool) {
         let a = self.lane.agent();
+        observe_args(a, args);
         let mut from = 0;
         while let Some((i, c)) = next_capture(a, self.level, task, args, stage, from) {
             self.capture(&c, stop);
