@@ -15,7 +15,7 @@ use pto_hal::{
     GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
 };
 
-use crate::device::{Inner, KERNEL_BASE};
+use crate::device::Inner;
 
 /// Word-level atomics shared by both agent kinds.
 #[inline]
@@ -278,9 +278,8 @@ impl<C: Contract> Events for SimAicpu<C> {
 
 impl<C: Contract> AicpuAgent for SimAicpu<C> {
     fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F> {
-        let idx = handle.checked_sub(crate::device::PROGRAM_BASE)? as usize;
         let table = self.inner.programs.read();
-        table.get(idx)?.downcast_ref::<F>().copied()
+        table.get(pto_hal::Handle(handle)).ok()?.downcast_ref::<F>().copied()
     }
 
     fn run_program(&self, body: &mut dyn FnMut()) -> Result<(), KernelFault> {
@@ -410,9 +409,8 @@ impl<C: Contract> Events for SimCore<C> {
 
 impl<C: Contract> AicoreAgent for SimCore<C> {
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
-        let idx = bin.checked_sub(KERNEL_BASE)? as usize;
         let table = self.inner.kernels.read();
-        let &(f, ty) = table.get(idx)?;
+        let &(f, ty) = table.get(pto_hal::Handle(bin)).ok()?;
         (ty == self.core_type).then_some(f)
     }
 

@@ -1,6 +1,6 @@
 //! The simulated device: GM, registers, kernel table and one OS thread per agent.
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use pto_hal::{
     AicoreEntry, AicoreLaunch, AicpuEntry, AicpuLaunch, Contract, CoreType, GmAddr, KernelFn, Ticks, Topology,
 };
+use pto_inproc::{Completion, HandleTable, Launch, Registry};
 
 use crate::agent::{SimAicpu, SimCore};
 use crate::faithful::{AicpuWritePolicy, CacheModel, Faithful, Violation};
@@ -29,26 +30,21 @@ pub(crate) struct CoreRegs {
     pub watcher: AtomicU32,
 }
 
-/// What starts the next launch of a stream.
-type Successor = Box<dyn FnOnce() + Send>;
-
 /// Completion state of one launch on a stream.
 pub(crate) struct LaunchState {
     /// What happened before the launch started: the submitter's clock at submission joined
     /// with the end of the previous launch on the same stream (faithful model only).
     pub start_vc: std::sync::OnceLock<Vec<u32>>,
-    /// Stream order: the next launch of the stream starts when this one is done.
-    then: Mutex<(bool, Option<Successor>)>,
+    /// The agents still running the launch's program, the host's waiters, and the stream's
+    /// next launch (started when this one is done).
+    completion: Completion,
     /// The join of every agent's clock at the end of its program (faithful model only).
     pub end_vc: Mutex<Vec<u32>>,
-    remaining: AtomicU32,
     status: AtomicI32,
     message: Mutex<Option<String>>,
     /// The faithful model's violation, when that is what failed the launch.
     violation: Mutex<Option<crate::Violation>>,
     pub scratch: AtomicPtr<()>,
-    done: Mutex<bool>,
-    cv: Condvar,
 }
 
 impl LaunchState {
@@ -56,14 +52,11 @@ impl LaunchState {
         Arc::new(LaunchState {
             end_vc: Mutex::new(vec![0; vc_len]),
             start_vc: std::sync::OnceLock::new(),
-            then: Mutex::new((agents == 0, None)),
-            remaining: AtomicU32::new(agents),
+            completion: Completion::new(agents),
             status: AtomicI32::new(0),
             message: Mutex::new(None),
             violation: Mutex::new(None),
             scratch: AtomicPtr::new(std::ptr::null_mut()),
-            done: Mutex::new(agents == 0),
-            cv: Condvar::new(),
         })
     }
 
@@ -77,36 +70,15 @@ impl LaunchState {
     }
 
     /// One agent finished its program. The last one retires the launch from the device's
-    /// `active` count (before anyone can observe the launch done), wakes waiters, and starts
+    /// `active` count (before a waiter can see the launch done), wakes waiters, and starts
     /// the stream's next launch.
     fn finish_one(&self, status: i32, message: Option<String>, active: &AtomicU32) {
         if status != 0 && self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             *self.message.lock() = message;
         }
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        self.completion.arrive(|| {
             active.fetch_sub(1, Ordering::AcqRel);
-            *self.done.lock() = true;
-            self.cv.notify_all();
-            let next = {
-                let mut t = self.then.lock();
-                t.0 = true;
-                t.1.take()
-            };
-            if let Some(start) = next {
-                start();
-            }
-        }
-    }
-
-    /// Run `start` once this launch is done (now, if it already is): stream order.
-    pub fn then(&self, start: Box<dyn FnOnce() + Send>) {
-        let mut t = self.then.lock();
-        if t.0 {
-            drop(t);
-            start();
-        } else {
-            t.1 = Some(start);
-        }
+        });
     }
 
     /// Join an agent's end-of-program clock.
@@ -116,27 +88,18 @@ impl LaunchState {
             *a = (*a).max(*b);
         }
     }
+}
 
-    pub fn is_done(&self) -> bool {
-        self.remaining.load(Ordering::Acquire) == 0
-    }
+impl Launch for LaunchState {
+    type Error = SimError;
 
-    /// Wait until done or until `deadline`; true when done.
-    pub fn wait_until(&self, deadline: Instant) -> bool {
-        let mut done = self.done.lock();
-        while !*done {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            self.cv.wait_for(&mut done, deadline - now);
-        }
-        true
+    fn completion(&self) -> &Completion {
+        &self.completion
     }
 
     /// The launch's failure, if any: a coherence violation as itself, anything else as a
     /// device fault with its status and message.
-    pub fn failure(&self) -> Option<SimError> {
+    fn failure(&self) -> Option<SimError> {
         let status = self.status.load(Ordering::Acquire);
         if status == crate::COHERENCE_STATUS {
             if let Some(v) = self.violation.lock().clone() {
@@ -152,29 +115,25 @@ pub(crate) enum Job<C: Contract> {
     Aicore { entry: AicoreEntry<SimCore<C>>, args: GmAddr, block_idx: u32, launch: Arc<LaunchState> },
 }
 
-/// The device programs installed in a simulated device.
+/// The device programs installed in a simulated device, by name.
 pub(crate) struct DevicePrograms<C: Contract> {
-    pub aicpu: Vec<(&'static str, AicpuEntry<SimAicpu<C>>)>,
-    pub aicore: Vec<(&'static str, AicoreEntry<SimCore<C>>)>,
+    pub aicpu: Registry<AicpuEntry<SimAicpu<C>>>,
+    pub aicore: Registry<AicoreEntry<SimCore<C>>>,
 }
 
 impl<C: Contract> DevicePrograms<C> {
-    /// The AICPU entry of `handle`.
-    pub fn aicpu(&self, handle: u64) -> Option<AicpuEntry<SimAicpu<C>>> {
-        let i = handle.checked_sub(DEVICE_PROGRAM_BASE)?;
-        self.aicpu.get(usize::try_from(i).ok()?).map(|p| p.1)
-    }
-    /// The AICore entry of `handle`.
-    pub fn aicore(&self, handle: u64) -> Option<AicoreEntry<SimCore<C>>> {
-        let i = handle.checked_sub(DEVICE_PROGRAM_BASE + AICORE_PROGRAM_OFFSET)?;
-        self.aicore.get(usize::try_from(i).ok()?).map(|p| p.1)
+    fn new() -> Self {
+        DevicePrograms {
+            aicpu: Registry::new("AICPU program", DEVICE_PROGRAM_BASE, AICORE_PROGRAM_OFFSET),
+            aicore: Registry::new("AICore program", DEVICE_PROGRAM_BASE + AICORE_PROGRAM_OFFSET, AICORE_PROGRAM_OFFSET),
+        }
     }
 }
 
-/// Handles of installed device programs start here (AICore ones at
-/// [`AICORE_PROGRAM_OFFSET`] above it).
-pub(crate) const DEVICE_PROGRAM_BASE: u64 = 0x4400_0000;
-pub(crate) const AICORE_PROGRAM_OFFSET: u64 = 0x10_0000;
+/// Handles of installed AICPU programs start here, AICore ones [`AICORE_PROGRAM_OFFSET`]
+/// above it.
+const DEVICE_PROGRAM_BASE: u64 = 0x4400_0000;
+const AICORE_PROGRAM_OFFSET: u64 = 0x10_0000;
 
 /// Shared state of one simulated device.
 pub(crate) struct Inner<C: Contract> {
@@ -191,12 +150,13 @@ pub(crate) struct Inner<C: Contract> {
     pub spin_permits: SpinPermits,
     aicpu_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     core_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
-    pub kernels: RwLock<Vec<(KernelFn, CoreType)>>,
-    /// Installed device programs (the runtime's AICPU and AICore programs), by name; a
-    /// handle is [`DEVICE_PROGRAM_BASE`] + index.
+    /// Loaded kernels and the core type each was loaded for; handles from [`KERNEL_BASE`].
+    pub kernels: RwLock<HandleTable<(KernelFn, CoreType)>>,
+    /// Installed device programs (the runtime's AICPU and AICore programs), by name; handles
+    /// from [`DEVICE_PROGRAM_BASE`].
     pub device_programs: RwLock<DevicePrograms<C>>,
-    /// Loaded orchestration programs, by handle − [`PROGRAM_BASE`].
-    pub programs: RwLock<Vec<Box<dyn std::any::Any + Send + Sync>>>,
+    /// Loaded orchestration programs; handles from [`PROGRAM_BASE`].
+    pub programs: RwLock<HandleTable<Box<dyn std::any::Any + Send + Sync>>>,
     /// Per agent (AICPU threads, then cores): the GM word it waits on, 0 when none.
     pub monitors: Box<[std::sync::atomic::AtomicU64]>,
     /// Number of agents currently waiting on a GM word (skip the scan when 0).
@@ -218,9 +178,11 @@ pub(crate) struct Inner<C: Contract> {
 }
 
 /// Base of kernel binary addresses on the simulator (index 0 is never a valid binary).
-pub(crate) const KERNEL_BASE: u64 = 0x4b00_0000;
-/// Handles of loaded orchestration programs start here.
-pub(crate) const PROGRAM_BASE: u64 = 0x5000_0000;
+const KERNEL_BASE: u64 = 0x4b00_0000;
+/// Handles of loaded orchestration programs start here (kernels end below it).
+const PROGRAM_BASE: u64 = 0x5000_0000;
+/// How many orchestration programs one device loads at most.
+const PROGRAM_CAPACITY: u64 = 0x1000_0000;
 
 impl<C: Contract> Inner<C> {
     /// Physical core id of worker `w`: the sim numbers them in reverse so the runtime must use
@@ -438,9 +400,9 @@ impl<C: Contract> SimDevice<C> {
             ),
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),
             core_jobs: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
-            kernels: RwLock::new(Vec::new()),
-            device_programs: RwLock::new(DevicePrograms { aicpu: Vec::new(), aicore: Vec::new() }),
-            programs: RwLock::new(Vec::new()),
+            kernels: RwLock::new(HandleTable::new("kernel", KERNEL_BASE, PROGRAM_BASE - KERNEL_BASE)),
+            device_programs: RwLock::new(DevicePrograms::new()),
+            programs: RwLock::new(HandleTable::new("orchestration", PROGRAM_BASE, PROGRAM_CAPACITY)),
 
             monitors: (0..nthreads + workers).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),
             monitoring: AtomicU32::new(0),

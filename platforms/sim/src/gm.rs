@@ -1,4 +1,5 @@
-//! Simulated global memory: an arena of 64-bit atomic words plus a first-fit allocator.
+//! Simulated global memory: an arena of 64-bit atomic words plus a first-fit allocator
+//! (`pto_inproc::Heap`).
 //!
 //! Every access — plain loads and stores of device code, host DMA, atomics — is a relaxed (or
 //! stronger) atomic operation on the words it touches, so the simulator has no data races even
@@ -7,10 +8,10 @@
 //! never clobbered.
 
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pto_hal::GmAddr;
+use pto_inproc::{Heap, HeapError};
 
 use crate::SimError;
 
@@ -20,14 +21,8 @@ pub const GM_BASE: u64 = 0x1_0000_0000;
 /// The GM arena of one simulated device.
 pub struct Gm {
     words: Box<[AtomicU64]>,
-    alloc: Mutex<Allocator>,
-}
-
-struct Allocator {
-    /// Free ranges: start offset → length.
-    free: BTreeMap<u64, u64>,
-    /// Live allocations: start offset → length.
-    live: BTreeMap<u64, u64>,
+    /// The allocator, over the arena's addresses (`GM_BASE ..`).
+    heap: Mutex<Heap>,
 }
 
 impl Gm {
@@ -36,9 +31,9 @@ impl Gm {
         let bytes = bytes.div_ceil(4096) * 4096;
         let n = (bytes / 8) as usize;
         let words = zeroed_words(n);
-        let mut free = BTreeMap::new();
-        free.insert(0, bytes);
-        Gm { words, alloc: Mutex::new(Allocator { free, live: BTreeMap::new() }) }
+        // The words exist, so `bytes` is far below what would pass the last address.
+        let heap = Heap::new(GM_BASE, bytes).unwrap_or_else(|e| panic!("GM arena: {e}"));
+        Gm { words, heap: Mutex::new(heap) }
     }
 
     /// Arena size in bytes.
@@ -46,62 +41,34 @@ impl Gm {
         self.words.len() as u64 * 8
     }
 
-    /// Allocate `size` bytes aligned to `align`.
+    /// Allocate `size` bytes aligned to `align` (a power of two): whole 64-byte lines, first
+    /// fit, zero-filled. A size no arena could hold (up to `u64::MAX`) is out of memory.
     pub fn alloc(&self, size: u64, align: u64) -> Result<GmAddr, SimError> {
-        if size == 0 {
-            return Err(SimError::InvalidArgument("zero-byte device allocation"));
-        }
-        if !align.is_power_of_two() {
-            return Err(SimError::InvalidArgument("alignment is not a power of two"));
-        }
-        let align = align.max(64);
-        let size = size.div_ceil(64) * 64;
-        let mut a = self.alloc.lock();
-        let found = a.free.iter().find_map(|(&start, &len)| {
-            let s = start.div_ceil(align) * align;
-            (s + size <= start + len).then_some((start, len, s))
-        });
-        let Some((start, len, s)) = found else {
-            return Err(SimError::OutOfMemory { requested: size });
+        let (at, len) = {
+            let mut h = self.heap.lock();
+            let at = h.alloc(size, align).map_err(|e| match e {
+                HeapError::ZeroSize => SimError::InvalidArgument("zero-byte device allocation"),
+                HeapError::BadAlignment(_) => SimError::InvalidArgument("alignment is not a power of two"),
+                HeapError::OutOfMemory { requested } => SimError::OutOfMemory { requested },
+                HeapError::TooLarge { .. } | HeapError::NotAllocated(_) | HeapError::BadRange { .. } => {
+                    SimError::OutOfMemory { requested: size }
+                }
+            })?;
+            (at, h.allocation(at).unwrap_or(0))
         };
-        a.free.remove(&start);
-        if s > start {
-            a.free.insert(start, s - start);
-        }
-        if s + size < start + len {
-            a.free.insert(s + size, start + len - (s + size));
-        }
-        a.live.insert(s, size);
-        drop(a);
         // Fresh allocations read as zero, like the reference's simulator (calloc).
-        self.fill(s, 0, size);
-        Ok(GmAddr(GM_BASE + s))
+        self.fill(at - GM_BASE, 0, len);
+        Ok(GmAddr(at))
     }
 
     /// Free an allocation.
     pub fn free(&self, addr: GmAddr) -> Result<(), SimError> {
-        let off = addr.0.checked_sub(GM_BASE).ok_or(SimError::BadFree(addr))?;
-        let mut a = self.alloc.lock();
-        let len = a.live.remove(&off).ok_or(SimError::BadFree(addr))?;
-        let (mut start, mut len) = (off, len);
-        if let Some((&ps, &pl)) = a.free.range(..start).next_back() {
-            if ps + pl == start {
-                a.free.remove(&ps);
-                start = ps;
-                len += pl;
-            }
-        }
-        if let Some(&nl) = a.free.get(&(start + len)) {
-            a.free.remove(&(start + len));
-            len += nl;
-        }
-        a.free.insert(start, len);
-        Ok(())
+        self.heap.lock().free(addr.0).map(|_| ()).map_err(|_| SimError::BadFree(addr))
     }
 
     /// Bytes currently allocated.
     pub fn allocated_bytes(&self) -> u64 {
-        self.alloc.lock().live.values().sum()
+        self.heap.lock().allocated_bytes()
     }
 
     /// The arena offset of `[addr, addr+len)`, if the range lies inside the arena.
@@ -226,6 +193,25 @@ mod tests {
         assert_eq!(big.0, GM_BASE);
         assert!(matches!(gm.alloc(64, 64), Err(SimError::OutOfMemory { .. })));
         assert!(matches!(gm.free(GmAddr(GM_BASE + 8)), Err(SimError::BadFree(_))));
+    }
+
+    #[test]
+    fn hostile_requests_are_errors_not_panics() {
+        let gm = Gm::new(4096);
+        for size in [u64::MAX, u64::MAX - 62, u64::MAX - 63, 1 << 63] {
+            assert!(matches!(gm.alloc(size, 64), Err(SimError::OutOfMemory { .. })), "size {size}");
+        }
+        for align in [0, 3, 96, u64::MAX] {
+            assert!(matches!(gm.alloc(64, align), Err(SimError::InvalidArgument(_))), "align {align}");
+        }
+        assert!(matches!(gm.alloc(0, 64), Err(SimError::InvalidArgument(_))));
+        let a = gm.alloc(64, 64).unwrap();
+        for bad in [GmAddr(0), GmAddr(a.0 + 64), GmAddr(u64::MAX)] {
+            assert_eq!(gm.free(bad), Err(SimError::BadFree(bad)));
+        }
+        gm.free(a).unwrap();
+        assert_eq!(gm.free(a), Err(SimError::BadFree(a)));
+        assert_eq!(gm.allocated_bytes(), 0);
     }
 
     #[test]

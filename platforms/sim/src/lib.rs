@@ -133,10 +133,7 @@ impl<C: Contract> Platform for Sim<C> {
         entry: AicpuEntry<SimAicpu<C>>,
     ) -> Result<(), SimError> {
         let mut t = device.inner.device_programs.write();
-        match t.aicpu.iter_mut().find(|p| p.0 == name) {
-            Some(p) => p.1 = entry,
-            None => t.aicpu.push((name, entry)),
-        }
+        t.aicpu.install(name, entry).map_err(|_| SimError::InvalidArgument("too many AICPU programs installed"))?;
         Ok(())
     }
     fn install_aicore_program(
@@ -145,10 +142,7 @@ impl<C: Contract> Platform for Sim<C> {
         entry: AicoreEntry<SimCore<C>>,
     ) -> Result<(), SimError> {
         let mut t = device.inner.device_programs.write();
-        match t.aicore.iter_mut().find(|p| p.0 == name) {
-            Some(p) => p.1 = entry,
-            None => t.aicore.push((name, entry)),
-        }
+        t.aicore.install(name, entry).map_err(|_| SimError::InvalidArgument("too many AICore programs installed"))?;
         Ok(())
     }
 }
@@ -225,16 +219,10 @@ impl<C: Contract> Loader for SimDevice<C> {
     fn load_program(&self, kind: ProgramKind, name: &str) -> Result<Handle, SimError> {
         let t = self.inner.device_programs.read();
         let found = match kind {
-            ProgramKind::Aicpu => {
-                t.aicpu.iter().position(|p| p.0 == name).map(|i| device::DEVICE_PROGRAM_BASE + i as u64)
-            }
-            ProgramKind::Aicore => t
-                .aicore
-                .iter()
-                .position(|p| p.0 == name)
-                .map(|i| device::DEVICE_PROGRAM_BASE + device::AICORE_PROGRAM_OFFSET + i as u64),
+            ProgramKind::Aicpu => t.aicpu.handle(name),
+            ProgramKind::Aicore => t.aicore.handle(name),
         };
-        found.map(Handle).ok_or_else(|| SimError::NotInstalled(name.to_string()))
+        found.ok_or_else(|| SimError::NotInstalled(name.to_string()))
     }
 
     fn load_kernel(&self, kernel: &KernelSource<'_>) -> Result<Handle, SimError> {
@@ -243,11 +231,8 @@ impl<C: Contract> Loader for SimDevice<C> {
             .ok_or_else(|| SimError::NotInstalled(format!("kernel {} has no Rust body", kernel.name)))?;
         let core = kernel.core;
         let mut t = self.inner.kernels.write();
-        if let Some(i) = t.iter().position(|&(g, c)| std::ptr::fn_addr_eq(g, f) && c == core) {
-            return Ok(Handle(device::KERNEL_BASE + i as u64));
-        }
-        t.push((f, core));
-        Ok(Handle(device::KERNEL_BASE + (t.len() - 1) as u64))
+        t.find_or_push((f, core), |&(g, c)| std::ptr::fn_addr_eq(g, f) && c == core)
+            .map_err(|_| SimError::InvalidArgument("too many kernels loaded"))
     }
 
     fn load_orchestration<F: Copy + Send + Sync + PartialEq + 'static>(
@@ -258,11 +243,10 @@ impl<C: Contract> Loader for SimDevice<C> {
             .function
             .ok_or_else(|| SimError::NotInstalled(format!("orchestration {} has no Rust function", program.name)))?;
         let mut t = self.inner.programs.write();
-        if let Some(i) = t.iter().position(|p| p.downcast_ref::<F>() == Some(&f)) {
-            return Ok(Handle(device::PROGRAM_BASE + i as u64));
+        if let Some(h) = t.find(|p| p.downcast_ref::<F>() == Some(&f)) {
+            return Ok(h);
         }
-        t.push(Box::new(f));
-        Ok(Handle(device::PROGRAM_BASE + (t.len() - 1) as u64))
+        t.push(Box::new(f)).map_err(|_| SimError::InvalidArgument("too many orchestrations loaded"))
     }
 }
 

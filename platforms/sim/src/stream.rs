@@ -1,11 +1,10 @@
-//! Simulated streams: ordered queues of launches with completion events.
+//! Simulated streams: ordered queues of launches with completion events
+//! (`pto_inproc::StreamQueue`, whose launches here are the device's `LaunchState`s).
 
-use parking_lot::Mutex;
-use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use pto_hal::{AicoreStream, AicpuStream, Contract, ErrorType, GmAddr, Handle, Stream};
+use pto_inproc::StreamQueue;
 
 use crate::SimError;
 use crate::device::{Inner, Job, LaunchState};
@@ -16,118 +15,53 @@ pub struct SimEvent {
     seq: u64,
 }
 
-struct Queue {
-    /// Launches not yet known complete, oldest first, with their sequence numbers.
-    live: VecDeque<(u64, Arc<LaunchState>)>,
-    next_seq: u64,
-    /// First failure of a completed launch not yet reported by `synchronize`.
-    failure: Option<SimError>,
-}
-
-impl Queue {
-    /// Retire completed launches from the front: the host has now observed them (their end
-    /// clocks happen before whatever the host does next), and their failures are kept for
-    /// `synchronize`.
-    fn prune<C: Contract>(&mut self, inner: &Inner<C>) {
-        while let Some((_, l)) = self.live.front() {
-            if !l.is_done() {
-                break;
-            }
-            if let Some(f) = inner.model() {
-                f.host_acquire(&l.end_vc.lock());
-            }
-            if let Some(e) = l.failure() {
-                self.failure.get_or_insert(e);
-            }
-            self.live.pop_front();
-        }
-    }
-    fn pending_upto(&self, seq: u64) -> Vec<Arc<LaunchState>> {
-        self.live.iter().filter(|(s, _)| *s < seq).map(|(_, l)| l.clone()).collect()
-    }
-}
-
 struct StreamCore<C: Contract> {
     inner: Arc<Inner<C>>,
-    q: Mutex<Queue>,
-    /// The most recent launch: the next one starts only when it is done (stream order).
-    last: Mutex<Option<Arc<LaunchState>>>,
+    queue: StreamQueue<LaunchState>,
 }
 
 impl<C: Contract> StreamCore<C> {
     fn new(inner: Arc<Inner<C>>) -> Self {
-        StreamCore {
-            inner,
-            q: Mutex::new(Queue { live: VecDeque::new(), next_seq: 0, failure: None }),
-            last: Mutex::new(None),
-        }
-    }
-    fn lock(&self) -> parking_lot::MutexGuard<'_, Queue> {
-        self.q.lock()
+        // The host retires a launch when it first observes it done: from then on the end
+        // clocks of its agents happen before whatever the host does next (faithful model).
+        let observer = inner.clone();
+        let queue = StreamQueue::with_retire(move |l: &LaunchState| {
+            if let Some(f) = observer.model() {
+                f.host_acquire(&l.end_vc.lock());
+            }
+        });
+        StreamCore { inner, queue }
     }
     /// Queue `launch`; `start` hands its jobs to the agents. Programs on one stream run in
     /// order: a launch starts when the previous one has finished on every agent, and (for the
     /// faithful model) everything the previous one did happens before it.
     fn submit(&self, launch: Arc<LaunchState>, start: impl FnOnce() + Send + 'static) {
         let host_vc = self.inner.launch_started();
-        {
-            let mut q = self.lock();
-            let seq = q.next_seq;
-            q.next_seq += 1;
-            q.live.push_back((seq, launch.clone()));
-        }
-        let pred = self.last.lock().replace(launch.clone());
-        let go = {
-            let pred = pred.clone();
-            move || {
-                let mut vc = host_vc;
-                if let Some(p) = &pred {
-                    let end = p.end_vc.lock();
-                    for (a, b) in vc.iter_mut().zip(end.iter()) {
-                        *a = (*a).max(*b);
-                    }
+        let l = launch.clone();
+        self.queue.submit(launch, move |pred| {
+            let mut vc = host_vc;
+            if let Some(p) = pred {
+                let end = p.end_vc.lock();
+                for (a, b) in vc.iter_mut().zip(end.iter()) {
+                    *a = (*a).max(*b);
                 }
-                let _ = launch.start_vc.set(vc);
-                start();
             }
-        };
-        match pred {
-            Some(p) => p.then(Box::new(go)),
-            None => go(),
-        }
+            let _ = l.start_vc.set(vc);
+            start();
+        });
     }
     fn record(&self) -> SimEvent {
-        SimEvent { seq: self.lock().next_seq }
+        SimEvent { seq: self.queue.record() }
     }
     fn query(&self, ev: SimEvent) -> bool {
-        let mut q = self.lock();
-        q.prune(&self.inner);
-        q.live.front().is_none_or(|(s, _)| *s >= ev.seq)
+        self.queue.query(ev.seq)
     }
+    /// A program before the event failed: say so (synchronize reports it again, then clears).
     fn wait(&self, ev: SimEvent, timeout_us: u64) -> Result<(), SimError> {
-        let deadline = Instant::now() + Duration::from_micros(timeout_us);
-        let pending = self.lock().pending_upto(ev.seq);
-        for l in &pending {
-            if !l.wait_until(deadline) {
-                return Err(SimError::Timeout(timeout_us));
-            }
-        }
-        self.lock().prune(&self.inner);
-        // A program before the event failed: say so (synchronize reports it again, then clears).
-        match pending.iter().find_map(|l| l.failure()) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.queue.wait(ev.seq, timeout_us).map_err(|w| w.into_error(SimError::Timeout))
     }
     fn synchronize(&self, timeout_us: u64) -> Result<(), SimError> {
-        let ev = self.record();
-        self.wait(ev, timeout_us)?;
-        let mut q = self.lock();
-        q.prune(&self.inner);
-        match q.failure.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.queue.synchronize(timeout_us).map_err(|w| w.into_error(SimError::Timeout))
     }
     fn check_open(&self) -> Result<(), SimError> {
         if self.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) { Err(SimError::Closed) } else { Ok(()) }
@@ -186,8 +120,8 @@ impl<C: Contract> AicpuStream for SimAicpuStream<C> {
     fn launch_aicpu(&mut self, program: Handle, args: GmAddr, threads: u32) -> Result<(), SimError> {
         self.core.check_open()?;
         let inner = &self.core.inner;
-        let entry = inner.device_programs.read().aicpu(program.0);
-        let entry = entry.ok_or(SimError::InvalidArgument("no AICPU program is installed under this handle"))?;
+        let entry = inner.device_programs.read().aicpu.entry(program).map(|p| p.1);
+        let entry = entry.map_err(|_| SimError::InvalidArgument("no AICPU program is installed under this handle"))?;
         if threads == 0 || threads > inner.topo.aicpu_threads {
             return Err(SimError::InvalidArgument("AICPU launch thread count outside 1..=board threads"));
         }
@@ -209,8 +143,8 @@ impl<C: Contract> AicoreStream for SimAicoreStream<C> {
     fn launch_aicore(&mut self, program: Handle, args: GmAddr, clusters: u32) -> Result<(), SimError> {
         self.core.check_open()?;
         let inner = &self.core.inner;
-        let entry = inner.device_programs.read().aicore(program.0);
-        let entry = entry.ok_or(SimError::InvalidArgument("no AICore program is installed under this handle"))?;
+        let entry = inner.device_programs.read().aicore.entry(program).map(|p| p.1);
+        let entry = entry.map_err(|_| SimError::InvalidArgument("no AICore program is installed under this handle"))?;
         if clusters == 0 || clusters > inner.topo.clusters {
             return Err(SimError::InvalidArgument("AICore launch cluster count outside 1..=board clusters"));
         }
@@ -232,5 +166,83 @@ impl<C: Contract> AicoreStream for SimAicoreStream<C> {
             }
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pto_hal::{
+        AicoreStream, AicpuLaunch, AicpuStream, ErrorKind, GmAddr, Handle, HostCoherent, HostPlatform, Loader,
+        Platform, ProgramKind, Stream, Topology,
+    };
+
+    use crate::{Sim, SimAicpu, SimConfig, SimDevice, SimError};
+
+    type P = Sim<HostCoherent>;
+
+    fn fails(_: &SimAicpu<HostCoherent>, l: AicpuLaunch<'_>) -> i32 {
+        if l.thread_idx == 0 { 7 } else { 0 }
+    }
+
+    fn succeeds(_: &SimAicpu<HostCoherent>, _: AicpuLaunch<'_>) -> i32 {
+        0
+    }
+
+    fn open() -> (SimDevice<HostCoherent>, Handle, Handle) {
+        let dev = SimDevice::open(Topology { clusters: 1, aicpu_threads: 2 }, SimConfig::default()).unwrap();
+        P::install_aicpu_program(&dev, "fails", fails).unwrap();
+        P::install_aicpu_program(&dev, "succeeds", succeeds).unwrap();
+        let f = dev.load_program(ProgramKind::Aicpu, "fails").unwrap();
+        let s = dev.load_program(ProgramKind::Aicpu, "succeeds").unwrap();
+        (dev, f, s)
+    }
+
+    #[test]
+    fn synchronize_reports_a_failure_once() {
+        let (dev, fails, ok) = open();
+        let (mut cpu, _core) = P::create_streams(&dev).unwrap();
+        cpu.launch_aicpu(fails, GmAddr(0), 2).unwrap();
+        cpu.launch_aicpu(ok, GmAddr(0), 2).unwrap();
+        let e = cpu.synchronize(10_000_000).unwrap_err();
+        assert_eq!(e, SimError::DeviceFault { status: 7, message: None });
+        assert_eq!(cpu.synchronize(10_000_000), Ok(()));
+    }
+
+    #[test]
+    fn wait_event_reports_then_synchronize_reports_and_clears() {
+        let (dev, fails, ok) = open();
+        let (mut cpu, _core) = P::create_streams(&dev).unwrap();
+        cpu.launch_aicpu(ok, GmAddr(0), 1).unwrap();
+        cpu.launch_aicpu(fails, GmAddr(0), 2).unwrap();
+        let e = cpu.record_event().unwrap();
+        assert_eq!(pto_hal::Error::kind(&cpu.wait_event(e, 10_000_000).unwrap_err()), ErrorKind::DeviceFault);
+        // The wait retired the failed launch: waiting again does not report it, the next
+        // synchronize does, once.
+        assert_eq!(cpu.wait_event(e, 10_000_000), Ok(()));
+        assert!(cpu.query_event(e).unwrap());
+        assert!(cpu.synchronize(10_000_000).is_err());
+        assert_eq!(cpu.synchronize(10_000_000), Ok(()));
+    }
+
+    #[test]
+    fn unknown_and_foreign_handles_are_refused() {
+        let (dev, fails, _) = open();
+        let (mut cpu, mut core) = P::create_streams(&dev).unwrap();
+        // An AICPU program's handle is not an AICore program's, and a made-up one is neither.
+        assert!(matches!(core.launch_aicore(fails, GmAddr(0), 1), Err(SimError::InvalidArgument(_))));
+        assert!(matches!(cpu.launch_aicpu(Handle(fails.0 + 100), GmAddr(0), 1), Err(SimError::InvalidArgument(_))));
+        assert!(matches!(cpu.launch_aicpu(Handle(0), GmAddr(0), 1), Err(SimError::InvalidArgument(_))));
+        assert_eq!(cpu.synchronize(1_000_000), Ok(()));
+    }
+
+    #[test]
+    fn reinstalling_a_program_keeps_its_handle() {
+        let (dev, fails, ok) = open();
+        P::install_aicpu_program(&dev, "fails", succeeds).unwrap();
+        assert_eq!(dev.load_program(ProgramKind::Aicpu, "fails").unwrap(), fails);
+        assert_eq!(dev.load_program(ProgramKind::Aicpu, "succeeds").unwrap(), ok);
+        let (mut cpu, _core) = P::create_streams(&dev).unwrap();
+        cpu.launch_aicpu(fails, GmAddr(0), 2).unwrap();
+        assert_eq!(cpu.synchronize(10_000_000), Ok(()));
     }
 }

@@ -2,46 +2,45 @@
 //! process, on the target instruction set.
 //!
 //! * **GM** is one zeroed heap buffer ([`Config::gm_bytes`], 4 KiB aligned). The host side
-//!   allocates in it (first fit, coalescing frees) and copies with plain memory copies — the
-//!   host's DMA. AICPU threads reach it through the chip's agent ([`Chip::Aicpu`]), AICores
+//!   allocates in it with the simulator's allocator (`pto_inproc::Heap`: first fit, coalescing
+//!   frees, checked arithmetic) and copies with plain memory copies — the host's DMA. AICPU threads reach it through the chip's agent ([`Chip::Aicpu`]), AICores
 //!   through [`TargetAicore`]; a [`GmAddr`] is the virtual address, as on the device.
 //! * **Register windows** are one heap buffer per physical core, [`Chip::REG_WINDOW_BYTES`]
 //!   long. The AICPU agent writes DMB and reads COND through its MMIO path (`volatile`); an
 //!   AICore reads its DMB and writes its COND with volatile 32-bit accesses of the same bytes.
 //!   Physical core ids are the board's worker indices reversed, so a runtime that indexed
 //!   windows by worker instead of by the reported physical id would fail.
-//! * **Streams** run their launches in order on a worker thread each; a launch runs its AICPU
-//!   threads (or its AICores, one thread per core) on fresh threads and completes when all
-//!   returned. A non-zero status is the launch's failure, reported by `wait_event` /
-//!   `synchronize` as `DeviceFault`.
+//! * **Streams** run their launches in order on a worker thread each
+//!   (`pto_inproc::WorkerStream`, the simulator's stream queue with a worker); a launch runs its
+//!   AICPU threads (or its AICores, one thread per core) on fresh threads and completes when
+//!   all returned. A non-zero status is the launch's failure, reported by `wait_event` /
+//!   `synchronize` as `DeviceFault` (by `synchronize` once).
 //! * **Loader**: device programs are the ones installed by name (`pto_runtime::programs::install`,
 //!   called by `Device::new_in_process`); kernels are Rust functions in a per-device table (handle =
-//!   index + 1, resolved by [`TargetAicore`]); orchestrations go into the process's
+//!   index + 1, resolved by [`TargetAicore`]; a function loaded again for the same core type
+//!   keeps its handle); orchestrations go into the process's
 //!   [`ProgramTable`] (`pto_aarch64::install_programs`), which is what the chip's AICPU agent
 //!   resolves them from — the device path, not a harness shortcut.
 //!
 //! What is not the device: GM and the windows are ordinary cacheable memory (one coherence
 //! domain), and the AICores are aarch64 threads rather than vendor-compiled cores.
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use pto_aarch64::arm::{self, GenericTimer};
 use pto_aarch64::{GmRegion, ProgramTable};
 use pto_hal::{
     AicoreAgent, AicoreCache, AicoreEntry, AicoreLaunch, AicoreStream, AicpuAgent, AicpuCache, AicpuEntry, AicpuLaunch,
-    AicpuStream, Barriers, Clock, Contract, CoreRegisters, DeviceMemory, DevicePlatform, ErrorKind, ErrorType, Events,
-    GmAddr, GmAtomic, GmMemory, Handle, HostPlatform, KernelContext, KernelFault, KernelFn, KernelSource, LINE_BYTES,
-    Loader, OrchestrationSource, Platform, ProgramKind, Stream, Ticks, Topology,
+    AicpuStream, Barriers, Clock, Contract, CoreRegisters, CoreType, DeviceMemory, DevicePlatform, ErrorKind,
+    ErrorType, Events, GmAddr, GmAtomic, GmMemory, Handle, HostPlatform, KernelContext, KernelFault, KernelFn,
+    KernelSource, LINE_BYTES, Loader, OrchestrationSource, Platform, ProgramKind, Stream, Ticks, Topology,
 };
+use pto_inproc::{HandleTable, Heap, HeapError, Registry, WorkerFault, WorkerStream, panic_message};
 
 use crate::mem::{Arena, Windows};
 
@@ -133,54 +132,6 @@ impl pto_hal::Error for TargetError {
     }
 }
 
-/// First-fit allocator over GM offsets, coalescing on free.
-#[derive(Debug, Default)]
-struct Heap {
-    free: BTreeMap<u64, u64>,
-    used: BTreeMap<u64, u64>,
-}
-
-impl Heap {
-    fn new(len: u64) -> Heap {
-        Heap { free: BTreeMap::from([(0, len)]), used: BTreeMap::new() }
-    }
-    fn alloc(&mut self, size: u64, align: u64) -> Option<u64> {
-        let size = size.max(1).checked_next_multiple_of(LINE_BYTES)?;
-        let (start, len, at) = self.free.iter().find_map(|(&start, &len)| {
-            let at = start.checked_next_multiple_of(align)?;
-            (at.checked_add(size)? <= start + len).then_some((start, len, at))
-        })?;
-        self.free.remove(&start);
-        if at > start {
-            self.free.insert(start, at - start);
-        }
-        if at + size < start + len {
-            self.free.insert(at + size, start + len - at - size);
-        }
-        self.used.insert(at, size);
-        Some(at)
-    }
-    fn free(&mut self, at: u64) -> bool {
-        let Some(len) = self.used.remove(&at) else { return false };
-        let (mut start, mut end) = (at, at + len);
-        let before = self.free.range(..at).next_back().map(|(&p, &plen)| (p, plen));
-        if let Some((p, plen)) = before {
-            if p + plen == at {
-                self.free.remove(&p);
-                start = p;
-            }
-        }
-        if let Some(nlen) = self.free.remove(&end) {
-            end += nlen;
-        }
-        self.free.insert(start, end - start);
-        true
-    }
-}
-
-/// Installed device programs of one kind: names and entries, by index.
-type Installed<E> = Vec<(&'static str, E)>;
-
 /// What a device, its streams and its AICores share.
 pub struct Shared<C: Chip> {
     topo: Topology,
@@ -190,10 +141,12 @@ pub struct Shared<C: Chip> {
     /// Register windows, by physical core id; leaked so agents can borrow them for `'static`
     /// (a few KiB per opened device, in tests).
     windows: &'static Windows,
+    /// The GM allocator, over GM's addresses.
     heap: Mutex<Heap>,
-    kernels: RwLock<Vec<KernelFn>>,
-    aicpu_programs: RwLock<Installed<AicpuEntry<C::Aicpu>>>,
-    aicore_programs: RwLock<Installed<AicoreEntry<TargetAicore<C>>>>,
+    /// Loaded kernels and the core type each was loaded for; handles from 1.
+    kernels: RwLock<HandleTable<(KernelFn, CoreType)>>,
+    aicpu_programs: RwLock<Registry<AicpuEntry<C::Aicpu>>>,
+    aicore_programs: RwLock<Registry<AicoreEntry<TargetAicore<C>>>>,
 }
 
 impl<C: Chip> Shared<C> {
@@ -230,13 +183,13 @@ impl<C: Chip> TargetDevice<C> {
         TargetDevice {
             shared: Arc::new(Shared {
                 topo: config.topology,
-                heap: Mutex::new(Heap::new(gm.len())),
+                heap: Mutex::new(Heap::new(gm.addr().0, gm.len()).expect("GM lies in the address space")),
                 _gm: gm,
                 region,
                 windows,
-                kernels: RwLock::new(Vec::new()),
-                aicpu_programs: RwLock::new(Vec::new()),
-                aicore_programs: RwLock::new(Vec::new()),
+                kernels: RwLock::new(HandleTable::new("kernel", 1, KERNEL_CAPACITY)),
+                aicpu_programs: RwLock::new(Registry::new("AICPU program", AICPU_BASE, PROGRAMS_PER_KIND)),
+                aicore_programs: RwLock::new(Registry::new("AICore program", AICORE_BASE, PROGRAMS_PER_KIND)),
             }),
         }
     }
@@ -253,17 +206,17 @@ impl<C: Chip> ErrorType for TargetDevice<C> {
 
 impl<C: Chip> DeviceMemory for TargetDevice<C> {
     fn alloc(&self, size: u64, align: u64) -> Result<GmAddr, TargetError> {
-        if !align.is_power_of_two() {
-            return Err(TargetError::InvalidArgument(format!("alignment {align} is not a power of two")));
-        }
-        let mut heap = self.shared.heap.lock();
-        let at = heap.alloc(size, align.max(LINE_BYTES)).ok_or(TargetError::OutOfMemory { size })?;
-        Ok(self.shared.region.base().offset(at))
+        let at = self.shared.heap.lock().alloc(size, align).map_err(|e| match e {
+            HeapError::ZeroSize | HeapError::BadAlignment(_) => TargetError::InvalidArgument(e.to_string()),
+            HeapError::OutOfMemory { .. }
+            | HeapError::TooLarge { .. }
+            | HeapError::NotAllocated(_)
+            | HeapError::BadRange { .. } => TargetError::OutOfMemory { size },
+        })?;
+        Ok(GmAddr(at))
     }
     fn free(&self, addr: GmAddr) -> Result<(), TargetError> {
-        let off = addr.0.checked_sub(self.shared.region.base().0).ok_or(TargetError::InvalidAddress(addr.0))?;
-        let mut heap = self.shared.heap.lock();
-        if heap.free(off) { Ok(()) } else { Err(TargetError::InvalidAddress(addr.0)) }
+        self.shared.heap.lock().free(addr.0).map(|_| ()).map_err(|_| TargetError::InvalidAddress(addr.0))
     }
     fn copy_h2d(&self, dst: GmAddr, src: &[u8]) -> Result<(), TargetError> {
         let p = self.shared.check(dst, src.len() as u64)?;
@@ -297,29 +250,27 @@ impl<C: Chip> Clock for TargetDevice<C> {
     }
 }
 
-/// Handles of installed AICPU programs are `AICPU_TAG | index`, AICore programs
-/// `AICORE_TAG | index`, so a handle of one kind is never launched as the other.
-const AICPU_TAG: u64 = 0xA1C0_0000;
-const AICORE_TAG: u64 = 0xA1C1_0000;
-const TAG_MASK: u64 = !0xFFFF;
+/// Handles of installed AICPU programs are `AICPU_BASE + index`, AICore programs
+/// `AICORE_BASE + index` (two disjoint ranges), so a handle of one kind is never launched as
+/// the other.
+const AICPU_BASE: u64 = 0xA1C0_0000;
+const AICORE_BASE: u64 = 0xA1C1_0000;
+const PROGRAMS_PER_KIND: u64 = AICORE_BASE - AICPU_BASE;
+/// Kernel and orchestration handles count from 1, below the program handles.
+const KERNEL_CAPACITY: u64 = AICPU_BASE - 1;
 
-/// The process's orchestration programs (append-only, so handles stay valid), mirrored into
-/// the `pto_aarch64` program table the AICPU agents resolve from.
-static ORCHESTRATIONS: Mutex<Vec<&'static (dyn Any + Send + Sync)>> = Mutex::new(Vec::new());
+/// The process's orchestration programs (append-only, so handles stay valid; handle =
+/// index + 1), mirrored into the `pto_aarch64` program table the AICPU agents resolve from.
+static ORCHESTRATIONS: Mutex<HandleTable<&'static (dyn Any + Send + Sync)>> =
+    Mutex::new(HandleTable::new("orchestration", 1, KERNEL_CAPACITY));
 
 impl<C: Chip> Loader for TargetDevice<C> {
     fn load_program(&self, kind: ProgramKind, name: &str) -> Result<Handle, TargetError> {
         let found = match kind {
-            ProgramKind::Aicpu => {
-                self.shared.aicpu_programs.read().iter().position(|p| p.0 == name).map(|i| AICPU_TAG | i as u64)
-            }
-            ProgramKind::Aicore => {
-                self.shared.aicore_programs.read().iter().position(|p| p.0 == name).map(|i| AICORE_TAG | i as u64)
-            }
+            ProgramKind::Aicpu => self.shared.aicpu_programs.read().handle(name),
+            ProgramKind::Aicore => self.shared.aicore_programs.read().handle(name),
         };
-        found
-            .map(Handle)
-            .ok_or_else(|| TargetError::Unsupported(format!("no {kind:?} program named {name} is installed")))
+        found.ok_or_else(|| TargetError::Unsupported(format!("no {kind:?} program named {name} is installed")))
     }
     fn load_kernel(&self, kernel: &KernelSource<'_>) -> Result<Handle, TargetError> {
         let f = kernel.function.ok_or_else(|| {
@@ -328,9 +279,10 @@ impl<C: Chip> Loader for TargetDevice<C> {
                 kernel.name
             ))
         })?;
+        let core = kernel.core;
         let mut k = self.shared.kernels.write();
-        k.push(f);
-        Ok(Handle(k.len() as u64))
+        k.find_or_push((f, core), |&(g, c)| core::ptr::fn_addr_eq(g, f) && c == core)
+            .map_err(|e| TargetError::InvalidArgument(e.to_string()))
     }
     fn load_orchestration<F: Copy + Send + Sync + PartialEq + 'static>(
         &self,
@@ -343,15 +295,16 @@ impl<C: Chip> Loader for TargetDevice<C> {
             ))
         })?;
         let mut all = ORCHESTRATIONS.lock();
-        if let Some(i) = all.iter().position(|p| p.downcast_ref::<F>() == Some(&f)) {
-            return Ok(Handle(i as u64 + 1));
+        if let Some(h) = all.find(|p| p.downcast_ref::<F>() == Some(&f)) {
+            return Ok(h);
         }
-        all.push(Box::leak(Box::new(f)));
+        let h = all.push(Box::leak(Box::new(f))).map_err(|e| TargetError::InvalidArgument(e.to_string()))?;
         // The image's table, as a device image would link it: a new (leaked) table with every
         // program so far, replacing the previous one; earlier handles keep their index.
-        let programs: &'static [&'static (dyn Any + Send + Sync)] = Box::leak(all.clone().into_boxed_slice());
+        let programs: &'static [&'static (dyn Any + Send + Sync)] =
+            Box::leak(all.entries().to_vec().into_boxed_slice());
         pto_aarch64::install_programs(Box::leak(Box::new(ProgramTable { programs })));
-        Ok(Handle(all.len() as u64))
+        Ok(h)
     }
 }
 
@@ -372,8 +325,8 @@ impl<C: Chip> HostPlatform for OnTarget<C> {
     }
     fn create_streams(device: &TargetDevice<C>) -> Result<(TargetAicpuStream<C>, TargetAicoreStream<C>), TargetError> {
         Ok((
-            TargetAicpuStream { core: StreamCore::new("aicpu-stream")?, shared: device.shared.clone() },
-            TargetAicoreStream { core: StreamCore::new("aicore-stream")?, shared: device.shared.clone() },
+            TargetAicpuStream { core: spawn_stream("aicpu-stream")?, shared: device.shared.clone() },
+            TargetAicoreStream { core: spawn_stream("aicore-stream")?, shared: device.shared.clone() },
         ))
     }
 }
@@ -391,8 +344,7 @@ impl<C: Chip> Platform for OnTarget<C> {
         entry: AicpuEntry<C::Aicpu>,
     ) -> Result<(), TargetError> {
         let mut p = device.shared.aicpu_programs.write();
-        p.retain(|q| q.0 != name);
-        p.push((name, entry));
+        p.install(name, entry).map_err(|e| TargetError::InvalidArgument(e.to_string()))?;
         Ok(())
     }
     fn install_aicore_program(
@@ -401,102 +353,23 @@ impl<C: Chip> Platform for OnTarget<C> {
         entry: AicoreEntry<TargetAicore<C>>,
     ) -> Result<(), TargetError> {
         let mut p = device.shared.aicore_programs.write();
-        p.retain(|q| q.0 != name);
-        p.push((name, entry));
+        p.install(name, entry).map_err(|e| TargetError::InvalidArgument(e.to_string()))?;
         Ok(())
     }
 }
 
 // ---------------------------------------------------------------- streams
 
-type Job = Box<dyn FnOnce() -> Result<(), TargetError> + Send>;
-
-#[derive(Default)]
-struct Progress {
-    submitted: u64,
-    completed: u64,
-    /// First failure not yet reported by `synchronize`, with the sequence number of its launch.
-    failure: Option<(u64, TargetError)>,
+/// A stream: launches in order on a worker thread of its own (`pto_inproc::WorkerStream`).
+fn spawn_stream(name: &str) -> Result<WorkerStream<TargetError>, TargetError> {
+    WorkerStream::spawn(name, worker_fault).map_err(|e| TargetError::Unsupported(format!("stream thread: {e}")))
 }
 
-/// An ordered queue of launches, run one after the other on a worker thread.
-struct StreamCore {
-    tx: Option<mpsc::Sender<Job>>,
-    worker: Option<JoinHandle<()>>,
-    progress: Arc<(Mutex<Progress>, Condvar)>,
-}
-
-impl StreamCore {
-    fn new(name: &str) -> Result<StreamCore, TargetError> {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let progress = Arc::new((Mutex::new(Progress::default()), Condvar::new()));
-        let p = progress.clone();
-        let worker = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || {
-                for job in rx {
-                    let r = job();
-                    let mut g = p.0.lock();
-                    let seq = g.completed;
-                    g.completed += 1;
-                    if let Err(e) = r {
-                        g.failure.get_or_insert((seq, e));
-                    }
-                    p.1.notify_all();
-                }
-            })
-            .map_err(|e| TargetError::Unsupported(format!("stream thread: {e}")))?;
-        Ok(StreamCore { tx: Some(tx), worker: Some(worker), progress })
-    }
-    fn lock(&self) -> parking_lot::MutexGuard<'_, Progress> {
-        self.progress.0.lock()
-    }
-    fn submit(&self, job: Job) -> Result<(), TargetError> {
-        let tx = self.tx.as_ref().ok_or(TargetError::Closed)?;
-        let mut g = self.lock();
-        tx.send(job).map_err(|_| TargetError::Closed)?;
-        g.submitted += 1;
-        Ok(())
-    }
-    fn record(&self) -> u64 {
-        self.lock().submitted
-    }
-    fn query(&self, ev: u64) -> bool {
-        self.lock().completed >= ev
-    }
-    fn wait(&self, ev: u64, timeout_us: u64) -> Result<(), TargetError> {
-        let deadline = Instant::now() + Duration::from_micros(timeout_us);
-        let mut g = self.lock();
-        while g.completed < ev {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(TargetError::Timeout(timeout_us));
-            }
-            self.progress.1.wait_for(&mut g, left);
-        }
-        match &g.failure {
-            Some((seq, e)) if *seq < ev => Err(e.clone()),
-            _ => Ok(()),
-        }
-    }
-    fn synchronize(&self, timeout_us: u64) -> Result<(), TargetError> {
-        let ev = self.record();
-        match self.wait(ev, timeout_us) {
-            Err(TargetError::Timeout(t)) => Err(TargetError::Timeout(t)),
-            _ => match self.lock().failure.take() {
-                Some((_, e)) => Err(e),
-                None => Ok(()),
-            },
-        }
-    }
-}
-
-impl Drop for StreamCore {
-    fn drop(&mut self) {
-        drop(self.tx.take());
-        if let Some(w) = self.worker.take() {
-            let _ = w.join();
-        }
+/// The stream's own faults as the harness's errors.
+fn worker_fault(f: WorkerFault) -> TargetError {
+    match f {
+        WorkerFault::Closed => TargetError::Closed,
+        WorkerFault::Panicked(m) => TargetError::DeviceFault(format!("launch panicked: {m}")),
     }
 }
 
@@ -514,10 +387,10 @@ macro_rules! impl_stream {
                 Ok(self.core.query(ev))
             }
             fn wait_event(&self, ev: u64, timeout_us: u64) -> Result<(), TargetError> {
-                self.core.wait(ev, timeout_us)
+                self.core.wait(ev, timeout_us).map_err(|w| w.into_error(TargetError::Timeout))
             }
             fn synchronize(&mut self, timeout_us: u64) -> Result<(), TargetError> {
-                self.core.synchronize(timeout_us)
+                self.core.synchronize(timeout_us).map_err(|w| w.into_error(TargetError::Timeout))
             }
         }
     };
@@ -525,13 +398,13 @@ macro_rules! impl_stream {
 
 /// The stream that carries AICPU programs.
 pub struct TargetAicpuStream<C: Chip> {
-    core: StreamCore,
+    core: WorkerStream<TargetError>,
     shared: Arc<Shared<C>>,
 }
 
 /// The stream that carries AICore programs.
 pub struct TargetAicoreStream<C: Chip> {
-    core: StreamCore,
+    core: WorkerStream<TargetError>,
     shared: Arc<Shared<C>>,
 }
 
@@ -550,25 +423,14 @@ fn launch_result(what: &str, statuses: Vec<Result<i32, String>>) -> Result<(), T
     Ok(())
 }
 
-fn panic_text(p: &(dyn Any + Send)) -> String {
-    match (p.downcast_ref::<&str>(), p.downcast_ref::<String>()) {
-        (Some(s), _) => (*s).to_string(),
-        (_, Some(s)) => s.clone(),
-        _ => "<non-text panic>".to_string(),
-    }
-}
-
 impl<C: Chip> AicpuStream for TargetAicpuStream<C> {
     fn launch_aicpu(&mut self, program: Handle, args: GmAddr, threads: u32) -> Result<(), TargetError> {
-        if program.0 & TAG_MASK != AICPU_TAG {
-            return Err(TargetError::InvalidArgument(format!("{:#x} is not an AICPU program handle", program.0)));
-        }
-        let (name, entry) = *self
+        let (name, entry) = self
             .shared
             .aicpu_programs
             .read()
-            .get((program.0 & !TAG_MASK) as usize)
-            .ok_or_else(|| TargetError::InvalidArgument(format!("no AICPU program {:#x}", program.0)))?;
+            .entry(program)
+            .map_err(|e| TargetError::InvalidArgument(e.to_string()))?;
         if threads == 0 || threads > self.shared.topo.aicpu_threads {
             return Err(TargetError::InvalidArgument(format!("{threads} AICPU threads on a {:?}", self.shared.topo)));
         }
@@ -595,7 +457,7 @@ impl<C: Chip> AicpuStream for TargetAicpuStream<C> {
                             .expect("spawn an AICPU thread")
                     })
                     .collect();
-                hs.into_iter().map(|h| h.join().map_err(|p| panic_text(&*p))).collect::<Vec<_>>()
+                hs.into_iter().map(|h| h.join().map_err(|p| panic_message(&*p))).collect::<Vec<_>>()
             });
             launch_result(name, statuses)
         }))
@@ -604,15 +466,12 @@ impl<C: Chip> AicpuStream for TargetAicpuStream<C> {
 
 impl<C: Chip> AicoreStream for TargetAicoreStream<C> {
     fn launch_aicore(&mut self, program: Handle, args: GmAddr, clusters: u32) -> Result<(), TargetError> {
-        if program.0 & TAG_MASK != AICORE_TAG {
-            return Err(TargetError::InvalidArgument(format!("{:#x} is not an AICore program handle", program.0)));
-        }
-        let (name, entry) = *self
+        let (name, entry) = self
             .shared
             .aicore_programs
             .read()
-            .get((program.0 & !TAG_MASK) as usize)
-            .ok_or_else(|| TargetError::InvalidArgument(format!("no AICore program {:#x}", program.0)))?;
+            .entry(program)
+            .map_err(|e| TargetError::InvalidArgument(e.to_string()))?;
         let topo = self.shared.topo;
         if clusters == 0 || clusters > topo.clusters {
             return Err(TargetError::InvalidArgument(format!("{clusters} clusters on a {topo:?}")));
@@ -652,7 +511,7 @@ impl<C: Chip> AicoreStream for TargetAicoreStream<C> {
                             .expect("spawn an AICore thread")
                     })
                     .collect();
-                hs.into_iter().map(|h| h.join().map_err(|p| panic_text(&*p))).collect::<Vec<_>>()
+                hs.into_iter().map(|h| h.join().map_err(|p| panic_message(&*p))).collect::<Vec<_>>()
             });
             launch_result(name, statuses)
         }))
@@ -819,11 +678,10 @@ impl<C: Chip> Events for TargetAicore<C> {
 
 impl<C: Chip> AicoreAgent for TargetAicore<C> {
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
-        let i = usize::try_from(bin.checked_sub(1)?).ok()?;
-        self.shared.kernels.read().get(i).copied()
+        self.shared.kernels.read().get(Handle(bin)).ok().map(|k| k.0)
     }
     fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
-        catch_unwind(AssertUnwindSafe(|| kernel(ctx))).map_err(|p| KernelFault::new(&panic_text(&*p)))
+        catch_unwind(AssertUnwindSafe(|| kernel(ctx))).map_err(|p| KernelFault::new(&panic_message(&*p)))
     }
     fn as_gm(&self) -> &dyn GmMemory {
         self
