@@ -92,6 +92,10 @@ pub const CAPTURE_STALL_OPEN: u32 = 1 << 28;
 /// Fault injection: the AICPU capture service holds an open reservation (does not advance it)
 /// until it has answered another core's request WOULD_BLOCK.
 pub const CAPTURE_HOLD_OPEN: u32 = 1 << 29;
+/// Resident args capture: the acknowledgement writer leaves the previous tick in place while
+/// it rewrites the line (the old order), so a reader can take the old status with the new
+/// identity.
+pub const CAPTURE_ACK_TICK_KEPT: u32 = 1 << 31;
 
 // A process-wide test switch, set before a model or a run starts and never part of a
 // protocol; a `static` cannot hold a loom atomic (no `const` constructor).

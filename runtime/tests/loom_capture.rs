@@ -78,7 +78,7 @@ use loom_harness::expect_found;
 use loom_harness::{Tally, check};
 use pto_hal::{Barriers, Begin, Blocked, DumpLane, DumpReservation, GmAddr, GmAtomic, GmMemory};
 use pto_runtime::capture::rendezvous::{
-    Claim, Request, arrive, claim, departed, leave, publisher, publisher_word, read_ack, write_request,
+    Ack, Claim, Request, arrive, claim, departed, leave, publisher, publisher_word, read_ack, write_ack, write_request,
 };
 use pto_runtime::dump::{Capture, DumpLevel, GmLane};
 use pto_runtime::layout::{
@@ -499,15 +499,9 @@ fn serve_requests(a: LoomAicpu, mut seen: Vec<u64>, bell: &Bell, served: &Served
                 !sealed.iter().any(|&(p, _, _)| p == phase),
                 "phase {phase} requested twice (by core {w}): two last arrivers"
             );
-            let ack = GmAddr(l.ack(w));
-            a.store_direct(ack.offset(capture_ack::STATUS), capture_status::SEALED);
-            a.store_direct(ack.offset(capture_ack::ARG_INDEX), 0);
-            a.store_direct(ack.offset(capture_ack::CURSOR), 0);
-            a.store_direct(ack.offset(capture_ack::EPOCH), EPOCH);
-            a.store_direct(ack.offset(capture_ack::TASK), TASK);
-            a.store_direct(ack.offset(capture_ack::PHASE_SEQ), seq);
-            a.store_barrier();
-            a.store_direct(ack.offset(capture_ack::TICK), tick);
+            let ack =
+                Ack { status: capture_status::SEALED, arg_index: 0, cursor: 0, tick, identity: (EPOCH, TASK, seq) };
+            write_ack(&a, GmAddr(l.ack(w)), &ack);
             sealed.push((phase, w, seq));
             bell.ring();
         }
@@ -642,6 +636,70 @@ fn reproducer_04_peer_matches_its_own_counter() {
         &["the other phase's sequence", "never accepted the seal"],
         || {
             split_model(Some(1));
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The acknowledgement line: never read torn
+// ---------------------------------------------------------------------------------------------
+
+/// Core 0's acknowledgement line holds phase 1's terminal answer (SEALED, `phase_seq` 1, tick
+/// 1) when the service rewrites it with phase 2's first answer (IN_PROGRESS, `phase_seq` 2,
+/// tick 2) through the real [`write_ack`], while a peer of phase 1 reads it through the real
+/// [`read_ack`]. Invariant: every read is either answer whole, or `None` — never phase
+/// 1's SEALED under phase 2's identity (a peer of phase 2 would run before its input capture
+/// was sealed), nor phase 2's status under phase 1's identity. Returns whether a read saw
+/// nothing (the rewrite in progress).
+fn ack_model() -> bool {
+    let line = GmAddr(region().ack(0));
+    let first = Ack { status: capture_status::SEALED, arg_index: 0, cursor: 0, tick: 1, identity: (EPOCH, TASK, 1) };
+    let second =
+        Ack { status: capture_status::IN_PROGRESS, arg_index: 1, cursor: 64, tick: 2, identity: (EPOCH, TASK, 2) };
+    let dev = device_at(&[]);
+    // The line as the service left it after phase 1 (written before the threads start).
+    write_ack(&LoomAicpu { dev: dev.clone() }, line, &first);
+    let service = LoomAicpu { dev: dev.clone() };
+    let writer = thread::spawn(move || write_ack(&service, line, &second));
+    let peer = core(&dev, 1);
+    let none = match read_ack(&peer, line) {
+        None => true,
+        Some(ack) => {
+            assert!(ack == first || ack == second, "a torn acknowledgement: {ack:?}");
+            false
+        }
+    };
+    writer.join().unwrap();
+    assert_eq!(read_ack(&peer, line), Some(second), "the rewrite ends with the new answer whole");
+    none
+}
+
+/// The acknowledgement is never read torn ([`ack_model`]), with up to three preemptions (a
+/// torn read needs two: into the rewrite after the first tick, and back); the model must reach
+/// both a read that saw nothing (mid-rewrite) and reads that saw whole answers only.
+#[test]
+fn acknowledgement_is_never_read_torn() {
+    let _s = serial();
+    let seen = Tally::new(2);
+    let t = seen.clone();
+    check("acknowledgement_is_never_read_torn", Some(3), move || t.hit(if ack_model() { 0 } else { 1 }));
+    seen.assert_all_reached(&["a read during the rewrite saw nothing", "every read saw a whole answer"]);
+}
+
+/// Reproducer: the writer keeps the previous tick while it rewrites the line (the old order,
+/// `breakage::CAPTURE_ACK_TICK_KEPT`). Loom must find a read that takes the old tick on both
+/// sides of a mix of the two answers.
+#[cfg(feature = "breakage")]
+#[test]
+fn reproducer_acknowledgement_read_torn() {
+    let _s = serial();
+    expect_found(
+        "reproducer_acknowledgement_read_torn",
+        Some(3),
+        pto_runtime::breakage::CAPTURE_ACK_TICK_KEPT,
+        &["a torn acknowledgement"],
+        || {
+            ack_model();
         },
     );
 }

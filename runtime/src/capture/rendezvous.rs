@@ -137,12 +137,18 @@ pub struct Ack {
     pub identity: (u64, u64, u64),
 }
 
-/// Read the acknowledgement line at `line`: the tick (written last) on both sides of the
-/// other words, so a line rewritten during the read reads as `None` rather than as a torn mix
-/// of two answers. Only this phase's answers are written to the line while any of its
-/// participants reads it (its publisher asks for nothing else before they all departed).
+/// Read the acknowledgement line at `line`: the tick on both sides of the other words, so a
+/// line rewritten during the read reads as `None` rather than as a torn mix of two answers.
+/// [`write_ack`] clears the tick before it rewrites anything and stores the new one last, so
+/// a read that saw any new word sees the tick cleared or changed; a cleared tick (a line being
+/// rewritten, or never written: request ticks start at 1) is `None` too. Only this phase's
+/// answers are written to the line while any of its participants reads it (its publisher asks
+/// for nothing else before they all departed).
 pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
     let tick = a.query(line.offset(capture_ack::TICK));
+    if tick == 0 {
+        return None;
+    }
     a.rmb();
     let ack = Ack {
         status: a.query(line.offset(capture_ack::STATUS)),
@@ -157,6 +163,25 @@ pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
     };
     a.rmb();
     (a.query(line.offset(capture_ack::TICK)) == tick).then_some(ack)
+}
+
+/// Write acknowledgement `ack` into the line at `line` (the AICPU capture service, the line's
+/// one writer): the tick cleared first and a store barrier, then every other word, a store
+/// barrier, the tick last — so [`read_ack`] never takes a mix of the previous answer and this
+/// one (`ack.tick` is never 0: request ticks start at 1).
+pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack) {
+    if !crate::breakage::broken(crate::breakage::CAPTURE_ACK_TICK_KEPT) {
+        a.store_direct(line.offset(capture_ack::TICK), 0);
+        a.store_barrier();
+    }
+    a.store_direct(line.offset(capture_ack::STATUS), ack.status);
+    a.store_direct(line.offset(capture_ack::ARG_INDEX), ack.arg_index);
+    a.store_direct(line.offset(capture_ack::CURSOR), ack.cursor);
+    a.store_direct(line.offset(capture_ack::EPOCH), ack.identity.0);
+    a.store_direct(line.offset(capture_ack::TASK), ack.identity.1);
+    a.store_direct(line.offset(capture_ack::PHASE_SEQ), ack.identity.2);
+    a.store_barrier();
+    a.store_direct(line.offset(capture_ack::TICK), ack.tick);
 }
 
 /// A request as the core writes it.
@@ -431,10 +456,10 @@ impl Boundary {
             if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
-            match seen {
-                Some((_, tick)) => self.pause(a, ack_line.offset(capture_ack::TICK), tick, w.deadline),
-                None => crate::sync::spin_hint(),
-            }
+            // `None`: being rewritten (tick 0, wait for the new one) or changed during the
+            // read (the tick is not 0 any more: the wait ends at once).
+            let tick = seen.map_or(0, |(_, tick)| tick);
+            self.pause(a, ack_line.offset(capture_ack::TICK), tick, w.deadline);
         }
     }
 
@@ -468,7 +493,8 @@ impl Boundary {
                     seq
                 };
                 let line = GmAddr(self.l.ack(p));
-                wait = None;
+                // A line being rewritten (tick 0): wait for its new tick.
+                wait = Some((line.offset(capture_ack::TICK), 0));
                 if let Some(ack) = read_ack(a, line) {
                     if ack.identity == (self.epoch, task as u64, seq) {
                         match ack.status {

@@ -23,10 +23,10 @@ use alloc::vec::Vec;
 
 use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr};
 
+use super::rendezvous::{Ack, write_ack};
 use crate::dump::{DumpLevel, GmLane, Suspended, next_capture};
 use crate::layout::{
-    CaptureLayout, capture_ack, capture_header, capture_phase, capture_request, capture_slot, capture_status,
-    dump_stage,
+    CaptureLayout, capture_header, capture_phase, capture_request, capture_slot, capture_status, dump_stage,
 };
 
 /// A request as the service tracks it.
@@ -372,15 +372,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         let line = GmAddr(self.l.ack(self.cores[i].w));
         let Some(r) = self.cores[i].req.as_mut() else { return };
         r.answered = r.tick;
-        let a = self.a;
-        a.store_direct(line.offset(capture_ack::STATUS), status);
-        a.store_direct(line.offset(capture_ack::ARG_INDEX), arg);
-        a.store_direct(line.offset(capture_ack::CURSOR), cursor);
-        a.store_direct(line.offset(capture_ack::EPOCH), self.epoch);
-        a.store_direct(line.offset(capture_ack::TASK), r.task as u64);
-        a.store_direct(line.offset(capture_ack::PHASE_SEQ), r.seq);
-        a.store_barrier();
-        a.store_direct(line.offset(capture_ack::TICK), r.tick);
+        let ack = Ack { status, arg_index: arg, cursor, tick: r.tick, identity: (self.epoch, r.task as u64, r.seq) };
+        write_ack(self.a, line, &ack);
     }
 
     /// The producer stops: an open reservation is abandoned (one dropped record) and the lane
