@@ -197,7 +197,7 @@ fn acceptance_07_exact_handoff() {
         };
         let (first, second) = (span(0), span(1));
         assert!(first.1 <= second.0, "the trace orders task 0 before task 1: {first:?} {second:?}");
-        assert_eq!(d.run["epoch"], serde_json::json!(r.epoch), "the records are this run's");
+        assert_eq!(d.run.epoch, r.epoch, "the records are this run's");
         let ab: Vec<f32> = av.iter().zip(&bv).map(|(x, y)| x + y).collect();
         let a2b: Vec<f32> = ab.iter().zip(&bv).map(|(x, y)| x + y).collect();
         let out0 = d.find(0, 2, Stage::AfterCompletion).expect("task 0's output at completion");

@@ -9,7 +9,7 @@ use pto::prelude::*;
 use pto::runtime::breakage;
 use pto::runtime::dump::DumpLevel;
 use pto::runtime::graph::{DType, GraphError};
-use pto::runtime::host::dump::{Dump, Stage};
+use pto::runtime::host::dump::{ArgDirection, Dump, Stage};
 use pto::runtime::host::{self, Timeouts};
 use pto_sim::CacheModel;
 use pto_testkit as kit;
@@ -131,7 +131,7 @@ fn partial_records_only_marked_arguments_and_hybrid_keeps_data_only_for_them() {
     }
     // The in-out of task 3 before and after: y = 100, then 100 + x.
     let (b, a) = (d.find(3, 1, Stage::BeforeDispatch).unwrap(), d.find(3, 1, Stage::AfterCompletion).unwrap());
-    assert_eq!(b.direction, "inout");
+    assert_eq!(b.direction, ArgDirection::InOut);
     assert_eq!((b.payload_len, a.payload_len), (0, 0));
 
     // Partial with no marks anywhere: nothing recorded, accounting still exact.
@@ -157,7 +157,7 @@ fn full_records_in_outs_at_both_stages_with_offsets_and_func_ids() {
         assert_eq!(d.data::<f32>(after).unwrap(), want);
         assert_eq!(before.offset, Some(t as u64 * 16), "element offset of row {t} in its allocation");
         assert_eq!(before.func_ids, vec![f]);
-        assert_eq!(before.dtype.as_deref(), Some("f32"));
+        assert_eq!(before.dtype, Some(DType::F32));
         assert_eq!(before.shape, vec![1, 16]);
         // The input is captured before dispatch only.
         assert!(d.find(t, 0, Stage::AfterCompletion).is_none());
@@ -265,7 +265,7 @@ fn a_failed_run_reports_its_accounting_as_unknown() {
     let d = Dump::open(&dir).unwrap();
     assert_eq!(d.accounting.total, None, "never short: unknown");
     assert_eq!(d.accounting.collected, d.records.len() as u64);
-    assert_eq!(d.run["complete"], serde_json::json!(false));
+    assert!(!d.run.complete);
     // The device is still usable.
     let (_a, _b, ok) = rows(&dev, 1, |_| 0);
     dev.run(&ok).unwrap();

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use pto::prelude::*;
 use pto::runtime::host::Trace;
+use pto::runtime::host::documents::chrome::{ChromeTrace, Event, Flows, Metadata};
 use pto::runtime::host::trace::Phase;
 use pto_testkit::RUNTIMES;
-use serde_json::Value;
 
 fn device() -> (pto::Device, pto_testkit::Kernels) {
     pto_testkit::setup(pto::open).expect("open the selected board")
@@ -24,46 +24,39 @@ fn traced_vector(rt: RuntimeKind, e: Executor) -> (pto_testkit::Outcome, Trace, 
     (o, t, pto::hal::Clock::freq_hz(dev.platform()))
 }
 
-/// Parse the JSON and check it: every slice on a known track, start ≤ end, every subtask of
-/// the run exactly once. Returns the flow events.
-fn check_json(t: &Trace, tasks: u64) -> Vec<Value> {
-    let doc: Value = serde_json::from_str(&t.to_chrome_json()).expect("valid JSON");
-    let events = doc["traceEvents"].as_array().expect("traceEvents array");
-    let mut tracks: HashSet<(u64, u64)> = HashSet::new();
-    let mut procs: HashSet<u64> = HashSet::new();
-    for e in events.iter().filter(|e| e["ph"] == "M") {
-        match e["name"].as_str() {
-            Some("thread_name") => {
-                tracks.insert((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()));
-            }
-            Some("process_name") => {
-                procs.insert(e["pid"].as_u64().unwrap());
-            }
-            _ => {}
-        }
-    }
+/// Read the JSON back through its types and check it: every slice on a known track, start ≤
+/// end, every subtask of the run exactly once. Returns the flow events.
+fn check_json(t: &Trace, tasks: u64) -> Vec<Event> {
+    let doc = ChromeTrace::parse("to_chrome_json", &t.to_chrome_json()).expect("a trace document");
+    let tracks: HashSet<(u32, u32)> = doc.track_names().map(|(pid, tid, _)| (pid, tid)).collect();
+    let procs: HashSet<u32> = doc
+        .trace_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Metadata(Metadata::ProcessName(n)) => Some(n.pid),
+            _ => None,
+        })
+        .collect();
     assert_eq!(procs.len(), 2, "one AICore and one AICPU process");
-    let mut seen: HashMap<(u64, u64, u64), u32> = HashMap::new();
-    let mut task_ids: HashSet<u64> = HashSet::new();
-    for e in events.iter().filter(|e| e["ph"] == "X") {
-        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
-        assert!(tracks.contains(&key), "slice on an unnamed track: {e}");
-        let ts = e["ts"].as_f64().unwrap();
-        let dur = e["dur"].as_f64().unwrap();
-        assert!(ts >= 0.0 && dur >= 0.0, "start <= end: {e}");
-        if e["cat"] == "task" {
-            let a = &e["args"];
-            let task = a["task"].as_u64().unwrap();
-            task_ids.insert(task);
-            *seen.entry((task, a["block"].as_u64().unwrap(), a["lane"].as_u64().unwrap())).or_default() += 1;
-            assert!(a["dispatch_us"].as_f64().unwrap() <= ts + 1e-9, "dispatched before it started: {e}");
-            assert!(a["completion_us"].as_f64().unwrap() + 1e-9 >= ts + dur, "completion after its end: {e}");
-        }
+    let mut seen: HashMap<(u32, u32, u8), u32> = HashMap::new();
+    let mut task_ids: HashSet<u32> = HashSet::new();
+    for p in doc.phases() {
+        assert!(tracks.contains(&(p.pid, p.tid)), "slice on an unnamed track: {p:?}");
+        assert!(p.ts >= 0.0 && p.dur >= 0.0, "start <= end: {p:?}");
+    }
+    for e in doc.tasks() {
+        assert!(tracks.contains(&(e.pid, e.tid)), "slice on an unnamed track: {e:?}");
+        assert!(e.ts >= 0.0 && e.dur >= 0.0, "start <= end: {e:?}");
+        let a = &e.args;
+        task_ids.insert(a.task);
+        *seen.entry((a.task, a.block, a.lane)).or_default() += 1;
+        assert!(a.dispatch_us.unwrap() <= e.ts + 1e-9, "dispatched before it started: {e:?}");
+        assert!(a.completion_us.unwrap() + 1e-9 >= e.ts + e.dur, "completion after its end: {e:?}");
     }
     assert!(seen.values().all(|&n| n == 1), "every subtask exactly once: {seen:?}");
     assert_eq!(task_ids.len() as u64, tasks, "every task of the run");
-    assert_eq!(doc["otherData"]["dropped_records"], 0);
-    events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f").cloned().collect()
+    assert_eq!(doc.other_data.dropped_records, 0);
+    doc.trace_events.into_iter().filter(|e| matches!(e, Event::FlowStart(_) | Event::FlowEnd(_))).collect()
 }
 
 fn check_svg(t: &Trace) {
@@ -126,11 +119,13 @@ fn traced_runs_record_every_subtask_on_both_runtimes() {
             if rt == RuntimeKind::HostBuiltGraph {
                 assert_eq!(edges.len(), all.len(), "every image edge joins two kernel tasks");
             }
-            let mut ids: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+            // Each arrow's start, then its end (`bp: "e"`, the only binding point the type has).
+            let mut ids: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
             for f in &flows {
-                ids.entry(f["id"].as_u64().unwrap()).or_default().push(f["ph"].as_str().unwrap().to_string());
-                if f["ph"] == "f" {
-                    assert_eq!(f["bp"], "e");
+                match f {
+                    Event::FlowStart(s) => ids.entry(s.id).or_default().push("s"),
+                    Event::FlowEnd(f) => ids.entry(f.id).or_default().push("f"),
+                    other => panic!("not a flow event: {other:?}"),
                 }
             }
             assert_eq!(ids.len(), 6);
@@ -177,8 +172,11 @@ fn a_full_ring_counts_what_it_dropped() {
             .sum();
         assert_eq!(core_records, 64, "{rt}: every subtask stored or counted: {:?}", t.rings);
         assert!(t.dropped() > 0);
-        let doc: Value = serde_json::from_str(&t.to_chrome_json()).unwrap();
-        assert_eq!(doc["otherData"]["dropped_records"].as_u64(), Some(t.dropped()));
+        let doc = ChromeTrace::parse("to_chrome_json", &t.to_chrome_json()).unwrap();
+        assert_eq!(doc.other_data.dropped_records, t.dropped());
+        // The host-built graph's arrows come from its image; the orchestrator's ring dropped.
+        let flows = if rt == RuntimeKind::HostBuiltGraph { Flows::FromImage } else { Flows::Partial };
+        assert_eq!(doc.other_data.flows, flows, "{rt}");
     }
 }
 

@@ -974,7 +974,7 @@ pub fn failed_dump_summary(dir: &std::path::Path, since: std::time::SystemTime) 
     }
     let d = pto_runtime::host::dump::Dump::open(dir).ok()?;
     let bytes = d.records.iter().map(|r| r.payload_len).sum();
-    Some(dump_line(&d.level, &d.accounting, bytes, dir))
+    Some(dump_line(d.level.name(), &d.accounting, bytes, dir))
 }
 
 fn dump_line(

@@ -741,11 +741,7 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         let collector = d.collector.lock().take();
         let failed = d.failed.lock().take();
         let complete = fenced && result.is_ok() && failed.is_none();
-        let run = serde_json::json!({
-            "epoch": self.epoch,
-            "runtime": self.runtime.to_string(),
-            "complete": complete,
-        });
+        let run = super::dump::RunInfo { epoch: self.epoch, runtime: self.runtime, complete };
         let locate = |addr: u64| inner.allocs.locate(addr);
         let report = collector.map(|c| c.finish(&inner.dev, complete, run, &locate));
         match (result, failed, report) {
@@ -948,7 +944,7 @@ fn drop_finish<P: HostPlatform>(h: &mut RunHandle<'_, P>) {
         // Without a report nobody learns whether the run succeeded: its accounting is unknown.
         let collector = d.collector.lock().take();
         if let Some(c) = collector {
-            let run = serde_json::json!({ "epoch": h.epoch, "runtime": h.runtime.to_string(), "complete": false });
+            let run = super::dump::RunInfo { epoch: h.epoch, runtime: h.runtime, complete: false };
             let _ = c.finish(&inner.dev, false, run, &|addr| inner.allocs.locate(addr));
         }
     }
