@@ -1046,3 +1046,104 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
     println!("  tasks: {}{}", shown.join(" -> "), if path.len() > 24 { " -> ..." } else { "" });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DTYPES: [DType; 12] = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U32,
+        DType::U8,
+        DType::I8,
+        DType::F64,
+        DType::U64,
+        DType::I16,
+        DType::U16,
+    ];
+
+    /// `values` of `dtype` decoded and written as `pto dump --json` writes them.
+    fn json(dtype: DType, bytes: &[u8]) -> String {
+        let (v, more) = decode(dtype, bytes, usize::MAX);
+        assert!(!more);
+        serde_json::to_string(&v).unwrap()
+    }
+
+    #[test]
+    fn every_dtype_decodes_to_json_numbers() {
+        let b = |v: &[&[u8]]| v.concat();
+        assert_eq!(json(DType::F32, &b(&[&1.5f32.to_le_bytes(), &0.1f32.to_le_bytes()])), "[1.5,0.1]");
+        assert_eq!(json(DType::F64, &b(&[&(-2.25f64).to_le_bytes(), &0.1f64.to_le_bytes()])), "[-2.25,0.1]");
+        // f16: 1.0, -2.5, 65504 (the largest), 2^-24 (the smallest subnormal), -0.
+        let h: Vec<u8> = [0x3c00u16, 0xc100, 0x7bff, 0x0001, 0x8000].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(json(DType::F16, &h), "[1.0,-2.5,65504.0,5.9604645e-8,-0.0]");
+        // bf16: the top half of an f32.
+        let bf: Vec<u8> =
+            [1.0f32, -3.0, 0.15625].iter().flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes()).collect();
+        assert_eq!(json(DType::BF16, &bf), "[1.0,-3.0,0.15625]");
+        assert_eq!(json(DType::I8, &[0x80, 0x7f]), "[-128,127]");
+        assert_eq!(json(DType::U8, &[0xff, 0]), "[255,0]");
+        assert_eq!(json(DType::I16, &i16::MIN.to_le_bytes()), "[-32768]");
+        assert_eq!(json(DType::U16, &u16::MAX.to_le_bytes()), "[65535]");
+        assert_eq!(json(DType::I32, &i32::MIN.to_le_bytes()), "[-2147483648]");
+        assert_eq!(json(DType::U32, &u32::MAX.to_le_bytes()), "[4294967295]");
+        // 64-bit integers beyond 2^53 stay exact JSON integers.
+        let i = b(&[&i64::MIN.to_le_bytes(), &((1i64 << 53) + 1).to_le_bytes()]);
+        assert_eq!(json(DType::I64, &i), "[-9223372036854775808,9007199254740993]");
+        let u = b(&[&u64::MAX.to_le_bytes(), &((1u64 << 53) + 1).to_le_bytes()]);
+        assert_eq!(json(DType::U64, &u), "[18446744073709551615,9007199254740993]");
+        let v: serde_json::Value = serde_json::from_str(&json(DType::U64, &u)).unwrap();
+        assert_eq!(v[0].as_u64(), Some(u64::MAX));
+        // No NaN or infinity in JSON: strings.
+        let nf = b(&[&f32::NAN.to_le_bytes(), &f32::INFINITY.to_le_bytes(), &f32::NEG_INFINITY.to_le_bytes()]);
+        assert_eq!(json(DType::F32, &nf), r#"["NaN","inf","-inf"]"#);
+        assert_eq!(json(DType::F16, &0x7c00u16.to_le_bytes()), r#"["inf"]"#);
+        assert_eq!(json(DType::F64, &f64::NAN.to_le_bytes()), r#"["NaN"]"#);
+        for d in DTYPES {
+            // Every dtype decodes (no "no decoder"), one element per `size` bytes.
+            let (v, more) = decode(d, &vec![0u8; 3 * d.size() as usize], 2);
+            assert_eq!((v.len(), more), (2, true), "{d:?}");
+        }
+    }
+
+    #[test]
+    fn text_values_are_the_rust_spelling() {
+        let (v, _) = decode(DType::F32, &0.1f32.to_le_bytes(), 1);
+        assert_eq!(v[0].to_string(), "0.1");
+        let (v, _) = decode(DType::U64, &u64::MAX.to_le_bytes(), 1);
+        assert_eq!(v[0].to_string(), "18446744073709551615");
+    }
+
+    #[test]
+    fn every_f16_widens_exactly() {
+        for h in 0..=u16::MAX {
+            let f = f16_to_f32(h);
+            let sign = h >> 15 == 1;
+            let (exp, man) = (i32::from((h >> 10) & 0x1f), f64::from(h & 0x3ff));
+            let want = match exp {
+                0 => man * 2f64.powi(-24),
+                0x1f if man == 0.0 => f64::INFINITY,
+                0x1f => f64::NAN,
+                _ => (1.0 + man / 1024.0) * 2f64.powi(exp - 15),
+            };
+            let want = if sign { -want } else { want };
+            if want.is_nan() {
+                assert!(f.is_nan(), "{h:#06x}");
+            } else {
+                assert_eq!(f64::from(f), want, "{h:#06x}");
+                assert_eq!(f.is_sign_negative(), sign, "{h:#06x}");
+            }
+        }
+    }
+
+    #[test]
+    fn dtype_names_are_the_manifests() {
+        for d in DTYPES {
+            assert_eq!(serde_json::to_value(d).unwrap(), dtype_name(d), "{d:?}");
+        }
+    }
+}
