@@ -238,12 +238,11 @@ impl Trace {
         }
     }
 
-    /// The Chrome trace-event document (the object form,
-    /// [`ChromeTrace`](super::documents::chrome::ChromeTrace)): one process for the AICores
-    /// with a track per core, one for the AICPU with a track per thread, a complete (`X`)
-    /// slice per subtask and per phase, times in microseconds from the first recorded tick, and
-    /// a flow arrow (`s` → `f`, `bp: "e"`) per producer → consumer edge when the edges are
-    /// known. `otherData` carries the format version, the counter frequency, drops and whether
+    /// The Chrome trace-event document (the object form, [`ChromeTrace`]): one process for the
+    /// AICores with a track per core, one for the AICPU with a track per thread, a complete
+    /// (`X`) slice per subtask and per phase, times in microseconds from the first recorded
+    /// tick, and a flow arrow (`s` → `f`, `bp: "e"`) per producer → consumer edge when the
+    /// edges are known. `otherData` carries the format version, the counter frequency, drops and whether
     /// flows are known.
     pub fn to_chrome(&self) -> ChromeTrace {
         let origin = self.origin();
