@@ -41,6 +41,7 @@ pub use super::documents::manifest::{
     Accounting, ArgDirection, BinFile, BinFormat, BinLayout, ByteOrder, FORMAT_VERSION, Manifest, ManifestRecord,
     RunInfo, ScalarRecord, Stage, TensorRecord,
 };
+
 /// Default payload arena per lane (bytes).
 pub const DEFAULT_ARENA: u64 = 16 << 20;
 /// Metadata buffers per lane.
