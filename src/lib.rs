@@ -44,7 +44,9 @@ pub use pto_runtime::host::{Error, Executor, LegacyReason, Program, RingConfig, 
 /// ```
 pub mod dump {
     pub use pto_runtime::dump::DumpLevel;
-    pub use pto_runtime::host::dump::{Accounting, Dump, DumpError, DumpReport, Record, Stage};
+    pub use pto_runtime::host::dump::{
+        Accounting, ArgDirection, DocumentError, Dump, DumpError, DumpReport, Manifest, Record, RunInfo, Stage,
+    };
 }
 
 /// Boards, and the one this build selected.

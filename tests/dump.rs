@@ -9,7 +9,9 @@ use pto::prelude::*;
 use pto::runtime::breakage;
 use pto::runtime::dump::DumpLevel;
 use pto::runtime::graph::{DType, GraphError};
-use pto::runtime::host::dump::{Dump, Stage};
+use pto::runtime::host::dump::{
+    ArgDirection, BinFile, Dump, DumpError, Manifest, ManifestRecord, Record, RunInfo, Stage,
+};
 use pto::runtime::host::{self, Timeouts};
 use pto_sim::CacheModel;
 use pto_testkit as kit;
@@ -131,7 +133,7 @@ fn partial_records_only_marked_arguments_and_hybrid_keeps_data_only_for_them() {
     }
     // The in-out of task 3 before and after: y = 100, then 100 + x.
     let (b, a) = (d.find(3, 1, Stage::BeforeDispatch).unwrap(), d.find(3, 1, Stage::AfterCompletion).unwrap());
-    assert_eq!(b.direction, "inout");
+    assert_eq!(b.direction, ArgDirection::InOut);
     assert_eq!((b.payload_len, a.payload_len), (0, 0));
 
     // Partial with no marks anywhere: nothing recorded, accounting still exact.
@@ -157,7 +159,7 @@ fn full_records_in_outs_at_both_stages_with_offsets_and_func_ids() {
         assert_eq!(d.data::<f32>(after).unwrap(), want);
         assert_eq!(before.offset, Some(t as u64 * 16), "element offset of row {t} in its allocation");
         assert_eq!(before.func_ids, vec![f]);
-        assert_eq!(before.dtype.as_deref(), Some("f32"));
+        assert_eq!(before.dtype, Some(DType::F32));
         assert_eq!(before.shape, vec![1, 16]);
         // The input is captured before dispatch only.
         assert!(d.find(t, 0, Stage::AfterCompletion).is_none());
@@ -265,7 +267,7 @@ fn a_failed_run_reports_its_accounting_as_unknown() {
     let d = Dump::open(&dir).unwrap();
     assert_eq!(d.accounting.total, None, "never short: unknown");
     assert_eq!(d.accounting.collected, d.records.len() as u64);
-    assert_eq!(d.run["complete"], serde_json::json!(false));
+    assert!(!d.run.complete);
     // The device is still usable.
     let (_a, _b, ok) = rows(&dev, 1, |_| 0);
     dev.run(&ok).unwrap();
@@ -302,4 +304,108 @@ fn a_payload_published_without_write_back_is_caught_and_the_correct_lane_passes_
         }
         other => panic!("expected the collector to report the stale payload, got {other:?}"),
     }
+}
+
+/// A dumping run's manifest read back through its types: the document says what the run did,
+/// field for field, and written again it is the same text.
+#[test]
+fn a_written_manifest_reads_back_through_its_types() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let (x, y, g) = rows(&dev, 3, |_| 0);
+    let dir = tmp("manifest");
+    let r = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_dir(&dir)).unwrap();
+    let rep = r.dump.as_ref().unwrap();
+    let path = dir.join("args_dump.json");
+    let m = Manifest::read(&path).unwrap();
+    assert_eq!(m.format_version, pto::runtime::host::dump::FORMAT_VERSION);
+    assert_eq!(m.run, RunInfo { epoch: r.epoch, runtime: RuntimeKind::HostBuiltGraph, complete: true });
+    assert_eq!(m.level, DumpLevel::Full);
+    assert_eq!(m.accounting, rep.accounting);
+    assert_eq!(m.bin_file, BinFile::ArgsBin);
+    // Per task: x (input, before), y (in-out, before and after), the scalar (before).
+    assert_eq!(m.records.len(), 3 * 4);
+    let f = accumulate(&dev).0;
+    for rec in &m.records {
+        match rec {
+            ManifestRecord::Tensor(t) => {
+                assert_eq!((t.dtype, &t.shape[..], &t.strides[..]), (Some(DType::F32), &[1, 16][..], &[16, 1][..]));
+                assert_eq!(t.func_ids, vec![f]);
+                assert_eq!((t.payload_len, t.view_bytes, t.truncated), (64, 64, false));
+                assert_eq!(t.offset, Some(u64::from(t.task) * 16));
+                let (dir, base) = if t.arg == 0 { (ArgDirection::Input, &x) } else { (ArgDirection::InOut, &y) };
+                assert_eq!(t.direction, dir);
+                assert_eq!(t.addr, base.addr().0 + u64::from(t.task) * 64);
+                if t.arg == 0 {
+                    assert_eq!(t.stage, Stage::BeforeDispatch);
+                }
+            }
+            ManifestRecord::Scalar(s) => {
+                assert_eq!((s.arg, s.value, s.stage), (2, u64::from(s.task), Stage::BeforeDispatch));
+                assert_eq!(s.direction, ArgDirection::Input);
+            }
+        }
+    }
+    // The reader's flat records are the manifest's.
+    let d = Dump::open(&dir).unwrap();
+    assert_eq!(d.records, m.records.iter().map(Record::from).collect::<Vec<_>>());
+    assert_eq!((d.level, d.run, d.accounting), (m.level, m.run, m.accounting));
+    assert_eq!(m.to_json(), std::fs::read_to_string(&path).unwrap());
+}
+
+/// Every dtype's payload, 64-bit integers beyond 2^53 and a 64-bit scalar among them, reads
+/// back exactly, with its dtype named.
+#[test]
+fn every_dtype_is_recorded_and_read_back_exactly() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let w = kit::every_dtype(&dev).unwrap();
+    let (_, d) = run_dump(&dev, &w.graph, RunConfig::default().with_dump(Some(DumpLevel::Full)), "dtypes");
+    for (arg, (dtype, bytes)) in w.expected.iter().enumerate() {
+        let r = d.find(0, arg as u32, Stage::BeforeDispatch).unwrap_or_else(|| panic!("argument {arg}"));
+        assert_eq!(r.dtype, Some(*dtype), "argument {arg}");
+        assert_eq!(d.bytes(r), &bytes[..], "{dtype:?}");
+    }
+    let u = d.find(0, 9, Stage::BeforeDispatch).unwrap();
+    assert_eq!(d.data::<u64>(u).unwrap(), vec![u64::MAX, (1 << 53) + 1, 0]);
+    let i = d.find(0, 4, Stage::BeforeDispatch).unwrap();
+    assert_eq!(d.data::<i64>(i).unwrap(), vec![i64::MIN, -(1 << 53) - 1, (1 << 53) + 1, i64::MAX]);
+    let s = d.find(0, w.expected.len() as u32, Stage::BeforeDispatch).unwrap();
+    assert!(s.is_scalar());
+    assert_eq!(s.value, Some(kit::EveryDtype::<pto::SelectedPlatform>::SCALAR));
+}
+
+/// A manifest of another version, or missing a field, or naming an unknown dtype, is refused
+/// with the file and the version or the field named.
+#[test]
+fn a_manifest_of_another_version_or_missing_a_field_is_refused_by_name() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let (_x, _y, g) = rows(&dev, 1, |_| 0);
+    let good = tmp("good");
+    let _ = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_dir(&good)).unwrap();
+    let text = std::fs::read_to_string(good.join("args_dump.json")).unwrap();
+    // The first occurrence of `from` replaced by `to`.
+    let edited = |name: &str, from: &str, to: &str| {
+        assert!(text.contains(from), "{from}");
+        let dir = tmp(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(good.join("args.bin"), dir.join("args.bin")).unwrap();
+        std::fs::write(dir.join("args_dump.json"), text.replacen(from, to, 1)).unwrap();
+        (Dump::open(&dir).unwrap_err(), dir.join("args_dump.json"))
+    };
+    let (e, p) = edited("v2", r#""format_version": 1"#, r#""format_version": 2"#);
+    assert!(matches!(&e, DumpError::Version { found: Some(v), expected: 1, .. } if v == "2"), "{e:?}");
+    let m = e.to_string();
+    assert!(m.contains(&p.display().to_string()) && m.contains("format_version is 2, this reader reads version 1"));
+    let (e, _) = edited("v0", r#""format_version": 1,"#, "");
+    assert!(e.to_string().ends_with("no format_version (this reader reads version 1)"), "{e}");
+    let (e, p) = edited("noseq", r#""seq": 0,"#, "");
+    let m = e.to_string();
+    assert!(matches!(e, DumpError::Format { .. }), "{m}");
+    assert!(m.contains(&p.display().to_string()) && m.contains("missing field `seq`"), "{m}");
+    let (e, _) = edited("f8", r#""dtype": "f32""#, r#""dtype": "f8""#);
+    assert!(e.to_string().contains("unknown variant `f8`"), "{e}");
+    let (e, _) = edited("extra", r#""complete": true"#, r#""complete": true, "host": "x""#);
+    assert!(e.to_string().contains("unknown field `host`"), "{e}");
 }

@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use pto::prelude::*;
 use pto::runtime::host::Trace;
+use pto::runtime::host::documents::DocumentError;
+use pto::runtime::host::documents::chrome::{self, ChromeTrace, Event, Flows, Metadata};
 use pto::runtime::host::trace::Phase;
 use pto_testkit::RUNTIMES;
-use serde_json::Value;
 
 fn device() -> (pto::Device, pto_testkit::Kernels) {
     pto_testkit::setup(pto::open).expect("open the selected board")
@@ -24,46 +25,39 @@ fn traced_vector(rt: RuntimeKind, e: Executor) -> (pto_testkit::Outcome, Trace, 
     (o, t, pto::hal::Clock::freq_hz(dev.platform()))
 }
 
-/// Parse the JSON and check it: every slice on a known track, start ≤ end, every subtask of
-/// the run exactly once. Returns the flow events.
-fn check_json(t: &Trace, tasks: u64) -> Vec<Value> {
-    let doc: Value = serde_json::from_str(&t.to_chrome_json()).expect("valid JSON");
-    let events = doc["traceEvents"].as_array().expect("traceEvents array");
-    let mut tracks: HashSet<(u64, u64)> = HashSet::new();
-    let mut procs: HashSet<u64> = HashSet::new();
-    for e in events.iter().filter(|e| e["ph"] == "M") {
-        match e["name"].as_str() {
-            Some("thread_name") => {
-                tracks.insert((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()));
-            }
-            Some("process_name") => {
-                procs.insert(e["pid"].as_u64().unwrap());
-            }
-            _ => {}
-        }
-    }
+/// Read the JSON back through its types and check it: every slice on a known track, start ≤
+/// end, every subtask of the run exactly once. Returns the flow events.
+fn check_json(t: &Trace, tasks: u64) -> Vec<Event> {
+    let doc = ChromeTrace::parse("to_chrome_json", &t.to_chrome_json()).expect("a trace document");
+    let tracks: HashSet<(u32, u32)> = doc.track_names().map(|(pid, tid, _)| (pid, tid)).collect();
+    let procs: HashSet<u32> = doc
+        .trace_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Metadata(Metadata::ProcessName(n)) => Some(n.pid),
+            _ => None,
+        })
+        .collect();
     assert_eq!(procs.len(), 2, "one AICore and one AICPU process");
-    let mut seen: HashMap<(u64, u64, u64), u32> = HashMap::new();
-    let mut task_ids: HashSet<u64> = HashSet::new();
-    for e in events.iter().filter(|e| e["ph"] == "X") {
-        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
-        assert!(tracks.contains(&key), "slice on an unnamed track: {e}");
-        let ts = e["ts"].as_f64().unwrap();
-        let dur = e["dur"].as_f64().unwrap();
-        assert!(ts >= 0.0 && dur >= 0.0, "start <= end: {e}");
-        if e["cat"] == "task" {
-            let a = &e["args"];
-            let task = a["task"].as_u64().unwrap();
-            task_ids.insert(task);
-            *seen.entry((task, a["block"].as_u64().unwrap(), a["lane"].as_u64().unwrap())).or_default() += 1;
-            assert!(a["dispatch_us"].as_f64().unwrap() <= ts + 1e-9, "dispatched before it started: {e}");
-            assert!(a["completion_us"].as_f64().unwrap() + 1e-9 >= ts + dur, "completion after its end: {e}");
-        }
+    let mut seen: HashMap<(u32, u32, u8), u32> = HashMap::new();
+    let mut task_ids: HashSet<u32> = HashSet::new();
+    for p in doc.phases() {
+        assert!(tracks.contains(&(p.pid, p.tid)), "slice on an unnamed track: {p:?}");
+        assert!(p.ts >= 0.0 && p.dur >= 0.0, "start <= end: {p:?}");
+    }
+    for e in doc.tasks() {
+        assert!(tracks.contains(&(e.pid, e.tid)), "slice on an unnamed track: {e:?}");
+        assert!(e.ts >= 0.0 && e.dur >= 0.0, "start <= end: {e:?}");
+        let a = &e.args;
+        task_ids.insert(a.task);
+        *seen.entry((a.task, a.block, a.lane)).or_default() += 1;
+        assert!(a.dispatch_us.unwrap() <= e.ts + 1e-9, "dispatched before it started: {e:?}");
+        assert!(a.completion_us.unwrap() + 1e-9 >= e.ts + e.dur, "completion after its end: {e:?}");
     }
     assert!(seen.values().all(|&n| n == 1), "every subtask exactly once: {seen:?}");
     assert_eq!(task_ids.len() as u64, tasks, "every task of the run");
-    assert_eq!(doc["otherData"]["dropped_records"], 0);
-    events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f").cloned().collect()
+    assert_eq!(doc.other_data.dropped_records, 0);
+    doc.trace_events.into_iter().filter(|e| matches!(e, Event::FlowStart(_) | Event::FlowEnd(_))).collect()
 }
 
 fn check_svg(t: &Trace) {
@@ -126,11 +120,13 @@ fn traced_runs_record_every_subtask_on_both_runtimes() {
             if rt == RuntimeKind::HostBuiltGraph {
                 assert_eq!(edges.len(), all.len(), "every image edge joins two kernel tasks");
             }
-            let mut ids: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+            // Each arrow's start, then its end (`bp: "e"`, the only binding point the type has).
+            let mut ids: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
             for f in &flows {
-                ids.entry(f["id"].as_u64().unwrap()).or_default().push(f["ph"].as_str().unwrap().to_string());
-                if f["ph"] == "f" {
-                    assert_eq!(f["bp"], "e");
+                match f {
+                    Event::FlowStart(s) => ids.entry(s.id).or_default().push("s"),
+                    Event::FlowEnd(f) => ids.entry(f.id).or_default().push("f"),
+                    other => panic!("not a flow event: {other:?}"),
                 }
             }
             assert_eq!(ids.len(), 6);
@@ -177,8 +173,11 @@ fn a_full_ring_counts_what_it_dropped() {
             .sum();
         assert_eq!(core_records, 64, "{rt}: every subtask stored or counted: {:?}", t.rings);
         assert!(t.dropped() > 0);
-        let doc: Value = serde_json::from_str(&t.to_chrome_json()).unwrap();
-        assert_eq!(doc["otherData"]["dropped_records"].as_u64(), Some(t.dropped()));
+        let doc = ChromeTrace::parse("to_chrome_json", &t.to_chrome_json()).unwrap();
+        assert_eq!(doc.other_data.dropped_records, t.dropped());
+        // The host-built graph's arrows come from its image; the orchestrator's ring dropped.
+        let flows = if rt == RuntimeKind::HostBuiltGraph { Flows::FromImage } else { Flows::Partial };
+        assert_eq!(doc.other_data.flows, flows, "{rt}");
     }
 }
 
@@ -223,4 +222,90 @@ fn traced_runs_pass_the_faithful_cache_model() {
     }
     on::<pto::board::SimA2a3>();
     on::<pto::board::SimA5>();
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("pto-trace-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// A traced run written to a file as `pto run --trace` writes it, read back with the typed
+/// reader: the document says what the `Trace` says, field for field.
+#[test]
+fn a_written_trace_reads_back_through_its_types() {
+    let runs = [(RuntimeKind::HostBuiltGraph, Executor::Legacy), (RuntimeKind::TensormapRing, Executor::Auto)];
+    for (rt, e) in runs {
+        let (o, t, _) = traced_vector(rt, e);
+        let path = tmp(&format!("{rt}.json"));
+        pto_testkit::write_trace(&o.report, Some(&path), None).unwrap();
+        let doc = ChromeTrace::read(&path).unwrap_or_else(|e| panic!("{rt}: {e}"));
+        let other = &doc.other_data;
+        assert_eq!(other.format_version, chrome::FORMAT_VERSION);
+        assert_eq!(other.runtime, rt);
+        assert_eq!(other.counter_hz, t.freq_hz);
+        assert_eq!(other.origin_tick, t.origin());
+        assert_eq!((other.clusters, other.aicpu_threads), (t.clusters, t.threads));
+        assert_eq!((other.dropped_records, other.unclosed_rings), (t.dropped(), t.unclosed() as u64));
+        let flows = if rt == RuntimeKind::HostBuiltGraph { Flows::FromImage } else { Flows::Recorded };
+        assert_eq!(other.flows, flows);
+        // One slice per subtask, in the trace's order, with its identity and raw ticks.
+        let tasks: Vec<&chrome::TaskSlice> = doc.tasks().collect();
+        assert_eq!(tasks.len(), t.subtasks.len(), "{rt}");
+        for (s, d) in t.subtasks.iter().zip(&tasks) {
+            assert_eq!((d.tid, d.pid, &d.name), (s.core, chrome::AICORE_PID, &t.func_name(s)), "{rt}");
+            let a = &d.args;
+            assert_eq!((a.task, a.block, a.lane, a.func), (s.task, s.block, s.lane, s.func), "{rt}");
+            assert_eq!((a.start_tick, a.end_tick), (s.start, s.end), "{rt}");
+            assert_eq!((a.dispatch_tick, a.completion_tick, a.aicpu_thread), (s.dispatch, s.completion, s.thread));
+            assert_eq!(d.ts, t.micros(s.start), "{rt}");
+        }
+        let phases: Vec<&chrome::PhaseSlice> = doc.phases().collect();
+        assert_eq!(phases.len(), t.phases.len(), "{rt}");
+        for (p, d) in t.phases.iter().zip(&phases) {
+            assert_eq!((d.name, d.tid, d.pid, d.ts), (p.phase, p.thread, chrome::AICPU_PID, t.micros(p.start)));
+        }
+        // Every track named, and the arrows: one pair per edge between tasks that ran.
+        let names: Vec<(u32, u32, &str)> = doc.track_names().collect();
+        assert_eq!(names.len() as u32, t.workers() + t.threads);
+        assert!(names.contains(&(chrome::AICORE_PID, 0, t.core_name(0).as_str())));
+        let ran: HashSet<u32> = t.subtasks.iter().map(|s| s.task).collect();
+        let edges = t.edges.as_ref().unwrap().iter().filter(|(p, c)| ran.contains(p) && ran.contains(c)).count();
+        let starts = doc.trace_events.iter().filter(|e| matches!(e, Event::FlowStart(_))).count();
+        let ends = doc.trace_events.iter().filter(|e| matches!(e, Event::FlowEnd(_))).count();
+        assert_eq!((starts, ends), (edges, edges), "{rt}");
+        // Written again, the document is the same text.
+        assert_eq!(doc.to_json(), std::fs::read_to_string(&path).unwrap());
+    }
+}
+
+/// A trace file of another version, or missing a field, is refused with the file, the version
+/// or the field named.
+#[test]
+fn a_trace_of_another_version_or_missing_a_field_is_refused_by_name() {
+    let (o, t, _) = traced_vector(RuntimeKind::HostBuiltGraph, Executor::Auto);
+    let good = tmp("good.json");
+    pto_testkit::write_trace(&o.report, Some(&good), None).unwrap();
+    let text = std::fs::read_to_string(&good).unwrap();
+    let edited = |name: &str, from: &str, to: &str| {
+        assert_eq!(text.matches(from).count(), 1, "{from}");
+        let p = tmp(name);
+        std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+        (ChromeTrace::read(&p).unwrap_err(), p)
+    };
+    let (e, p) = edited("v2.json", r#""format_version":1"#, r#""format_version":2"#);
+    assert!(matches!(&e, DocumentError::Version { found: Some(v), expected: 1, .. } if v == "2"), "{e:?}");
+    let m = e.to_string();
+    assert!(m.contains(&p.display().to_string()) && m.contains("otherData.format_version is 2"), "{m}");
+    assert!(m.contains("reads version 1"), "{m}");
+    let (e, _) = edited("v0.json", r#""format_version":1,"#, "");
+    assert!(matches!(&e, DocumentError::Version { found: None, .. }), "{e:?}");
+    assert!(e.to_string().contains("no otherData.format_version"), "{e}");
+    let hz = format!(r#""counter_hz":{},"#, t.freq_hz);
+    let (e, p) = edited("nohz.json", &hz, "");
+    let m = e.to_string();
+    assert!(matches!(e, DocumentError::Format { .. }), "{m}");
+    assert!(m.contains(&p.display().to_string()) && m.contains("missing field `counter_hz`"), "{m}");
+    let (e, _) = edited("extra.json", r#""producer":"pto-rt""#, r#""producer":"pto-rt","colour":"red""#);
+    assert!(e.to_string().contains("unknown field `colour`"), "{e}");
 }

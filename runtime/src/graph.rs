@@ -10,7 +10,13 @@ use crate::orch::AsTensor;
 use crate::orch::sealed::Sealed;
 
 /// Element data types.
+// Under `std` the host's documents (`host::documents`: the args-dump manifest) name a dtype in
+// lowercase (`"f32"`, `"bf16"`, …). A derive under the feature rather than a host-side mirror:
+// the names sit beside the variants they name, a new variant is named by the same attribute
+// (a mirror would need its own variant and two conversions), and a `no_std` build compiles no
+// serde at all. `host::documents` tests that each name equals `DType`'s Rust element name.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, num_enum::IntoPrimitive, num_enum::TryFromPrimitive)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
 #[repr(u32)]
 pub enum DType {
     /// 32-bit float.

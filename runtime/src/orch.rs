@@ -37,13 +37,19 @@ use crate::graph::{DType, Element, GraphError, Task, TaskId, Tensor};
 /// assert_eq!(RuntimeKind::HostBuiltGraph.to_string(), "hbg");
 /// assert!("xyz".parse::<RuntimeKind>().is_err());
 /// ```
+// Under `std` the host's documents (the trace's `otherData`, the args-dump manifest's `run`)
+// name the runtime by its short name (`hbg` / `trb`, as [`RuntimeKind::name`]); derived under
+// the feature for the reasons given at `graph::DType`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize))]
 pub enum RuntimeKind {
     /// Host-built graph: the host runs the orchestration and uploads one image.
     #[default]
+    #[cfg_attr(feature = "std", serde(rename = "hbg"))]
     HostBuiltGraph,
     /// Tensormap and ring buffers: the device's highest AICPU thread runs it, overlapped with
     /// scheduling, in bounded memory.
+    #[cfg_attr(feature = "std", serde(rename = "trb"))]
     TensormapRing,
 }
 

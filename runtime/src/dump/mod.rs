@@ -22,7 +22,11 @@ use crate::layout::{
 };
 
 /// How much of a run the args dump records. The codes are the reference runtime's.
+// Under `std` the args-dump manifest (`host::documents::manifest`) names the level as
+// [`DumpLevel::name`] spells it; derived under the feature for the reasons given at
+// `graph::DType` (the host's documents test that the two spellings agree).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, IntoPrimitive, TryFromPrimitive)]
+#[cfg_attr(feature = "std", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
 #[repr(u32)]
 pub enum DumpLevel {
     /// Only arguments marked with `Task::dump`: their metadata and their data.

@@ -5,10 +5,10 @@
 //!
 //! * `args.bin` — the payloads, appended in the order they were collected, each the view's
 //!   elements in row-major logical order (little-endian, strides removed);
-//! * `args_dump.json` — the manifest: `format_version`, `run` (`epoch`, `runtime`, `complete`),
-//!   `level`, `bin_file`, `bin_format`, `records` (one object per record, sorted by task,
-//!   stage, argument) and `accounting` (`total`, `collected`, `dropped`, or `unknown: true`
-//!   with what was collected).
+//! * `args_dump.json` — the manifest, a [`Manifest`] (its types, which write it and read it
+//!   back, are [`super::documents::manifest`]): `format_version`, `run`, `level`, `bin_file`,
+//!   `bin_format`, `records` (one per record, sorted by task, stage, argument) and
+//!   `accounting`.
 //!
 //! The collector runs in the host thread that waits for the run ([`super::RunHandle::wait`],
 //! [`super::Device::run`]), and on every [`super::RunHandle::is_done`] poll: between short
@@ -22,22 +22,26 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::string::{String, ToString};
+use std::string::String;
 use std::vec::Vec;
 use std::{format, vec};
 
 use pto_hal::{DeviceMemory, GmAddr};
-use serde_json::{Value, json};
 use zerocopy::{FromZeros, IntoBytes};
 
+use super::documents::Null;
 use crate::dump::DumpLevel;
 use crate::graph::DType;
 use crate::layout::{
     DUMP_MAGIC, DumpHeader, DumpLaneState, DumpLayout, DumpReady, DumpRecord, dump_direction, dump_flags, dump_stage,
 };
 
-/// The manifest's format version.
-pub const FORMAT_VERSION: u32 = 1;
+pub use super::documents::DocumentError;
+pub use super::documents::manifest::{
+    Accounting, ArgDirection, BinFile, BinFormat, BinLayout, ByteOrder, FORMAT_VERSION, Manifest, ManifestRecord,
+    RunInfo, ScalarRecord, Stage, TensorRecord,
+};
+
 /// Default payload arena per lane (bytes).
 pub const DEFAULT_ARENA: u64 = 16 << 20;
 /// Metadata buffers per lane.
@@ -78,26 +82,6 @@ pub(crate) fn initialize<D: DeviceMemory>(dev: &D, l: &DumpLayout) -> Result<(),
         dev.copy_h2d(GmAddr(l.ack(t) + 16), &(h.buffers as u64).to_le_bytes())?;
     }
     dev.copy_h2d(GmAddr(l.base), h.as_bytes())
-}
-
-/// How much of a dump was collected. `total == collected + dropped` whenever it is known.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Accounting {
-    /// Records the device produced (committed or dropped); `None` when unknown (the run did
-    /// not complete, or a lane never closed).
-    pub total: Option<u64>,
-    /// Records in the manifest with their payloads.
-    pub collected: u64,
-    /// Records lost (refused, abandoned, given up under back-pressure, or lost on the host);
-    /// `None` when unknown.
-    pub dropped: Option<u64>,
-}
-
-impl Accounting {
-    /// Whether the counts are known.
-    pub fn known(&self) -> bool {
-        self.total.is_some()
-    }
 }
 
 /// What a run's args dump produced (in [`super::RunReport::dump`]).
@@ -233,7 +217,7 @@ impl Collector {
         mut self,
         dev: &D,
         complete: bool,
-        run: Value,
+        run: RunInfo,
         locate: &dyn Fn(u64) -> Option<u64>,
     ) -> Result<DumpReport, CollectError<D::Error>> {
         let mut totals = Some((0u64, 0u64));
@@ -263,87 +247,77 @@ impl Collector {
             _ => Accounting { total: None, collected, dropped: None },
         };
         self.records.sort_by_key(|c| (c.rec.task, c.rec.stage, c.rec.arg, c.lane, c.rec.seq));
-        let records: Vec<Value> = self.records.iter().map(|c| record_json(c, locate)).collect();
-        let acc = match (accounting.total, accounting.dropped) {
-            (Some(total), Some(dropped)) => json!({ "total": total, "collected": collected, "dropped": dropped }),
-            _ => json!({ "unknown": true, "collected": collected }),
+        let manifest = Manifest {
+            format_version: FORMAT_VERSION,
+            run,
+            level: self.level,
+            bin_file: BinFile::ArgsBin,
+            bin_format: BinFormat { layout: BinLayout::LogicalContiguous, byte_order: ByteOrder::LittleEndian },
+            records: self.records.iter().map(|c| manifest_record(c, locate)).collect(),
+            accounting,
         };
-        let manifest = json!({
-            "format_version": FORMAT_VERSION,
-            "run": run,
-            "level": self.level.name(),
-            "bin_file": "args.bin",
-            "bin_format": { "type": "logical_contiguous", "byte_order": "little_endian" },
-            "records": records,
-            "accounting": acc,
-        });
-        let text = serde_json::to_string_pretty(&manifest).map_err(|e| CollectError::Io(e.into()))?;
-        std::fs::write(self.dir.join("args_dump.json"), text).map_err(CollectError::Io)?;
+        std::fs::write(self.dir.join("args_dump.json"), manifest.to_json()).map_err(CollectError::Io)?;
         Ok(DumpReport { dir: self.dir.clone(), level: self.level, accounting, payload_bytes: self.bin_len })
     }
 }
 
-fn stage_name(s: u8) -> &'static str {
-    if s == dump_stage::AFTER_COMPLETION { "after_completion" } else { "before_dispatch" }
+/// The stage of a device record's stage code.
+fn stage_of(s: u8) -> Stage {
+    if s == dump_stage::AFTER_COMPLETION { Stage::AfterCompletion } else { Stage::BeforeDispatch }
 }
 
-fn direction_name(d: u8) -> &'static str {
+/// The direction of a device record's direction code.
+fn direction_of(d: u8) -> ArgDirection {
     match d {
-        dump_direction::OUTPUT => "output",
-        dump_direction::INOUT => "inout",
-        _ => "input",
+        dump_direction::OUTPUT => ArgDirection::Output,
+        dump_direction::INOUT => ArgDirection::InOut,
+        _ => ArgDirection::Input,
     }
 }
 
-fn dtype_of(code: u32) -> Option<DType> {
-    DType::try_from(code).ok()
-}
-
-fn record_json(c: &Collected, locate: &dyn Fn(u64) -> Option<u64>) -> Value {
+fn manifest_record(c: &Collected, locate: &dyn Fn(u64) -> Option<u64>) -> ManifestRecord {
     let r = &c.rec;
     let n = (r.ndims as usize).min(5);
-    let scalar = r.flags & dump_flags::SCALAR != 0;
-    let funcs: Vec<u16> = r.func_ids.iter().copied().filter(|&f| f != crate::layout::NO_FUNC).collect();
-    let mut m = serde_json::Map::new();
-    m.insert("task".into(), json!(r.task));
-    m.insert("func_ids".into(), json!(funcs));
-    m.insert("stage".into(), json!(stage_name(r.stage)));
-    m.insert("arg".into(), json!(r.arg));
-    m.insert("direction".into(), json!(direction_name(r.direction)));
-    m.insert("kind".into(), json!(if scalar { "scalar" } else { "tensor" }));
-    m.insert("lane".into(), json!(c.lane));
-    m.insert("seq".into(), json!(r.seq));
-    if scalar {
-        m.insert("value".into(), json!(r.scalar));
-        m.insert("dtype".into(), Value::Null);
-    } else {
-        let elem = r.elem_bytes.max(1) as u64;
-        m.insert("dtype".into(), json!(dtype_of(r.dtype).map(super::memory::dtype_name)));
-        m.insert("shape".into(), json!(&r.shape[..n]));
-        m.insert("strides".into(), json!(&r.strides[..n]));
-        m.insert("offset".into(), json!(locate(r.addr).map(|base| (r.addr - base) / elem)));
-        m.insert("addr".into(), json!(format!("{:#x}", r.addr)));
-        m.insert("payload_offset".into(), json!(c.bin));
-        m.insert("payload_len".into(), json!(r.payload_len));
-        m.insert("view_bytes".into(), json!(r.view_bytes));
-        m.insert("truncated".into(), json!(r.flags & dump_flags::TRUNCATED != 0));
+    let func_ids: Vec<u16> = r.func_ids.iter().copied().filter(|&f| f != crate::layout::NO_FUNC).collect();
+    if r.flags & dump_flags::SCALAR != 0 {
+        return ManifestRecord::Scalar(ScalarRecord {
+            task: r.task,
+            func_ids,
+            stage: stage_of(r.stage),
+            arg: r.arg.into(),
+            direction: direction_of(r.direction),
+            lane: c.lane,
+            seq: r.seq,
+            value: r.scalar,
+            dtype: Null,
+        });
     }
-    Value::Object(m)
+    let elem = r.elem_bytes.max(1) as u64;
+    ManifestRecord::Tensor(TensorRecord {
+        task: r.task,
+        func_ids,
+        stage: stage_of(r.stage),
+        arg: r.arg.into(),
+        direction: direction_of(r.direction),
+        lane: c.lane,
+        seq: r.seq,
+        dtype: DType::try_from(r.dtype).ok(),
+        shape: r.shape[..n].to_vec(),
+        strides: r.strides[..n].to_vec(),
+        offset: locate(r.addr).map(|base| (r.addr - base) / elem),
+        addr: r.addr,
+        payload_offset: c.bin,
+        payload_len: r.payload_len,
+        view_bytes: r.view_bytes,
+        truncated: r.flags & dump_flags::TRUNCATED != 0,
+    })
 }
 
 // ------------------------------------------------------------------------------------ reader
 
-/// Where a record was captured.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Stage {
-    /// Before the task's first dispatch.
-    BeforeDispatch,
-    /// After the task completed.
-    AfterCompletion,
-}
-
-/// One record of a dump, as read back from its manifest.
-#[derive(Clone, Debug, PartialEq)]
+/// One record of a dump, as read back from its manifest: a [`ManifestRecord`] of either kind
+/// seen as one flat struct (a scalar has no payload, shape or address; a tensor no value).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     /// The task (its id in the graph, or the device-side id on the rings runtime).
     pub task: u32,
@@ -353,30 +327,84 @@ pub struct Record {
     pub stage: Stage,
     /// Argument index (tensors first, then scalars).
     pub arg: u32,
-    /// `"input"`, `"output"` or `"inout"`.
-    pub direction: String,
-    /// Element type (`None` for a scalar).
-    pub dtype: Option<String>,
-    /// Extents.
+    /// How the task used the argument.
+    pub direction: ArgDirection,
+    /// Element type (`None` for a scalar, or a tensor of a dtype code this host does not know).
+    pub dtype: Option<DType>,
+    /// Extents (empty for a scalar).
     pub shape: Vec<u32>,
-    /// Strides in elements.
+    /// Strides in elements (empty for a scalar).
     pub strides: Vec<u32>,
     /// Element offset of the view in its allocation, when the host knew the allocation.
     pub offset: Option<u64>,
-    /// Offset of the payload in `args.bin`.
+    /// The view's device address (`None` for a scalar).
+    pub addr: Option<u64>,
+    /// Offset of the payload in `args.bin` (0 for a scalar).
     pub payload_offset: u64,
-    /// Payload bytes.
+    /// Payload bytes (0 for a scalar, or a record without data).
     pub payload_len: u64,
     /// Whether the payload is a truncated prefix.
     pub truncated: bool,
     /// Bytes of the whole view (more than `payload_len` when truncated; 0 for a scalar).
     pub view_bytes: u64,
-    /// A scalar's value.
+    /// A scalar's value (`None` for a tensor).
     pub value: Option<u64>,
     /// The lane (AICPU thread) that produced the record.
     pub lane: u32,
     /// The record's sequence number in its lane.
     pub seq: u64,
+}
+
+impl Record {
+    /// Whether the record is a scalar's.
+    pub fn is_scalar(&self) -> bool {
+        self.value.is_some()
+    }
+}
+
+impl From<&ManifestRecord> for Record {
+    fn from(r: &ManifestRecord) -> Record {
+        match r {
+            ManifestRecord::Tensor(t) => Record {
+                task: t.task,
+                func_ids: t.func_ids.clone(),
+                stage: t.stage,
+                arg: t.arg,
+                direction: t.direction,
+                dtype: t.dtype,
+                shape: t.shape.clone(),
+                strides: t.strides.clone(),
+                offset: t.offset,
+                addr: Some(t.addr),
+                payload_offset: t.payload_offset,
+                payload_len: t.payload_len,
+                truncated: t.truncated,
+                view_bytes: t.view_bytes,
+                value: None,
+                lane: t.lane,
+                seq: t.seq,
+            },
+            ManifestRecord::Scalar(s) => Record {
+                task: s.task,
+                func_ids: s.func_ids.clone(),
+                stage: s.stage,
+                arg: s.arg,
+                direction: s.direction,
+                dtype: None,
+                shape: Vec::new(),
+                strides: Vec::new(),
+                offset: None,
+                addr: None,
+                payload_offset: 0,
+                payload_len: 0,
+                truncated: false,
+                view_bytes: 0,
+                value: Some(s.value),
+                lane: s.lane,
+                seq: s.seq,
+            },
+        }
+    }
 }
 
 /// A dump directory, read back.
@@ -387,105 +415,57 @@ pub struct Dump {
     /// The counts.
     pub accounting: Accounting,
     /// The level.
-    pub level: String,
-    /// The manifest's `run` object.
-    pub run: Value,
+    pub level: DumpLevel,
+    /// The run the dump is of.
+    pub run: RunInfo,
     bin: Vec<u8>,
 }
 
-/// Why a dump directory could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum DumpError {
-    /// A file could not be read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// The manifest is not what this reader understands.
-    #[error("{path}: {why}")]
-    Format {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        why: String,
-    },
-}
+/// Why a dump directory could not be read: a [`DocumentError`] naming the file.
+pub type DumpError = DocumentError;
 
 impl Dump {
-    /// Read `dir/args_dump.json` and `dir/args.bin`.
+    /// Read `dir/args_dump.json` (its `format_version` must be [`FORMAT_VERSION`], and every
+    /// field one this version has) and `dir/args.bin`, and check that every tensor record's
+    /// shape and strides agree and its payload lies inside `args.bin`.
     pub fn open(dir: impl AsRef<Path>) -> Result<Dump, DumpError> {
         let dir = dir.as_ref();
         let mpath = dir.join("args_dump.json");
-        let bpath = dir.join("args.bin");
-        let text = std::fs::read_to_string(&mpath).map_err(|source| DumpError::Io { path: mpath.clone(), source })?;
+        let m = Manifest::read(&mpath)?;
+        let bpath = dir.join(m.bin_file.name());
         let mut bin = Vec::new();
         File::open(&bpath)
             .and_then(|mut f| f.read_to_end(&mut bin))
             .map_err(|source| DumpError::Io { path: bpath.clone(), source })?;
         let bad = |why: String| DumpError::Format { path: mpath.clone(), why };
-        let v: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
-        if v["format_version"] != json!(FORMAT_VERSION) {
-            return Err(bad(format!("format_version {} (this reader reads {FORMAT_VERSION})", v["format_version"])));
-        }
-        let u = |x: &Value, k: &str| x[k].as_u64().ok_or_else(|| bad(format!("record field `{k}` missing")));
-        let list = |x: &Value, k: &str| -> Vec<u32> {
-            x[k].as_array().map(|a| a.iter().filter_map(|y| y.as_u64()).map(|y| y as u32).collect()).unwrap_or_default()
-        };
-        let mut records = Vec::new();
-        for r in v["records"].as_array().ok_or_else(|| bad("no `records` array".into()))? {
-            let stage = match r["stage"].as_str() {
-                Some("before_dispatch") => Stage::BeforeDispatch,
-                Some("after_completion") => Stage::AfterCompletion,
-                other => return Err(bad(format!("unknown stage {other:?}"))),
-            };
-            let scalar = r["kind"] == "scalar";
-            let rec = Record {
-                task: u(r, "task")? as u32,
-                func_ids: list(r, "func_ids").into_iter().map(|f| f as u16).collect(),
-                stage,
-                arg: u(r, "arg")? as u32,
-                direction: r["direction"].as_str().unwrap_or("input").to_string(),
-                dtype: r["dtype"].as_str().map(str::to_string),
-                shape: list(r, "shape"),
-                strides: list(r, "strides"),
-                offset: r["offset"].as_u64(),
-                payload_offset: if scalar { 0 } else { u(r, "payload_offset")? },
-                payload_len: if scalar { 0 } else { u(r, "payload_len")? },
-                truncated: r["truncated"].as_bool().unwrap_or(false),
-                view_bytes: if scalar { 0 } else { u(r, "view_bytes")? },
-                value: if scalar { r["value"].as_u64() } else { None },
-                lane: u(r, "lane")? as u32,
-                seq: u(r, "seq")?,
-            };
-            let end = rec.payload_offset.checked_add(rec.payload_len);
-            if end.is_none_or(|e| e > bin.len() as u64) {
-                return Err(bad(format!(
-                    "task {} arg {}: payload [{}, +{}) is outside args.bin ({} bytes)",
-                    rec.task,
-                    rec.arg,
-                    rec.payload_offset,
-                    rec.payload_len,
-                    bin.len()
-                )));
+        let mut records = Vec::with_capacity(m.records.len());
+        for r in &m.records {
+            if let ManifestRecord::Tensor(t) = r {
+                if t.shape.len() != t.strides.len() {
+                    return Err(bad(format!(
+                        "task {} arg {}: {} extents but {} strides",
+                        t.task,
+                        t.arg,
+                        t.shape.len(),
+                        t.strides.len()
+                    )));
+                }
+                let end = t.payload_offset.checked_add(t.payload_len);
+                if end.is_none_or(|e| e > bin.len() as u64) {
+                    return Err(bad(format!(
+                        "task {} arg {}: payload [{}, +{}) is outside {} ({} bytes)",
+                        t.task,
+                        t.arg,
+                        t.payload_offset,
+                        t.payload_len,
+                        m.bin_file.name(),
+                        bin.len()
+                    )));
+                }
             }
-            records.push(rec);
+            records.push(Record::from(r));
         }
-        let a = &v["accounting"];
-        let accounting = if a["unknown"] == json!(true) {
-            Accounting { total: None, collected: a["collected"].as_u64().unwrap_or(0), dropped: None }
-        } else {
-            Accounting { total: Some(u(a, "total")?), collected: u(a, "collected")?, dropped: Some(u(a, "dropped")?) }
-        };
-        Ok(Dump {
-            records,
-            accounting,
-            level: v["level"].as_str().unwrap_or_default().to_string(),
-            run: v["run"].clone(),
-            bin,
-        })
+        Ok(Dump { records, accounting: m.accounting, level: m.level, run: m.run, bin })
     }
 
     /// The payload bytes of `r`.

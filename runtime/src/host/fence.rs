@@ -4,7 +4,6 @@
 
 use parking_lot::Mutex;
 use std::format;
-use std::string::ToString;
 use std::time::{Duration, Instant};
 
 use pto_hal::{DeviceMemory, GmAddr, HostPlatform, Stream};
@@ -321,11 +320,7 @@ impl<P: HostPlatform> InFlight<P> {
         let collector = d.collector.lock().take();
         let failed = d.failed.lock().take();
         let complete = fenced && result.is_ok() && failed.is_none();
-        let run = serde_json::json!({
-            "epoch": self.epoch,
-            "runtime": self.runtime.to_string(),
-            "complete": complete,
-        });
+        let run = super::dump::RunInfo { epoch: self.epoch, runtime: self.runtime, complete };
         let locate = |addr: u64| inner.allocs.locate(addr);
         let report = collector.map(|c| c.finish(&inner.dev, complete, run, &locate));
         match (result, failed, report) {

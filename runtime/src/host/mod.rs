@@ -24,10 +24,13 @@
 //!
 //! The module is split by concern: [`config`] (budgets, run options, ring sizes), `memory`
 //! (device tensors and the allocation table), `build` (graphs), `publish` (launch images),
-//! `run` (pipeline slots, turns, launch and the completion fence), [`error`] and [`slots`].
+//! `run` (pipeline slots, turns, launch and the completion fence), [`error`] and [`slots`];
+//! [`trace`] and [`dump`] collect a run's trace and args dump, and [`documents`] holds the
+//! files they write, as the types that write them and read them back.
 
 mod build;
 pub mod config;
+pub mod documents;
 pub mod dump;
 pub mod error;
 mod fence;

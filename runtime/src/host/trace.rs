@@ -1,6 +1,7 @@
 //! Swimlane traces of a run: what the device recorded ([`crate::trace`]), collected after the
 //! run's fence into a [`Trace`], and exported as Chrome trace-event JSON (which Perfetto and
-//! `chrome://tracing` open) or as an SVG swimlane (which a browser opens).
+//! `chrome://tracing` open; the document's types, which also read it back, are
+//! [`super::documents::chrome`]) or as an SVG swimlane (which a browser opens).
 //!
 //! Turn it on per run with [`RunConfig::with_trace`](super::RunConfig::with_trace); the trace
 //! arrives in [`RunReport::trace`](super::RunReport::trace).
@@ -12,10 +13,13 @@ use std::string::{String, ToString};
 use std::vec::Vec;
 
 use pto_hal::{DeviceMemory, GmAddr};
-use serde_json::{Value, json};
 use zerocopy::FromBytes;
 
 use super::Error;
+use super::documents::chrome::{
+    self, AICORE_PID, AICPU_PID, BindingPoint, ChromeTrace, Dep, Event, FlowEnd, FlowStart, Flows, Metadata, NameArgs,
+    Named, OtherData, PhaseSlice, Producer, Slice, SortArgs, Sorted, TaskArgs, TaskSlice, TimeUnit,
+};
 use super::error::platform;
 use crate::hbg::FuncTable;
 use crate::layout::{LaunchDesc, RUNTIME_HBG, TraceHeader, TraceLayout, TraceRecord, trace_kind};
@@ -54,8 +58,9 @@ pub struct SubtaskTrace {
     pub thread: Option<u32>,
 }
 
-/// What an AICPU thread was doing.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+/// What an AICPU thread was doing. The trace document names it as [`Phase::name`] spells it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// Running the orchestration function (device-side runtime).
     Orchestration,
@@ -231,53 +236,58 @@ impl Trace {
         }
     }
 
-    /// Chrome trace-event JSON (the object form): one process for the AICores with a track
-    /// per core, one for the AICPU with a track per thread, a complete (`X`) slice per subtask
-    /// and per phase, times in microseconds from the first recorded tick, and a flow arrow
-    /// (`s` → `f`, `bp: "e"`) per producer → consumer edge when the edges are known.
-    /// `otherData` carries the counter frequency, drops and whether flows are known.
-    pub fn to_chrome_json(&self) -> String {
+    /// The Chrome trace-event document (the object form, [`ChromeTrace`]): one process for the
+    /// AICores with a track per core, one for the AICPU with a track per thread, a complete
+    /// (`X`) slice per subtask and per phase, times in microseconds from the first recorded
+    /// tick, and a flow arrow (`s` → `f`, `bp: "e"`) per producer → consumer edge when the
+    /// edges are known. `otherData` carries the format version, the counter frequency, drops and whether
+    /// flows are known.
+    pub fn to_chrome(&self) -> ChromeTrace {
         let origin = self.origin();
-        let mut ev: Vec<Value> = Vec::new();
-        ev.push(json!({"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "AICore"}}));
-        ev.push(json!({"ph": "M", "name": "process_sort_index", "pid": 1, "tid": 0, "args": {"sort_index": 1}}));
-        ev.push(json!({"ph": "M", "name": "process_name", "pid": 2, "tid": 0, "args": {"name": "AICPU"}}));
-        ev.push(json!({"ph": "M", "name": "process_sort_index", "pid": 2, "tid": 0, "args": {"sort_index": 2}}));
+        let mut ev: Vec<Event> = Vec::new();
+        let named = |pid, tid, name: String| Named { pid, tid, args: NameArgs { name } };
+        let sorted = |pid, tid, sort_index| Sorted { pid, tid, args: SortArgs { sort_index } };
+        ev.push(Event::Metadata(Metadata::ProcessName(named(AICORE_PID, 0, "AICore".into()))));
+        ev.push(Event::Metadata(Metadata::ProcessSortIndex(sorted(AICORE_PID, 0, 1))));
+        ev.push(Event::Metadata(Metadata::ProcessName(named(AICPU_PID, 0, "AICPU".into()))));
+        ev.push(Event::Metadata(Metadata::ProcessSortIndex(sorted(AICPU_PID, 0, 2))));
         for w in 0..self.workers() {
-            ev.push(json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": w, "args": {"name": self.core_name(w)}}));
-            ev.push(json!({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": w, "args": {"sort_index": w}}));
+            ev.push(Event::Metadata(Metadata::ThreadName(named(AICORE_PID, w, self.core_name(w)))));
+            ev.push(Event::Metadata(Metadata::ThreadSortIndex(sorted(AICORE_PID, w, w))));
         }
         for t in 0..self.threads {
-            ev.push(
-                json!({"ph": "M", "name": "thread_name", "pid": 2, "tid": t, "args": {"name": self.thread_name(t)}}),
-            );
+            ev.push(Event::Metadata(Metadata::ThreadName(named(AICPU_PID, t, self.thread_name(t)))));
         }
         for s in &self.subtasks {
-            let mut args = json!({
-                "task": s.task, "block": s.block, "lane": s.lane, "func": s.func,
-                "start_tick": s.start, "end_tick": s.end,
-            });
-            if let Some(d) = s.dispatch {
-                args["dispatch_us"] = json!(self.us(origin, d));
-                args["dispatch_tick"] = json!(d);
-            }
-            if let Some(c) = s.completion {
-                args["completion_us"] = json!(self.us(origin, c));
-                args["completion_tick"] = json!(c);
-            }
-            if let Some(t) = s.thread {
-                args["aicpu_thread"] = json!(t);
-            }
-            ev.push(json!({
-                "ph": "X", "cat": "task", "name": self.func_name(s), "pid": 1, "tid": s.core,
-                "ts": self.us(origin, s.start), "dur": self.us(s.start, s.end), "args": args,
-            }));
+            ev.push(Event::Slice(Slice::Task(TaskSlice {
+                name: self.func_name(s),
+                pid: AICORE_PID,
+                tid: s.core,
+                ts: self.us(origin, s.start),
+                dur: self.us(s.start, s.end),
+                args: TaskArgs {
+                    task: s.task,
+                    block: s.block,
+                    lane: s.lane,
+                    func: s.func,
+                    start_tick: s.start,
+                    end_tick: s.end,
+                    dispatch_us: s.dispatch.map(|d| self.us(origin, d)),
+                    dispatch_tick: s.dispatch,
+                    completion_us: s.completion.map(|c| self.us(origin, c)),
+                    completion_tick: s.completion,
+                    aicpu_thread: s.thread,
+                },
+            })));
         }
         for p in &self.phases {
-            ev.push(json!({
-                "ph": "X", "cat": "aicpu", "name": p.phase.name(), "pid": 2, "tid": p.thread,
-                "ts": self.us(origin, p.start), "dur": self.us(p.start, p.end),
-            }));
+            ev.push(Event::Slice(Slice::Phase(PhaseSlice {
+                name: p.phase,
+                pid: AICPU_PID,
+                tid: p.thread,
+                ts: self.us(origin, p.start),
+                dur: self.us(p.start, p.end),
+            })));
         }
         if let Some(edges) = &self.edges {
             // One arrow from the producer's first subtask to each consumer's first subtask.
@@ -294,33 +304,52 @@ impl Trace {
             }
             for (id, &(p, c)) in edges.iter().enumerate() {
                 let (Some(ps), Some(cs)) = (first.get(&p), first.get(&c)) else { continue };
-                ev.push(json!({"ph": "s", "cat": "dep", "name": "dep", "id": id, "pid": 1, "tid": ps.core,
-                    "ts": self.us(origin, ps.start)}));
-                ev.push(json!({"ph": "f", "bp": "e", "cat": "dep", "name": "dep", "id": id, "pid": 1, "tid": cs.core,
-                    "ts": self.us(origin, cs.start)}));
+                let id = id as u64;
+                ev.push(Event::FlowStart(FlowStart {
+                    cat: Dep::Dep,
+                    name: Dep::Dep,
+                    id,
+                    pid: AICORE_PID,
+                    tid: ps.core,
+                    ts: self.us(origin, ps.start),
+                }));
+                ev.push(Event::FlowEnd(FlowEnd {
+                    bp: BindingPoint::Enclosing,
+                    cat: Dep::Dep,
+                    name: Dep::Dep,
+                    id,
+                    pid: AICORE_PID,
+                    tid: cs.core,
+                    ts: self.us(origin, cs.start),
+                }));
             }
         }
-        let doc = json!({
-            "traceEvents": ev,
-            "displayTimeUnit": "ns",
-            "otherData": {
-                "producer": "pto-rt",
-                "runtime": self.runtime.name(),
-                "counter_hz": self.freq_hz,
-                "origin_tick": origin,
-                "clusters": self.clusters,
-                "aicpu_threads": self.threads,
-                "dropped_records": self.dropped(),
-                "unclosed_rings": self.unclosed(),
-                "flows": match (self.runtime, self.edges_complete()) {
-                    (_, false) if self.edges.is_none() => "unknown: the orchestrator's trace ring did not close",
-                    (_, false) => "partial: the orchestrator's trace ring dropped records",
-                    (RuntimeKind::HostBuiltGraph, true) => "complete: from the host-built graph image",
-                    (RuntimeKind::TensormapRing, true) => "complete: recorded by the device-side orchestrator",
+        ChromeTrace {
+            trace_events: ev,
+            display_time_unit: TimeUnit::Nanoseconds,
+            other_data: OtherData {
+                format_version: chrome::FORMAT_VERSION,
+                producer: Producer::PtoRt,
+                runtime: self.runtime,
+                counter_hz: self.freq_hz,
+                origin_tick: origin,
+                clusters: self.clusters,
+                aicpu_threads: self.threads,
+                dropped_records: self.dropped(),
+                unclosed_rings: self.unclosed() as u64,
+                flows: match (self.runtime, self.edges_complete()) {
+                    (_, false) if self.edges.is_none() => Flows::Unknown,
+                    (_, false) => Flows::Partial,
+                    (RuntimeKind::HostBuiltGraph, true) => Flows::FromImage,
+                    (RuntimeKind::TensormapRing, true) => Flows::Recorded,
                 },
             },
-        });
-        doc.to_string()
+        }
+    }
+
+    /// [`Trace::to_chrome`] as JSON text: what `pto run --trace` writes and Perfetto opens.
+    pub fn to_chrome_json(&self) -> String {
+        self.to_chrome().to_json()
     }
 
     /// An SVG swimlane: one lane per core (then one per AICPU thread, its phases in grey),

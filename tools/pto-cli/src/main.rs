@@ -23,11 +23,12 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use pto::board::{Board, SimA2a3, SimA5, SimMini};
 use pto::hal::{HostPlatform, Platform};
 use pto::runtime::dump::DumpLevel;
-use pto::runtime::host::dump::{Dump, Record, Stage};
+use pto::runtime::graph::DType;
+use pto::runtime::host::documents::chrome::{self, ChromeTrace};
+use pto::runtime::host::dump::{Accounting, ArgDirection, Dump, Record, RunInfo, Stage};
 use pto::runtime::orch::RuntimeKind;
 use pto_sim::CacheModel;
 use pto_testkit::{Device, Kernels, ShapeKind, Workload};
-use serde_json::Value;
 
 #[derive(Parser, Debug)]
 #[command(name = "pto", version, about = "pto-rt: run, trace and bench task-graph runtimes on simulated boards")]
@@ -483,44 +484,95 @@ where
 /// How many tasks `pto dump` lists without `--all`.
 const DUMP_TASKS: usize = 16;
 
-fn stage_name(s: Stage) -> &'static str {
-    match s {
-        Stage::BeforeDispatch => "before_dispatch",
-        Stage::AfterCompletion => "after_completion",
+/// One element of a payload, as wide as its dtype needs: f16 and bf16 widen exactly to f32,
+/// the narrower integers to 64 bits.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Elem {
+    F32(f32),
+    F64(f64),
+    I64(i64),
+    U64(u64),
+}
+
+impl std::fmt::Display for Elem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Elem::F32(v) => write!(f, "{v}"),
+            Elem::F64(v) => write!(f, "{v}"),
+            Elem::I64(v) => write!(f, "{v}"),
+            Elem::U64(v) => write!(f, "{v}"),
+        }
     }
 }
 
-/// The first `n` values of a record's payload, when its dtype is one `pto dump` decodes, and
-/// whether the payload holds more.
-fn first_values(d: &Dump, r: &Record, n: usize) -> Option<(Vec<String>, bool)> {
-    macro_rules! decode {
-        ($t:ty) => {{
-            const W: usize = core::mem::size_of::<$t>();
-            let b = d.bytes(r);
-            let v = b
-                .chunks_exact(W)
-                .take(n)
-                .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; W])).to_string())
-                .collect::<Vec<String>>();
-            Some((v, b.len() / W > n))
-        }};
+/// A JSON number: integers exactly over the whole 64-bit range, floats as the shortest text that
+/// reads back as the same value of their width. JSON has no NaN or infinity: those are the
+/// strings `"NaN"`, `"inf"` and `"-inf"`.
+impl serde::Serialize for Elem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Elem::F32(v) if v.is_finite() => s.serialize_f32(v),
+            Elem::F64(v) if v.is_finite() => s.serialize_f64(v),
+            Elem::I64(v) => s.serialize_i64(v),
+            Elem::U64(v) => s.serialize_u64(v),
+            other => s.serialize_str(&other.to_string()),
+        }
     }
+}
+
+/// An IEEE half-precision value's bits widened to f32 (exactly: every f16 is an f32).
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from((h >> 10) & 0x1f);
+    let man = u32::from(h & 0x3ff);
+    match exp {
+        0 => {
+            // Zero or subnormal: man × 2^-24, exact in f32.
+            let v = man as f32 * f32::from_bits(0x3380_0000);
+            if sign != 0 { -v } else { v }
+        }
+        0x1f => f32::from_bits(sign | 0x7f80_0000 | (man << 13)),
+        _ => f32::from_bits(sign | ((exp + 127 - 15) << 23) | (man << 13)),
+    }
+}
+
+/// One element of `dtype` from its little-endian bytes (`c.len() == dtype.size()`).
+fn elem(dtype: DType, c: &[u8]) -> Elem {
+    fn le<const W: usize>(c: &[u8]) -> [u8; W] {
+        let mut a = [0u8; W];
+        a.copy_from_slice(c);
+        a
+    }
+    match dtype {
+        DType::F32 => Elem::F32(f32::from_le_bytes(le(c))),
+        DType::F16 => Elem::F32(f16_to_f32(u16::from_le_bytes(le(c)))),
+        DType::BF16 => Elem::F32(f32::from_bits(u32::from(u16::from_le_bytes(le(c))) << 16)),
+        DType::F64 => Elem::F64(f64::from_le_bytes(le(c))),
+        DType::I8 => Elem::I64(i8::from_le_bytes(le(c)).into()),
+        DType::I16 => Elem::I64(i16::from_le_bytes(le(c)).into()),
+        DType::I32 => Elem::I64(i32::from_le_bytes(le(c)).into()),
+        DType::I64 => Elem::I64(i64::from_le_bytes(le(c))),
+        DType::U8 => Elem::U64(u8::from_le_bytes(le(c)).into()),
+        DType::U16 => Elem::U64(u16::from_le_bytes(le(c)).into()),
+        DType::U32 => Elem::U64(u32::from_le_bytes(le(c)).into()),
+        DType::U64 => Elem::U64(u64::from_le_bytes(le(c))),
+    }
+}
+
+/// The first `n` elements of `bytes` as `dtype`, and whether it holds more.
+fn decode(dtype: DType, bytes: &[u8], n: usize) -> (Vec<Elem>, bool) {
+    let w = dtype.size() as usize;
+    let v = bytes.chunks_exact(w).take(n).map(|c| elem(dtype, c)).collect();
+    (v, bytes.len() / w > n)
+}
+
+/// The first `n` values of a record's payload, and whether the payload holds more: `None`
+/// without a payload or with a dtype code this build does not know.
+fn first_values(d: &Dump, r: &Record, n: usize) -> Option<(Vec<Elem>, bool)> {
     if r.payload_len == 0 {
         return None;
     }
-    match r.dtype.as_deref()? {
-        "f32" => decode!(f32),
-        "f64" => decode!(f64),
-        "i32" => decode!(i32),
-        "u32" => decode!(u32),
-        "i64" => decode!(i64),
-        "u64" => decode!(u64),
-        "i16" => decode!(i16),
-        "u16" => decode!(u16),
-        "i8" => decode!(i8),
-        "u8" => decode!(u8),
-        _ => None,
-    }
+    Some(decode(r.dtype?, d.bytes(r), n))
 }
 
 /// Append a line to a `String` (formatting into a `String` cannot fail).
@@ -540,6 +592,115 @@ fn emit(text: &str) -> Result<(), Fail> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Fail(format!("cannot write the output: {e}"), 1)),
         _ => Ok(()),
     }
+}
+
+/// What a record is, for the counts per stage: a tensor by its direction, or a scalar.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Class {
+    Input,
+    Output,
+    InOut,
+    Scalar,
+}
+
+impl Class {
+    fn of(r: &Record) -> Class {
+        match r.direction {
+            _ if r.is_scalar() => Class::Scalar,
+            ArgDirection::Input => Class::Input,
+            ArgDirection::Output => Class::Output,
+            ArgDirection::InOut => Class::InOut,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Class::Input => "input",
+            Class::Output => "output",
+            Class::InOut => "inout",
+            Class::Scalar => "scalar",
+        }
+    }
+}
+
+/// Version of `pto dump --json`'s documents (the summary and `--task N --arg K`): raised
+/// whenever a field is renamed or removed or changes meaning; adding a field keeps it.
+const DUMP_JSON_FORMAT_VERSION: u32 = 1;
+
+/// `pto dump DIR --json`.
+#[derive(serde::Serialize)]
+struct DumpSummaryDoc<'a> {
+    /// [`DUMP_JSON_FORMAT_VERSION`].
+    format_version: u32,
+    dir: String,
+    level: DumpLevel,
+    run: RunInfo,
+    accounting: Accounting,
+    payload_bytes: u64,
+    tasks_recorded: usize,
+    by_stage: Vec<StageRow>,
+    tasks: Vec<TaskDoc<'a>>,
+}
+
+/// Records and payload bytes of one stage and class.
+#[derive(serde::Serialize)]
+struct StageRow {
+    stage: Stage,
+    direction: Class,
+    records: u64,
+    payload_bytes: u64,
+}
+
+/// One task's records.
+#[derive(serde::Serialize)]
+struct TaskDoc<'a> {
+    task: u32,
+    func_ids: &'a [u16],
+    records: Vec<RecordDoc<'a>>,
+}
+
+/// One record, with its first values (numbers; `null` without data).
+#[derive(serde::Serialize)]
+struct RecordDoc<'a> {
+    stage: Stage,
+    arg: u32,
+    direction: ArgDirection,
+    dtype: Option<DType>,
+    shape: &'a [u32],
+    strides: &'a [u32],
+    offset: Option<u64>,
+    payload_len: u64,
+    truncated: bool,
+    value: Option<u64>,
+    first_values: Option<Vec<Elem>>,
+}
+
+/// `pto dump DIR --task N --arg K --json`.
+#[derive(serde::Serialize)]
+struct TensorDoc<'a> {
+    /// [`DUMP_JSON_FORMAT_VERSION`].
+    format_version: u32,
+    task: u32,
+    arg: u32,
+    records: Vec<TensorRecordDoc<'a>>,
+}
+
+/// One stage of the argument, with all its values (numbers; `null` without data).
+#[derive(serde::Serialize)]
+struct TensorRecordDoc<'a> {
+    stage: Stage,
+    direction: ArgDirection,
+    dtype: Option<DType>,
+    shape: &'a [u32],
+    truncated: bool,
+    value: Option<u64>,
+    values: Option<Vec<Elem>>,
+}
+
+/// Pretty JSON of `doc`, and a newline.
+fn json_text<T: serde::Serialize>(doc: &T) -> Result<String, Fail> {
+    Ok(serde_json::to_string_pretty(doc)? + "\n")
 }
 
 fn dump(a: &DumpArgs) -> Result<(), Fail> {
@@ -563,11 +724,10 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
     if let (Some(t), Some(k)) = (a.task, a.arg) {
         return dump_tensor(a, &d, t, k, &by_task[&t]);
     }
-    // Records per stage and direction.
-    let mut kinds: BTreeMap<(&'static str, String), (u64, u64)> = BTreeMap::new();
+    // Records per stage and class.
+    let mut kinds: BTreeMap<(Stage, Class), (u64, u64)> = BTreeMap::new();
     for r in &d.records {
-        let dir = if r.value.is_some() || r.dtype.is_none() { "scalar".to_string() } else { r.direction.clone() };
-        let e = kinds.entry((stage_name(r.stage), dir)).or_default();
+        let e = kinds.entry((r.stage, Class::of(r))).or_default();
         e.0 += 1;
         e.1 += r.payload_len;
     }
@@ -580,38 +740,48 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
     let acc = &d.accounting;
     let payload: u64 = d.records.iter().map(|r| r.payload_len).sum();
     if a.json {
-        let doc = serde_json::json!({
-            "dir": a.dir.display().to_string(),
-            "level": d.level,
-            "run": d.run,
-            "accounting": match (acc.total, acc.dropped) {
-                (Some(total), Some(dropped)) => serde_json::json!({"total": total, "collected": acc.collected, "dropped": dropped}),
-                _ => serde_json::json!({"unknown": true, "collected": acc.collected}),
-            },
-            "payload_bytes": payload,
-            "tasks_recorded": by_task.len(),
-            "by_stage": kinds.iter().map(|((stage, dir), (n, bytes))| serde_json::json!({
-                "stage": stage, "direction": dir, "records": n, "payload_bytes": bytes,
-            })).collect::<Vec<_>>(),
-            "tasks": tasks.iter().map(|(t, recs)| serde_json::json!({
-                "task": t,
-                "func_ids": recs.first().map(|r| r.func_ids.clone()).unwrap_or_default(),
-                "records": recs.iter().map(|r| serde_json::json!({
-                    "stage": stage_name(r.stage),
-                    "arg": r.arg,
-                    "direction": r.direction,
-                    "dtype": r.dtype,
-                    "shape": r.shape,
-                    "strides": r.strides,
-                    "offset": r.offset,
-                    "payload_len": r.payload_len,
-                    "truncated": r.truncated,
-                    "value": r.value,
-                    "first_values": first_values(&d, r, values).map(|(v, _)| v),
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        });
-        return emit(&(serde_json::to_string_pretty(&doc)? + "\n"));
+        let doc = DumpSummaryDoc {
+            format_version: DUMP_JSON_FORMAT_VERSION,
+            dir: a.dir.display().to_string(),
+            level: d.level,
+            run: d.run,
+            accounting: *acc,
+            payload_bytes: payload,
+            tasks_recorded: by_task.len(),
+            by_stage: kinds
+                .iter()
+                .map(|(&(stage, direction), &(records, payload_bytes))| StageRow {
+                    stage,
+                    direction,
+                    records,
+                    payload_bytes,
+                })
+                .collect(),
+            tasks: tasks
+                .iter()
+                .map(|(t, recs)| TaskDoc {
+                    task: **t,
+                    func_ids: recs.first().map_or(&[][..], |r| &r.func_ids[..]),
+                    records: recs
+                        .iter()
+                        .map(|r| RecordDoc {
+                            stage: r.stage,
+                            arg: r.arg,
+                            direction: r.direction,
+                            dtype: r.dtype,
+                            shape: &r.shape,
+                            strides: &r.strides,
+                            offset: r.offset,
+                            payload_len: r.payload_len,
+                            truncated: r.truncated,
+                            value: r.value,
+                            first_values: first_values(&d, r, values).map(|(v, _)| v),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        return emit(&json_text(&doc)?);
     }
     let mut out = String::new();
     let run = &d.run;
@@ -620,9 +790,9 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
         "{}: level={} runtime={} epoch={} run {}",
         a.dir.display(),
         d.level,
-        run["runtime"].as_str().unwrap_or("?"),
-        run["epoch"],
-        if run["complete"] == serde_json::json!(true) { "complete" } else { "did not complete" }
+        run.runtime,
+        run.epoch,
+        if run.complete { "complete" } else { "did not complete" }
     );
     match (acc.total, acc.dropped) {
         (Some(total), Some(dropped)) => {
@@ -635,8 +805,8 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
     if kinds.is_empty() {
         say!(out, "  (none)");
     }
-    for ((stage, dir), (n, bytes)) in &kinds {
-        say!(out, "  {stage:<17} {dir:<14} {n:>8} records {bytes:>12} bytes");
+    for ((stage, class), (n, bytes)) in &kinds {
+        say!(out, "  {:<17} {:<14} {n:>8} records {bytes:>12} bytes", stage.name(), class.name());
     }
     say!(out);
     for (t, recs) in &tasks {
@@ -644,8 +814,8 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
             recs.first().map(|r| r.func_ids.iter().map(|f| f.to_string()).collect()).unwrap_or_default();
         say!(out, "task {t} (func {}):", funcs.join(","));
         for r in recs.iter() {
-            let head = format!("  {:<16} arg {:<2} {:<6}", stage_name(r.stage), r.arg, r.direction);
-            if let (Some(v), None) = (r.value, &r.dtype) {
+            let head = format!("  {:<16} arg {:<2} {:<6}", r.stage.name(), r.arg, r.direction.name());
+            if let Some(v) = r.value {
                 say!(out, "{head} scalar {v} ({v:#x})");
                 continue;
             }
@@ -659,7 +829,7 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
             };
             let mut line = format!(
                 "{head} {} [{}] strides [{}] offset {offset} {payload}",
-                r.dtype.as_deref().unwrap_or("?"),
+                r.dtype.map_or("?", dtype_name),
                 shape.join(", "),
                 strides.join(", "),
             );
@@ -667,6 +837,7 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
                 line += " (truncated)";
             }
             if let Some((v, more)) = first_values(&d, r, values) {
+                let v: Vec<String> = v.iter().map(Elem::to_string).collect();
                 line += &format!(" = [{}{}]", v.join(", "), if more { ", ..." } else { "" });
             }
             say!(out, "{line}");
@@ -676,6 +847,24 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
         say!(out, "... {} more tasks (--all lists every task, --task N shows one)", by_task.len() - tasks.len());
     }
     emit(&out)
+}
+
+/// A dtype's name, as the manifest spells it.
+fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        DType::U32 => "u32",
+        DType::U8 => "u8",
+        DType::I8 => "i8",
+        DType::F64 => "f64",
+        DType::U64 => "u64",
+        DType::I16 => "i16",
+        DType::U16 => "u16",
+    }
 }
 
 /// `pto dump DIR --task N --arg K`: every value of argument K of task N, at each stage it was
@@ -696,20 +885,24 @@ fn dump_tensor(a: &DumpArgs, d: &Dump, t: u32, k: u32, recs: &[&Record]) -> Resu
         ));
     }
     if a.json {
-        let doc = serde_json::json!({
-            "task": t,
-            "arg": k,
-            "records": mine.iter().map(|r| serde_json::json!({
-                "stage": stage_name(r.stage),
-                "direction": r.direction,
-                "dtype": r.dtype,
-                "shape": r.shape,
-                "truncated": r.truncated,
-                "value": r.value,
-                "values": first_values(d, r, usize::MAX).map(|(v, _)| v),
-            })).collect::<Vec<_>>(),
-        });
-        return emit(&(serde_json::to_string_pretty(&doc)? + "\n"));
+        let doc = TensorDoc {
+            format_version: DUMP_JSON_FORMAT_VERSION,
+            task: t,
+            arg: k,
+            records: mine
+                .iter()
+                .map(|r| TensorRecordDoc {
+                    stage: r.stage,
+                    direction: r.direction,
+                    dtype: r.dtype,
+                    shape: &r.shape,
+                    truncated: r.truncated,
+                    value: r.value,
+                    values: first_values(d, r, usize::MAX).map(|(v, _)| v),
+                })
+                .collect(),
+        };
+        return emit(&json_text(&doc)?);
     }
     let mut out = String::new();
     for r in mine {
@@ -717,13 +910,13 @@ fn dump_tensor(a: &DumpArgs, d: &Dump, t: u32, k: u32, recs: &[&Record]) -> Resu
         say!(
             out,
             "task {t} arg {k} {} {} {} [{}]{}",
-            stage_name(r.stage),
-            r.direction,
-            r.dtype.as_deref().unwrap_or("scalar"),
+            r.stage.name(),
+            r.direction.name(),
+            if r.is_scalar() { "scalar" } else { r.dtype.map_or("?", dtype_name) },
             shape.join(", "),
             if r.truncated { " (truncated)" } else { "" }
         );
-        if let (Some(v), None) = (r.value, &r.dtype) {
+        if let Some(v) = r.value {
             say!(out, "  {v} ({v:#x})");
             continue;
         }
@@ -732,9 +925,10 @@ fn dump_tensor(a: &DumpArgs, d: &Dump, t: u32, k: u32, recs: &[&Record]) -> Resu
             continue;
         }
         let Some((values, _)) = first_values(d, r, usize::MAX) else {
-            say!(out, "  ({} bytes; no decoder for dtype {})", r.payload_len, r.dtype.as_deref().unwrap_or("?"));
+            say!(out, "  ({} bytes; no decoder for an unknown dtype code)", r.payload_len);
             continue;
         };
+        let values: Vec<String> = values.iter().map(Elem::to_string).collect();
         // Rows of the innermost extent, at most 16 values to a line.
         let row = r.shape.last().map_or(16, |&x| (x as usize).clamp(1, 16));
         for (i, chunk) in values.chunks(row).enumerate() {
@@ -745,112 +939,74 @@ fn dump_tensor(a: &DumpArgs, d: &Dump, t: u32, k: u32, recs: &[&Record]) -> Resu
 }
 
 /// Where a flow starts and ends: (track, timestamp) of its `s` and `f` events.
-type FlowEnds = (Option<(u64, f64)>, Option<(u64, f64)>);
-
-/// One slice read back from a trace file.
-struct Slice {
-    pid: u64,
-    tid: u64,
-    ts: f64,
-    dur: f64,
-    task: Option<u64>,
-}
+type FlowEnds = (Option<(u32, f64)>, Option<(u32, f64)>);
 
 fn trace(a: &TraceArgs) -> Result<(), Fail> {
-    let text =
-        std::fs::read_to_string(&a.file).map_err(|e| Fail(format!("cannot read {}: {e}", a.file.display()), 1))?;
-    let doc: Value =
-        serde_json::from_str(&text).map_err(|e| Fail(format!("{}: not JSON: {e}", a.file.display()), 1))?;
+    let doc = ChromeTrace::read(&a.file).map_err(|e| Fail(format!("cannot read the trace: {e}"), 1))?;
     summarize(&a.file, &doc, a.summary)
 }
 
-fn summarize(path: &Path, doc: &Value, full: bool) -> Result<(), Fail> {
-    let events =
-        doc["traceEvents"].as_array().ok_or_else(|| Fail(format!("{}: no traceEvents array", path.display()), 1))?;
-    let mut names: BTreeMap<(u64, u64), String> = BTreeMap::new();
-    let mut slices = Vec::new();
+fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
+    let names: BTreeMap<(u32, u32), &str> = doc.track_names().map(|(pid, tid, name)| ((pid, tid), name)).collect();
     let mut flows: HashMap<u64, FlowEnds> = HashMap::new();
-    for e in events {
-        let (pid, tid) = (e["pid"].as_u64().unwrap_or(0), e["tid"].as_u64().unwrap_or(0));
-        match e["ph"].as_str() {
-            Some("M") if e["name"] == "thread_name" => {
-                names.insert((pid, tid), e["args"]["name"].as_str().unwrap_or("?").to_string());
-            }
-            Some("X") => slices.push(Slice {
-                pid,
-                tid,
-                ts: e["ts"].as_f64().unwrap_or(0.0),
-                dur: e["dur"].as_f64().unwrap_or(0.0),
-                task: (e["cat"] == "task").then(|| e["args"]["task"].as_u64()).flatten(),
-            }),
-            Some("s") => {
-                flows.entry(e["id"].as_u64().unwrap_or(0)).or_default().0 = Some((tid, e["ts"].as_f64().unwrap_or(0.0)))
-            }
-            Some("f") => {
-                flows.entry(e["id"].as_u64().unwrap_or(0)).or_default().1 = Some((tid, e["ts"].as_f64().unwrap_or(0.0)))
-            }
+    for e in &doc.trace_events {
+        match e {
+            chrome::Event::FlowStart(s) => flows.entry(s.id).or_default().0 = Some((s.tid, s.ts)),
+            chrome::Event::FlowEnd(f) => flows.entry(f.id).or_default().1 = Some((f.tid, f.ts)),
             _ => {}
         }
     }
-    let tasks: Vec<&Slice> = slices.iter().filter(|s| s.task.is_some()).collect();
+    let tasks: Vec<&chrome::TaskSlice> = doc.tasks().collect();
     let start = tasks.iter().map(|s| s.ts).fold(f64::INFINITY, f64::min);
     let end = tasks.iter().map(|s| s.ts + s.dur).fold(0.0, f64::max);
     let span = if tasks.is_empty() { 0.0 } else { end - start };
-    let other = &doc["otherData"];
+    let other = &doc.other_data;
     println!(
         "{}: runtime={} {} subtasks on {} cores, span {:.3} us, counter {} Hz, {} records dropped",
         path.display(),
-        other["runtime"].as_str().unwrap_or("?"),
+        other.runtime,
         tasks.len(),
         tasks.iter().map(|s| s.tid).collect::<std::collections::BTreeSet<_>>().len(),
         span,
-        other["counter_hz"],
-        other["dropped_records"]
+        other.counter_hz,
+        other.dropped_records
     );
     if !full {
         return Ok(());
     }
     println!("\nper-core utilisation (busy time / span of the run's subtasks):");
-    let mut busy: BTreeMap<(u64, u64), (f64, usize)> = BTreeMap::new();
-    for s in &slices {
-        let b = busy.entry((s.pid, s.tid)).or_default();
-        if s.task.is_some() || s.pid == 2 {
-            b.0 += s.dur;
-            b.1 += 1;
-        }
+    let mut busy: BTreeMap<u32, (f64, usize)> = BTreeMap::new();
+    for s in &tasks {
+        let b = busy.entry(s.tid).or_default();
+        b.0 += s.dur;
+        b.1 += 1;
     }
-    for ((pid, tid), (t, n)) in &busy {
-        if *pid != 1 || *n == 0 {
-            continue;
-        }
-        let name = names.get(&(*pid, *tid)).cloned().unwrap_or_else(|| format!("core {tid}"));
+    for (tid, (t, n)) in &busy {
+        let name = names.get(&(chrome::AICORE_PID, *tid)).map_or_else(|| format!("core {tid}"), |n| n.to_string());
         println!("  {name:<24} {n:>6} subtasks {t:>12.3} us busy {:>6.1} %", 100.0 * t / span.max(1e-9));
     }
-    let idle: usize = busy.keys().filter(|(p, _)| *p == 1).count();
-    let cores = names.keys().filter(|(p, _)| *p == 1).count();
-    println!("  ({} of {} cores ran nothing)", cores.saturating_sub(idle), cores);
+    let cores = names.keys().filter(|(p, _)| *p == chrome::AICORE_PID).count();
+    println!("  ({} of {} cores ran nothing)", cores.saturating_sub(busy.len()), cores);
     println!("\nAICPU threads (time per phase):");
-    let mut phases: BTreeMap<(u64, String), f64> = BTreeMap::new();
-    for e in events.iter().filter(|e| e["ph"] == "X" && e["pid"] == 2) {
-        *phases.entry((e["tid"].as_u64().unwrap_or(0), e["name"].as_str().unwrap_or("?").to_string())).or_default() +=
-            e["dur"].as_f64().unwrap_or(0.0);
+    let mut phases: BTreeMap<(u32, &'static str), f64> = BTreeMap::new();
+    for p in doc.phases() {
+        *phases.entry((p.tid, p.name.name())).or_default() += p.dur;
     }
     for ((tid, phase), t) in &phases {
-        let name = names.get(&(2, *tid)).cloned().unwrap_or_else(|| format!("thread {tid}"));
+        let name = names.get(&(chrome::AICPU_PID, *tid)).map_or_else(|| format!("thread {tid}"), |n| n.to_string());
         println!("  {name:<26} {phase:<14} {t:>12.3} us");
     }
     // Critical path: walk back from the subtask that ended last through the producer whose
     // end gated each start (the latest-ending producer).
     println!("\ncritical path:");
-    let by_task: HashMap<u64, &Slice> = tasks.iter().map(|s| (s.task.unwrap_or(0), *s)).collect();
+    let by_task: HashMap<u32, &chrome::TaskSlice> = tasks.iter().map(|s| (s.args.task, *s)).collect();
     if flows.is_empty() {
-        let note = other["flows"].as_str().unwrap_or("no flow events in the file");
-        println!("  unknown: {note}");
+        println!("  unknown: {}", other.flows.describe());
         return Ok(());
     }
     // Producers of each task, from the flow pairs (matched on the slices' start times).
-    let at: HashMap<(u64, u64), u64> = tasks.iter().map(|s| ((s.tid, s.ts.to_bits()), s.task.unwrap_or(0))).collect();
-    let mut producers: HashMap<u64, Vec<u64>> = HashMap::new();
+    let at: HashMap<(u32, u64), u32> = tasks.iter().map(|s| ((s.tid, s.ts.to_bits()), s.args.task)).collect();
+    let mut producers: HashMap<u32, Vec<u32>> = HashMap::new();
     for (s, f) in flows.values() {
         if let (Some((pt, pts)), Some((ct, cts))) = (s, f) {
             if let (Some(&p), Some(&c)) = (at.get(&(*pt, pts.to_bits())), at.get(&(*ct, cts.to_bits()))) {
@@ -862,11 +1018,11 @@ fn summarize(path: &Path, doc: &Value, full: bool) -> Result<(), Fail> {
         println!("  (no subtasks)");
         return Ok(());
     };
-    let mut path = vec![last.task.unwrap_or(0)];
+    let mut path = vec![last.args.task];
     let mut cur = path[0];
     while let Some(ps) = producers.get(&cur) {
         let Some(&p) = ps.iter().max_by(|a, b| {
-            let end = |t: &u64| by_task.get(t).map_or(0.0, |s| s.ts + s.dur);
+            let end = |t: &u32| by_task.get(t).map_or(0.0, |s| s.ts + s.dur);
             end(a).total_cmp(&end(b))
         }) else {
             break;
@@ -889,4 +1045,105 @@ fn summarize(path: &Path, doc: &Value, full: bool) -> Result<(), Fail> {
     let shown: Vec<String> = path.iter().take(24).map(|t| t.to_string()).collect();
     println!("  tasks: {}{}", shown.join(" -> "), if path.len() > 24 { " -> ..." } else { "" });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DTYPES: [DType; 12] = [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U32,
+        DType::U8,
+        DType::I8,
+        DType::F64,
+        DType::U64,
+        DType::I16,
+        DType::U16,
+    ];
+
+    /// `values` of `dtype` decoded and written as `pto dump --json` writes them.
+    fn json(dtype: DType, bytes: &[u8]) -> String {
+        let (v, more) = decode(dtype, bytes, usize::MAX);
+        assert!(!more);
+        serde_json::to_string(&v).unwrap()
+    }
+
+    #[test]
+    fn every_dtype_decodes_to_json_numbers() {
+        let b = |v: &[&[u8]]| v.concat();
+        assert_eq!(json(DType::F32, &b(&[&1.5f32.to_le_bytes(), &0.1f32.to_le_bytes()])), "[1.5,0.1]");
+        assert_eq!(json(DType::F64, &b(&[&(-2.25f64).to_le_bytes(), &0.1f64.to_le_bytes()])), "[-2.25,0.1]");
+        // f16: 1.0, -2.5, 65504 (the largest), 2^-24 (the smallest subnormal), -0.
+        let h: Vec<u8> = [0x3c00u16, 0xc100, 0x7bff, 0x0001, 0x8000].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(json(DType::F16, &h), "[1.0,-2.5,65504.0,5.9604645e-8,-0.0]");
+        // bf16: the top half of an f32.
+        let bf: Vec<u8> =
+            [1.0f32, -3.0, 0.15625].iter().flat_map(|x| ((x.to_bits() >> 16) as u16).to_le_bytes()).collect();
+        assert_eq!(json(DType::BF16, &bf), "[1.0,-3.0,0.15625]");
+        assert_eq!(json(DType::I8, &[0x80, 0x7f]), "[-128,127]");
+        assert_eq!(json(DType::U8, &[0xff, 0]), "[255,0]");
+        assert_eq!(json(DType::I16, &i16::MIN.to_le_bytes()), "[-32768]");
+        assert_eq!(json(DType::U16, &u16::MAX.to_le_bytes()), "[65535]");
+        assert_eq!(json(DType::I32, &i32::MIN.to_le_bytes()), "[-2147483648]");
+        assert_eq!(json(DType::U32, &u32::MAX.to_le_bytes()), "[4294967295]");
+        // 64-bit integers beyond 2^53 stay exact JSON integers.
+        let i = b(&[&i64::MIN.to_le_bytes(), &((1i64 << 53) + 1).to_le_bytes()]);
+        assert_eq!(json(DType::I64, &i), "[-9223372036854775808,9007199254740993]");
+        let u = b(&[&u64::MAX.to_le_bytes(), &((1u64 << 53) + 1).to_le_bytes()]);
+        assert_eq!(json(DType::U64, &u), "[18446744073709551615,9007199254740993]");
+        let v: serde_json::Value = serde_json::from_str(&json(DType::U64, &u)).unwrap();
+        assert_eq!(v[0].as_u64(), Some(u64::MAX));
+        // No NaN or infinity in JSON: strings.
+        let nf = b(&[&f32::NAN.to_le_bytes(), &f32::INFINITY.to_le_bytes(), &f32::NEG_INFINITY.to_le_bytes()]);
+        assert_eq!(json(DType::F32, &nf), r#"["NaN","inf","-inf"]"#);
+        assert_eq!(json(DType::F16, &0x7c00u16.to_le_bytes()), r#"["inf"]"#);
+        assert_eq!(json(DType::F64, &f64::NAN.to_le_bytes()), r#"["NaN"]"#);
+        for d in DTYPES {
+            // Every dtype decodes (no "no decoder"), one element per `size` bytes.
+            let (v, more) = decode(d, &vec![0u8; 3 * d.size() as usize], 2);
+            assert_eq!((v.len(), more), (2, true), "{d:?}");
+        }
+    }
+
+    #[test]
+    fn text_values_are_the_rust_spelling() {
+        let (v, _) = decode(DType::F32, &0.1f32.to_le_bytes(), 1);
+        assert_eq!(v[0].to_string(), "0.1");
+        let (v, _) = decode(DType::U64, &u64::MAX.to_le_bytes(), 1);
+        assert_eq!(v[0].to_string(), "18446744073709551615");
+    }
+
+    #[test]
+    fn every_f16_widens_exactly() {
+        for h in 0..=u16::MAX {
+            let f = f16_to_f32(h);
+            let sign = h >> 15 == 1;
+            let (exp, man) = (i32::from((h >> 10) & 0x1f), f64::from(h & 0x3ff));
+            let want = match exp {
+                0 => man * 2f64.powi(-24),
+                0x1f if man == 0.0 => f64::INFINITY,
+                0x1f => f64::NAN,
+                _ => (1.0 + man / 1024.0) * 2f64.powi(exp - 15),
+            };
+            let want = if sign { -want } else { want };
+            if want.is_nan() {
+                assert!(f.is_nan(), "{h:#06x}");
+            } else {
+                assert_eq!(f64::from(f), want, "{h:#06x}");
+                assert_eq!(f.is_sign_negative(), sign, "{h:#06x}");
+            }
+        }
+    }
+
+    #[test]
+    fn dtype_names_are_the_manifests() {
+        for d in DTYPES {
+            assert_eq!(serde_json::to_value(d).unwrap(), dtype_name(d), "{d:?}");
+        }
+    }
 }
