@@ -768,8 +768,14 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
         let inner = &*self.dev.inner;
         let d = self.read_desc()?;
         let workers = d.config.workers as u64;
+        let trace = || -> Result<Option<super::Trace>, Error> {
+            let Some(l) = crate::layout::TraceLayout::of(&d.config) else { return Ok(None) };
+            let funcs = inner.funcs.lock().0.clone();
+            let hz = pto_hal::Clock::freq_hz(&inner.dev);
+            super::trace::collect(&inner.dev, hz, &funcs, &d, l).map(Some)
+        };
         if let Some(lifecycle::Latched { fault, message }) = lifecycle::decode_latch(&d) {
-            let err = match fault {
+            let mut err = match fault {
                 Ok(f) => DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message),
                 Err((code, site)) => DeviceError::new(
                     ErrorCode::Device(DeviceFault::BadImage),
@@ -780,6 +786,8 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
                     format!("the device latched code {code} at site {site}, which this build does not know: {message}"),
                 ),
             };
+            // The trace of a failed run is a diagnostic: one that cannot be read is left out.
+            err.trace = trace().ok().flatten().map(std::boxed::Box::new);
             // Surface (and clear) any program status too, so it cannot leak into the next run;
             // the latched fault is the better report, so the stream's own error is dropped.
             let _ = self.sync_streams();
@@ -807,14 +815,7 @@ impl<'d, P: HostPlatform> RunHandle<'d, P> {
             )));
         }
         let micros = pto_hal::Clock::micros_from_ticks(&inner.dev, d.run.orch_ticks);
-        let trace = match crate::layout::TraceLayout::of(&d.config) {
-            None => None,
-            Some(l) => {
-                let funcs = inner.funcs.lock().0.clone();
-                let hz = pto_hal::Clock::freq_hz(&inner.dev);
-                Some(super::trace::collect(&inner.dev, hz, &funcs, &d, l)?)
-            }
-        };
+        let trace = trace()?;
         Ok(RunReport {
             epoch: self.epoch,
             tasks: d.run.completed,
