@@ -96,6 +96,14 @@ pub const CAPTURE_HOLD_OPEN: u32 = 1 << 29;
 /// it rewrites the line (the old order), so a reader can take the old status with the new
 /// identity.
 pub const CAPTURE_ACK_TICK_KEPT: u32 = 1 << 31;
+/// The fault path as it was: a faulted subtask completes like any other — the legacy core
+/// reports a plain FIN after a caught fault (so its AICPU thread counts it done, records it
+/// after completion and releases its consumers), the resident core goes on to write back, count
+/// the subtask off and release — and, to force the interleaving in which the released
+/// consumers run, no scheduler thread, resident core or supervisor looks at the fatal latch
+/// until the graph has drained (before the fix a thread that made progress looked only every
+/// 64 iterations).
+pub const RELEASE_ON_FAULT: u32 = 1 << 30;
 
 // A process-wide test switch, set before a model or a run starts and never part of a
 // protocol; a `static` cannot hold a loom atomic (no `const` constructor).

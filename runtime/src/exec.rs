@@ -31,6 +31,13 @@ pub mod legacy {
     /// Status when the AICPU abandoned the core at its teardown gate (it did not acknowledge
     /// EXIT in time) instead of releasing it.
     pub const STATUS_NOT_RELEASED: i32 = -6;
+    /// COND value a core writes instead of `fin(id)` when the dispatch it acknowledged faulted
+    /// (after latching the fault): the AICPU never counts that subtask done, so its task never
+    /// completes, is never recorded after completion and releases no consumer. In the reserved
+    /// range, so [`decide`](crate::sched::decide) matches it to no slot. After it the core
+    /// runs nothing more: it waits for EXIT. (A register value of the AICPU ↔ AICore protocol,
+    /// kept beside its writer until `layout::regs` is split.)
+    pub const COND_FAULTED: u32 = regs::COND_FIN | 0x7FFF_FFFC;
 
     /// The AICore program entry point of the legacy executor.
     pub fn aicore_entry<A: AicoreAgent>(a: &A, launch: AicoreLaunch) -> i32 {
@@ -111,12 +118,15 @@ pub mod legacy {
         let budget = map.cfg.core_wait_ticks;
         let mut last = regs::DMB_IDLE;
         let mut deadline = a.now_ticks().saturating_add(budget);
+        // After a faulted dispatch the core takes no other (the one pending behind it was
+        // dispatched before the latch, but the run is over): only EXIT ends the wait.
+        let mut faulted = false;
         loop {
             let v = a.read_dmb();
             if v == regs::DMB_EXIT {
                 return Ok(());
             }
-            if v == last || v == regs::DMB_IDLE || v == 0 {
+            if v == last || v == regs::DMB_IDLE || v == 0 || faulted {
                 if a.now_ticks() >= deadline {
                     lifecycle::latch(
                         a,
@@ -137,7 +147,7 @@ pub mod legacy {
             }
             a.rmb();
             last = v;
-            run_one(a, map, launch, v, trace);
+            faulted = run_one(a, map, launch, v, trace);
             deadline = a.now_ticks().saturating_add(budget);
         }
     }
@@ -183,13 +193,15 @@ pub mod legacy {
         }
     }
 
+    /// Run dispatch `id`; `true` when it faulted (the fault latched, [`COND_FAULTED`] written
+    /// instead of FIN).
     fn run_one<A: AicoreAgent>(
         a: &A,
         map: &RunMap,
         launch: &AicoreLaunch,
         id: u32,
         trace: &mut Option<crate::trace::TraceRing>,
-    ) {
+    ) -> bool {
         let at = map.payload(launch.block_idx, id & 1);
         if !crate::breakage::broken(crate::breakage::SKIP_PAYLOAD_OBSERVE) {
             a.observe_line(at);
@@ -199,7 +211,9 @@ pub mod legacy {
         a.write_cond(regs::ack(id));
         let start = if trace.is_some() { a.now_ticks() } else { 0 };
         let w = launch.block_idx;
+        let faulted = core::cell::Cell::new(false);
         let fault = |code: ErrorCode, detail: u64, text: &str| {
+            faulted.set(true);
             lifecycle::latch(
                 a,
                 map.desc,
@@ -230,15 +244,13 @@ pub mod legacy {
                             i as u64,
                             "malformed argument record (a stale or corrupt read of its tensor descriptors)",
                         );
-                        a.store_barrier();
-                        a.write_cond(regs::fin(id));
-                        return;
+                        return finished(a, id, true);
                     }
                     ctx.observe_arguments(a);
                     if let Err(e) = a.run_kernel(kernel, &mut ctx) {
                         fault(ErrorCode::Device(DeviceFault::KernelFault), p.bin, e.as_str());
                     }
-                    if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) {
+                    if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) && !faulted.get() {
                         a.write_cond(regs::fin(id));
                     }
                     ctx.publish_outputs(a);
@@ -259,8 +271,17 @@ pub mod legacy {
             };
             t.push(a, &r);
         }
+        finished(a, id, faulted.get())
+    }
+
+    /// Report the end of dispatch `id` (its outputs written back): `fin(id)`, or
+    /// [`COND_FAULTED`] when it faulted. Returns whether it reported a fault.
+    fn finished<A: AicoreAgent>(a: &A, id: u32, faulted: bool) -> bool {
+        // Broken on purpose: a faulted dispatch reports a plain FIN (its consumers released).
+        let faulted = faulted && !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT);
         a.store_barrier();
-        a.write_cond(regs::fin(id));
+        a.write_cond(if faulted { COND_FAULTED } else { regs::fin(id) });
+        faulted
     }
 
     /// What a kernel sees: its payload's arguments, read once from the image.

@@ -126,6 +126,17 @@ impl Base {
         }
     }
 
+    /// Whether a fault is latched; if so, raise `stop` (so every thread leaves its loop). With
+    /// `breakage::RELEASE_ON_FAULT` the latch is not looked at (always `false`).
+    fn latch_seen<A: AicpuAgent>(&self, a: &A) -> bool {
+        if crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) || !lifecycle::latched(a, self.map.desc) {
+            return false;
+        }
+        self.stop.store(true, Ordering::Release);
+        a.send_event();
+        true
+    }
+
     /// Record progress (the stall watchdog measures from the last one).
     pub fn touch<A: AicpuAgent>(&self, a: &A) {
         self.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
@@ -451,14 +462,12 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             iter = iter.wrapping_add(1);
             if progress {
                 last_progress = a.now_ticks();
-                if iter % 64 == 0 && lifecycle::latched(a, s.map.desc) {
-                    s.stop.store(true, Ordering::Release);
+                if iter % 64 == 0 {
+                    s.latch_seen(a);
                 }
                 continue;
             }
-            if lifecycle::latched(a, s.map.desc) {
-                s.stop.store(true, Ordering::Release);
-                a.send_event();
+            if s.latch_seen(a) {
                 break;
             }
             let now = a.now_ticks();
@@ -577,6 +586,13 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             a.rmb();
             let c = &mut self.cores[i];
             c.last_cond = v;
+            if v == crate::exec::legacy::COND_FAULTED {
+                // The core latched a fault and ended its dispatch without FIN: that subtask
+                // never completes (no consumer of its task is released). Stop the run.
+                self.b.stop.store(true, Ordering::Release);
+                a.send_event();
+                return true;
+            }
             let d = decide(v, c.running.map(|r| r.reg), c.pending.map(|p| p.reg));
             let mut finished: [Option<Sub>; 2] = [None, None];
             if d.running_done {
@@ -693,6 +709,13 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             a.wmb();
             // The dispatch tick is read before the first DMB write: no core starts before it.
             let at = if self.trace.is_some() { a.now_ticks() } else { 0 };
+            // Nothing is dispatched once a fault is latched. Looked at after the tick is read,
+            // so every dispatch a trace records was decided before the latch.
+            if self.b.latch_seen(a) {
+                self.dispatched -= self.batch.len() as u64;
+                self.batch.clear();
+                return any;
+            }
             for &(phys, reg, _) in &self.batch {
                 a.write_reg(phys, Reg::Dmb, reg);
             }

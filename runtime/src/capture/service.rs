@@ -379,13 +379,15 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// The producer stops: an open reservation is abandoned (one dropped record) and the lane
     /// is left unclosed — the host reports its accounting unknown — unless every phase this
     /// service saw was sealed and `settled` (the run completed) holds; then the lane closes.
-    /// Returns whether the lane closed.
+    /// Either way what was committed is published (a failed run's dump keeps the boundaries
+    /// that were sealed: a faulted task's inputs). Returns whether the lane closed.
     pub fn finish(mut self, settled: bool) -> bool {
         if let Some((_, s)) = self.open.take() {
             self.lane.resume(s).abandon();
             self.unsettled = true;
         }
         if self.unsettled || !settled || self.cores.iter().any(|c| c.req.is_some()) {
+            self.lane.publish();
             return false;
         }
         self.lane.close();

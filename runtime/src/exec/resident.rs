@@ -517,9 +517,12 @@ pub fn serve<A: AicoreAgent>(
         }
         // Read before looking for work: a ring after this read ends the wait below at once.
         let mut bell = if late { 0 } else { a.query(GmAddr(l.doorbell(c))) };
-        if !lifecycle::latched(a, map.desc) {
+        // The tick a trace records as this subtask's dispatch is read before the latch is
+        // looked at: a subtask taken after the latch is never run, one traced was taken before.
+        let taken = if trace.is_some() { a.now_ticks() } else { 0 };
+        if !latch_seen(a, map) {
             if let Some((g, e)) = poll_slot(a, &l, c, lane, done) {
-                core.run(lane, e, trace);
+                core.run(lane, e, taken, trace);
                 done = g;
                 post_completion(a, &l, c, lane, g);
                 // This core's own pass sees its lane free (and may take the consumers it just
@@ -666,10 +669,11 @@ impl<A: AicoreAgent> Core<'_, A> {
     }
 
     /// Run slot entry `e` in this core's lane `lane`: one block of a task, or one lane of
-    /// a gang's block.
-    fn run(&self, lane: u32, e: u64, trace: &mut Option<crate::trace::TraceRing>) {
+    /// a gang's block (`taken`: the tick it was taken at, when tracing). A subtask whose
+    /// kernel faults ends there: it is not counted off, so its task never completes and
+    /// releases no consumer, and its output capture is never requested.
+    fn run(&self, lane: u32, e: u64, taken: u64, trace: &mut Option<crate::trace::TraceRing>) {
         let (a, l, img) = (self.a, self.l, self.img);
-        let taken = if trace.is_some() { a.now_ticks() } else { 0 };
         let (t, block) = entry_task_block(e);
         let bad = |detail: u64, text: &str| {
             self.fault(ErrorCode::Device(DeviceFault::BadImage), Site::Kernel, t, detail, text);
@@ -785,9 +789,28 @@ impl<A: AicoreAgent> Core<'_, A> {
                 return;
             }
             ctx.observe_arguments(a);
-            if let Err(err) = a.run_kernel(kernel, &mut ctx) {
+            let ran = a.run_kernel(kernel, &mut ctx);
+            let record = |end: u64| TraceRecord {
+                kind: trace_kind::SUBTASK,
+                lane: func_lane as u8,
+                core: self.w,
+                task: t,
+                block,
+                bin,
+                start,
+                end,
+                dispatch: taken.max(1),
+                ..TraceRecord::default()
+            };
+            if let Err(err) = ran {
                 self.fault(ErrorCode::Device(DeviceFault::KernelFault), Site::Kernel, t, bin, err.as_str());
-                return;
+                if !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) {
+                    // The faulted subtask is traced (it ends after the latch), never completed.
+                    if let Some(tr) = trace.as_mut() {
+                        tr.push(a, &record(a.now_ticks()));
+                    }
+                    return;
+                }
             }
             if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) {
                 // Broken on purpose: the subtask is counted and the consumers released (and
@@ -804,18 +827,7 @@ impl<A: AicoreAgent> Core<'_, A> {
             a.store_direct(GmAddr(l.running(self.w)), 0);
             a.fetch_add(GmAddr(l.executed()), 1);
             if trace.is_some() {
-                traced = Some(TraceRecord {
-                    kind: trace_kind::SUBTASK,
-                    lane: func_lane as u8,
-                    core: self.w,
-                    task: t,
-                    block,
-                    bin,
-                    start,
-                    end: a.now_ticks(),
-                    dispatch: taken.max(1),
-                    ..TraceRecord::default()
-                });
+                traced = Some(record(a.now_ticks()));
             }
         }
         // The outputs are in memory before any consumer can be taken (and before the output
@@ -856,6 +868,12 @@ impl<A: AicoreAgent> Core<'_, A> {
     }
 }
 
+/// Whether a fault is latched (never, with `breakage::RELEASE_ON_FAULT`: the broken variant
+/// forces the interleaving in which nobody looks until the graph drained).
+fn latch_seen<G: GmAtomic>(a: &G, map: &RunMap) -> bool {
+    !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) && lifecycle::latched(a, map.desc)
+}
+
 /// Read a producer-written 4-byte predicate device-direct (the producer wrote it back before
 /// it released this task).
 fn predicate_holds<G: GmAtomic>(a: &G, addr: u64) -> bool {
@@ -883,7 +901,7 @@ pub fn supervise<A: AicpuAgent>(
     let mut last_progress = a.now_ticks();
     loop {
         let c = a.query(completed);
-        if c >= total || lifecycle::latched(a, map.desc) || stop.load(crate::sync::Ordering::Acquire) {
+        if c >= total || latch_seen(a, map) || stop.load(crate::sync::Ordering::Acquire) {
             if let Some(s) = service.as_deref_mut() {
                 // A participant that gave up marked its slot aborted: acknowledge it before
                 // the producer stops, so it leaves on the acknowledgement.

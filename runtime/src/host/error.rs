@@ -84,6 +84,10 @@ pub struct DeviceError {
     /// What the host learned besides the latched fault: the platform's own failure of the
     /// program (its [`source`](std::error::Error::source)), or that the run never ended.
     pub also: Option<Box<Error>>,
+    /// The run's swimlane trace as far as the device recorded it, when the run traced
+    /// ([`RunConfig::with_trace`](super::RunConfig::with_trace)) and both programs ended: what
+    /// ran and was dispatched up to the fault and after it.
+    pub trace: Option<Box<super::Trace>>,
 }
 
 impl DeviceError {
@@ -96,7 +100,7 @@ impl DeviceError {
         detail: u64,
         message: String,
     ) -> DeviceError {
-        DeviceError { code, site, task, core, detail, message, also: None }
+        DeviceError { code, site, task, core, detail, message, also: None, trace: None }
     }
 }
 

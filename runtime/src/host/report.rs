@@ -81,8 +81,15 @@ impl<P: HostPlatform> InFlight<P> {
     pub(super) fn collect(&self, inner: &super::Inner<P>, slot: usize, wall: Duration) -> Result<RunReport, Error> {
         let d = self.read_desc(inner)?;
         let workers = d.config.workers as u64;
+        let trace = || -> Result<Option<super::Trace>, Error> {
+            let Some(l) = crate::layout::TraceLayout::of(&d.config) else { return Ok(None) };
+            let funcs = inner.funcs.lock().0.clone();
+            let hz = pto_hal::Clock::freq_hz(&inner.dev);
+            let edges = self.graph.as_deref().map(|g| g.plan.edges.as_slice());
+            super::trace::collect(&inner.dev, hz, &funcs, &d, l, edges).map(Some)
+        };
         if let Some(lifecycle::Latched { fault, message }) = lifecycle::decode_latch(&d) {
-            let err = match fault {
+            let mut err = match fault {
                 Ok(f) => DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message),
                 Err((code, site)) => DeviceError::new(
                     ErrorCode::Device(DeviceFault::BadImage),
@@ -93,6 +100,8 @@ impl<P: HostPlatform> InFlight<P> {
                     format!("the device latched code {code} at site {site}, which this build does not know: {message}"),
                 ),
             };
+            // The trace of a failed run is a diagnostic: one that cannot be read is left out.
+            err.trace = trace().ok().flatten().map(std::boxed::Box::new);
             // Surface (and clear) any program status too, so it cannot leak into the next run;
             // the latched fault is the better report, so the stream's own error is dropped.
             let _ = self.sync_streams(inner);
@@ -120,15 +129,7 @@ impl<P: HostPlatform> InFlight<P> {
             )));
         }
         let micros = pto_hal::Clock::micros_from_ticks(&inner.dev, d.run.orch_ticks);
-        let trace = match crate::layout::TraceLayout::of(&d.config) {
-            None => None,
-            Some(l) => {
-                let funcs = inner.funcs.lock().0.clone();
-                let hz = pto_hal::Clock::freq_hz(&inner.dev);
-                let edges = self.graph.as_deref().map(|g| g.plan.edges.as_slice());
-                Some(super::trace::collect(&inner.dev, hz, &funcs, &d, l, edges)?)
-            }
-        };
+        let trace = trace()?;
         Ok(RunReport {
             epoch: self.epoch,
             tasks: d.run.completed,
