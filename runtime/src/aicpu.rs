@@ -18,9 +18,9 @@ use crate::layout::{
     args_flags, executor_mode, offsets,
 };
 
+use crate::exec::legacy::sched::{Base, Completions, Scheduler, TaskInfo, TaskSource};
 use crate::launch_state;
 use crate::lifecycle::{self, Fault, RunMap};
-use crate::sched::{Base, Completions, Scheduler, TaskInfo, TaskSource};
 
 pub use crate::launch_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
 
@@ -40,7 +40,7 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         // With the dump on, this thread's lane serves its clusters' boundary captures.
         let mut service = crate::layout::CaptureLayout::of(&map.cfg).and_then(|l| {
             let (lane, level) = sched.take_dump()?.into_parts();
-            Some(crate::capture::service::Service::new(
+            Some(crate::exec::resident::capture::service::Service::new(
                 a,
                 l,
                 lane,
@@ -51,7 +51,7 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
                 launch.thread_count,
             ))
         });
-        let done = crate::exec::resident::supervise(a, map, &shared.base().stop, service.as_mut());
+        let done = crate::exec::resident::supervisor::supervise(a, map, &shared.base().stop, service.as_mut());
         if let Some(s) = service {
             // The producer stops here, before any core is retired: nothing a capture still
             // references is released before.
@@ -62,7 +62,7 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         }
         shared.base().record_completed(done);
         if launch.thread_idx == 0 {
-            crate::exec::resident::count_executed(a, &shared.base().map);
+            crate::exec::resident::supervisor::count_executed(a, &shared.base().map);
         }
     } else {
         sched.run();

@@ -6,8 +6,7 @@ use alloc::vec::Vec;
 use pto_hal::{CoreType, GmAddr, MAX_TENSOR_DIMS};
 
 use crate::layout::{MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, Shape, lanes};
-use crate::orch::AsTensor;
-use crate::orch::sealed::Sealed;
+use sealed::Sealed;
 
 /// Element data types.
 // Under `std` the host's documents (`host::documents`: the args-dump manifest) name a dtype in
@@ -621,11 +620,43 @@ impl GraphError {
     }
 }
 
+/// A tensor argument: an external [`Tensor`] or a scope's
+/// `Local` (the orchestration API's scope tensor). Sealed.
+pub trait AsTensor: sealed::Sealed {}
+impl AsTensor for Tensor {}
+
+pub(crate) mod sealed {
+    /// Hands the runtime the descriptor; not callable from outside the crate.
+    pub trait Sealed {
+        fn raw(&self) -> super::Tensor;
+    }
+    impl Sealed for super::Tensor {
+        fn raw(&self) -> super::Tensor {
+            *self
+        }
+    }
+}
+
+impl Tensor {
+    /// The region of its buffer this view names (for dependency discovery and the aliasing
+    /// check).
+    pub fn region(&self) -> crate::region::Region {
+        crate::region::Region {
+            buffer: self.buffer.id,
+            offset: self.offset,
+            elem_bytes: self.buffer.dtype.size(),
+            ndims: self.ndims,
+            shape: self.shape,
+            strides: self.strides,
+        }
+    }
+}
+
 impl Task {
     /// Refuse two arguments of one buffer that share a byte when at least one of them is
     /// written (untracked arguments are the user's business and are not compared).
     fn check_aliasing(&self, task: u32) -> Result<(), GraphError> {
-        use crate::tensormap::{Overlap, Region, classify};
+        use crate::region::{Overlap, classify};
         let tracked = |d: Direction| d != Direction::NoDep;
         for (i, a) in self.args.iter().enumerate() {
             if !tracked(a.dir) {
@@ -638,7 +669,7 @@ impl Task {
                 if a.tensor.buffer.id != b.tensor.buffer.id || a.tensor.buffer.placement != b.tensor.buffer.placement {
                     continue;
                 }
-                if classify(&Region::of(&a.tensor), &Region::of(&b.tensor)) != Overlap::None {
+                if classify(&a.tensor.region(), &b.tensor.region()) != Overlap::None {
                     return Err(GraphError::AliasedArgs { task, first: i as u32, second: j as u32 });
                 }
             }

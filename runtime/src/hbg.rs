@@ -22,7 +22,7 @@ use crate::codes::OrchError;
 use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor, TensorProblem};
 use crate::layout::{FuncEntry, IMAGE_MAGIC, ImageHeader, LAYOUT_VERSION, MAX_FUNC_ID, NO_FUNC, Shape, TaskRecord};
 use crate::orch::{OrchFail, Orchestrator, RuntimeKind, ScopeMode};
-use crate::tensormap::{Region, TensorMap};
+use crate::tensormap::TensorMap;
 
 /// Most tasks of one graph.
 pub const MAX_TASKS: u32 = 1 << 24;
@@ -269,16 +269,16 @@ impl<'f> GraphBuilder<'f> {
         if auto {
             for a in task.args() {
                 if a.dir.reads() || matches!(a.dir, Direction::Out | Direction::InOut) {
-                    self.writers.lookup(&Region::of(&a.tensor), &mut fanin);
+                    self.writers.lookup(&a.tensor.region(), &mut fanin);
                 }
             }
             if let Some(p) = task.predicate() {
-                self.writers.lookup(&Region::of(p), &mut fanin);
+                self.writers.lookup(&p.region(), &mut fanin);
             }
             for a in task.args() {
                 if a.dir.writes() {
                     // Unbounded on the host: the map never refuses.
-                    let _ = self.writers.insert(&Region::of(&a.tensor), id);
+                    let _ = self.writers.insert(&a.tensor.region(), id);
                 }
             }
         }

@@ -45,9 +45,9 @@ use core::ptr::{self, NonNull};
 
 use pto_hal::{AicpuAgent, AicpuLaunch};
 
+use crate::exec::legacy::sched::TaskSource;
 use crate::layout::offsets;
 use crate::lifecycle;
-use crate::sched::TaskSource;
 
 /// The launch's scratch cell. It is the HAL's (`AicpuLaunch::scratch`), so it is core's
 /// atomic pointer even under loom; the departure count and the fence are the shim's.

@@ -156,25 +156,11 @@ pub trait Orchestrator {
     fn clusters(&self) -> u32;
 }
 
-/// A tensor argument: an external [`Tensor`] or a scope's [`Local`]. Sealed.
-pub trait AsTensor: sealed::Sealed {}
-impl AsTensor for Tensor {}
+pub use crate::graph::AsTensor;
 impl AsTensor for Local<'_> {}
-
-pub(crate) mod sealed {
-    /// Hands the runtime the descriptor; not callable from outside the crate.
-    pub trait Sealed {
-        fn raw(&self) -> super::Tensor;
-    }
-    impl Sealed for super::Tensor {
-        fn raw(&self) -> super::Tensor {
-            *self
-        }
-    }
-    impl Sealed for super::Local<'_> {
-        fn raw(&self) -> super::Tensor {
-            self.t
-        }
+impl crate::graph::sealed::Sealed for Local<'_> {
+    fn raw(&self) -> Tensor {
+        self.t
     }
 }
 
@@ -329,7 +315,7 @@ impl<'s> Orch<'s> {
     /// Element `index` of `t`, once every task writing it is done (in a manual scope, where
     /// writers are not tracked: once every task submitted so far is done).
     pub fn read<T: Element>(&mut self, t: &impl AsTensor, index: &[u32]) -> Result<T, OrchFail> {
-        let t = sealed::Sealed::raw(t);
+        let t = crate::graph::sealed::Sealed::raw(t);
         check_element::<T>(&t)?;
         let mut v = T::zeroed();
         self.o.read_element(&t, index, bytemuck::bytes_of_mut(&mut v))?;
@@ -340,7 +326,7 @@ impl<'s> Orch<'s> {
     /// manual scope: once every task submitted so far is done). Readers are not waited for:
     /// order a write after readers with the data flow, as for write-after-read.
     pub fn write<T: Element>(&mut self, t: &impl AsTensor, index: &[u32], v: T) -> Result<(), OrchFail> {
-        let t = sealed::Sealed::raw(t);
+        let t = crate::graph::sealed::Sealed::raw(t);
         check_element::<T>(&t)?;
         self.o.write_element(&t, index, bytemuck::bytes_of(&v))
     }

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | [`HBG_AICPU`] | AICPU | [`crate::aicpu::aicpu_entry`]: the host-built graph's scheduler |
 //! | [`TRB_AICPU`] | AICPU | [`crate::trb::aicpu_entry`]: the device-side runtime (orchestrator + schedulers) |
-//! | [`LEGACY_AICORE`] | AICore | [`crate::exec::legacy::aicore_entry`]: the legacy executor |
+//! | [`LEGACY_AICORE`] | AICore | [`crate::exec::entry::aicore_entry`]: the legacy executor |
 //!
 //! A platform that runs its device half in process (the simulator, the on-target harness)
 //! gets them with [`install`]; hardware loads them from the device library built by the
@@ -29,7 +29,7 @@ pub fn aicpu_programs<A: AicpuAgent>() -> [(&'static str, AicpuEntry<A>); 2] {
 
 /// Every AICore program of the runtime for agent type `A`, by name.
 pub fn aicore_programs<A: AicoreAgent>() -> [(&'static str, AicoreEntry<A>); 1] {
-    [(LEGACY_AICORE, crate::exec::legacy::aicore_entry::<A>)]
+    [(LEGACY_AICORE, crate::exec::entry::aicore_entry::<A>)]
 }
 
 /// Install the runtime's device programs in an in-process platform's device.

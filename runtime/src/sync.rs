@@ -4,7 +4,7 @@
 //! Every atomic of this crate comes from here; `runtime/clippy.toml` forbids
 //! `core::sync::atomic`'s types and `fence` anywhere else (`clippy::disallowed_types`,
 //! `clippy::disallowed_methods`). It is public because the schedulers' shared state
-//! ([`crate::sched::TaskSource`], the rings' slots) hands these types out. Outside loom the
+//! (the legacy scheduler's task sources, the rings' slots) hands these types out. Outside loom the
 //! types are thin `#[repr(transparent)]` wrappers (not re-exports, so that the lint can tell
 //! the two paths apart); they forward to `core` and cost nothing.
 //!

@@ -54,12 +54,12 @@ use pto_hal::{
     AicoreAgent, AicoreCache, AicoreLaunch, Barriers, Clock, CoreRegisters, CoreType, Events, GmAddr, GmMemory,
     GmMemoryExt, Reg, Registers,
 };
-use pto_runtime::exec::legacy::aicore_entry;
+use pto_runtime::exec::entry::aicore_entry;
+use pto_runtime::exec::legacy::queue::{Full, ReadyQueue};
+use pto_runtime::exec::legacy::sched::decide;
 use pto_runtime::host::slots::{Refused, SlotTable};
 use pto_runtime::layout::{ARGS_HEAD, ArgsHeader, DispatchPayload, Handshake, offsets, regs};
 use pto_runtime::lifecycle::{self, Release, Retired, RunMap, retire_group, wait_release};
-use pto_runtime::queue::{Full, ReadyQueue};
-use pto_runtime::sched::decide;
 use zerocopy::IntoBytes;
 
 use loom_hal::{Budgets, Device, GmPlan, LoomAicpu, LoomCore, RegOrder, initial_gm};

@@ -1,6 +1,6 @@
 //! Loom models of the resident route's argument-capture rendezvous (Mechanism R of the
 //! resident args-capture design, acceptance items 3–6): the slot's step functions from
-//! `pto_runtime::capture::rendezvous` (`claim`, `arrive`, `publisher`, `publisher_word`,
+//! `pto_runtime::exec::resident::capture::rendezvous` (`claim`, `arrive`, `publisher`, `publisher_word`,
 //! `leave`, `departed`, `read_ack`, `write_request`) driven by loom threads as the cores drive
 //! them, over the loom device of [`loom_hal`] (every slot, request and acknowledgement word a
 //! loom atomic, as `GmAtomic` defines it), and the real [`GmLane`] for the lane's one open
@@ -77,10 +77,10 @@ use loom_hal::{Device, GM_BASE, LoomAicpu, LoomCore, RegOrder};
 use loom_harness::expect_found;
 use loom_harness::{Tally, check};
 use pto_hal::{Barriers, Begin, Blocked, DumpLane, DumpReservation, GmAddr, GmAtomic, GmMemory};
-use pto_runtime::capture::rendezvous::{
+use pto_runtime::dump::{Capture, DumpLevel, GmLane};
+use pto_runtime::exec::resident::capture::rendezvous::{
     Ack, Claim, Request, arrive, claim, departed, leave, publisher, publisher_word, read_ack, write_ack, write_request,
 };
-use pto_runtime::dump::{Capture, DumpLevel, GmLane};
 use pto_runtime::layout::{
     CaptureLayout, DUMP_MAGIC, DumpHeader, DumpLayout, DumpReady, DumpRecord, capture_ack, capture_phase,
     capture_request, capture_slot, capture_status,

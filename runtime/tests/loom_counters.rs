@@ -47,10 +47,10 @@ use loom_harness::check;
 use loom_harness::expect_found;
 use pto_hal::{AicpuLaunch, GmAddr, GmAtomic};
 use pto_runtime::codes::{ErrorCode, SchedError, Site};
+use pto_runtime::exec::legacy::sched::{Base, Completions, TaskInfo, TaskSource, all_done};
 use pto_runtime::launch_state::share;
 use pto_runtime::layout::{Shape, offsets};
 use pto_runtime::lifecycle::{Fault, RunMap};
-use pto_runtime::sched::{Base, Completions, TaskInfo, TaskSource, all_done};
 
 /// The run's epoch.
 const EPOCH: u64 = 3;

@@ -1,5 +1,5 @@
 //! Loom models of the resident executor's scheduler state, driving the runtime's own functions
-//! from `pto_runtime::exec::resident` (`take`, `take_any`, `push`, `make_ready`,
+//! from `pto_runtime::exec::resident::state` (`take`, `take_any`, `push`, `make_ready`,
 //! `release_consumer`, `finish`, `publish_slot`, `poll_slot`, `complete_slot`, `lane_free`,
 //! `dispatch`, `wake_idle`; `ring` and `set_idle` through them) over the loom device of
 //! [`loom_hal`] (every state word a loom atomic, as `GmAtomic` defines it). The state is written by [`state`], a
@@ -67,7 +67,7 @@ use loom_hal::{Device, GM_BASE, GmPlan, LoomCore, RegOrder, spin_until};
 use loom_harness::expect_found;
 use loom_harness::{Tally, check};
 use pto_hal::{Barriers, GmAddr, GmAtomic, GmMemoryExt};
-use pto_runtime::exec::resident::{
+use pto_runtime::exec::resident::state::{
     Take, complete_slot, dispatch, finish, lane_free, make_ready, poll_slot, publish_slot, push, release_consumer,
     take, take_any,
 };

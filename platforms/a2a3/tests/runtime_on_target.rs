@@ -6,7 +6,7 @@
 //! `pto_runtime::trb::aicpu_entry::<A2a3Aicpu>` (device-side runtime) — run on AICPU threads
 //! built as `A2a3Aicpu` over GM in process memory and register windows as plain memory, with
 //! the real `dc civac` / `dc cvac` maintenance, barriers and counter. AICores are threads
-//! running the runtime's legacy executor (`pto_runtime::exec::legacy::aicore_entry`) over the
+//! running the runtime's legacy executor (`pto_runtime::exec::entry::aicore_entry`) over the
 //! harness's AICore agent. The host side is the runtime's own (`Device::new_in_process` over
 //! `pto_target_harness::platform::OnTarget`). Workloads: `vector` and `chain513`, both
 //! runtimes, against host goldens. The device half logs with defmt into a GM log ring

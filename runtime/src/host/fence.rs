@@ -12,17 +12,17 @@ use zerocopy::IntoBytes;
 use super::error::platform;
 use super::memory::Pins;
 use super::{Device, DeviceError, Error};
-use crate::codes::{DeviceFault, ErrorCode};
-use crate::layout::LaunchDesc;
+use crate::codes::{DeviceFault, ErrorCode, Site};
+use crate::layout::{LaunchDesc, RUNTIME_TRB};
 use crate::lifecycle;
 use crate::orch::RuntimeKind;
 
-use super::report::{RunReport, collect_error};
+use super::report::{RunReport, capture_report, collect_error};
 use super::turns::Reserved;
 
 /// A launched run. [`RunHandle::wait`] is its completion fence; dropping the handle waits too.
 ///
-/// The run's own state ([`InFlight`]) belongs to the device, not to the handle: a handle that
+/// The run's own state (`InFlight`) belongs to the device, not to the handle: a handle that
 /// is forgotten (`mem::forget`) cannot keep its pipeline slot for good. A run waiting for a
 /// slot fences a launched run whose handle has not done so within
 /// [`Timeouts::lease_us`](super::Timeouts::lease_us) of its launch, and keeps its outcome for
@@ -378,5 +378,83 @@ impl<P: HostPlatform> Drop for RunHandle<'_, P> {
         if !self.waited {
             let _ = self.dev.inner.fence_run(self.slot, self.epoch);
         }
+    }
+}
+
+/// The report of a run whose programs both ended: the descriptor's counters and latch, the
+/// trace when it was on.
+impl<P: HostPlatform> InFlight<P> {
+    pub(super) fn collect(&self, inner: &super::Inner<P>, slot: usize, wall: Duration) -> Result<RunReport, Error> {
+        let d = self.read_desc(inner)?;
+        let workers = d.config.workers as u64;
+        let trace = || -> Result<Option<super::Trace>, Error> {
+            let Some(l) = crate::layout::TraceLayout::of(&d.config) else { return Ok(None) };
+            let funcs = inner.funcs.lock().0.clone();
+            let hz = pto_hal::Clock::freq_hz(&inner.dev);
+            let edges = self.graph.as_deref().map(|g| g.plan.edges.as_slice());
+            super::trace::collect(&inner.dev, hz, &funcs, &d, l, edges).map(Some)
+        };
+        if let Some(lifecycle::Latched { fault, message }) = lifecycle::decode_latch(&d) {
+            let mut err = match fault {
+                Ok(f) => DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message),
+                Err((code, site)) => DeviceError::new(
+                    ErrorCode::Device(DeviceFault::BadImage),
+                    Site::Boot,
+                    None,
+                    None,
+                    (code << 32) | (site & 0xFFFF_FFFF),
+                    format!("the device latched code {code} at site {site}, which this build does not know: {message}"),
+                ),
+            };
+            // The trace of a failed run is a diagnostic: one that cannot be read is left out.
+            err.trace = trace().ok().flatten().map(std::boxed::Box::new);
+            // Surface (and clear) any program status too, so it cannot leak into the next run;
+            // the latched fault is the better report, so the stream's own error is dropped.
+            let _ = self.sync_streams(inner);
+            if d.run.cores_released < d.run.cores_ready || d.run.threads_done < d.config.aicpu_threads as u64 {
+                inner.mark_unusable(format!("run {} left cores unreleased after: {err}", self.epoch));
+            }
+            return Err(Error::Device(err));
+        }
+        if d.run.threads_done != d.config.aicpu_threads as u64
+            || d.run.cores_released != workers
+            || self.tasks.is_some_and(|n| d.run.completed != n as u64)
+        {
+            // No latched fault but the run's own record is incomplete: ask the streams.
+            self.sync_streams(inner)?;
+            inner.mark_unusable(format!("run {} ended without a complete record", self.epoch));
+            return Err(Error::Unusable(format!(
+                "run {} ended with {}/{:?} tasks, {}/{} threads, {}/{} cores released",
+                self.epoch,
+                d.run.completed,
+                self.tasks,
+                d.run.threads_done,
+                d.config.aicpu_threads,
+                d.run.cores_released,
+                workers
+            )));
+        }
+        let micros = pto_hal::Clock::micros_from_ticks(&inner.dev, d.run.orch_ticks);
+        let trace = trace()?;
+        Ok(RunReport {
+            epoch: self.epoch,
+            tasks: d.run.completed,
+            dispatched: d.run.dispatched,
+            cores: d.run.cores_ready,
+            released: d.run.cores_released,
+            wall,
+            slot,
+            trace,
+            dump: None,
+            executor: if crate::layout::ResidentLayout::of(&d.config).is_some() {
+                super::Executor::Resident
+            } else {
+                super::Executor::Legacy
+            },
+            legacy_reason: super::LegacyReason::from_code(d.config.executor_reason, d.config.executor_detail),
+            capture: capture_report(&inner.dev, &d.config)?,
+            orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
+                .then(|| Duration::from_micros(micros)),
+        })
     }
 }

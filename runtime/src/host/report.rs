@@ -1,20 +1,13 @@
 //! What a run reports: the counters, executor and capture figures read back from the
 //! descriptor after the fence, and the trace when it was on.
 
-use std::format;
 use std::string::ToString;
 use std::time::Duration;
 
-use pto_hal::{DeviceMemory, GmAddr, HostPlatform};
+use pto_hal::{DeviceMemory, GmAddr};
 
+use super::Error;
 use super::error::platform;
-use super::{DeviceError, Error};
-use crate::codes::{DeviceFault, ErrorCode, Site};
-use crate::layout::RUNTIME_TRB;
-use crate::lifecycle;
-use crate::orch::RuntimeKind;
-
-use super::fence::InFlight;
 
 /// What a completed run reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,13 +28,13 @@ pub struct RunReport {
     pub wall: Duration,
     /// Device-side runtime: how long the orchestration function ran on the device (its
     /// submission time, overlapped with execution). `None` on the host-built graph, whose
-    /// submission is the graph build ([`Graph::build_time`]).
+    /// submission is the graph build ([`Graph::build_time`](super::Graph::build_time)).
     pub orchestration: Option<Duration>,
     /// Pipeline slot used.
     pub slot: usize,
-    /// The run's swimlane trace, when [`RunConfig::trace`] was on.
+    /// The run's swimlane trace, when [`RunConfig::trace`](super::RunConfig::trace) was on.
     pub trace: Option<super::Trace>,
-    /// What the args dump wrote, when [`RunConfig::dump`] was on.
+    /// What the args dump wrote, when [`RunConfig::dump`](super::RunConfig::dump) was on.
     pub dump: Option<super::dump::DumpReport>,
     /// The executor that ran the graph: [`Executor::Legacy`](super::Executor::Legacy) or
     /// [`Executor::Resident`](super::Executor::Resident) (never `Auto`).
@@ -77,82 +70,6 @@ pub struct CaptureReport {
     pub unsettled_slots: u64,
 }
 
-impl<P: HostPlatform> InFlight<P> {
-    pub(super) fn collect(&self, inner: &super::Inner<P>, slot: usize, wall: Duration) -> Result<RunReport, Error> {
-        let d = self.read_desc(inner)?;
-        let workers = d.config.workers as u64;
-        let trace = || -> Result<Option<super::Trace>, Error> {
-            let Some(l) = crate::layout::TraceLayout::of(&d.config) else { return Ok(None) };
-            let funcs = inner.funcs.lock().0.clone();
-            let hz = pto_hal::Clock::freq_hz(&inner.dev);
-            let edges = self.graph.as_deref().map(|g| g.plan.edges.as_slice());
-            super::trace::collect(&inner.dev, hz, &funcs, &d, l, edges).map(Some)
-        };
-        if let Some(lifecycle::Latched { fault, message }) = lifecycle::decode_latch(&d) {
-            let mut err = match fault {
-                Ok(f) => DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message),
-                Err((code, site)) => DeviceError::new(
-                    ErrorCode::Device(DeviceFault::BadImage),
-                    Site::Boot,
-                    None,
-                    None,
-                    (code << 32) | (site & 0xFFFF_FFFF),
-                    format!("the device latched code {code} at site {site}, which this build does not know: {message}"),
-                ),
-            };
-            // The trace of a failed run is a diagnostic: one that cannot be read is left out.
-            err.trace = trace().ok().flatten().map(std::boxed::Box::new);
-            // Surface (and clear) any program status too, so it cannot leak into the next run;
-            // the latched fault is the better report, so the stream's own error is dropped.
-            let _ = self.sync_streams(inner);
-            if d.run.cores_released < d.run.cores_ready || d.run.threads_done < d.config.aicpu_threads as u64 {
-                inner.mark_unusable(format!("run {} left cores unreleased after: {err}", self.epoch));
-            }
-            return Err(Error::Device(err));
-        }
-        if d.run.threads_done != d.config.aicpu_threads as u64
-            || d.run.cores_released != workers
-            || self.tasks.is_some_and(|n| d.run.completed != n as u64)
-        {
-            // No latched fault but the run's own record is incomplete: ask the streams.
-            self.sync_streams(inner)?;
-            inner.mark_unusable(format!("run {} ended without a complete record", self.epoch));
-            return Err(Error::Unusable(format!(
-                "run {} ended with {}/{:?} tasks, {}/{} threads, {}/{} cores released",
-                self.epoch,
-                d.run.completed,
-                self.tasks,
-                d.run.threads_done,
-                d.config.aicpu_threads,
-                d.run.cores_released,
-                workers
-            )));
-        }
-        let micros = pto_hal::Clock::micros_from_ticks(&inner.dev, d.run.orch_ticks);
-        let trace = trace()?;
-        Ok(RunReport {
-            epoch: self.epoch,
-            tasks: d.run.completed,
-            dispatched: d.run.dispatched,
-            cores: d.run.cores_ready,
-            released: d.run.cores_released,
-            wall,
-            slot,
-            trace,
-            dump: None,
-            executor: if crate::layout::ResidentLayout::of(&d.config).is_some() {
-                super::Executor::Resident
-            } else {
-                super::Executor::Legacy
-            },
-            legacy_reason: super::LegacyReason::from_code(d.config.executor_reason, d.config.executor_detail),
-            capture: capture_report(&inner.dev, &d.config)?,
-            orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
-                .then(|| Duration::from_micros(micros)),
-        })
-    }
-}
-
 pub(super) fn collect_error<E: pto_hal::Error + std::error::Error + Send + Sync + 'static>(
     e: super::dump::CollectError<E>,
 ) -> Error {
@@ -163,7 +80,10 @@ pub(super) fn collect_error<E: pto_hal::Error + std::error::Error + Send + Sync 
 }
 
 /// Read back the counters and slot states of a resident run's capture region.
-fn capture_report<D: DeviceMemory>(dev: &D, cfg: &crate::layout::LaunchConfig) -> Result<Option<CaptureReport>, Error>
+pub(super) fn capture_report<D: DeviceMemory>(
+    dev: &D,
+    cfg: &crate::layout::LaunchConfig,
+) -> Result<Option<CaptureReport>, Error>
 where
     D::Error: std::error::Error + Send + Sync + 'static,
 {

@@ -16,6 +16,7 @@ use pto_hal::{DeviceMemory, GmAddr};
 use zerocopy::FromBytes;
 
 use super::Error;
+pub use super::documents::chrome::Phase;
 use super::documents::chrome::{
     self, AICORE_PID, AICPU_PID, BindingPoint, ChromeTrace, Dep, Event, FlowEnd, FlowStart, Flows, Metadata, NameArgs,
     Named, OtherData, PhaseSlice, Producer, Slice, SortArgs, Sorted, TaskArgs, TaskSlice, TimeUnit,
@@ -56,41 +57,6 @@ pub struct SubtaskTrace {
     pub completion: Option<u64>,
     /// AICPU thread that dispatched it (`None` on the resident executor, where none does).
     pub thread: Option<u32>,
-}
-
-/// What an AICPU thread was doing. The trace document names it as [`Phase::name`] spells it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    /// Running the orchestration function (device-side runtime).
-    Orchestration,
-    /// A dispatch pass that placed work.
-    Dispatch,
-    /// A completion poll that retired work.
-    Completion,
-    /// Waiting for an event.
-    Idle,
-    /// Handshaking its cores.
-    Handshake,
-    /// Retiring its cores.
-    Retire,
-    /// Watching a resident run (the cores schedule themselves) until it completes.
-    Supervise,
-}
-
-impl Phase {
-    /// The phase's name, as exported.
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Orchestration => "orchestration",
-            Phase::Dispatch => "dispatch",
-            Phase::Completion => "completion",
-            Phase::Idle => "idle",
-            Phase::Handshake => "handshake",
-            Phase::Retire => "retire",
-            Phase::Supervise => "supervise",
-        }
-    }
 }
 
 /// One phase of one AICPU thread.

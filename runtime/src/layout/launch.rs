@@ -38,6 +38,12 @@ pub mod regs {
     pub const COND_IDLE: u32 = COND_FIN | 0x7FFF_FFFF;
     /// COND: exit acknowledged.
     pub const COND_EXITED: u32 = COND_FIN | 0x7FFF_FFFE;
+    /// COND value a legacy core writes instead of `fin(id)` when the dispatch it acknowledged
+    /// faulted (after latching the fault): the AICPU never counts that subtask done, so its
+    /// task never completes, is never recorded after completion and releases no consumer. In
+    /// the reserved range, so the scheduler matches it to no slot. After it the core runs
+    /// nothing more: it waits for EXIT.
+    pub const COND_FAULTED: u32 = COND_FIN | 0x7FFF_FFFC;
     /// COND value acknowledging dispatch `id`.
     pub const fn ack(id: u32) -> u32 {
         id & 0x7FFF_FFFF
@@ -52,6 +58,19 @@ pub mod regs {
         let n = id + 1;
         if n >= RESERVED_MIN { 1 + (id & 1) } else { n }
     }
+}
+
+/// What the AICore program returns to its stream when it does not end normally (0).
+pub mod core_status {
+    /// Status the executor returns when its configuration is unusable.
+    pub const BAD_DESC: i32 = -202;
+    /// Status when the window never opened within budget.
+    pub const WINDOW_TIMEOUT: i32 = -8;
+    /// Status when no dispatch and no EXIT arrived within budget.
+    pub const IDLE_TIMEOUT: i32 = -9;
+    /// Status when the AICPU abandoned the core at its teardown gate (it did not acknowledge
+    /// EXIT in time) instead of releasing it.
+    pub const NOT_RELEASED: i32 = -6;
 }
 
 /// Host-written run configuration: the first three lines of the launch descriptor.

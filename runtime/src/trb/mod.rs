@@ -1,7 +1,7 @@
 //! The tensormap-and-ringbuffer runtime: orchestration on the device.
 //!
 //! The highest AICPU thread boots the run and then runs the user's orchestration
-//! ([`orchestrator`]); every other thread schedules ([`crate::sched`]) from the first
+//! ([`orchestrator`]); every other thread schedules ([`crate::exec::legacy::sched`]) from the first
 //! submitted task on, so orchestration and execution overlap. Dependencies are discovered by
 //! the tensor map; tasks, edges and heap bytes live in [`ring`]s that are reclaimed as tasks
 //! are consumed, so a run of any length needs bounded memory.
@@ -16,12 +16,12 @@ use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
+use crate::exec::legacy::sched::{Base, Scheduler, TaskInfo, TaskSource};
 use crate::launch_state;
 use crate::layout::{
     DESC_MAGIC, FuncEntry, LAYOUT_VERSION, ORCH_MAGIC, OrchImage, OrchTensor, RINGS, TaskDesc, offsets,
 };
 use crate::lifecycle::{self, Fault, RunMap};
-use crate::sched::{Base, Scheduler, TaskInfo, TaskSource};
 use ring::{Ring, unhandle};
 
 pub use crate::launch_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};

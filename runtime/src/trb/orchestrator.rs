@@ -24,11 +24,11 @@ use pto_hal::{AicpuAgent, CoreType, GmAddr};
 use super::Shared;
 use super::ring::{self, COMPLETED, Cursor, Lack, PENDING, Wired, handle, task_id, untask_id};
 use crate::codes::{ErrorCode, OrchError, Site};
+use crate::exec::legacy::sched::{Completions, TaskSource};
 use crate::graph::{BufferRef, DType, Direction, GraphError, Placement, Task, TaskId, Tensor};
 use crate::layout::{RINGS, Shape, TaskDesc};
 use crate::lifecycle::{self, Fault};
 use crate::orch::{Orch, OrchArgs, OrchFail, OrchFn, Orchestrator, RuntimeKind, ScopeMode, element_offset};
-use crate::sched::{Completions, TaskSource};
 use crate::tensormap::{Region, TensorMap};
 
 /// Deepest scope nesting (SCOPE_TASKS_OVERFLOW beyond).
@@ -391,11 +391,11 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
             let cursors = &self.cursors;
             for a in task.args() {
                 if a.dir.reads() || matches!(a.dir, Direction::Out | Direction::InOut) {
-                    self.map.lookup_pruning(&Region::of(&a.tensor), |p| Self::retired(cursors, p), &mut prods);
+                    self.map.lookup_pruning(&a.tensor.region(), |p| Self::retired(cursors, p), &mut prods);
                 }
             }
             if let Some(p) = task.predicate() {
-                self.map.lookup_pruning(&Region::of(p), |p| Self::retired(cursors, p), &mut prods);
+                self.map.lookup_pruning(&p.region(), |p| Self::retired(cursors, p), &mut prods);
             }
         }
         prods.sort_unstable();
@@ -409,7 +409,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
             if !a.dir.writes() {
                 continue;
             }
-            let region = Region::of(&a.tensor);
+            let region = a.tensor.region();
             let budget = self.s.image.wait_ticks;
             let mut deadline = self.a.now_ticks().saturating_add(budget);
             loop {
@@ -491,7 +491,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
         one.ndims = 1;
         one.shape = [1; 5];
         one.strides = [1, 0, 0, 0, 0];
-        Ok((crate::args::tensor_addr(&one, GmAddr::NULL), Region::of(&one)))
+        Ok((crate::args::tensor_addr(&one, GmAddr::NULL), one.region()))
     }
 
     fn end_scope_now(&mut self) {

@@ -1,8 +1,8 @@
 //! A run's swimlane trace as a Chrome trace-event JSON document (the object form, which
 //! Perfetto and `chrome://tracing` open): [`ChromeTrace`].
 //!
-//! [`Trace::to_chrome`](crate::host::Trace::to_chrome) builds it and
-//! [`Trace::to_chrome_json`](crate::host::Trace::to_chrome_json) writes it; [`ChromeTrace::read`]
+//! `Trace::to_chrome` builds it and
+//! `Trace::to_chrome_json` writes it; [`ChromeTrace::read`]
 //! reads a file back (`pto trace` does), refusing another [`FORMAT_VERSION`] and any field it
 //! does not know or misses.
 //!
@@ -17,7 +17,41 @@ use std::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 use super::DocumentError;
-use crate::host::trace::Phase;
+
+/// What an AICPU thread was doing. The trace document names it as [`Phase::name`] spells it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Running the orchestration function (device-side runtime).
+    Orchestration,
+    /// A dispatch pass that placed work.
+    Dispatch,
+    /// A completion poll that retired work.
+    Completion,
+    /// Waiting for an event.
+    Idle,
+    /// Handshaking its cores.
+    Handshake,
+    /// Retiring its cores.
+    Retire,
+    /// Watching a resident run (the cores schedule themselves) until it completes.
+    Supervise,
+}
+
+impl Phase {
+    /// The phase's name, as exported.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Orchestration => "orchestration",
+            Phase::Dispatch => "dispatch",
+            Phase::Completion => "completion",
+            Phase::Idle => "idle",
+            Phase::Handshake => "handshake",
+            Phase::Retire => "retire",
+            Phase::Supervise => "supervise",
+        }
+    }
+}
 use crate::orch::RuntimeKind;
 
 /// The trace document's format version, in `otherData.format_version`: raised whenever a field

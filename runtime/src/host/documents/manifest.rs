@@ -1,7 +1,7 @@
 //! An args-dump directory's manifest, `args_dump.json`: [`Manifest`].
 //!
 //! The host writes it when a dumping run ends (the collector of
-//! [`host::dump`](crate::host::dump)), and [`Dump::open`](crate::host::dump::Dump::open) reads
+//! `host::dump`), and `Dump::open` reads
 //! it back through the same types, refusing another [`FORMAT_VERSION`] and any field it does not
 //! know or misses. The payloads it points into are in the directory's `args.bin`.
 
@@ -44,7 +44,7 @@ pub struct Manifest {
 
 impl Manifest {
     /// Read an `args_dump.json`: its `format_version` must be [`FORMAT_VERSION`], and every
-    /// field one this version has. ([`Dump::open`](crate::host::dump::Dump::open) reads a
+    /// field one this version has. (`Dump::open` reads a
     /// whole directory: this, `args.bin`, and the payloads' places in it.)
     pub fn read(path: impl AsRef<Path>) -> Result<Manifest, DocumentError> {
         super::read_versioned(path.as_ref(), "format_version", FORMAT_VERSION)

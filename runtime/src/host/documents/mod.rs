@@ -2,10 +2,10 @@
 //! the same one used to write it and to read it, with a format version.
 //!
 //! * [`chrome`]: a run's swimlane trace as Chrome trace-event JSON ([`chrome::ChromeTrace`],
-//!   written by [`Trace::to_chrome_json`](super::Trace::to_chrome_json), version
+//!   written by `Trace::to_chrome_json`, version
 //!   [`chrome::FORMAT_VERSION`] in `otherData.format_version`);
 //! * [`manifest`]: an args-dump directory's `args_dump.json` ([`manifest::Manifest`], written
-//!   when a dumping run ends, read by [`Dump::open`](super::dump::Dump::open), version
+//!   when a dumping run ends, read by `Dump::open`, version
 //!   [`manifest::FORMAT_VERSION`] in `format_version`).
 //!
 //! Reading is strict. The version is checked first: a missing version or another one is
@@ -159,12 +159,12 @@ mod tests {
     use std::vec::Vec;
     use std::{format, vec};
 
+    use super::chrome::Phase;
     use super::chrome::{self, ChromeTrace};
     use super::manifest::{self, Accounting, ArgDirection, Manifest, ManifestRecord, Stage};
     use super::{DocumentError, Null};
     use crate::dump::DumpLevel;
     use crate::graph::DType;
-    use crate::host::trace::Phase;
     use crate::orch::RuntimeKind;
 
     /// The JSON string an enum value serializes to.

@@ -110,7 +110,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     ) -> Service<'a, A> {
         let threads = threads.max(1);
         let cores = (0..l.workers())
-            .filter(|&w| crate::exec::resident::seat(w, l.clusters).0 % threads == t)
+            .filter(|&w| crate::exec::resident::state::seat(w, l.clusters).0 % threads == t)
             .map(|w| Served { w, seen: 0, req: None })
             .collect();
         let max_bytes = a.query(GmAddr(l.header(capture_header::MAX_BYTES))).max(1);

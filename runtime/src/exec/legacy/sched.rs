@@ -19,9 +19,9 @@ use zerocopy::IntoBytes;
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::dump::Dumper;
+use crate::exec::legacy::queue::ReadyQueue;
 use crate::layout::{DispatchPayload, Shape, TraceRecord, offsets, regs, trace_kind};
 use crate::lifecycle::{self, Fault, RunMap};
-use crate::queue::ReadyQueue;
 use crate::trace::TraceRing;
 
 /// What the scheduler needs to know of one task.
@@ -29,7 +29,7 @@ use crate::trace::TraceRing;
 pub struct TaskInfo {
     /// Which cores it occupies.
     pub shape: Shape,
-    /// Active lanes ([`lanes`]).
+    /// Active lanes ([`lanes`](crate::layout::lanes)).
     pub lanes: u8,
     /// Kernel binary per lane (AIC, AIV0, AIV1); 0 where the lane is unused.
     pub bins: [u64; 3],
@@ -586,7 +586,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             a.rmb();
             let c = &mut self.cores[i];
             c.last_cond = v;
-            if v == crate::exec::legacy::COND_FAULTED {
+            if v == crate::layout::regs::COND_FAULTED {
                 // The core latched a fault and ended its dispatch without FIN: that subtask
                 // never completes (no consumer of its task is released). Stop the run.
                 self.b.stop.store(true, Ordering::Release);

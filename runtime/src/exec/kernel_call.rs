@@ -1,0 +1,132 @@
+//! The kernel call through the kernel ABI: what a kernel sees of its dispatch (the tensor
+//! descriptors and scalars of its argument record, its block and lane), read once; shared by
+//! both executors.
+
+use pto_hal::{AicoreAgent, CoreType, GmAddr, GmMemory, KernelContext, MAX_TENSOR_DIMS, TensorArg};
+use zerocopy::IntoBytes;
+
+use crate::layout::{ArgsHeader, DispatchPayload, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, TENSOR_WRITTEN, TensorDesc};
+
+/// What a kernel sees: its payload's arguments, read once from the image.
+pub(crate) struct CoreCtx<'a> {
+    gm: &'a dyn GmMemory,
+    tensors: [TensorDesc; MAX_TENSOR_ARGS],
+    scalars: [u64; MAX_SCALAR_ARGS],
+    nt: usize,
+    ns: usize,
+    p: DispatchPayload,
+    core_type: CoreType,
+}
+
+impl<'a> CoreCtx<'a> {
+    pub(crate) fn load<A: AicoreAgent>(a: &'a A, p: &DispatchPayload, core_type: CoreType) -> CoreCtx<'a> {
+        let mut ctx = CoreCtx {
+            gm: a.as_gm(),
+            tensors: [TensorDesc::default(); MAX_TENSOR_ARGS],
+            scalars: [0; MAX_SCALAR_ARGS],
+            nt: 0,
+            ns: 0,
+            p: *p,
+            core_type,
+        };
+        let args = GmAddr(p.args);
+        let mut h = ArgsHeader::default();
+        let observe_args = !crate::breakage::broken(crate::breakage::SKIP_ARGS_OBSERVE);
+        if observe_args {
+            a.observe_lines(args, crate::layout::ARGS_HEAD);
+        }
+        a.read(args, h.as_mut_bytes());
+        let nt = (h.tensors as usize).min(MAX_TENSOR_ARGS);
+        let ns = (h.scalars as usize).min(MAX_SCALAR_ARGS);
+        let tb = (nt * 64) as u64;
+        let body = args.offset(crate::layout::ARGS_HEAD);
+        if observe_args {
+            a.observe_lines(body, tb + ns as u64 * 8);
+        }
+        a.read(body, ctx.tensors[..nt].as_mut_bytes());
+        a.read(body.offset(tb), ctx.scalars[..ns].as_mut_bytes());
+        ctx.nt = nt;
+        ctx.ns = ns;
+        ctx
+    }
+
+    /// The first tensor descriptor no kernel could have been given, if any: a rank outside
+    /// `1..=5`, an unknown element type or size, or a view whose span overflows or exceeds
+    /// any device memory (2^40 bytes).
+    pub(crate) fn malformed(&self) -> Option<usize> {
+        self.tensors[..self.nt].iter().position(|t| {
+            let size_ok =
+                crate::graph::DType::try_from(t.dtype).is_ok_and(|d| d.size() == t.elem_bytes && d.size() != 0);
+            if !(1..=MAX_TENSOR_DIMS as u32).contains(&t.ndims) || !size_ok {
+                return true;
+            }
+            span(t).is_none_or(|(lo, hi)| hi - lo >= 1 << 40)
+        })
+    }
+
+    /// Drop this core's copies of every argument's lines before the kernel runs: inputs were
+    /// produced by other cores or the host, and outputs must be filled fresh so that their
+    /// whole-line write-backs carry nobody's stale bytes.
+    pub(crate) fn observe_arguments<A: AicoreAgent>(&self, a: &A) {
+        // Spans were checked by `malformed` before the kernel was allowed to run.
+        for (lo, hi) in self.tensors[..self.nt].iter().filter_map(span) {
+            a.observe_lines(GmAddr(lo), hi - lo);
+        }
+    }
+
+    /// Write back every line of every output, so it reaches memory before FIN.
+    pub(crate) fn publish_outputs<A: AicoreAgent>(&self, a: &A) {
+        let written = self.tensors[..self.nt].iter().filter(|t| t.flags & TENSOR_WRITTEN != 0);
+        for (lo, hi) in written.filter_map(span) {
+            a.publish_lines(GmAddr(lo), hi - lo);
+        }
+    }
+}
+
+/// `[first byte, one past the last byte)` a view can touch; `None` when it overflows.
+fn span(t: &TensorDesc) -> Option<(u64, u64)> {
+    let mut last = 0u64;
+    for k in 0..(t.ndims as usize).min(MAX_TENSOR_DIMS) {
+        let step = (t.shape[k].max(1) as u64 - 1).checked_mul(t.strides[k] as u64)?;
+        last = last.checked_add(step)?;
+    }
+    let bytes = (last + 1).checked_mul(t.elem_bytes as u64)?;
+    Some((t.addr, t.addr.checked_add(bytes)?))
+}
+
+impl KernelContext for CoreCtx<'_> {
+    fn tensor(&self, i: usize) -> Option<TensorArg> {
+        self.tensors[..self.nt].get(i).map(TensorDesc::to_arg)
+    }
+    fn tensor_count(&self) -> usize {
+        self.nt
+    }
+    fn scalar(&self, i: usize) -> Option<u64> {
+        self.scalars[..self.ns].get(i).copied()
+    }
+    fn scalar_count(&self) -> usize {
+        self.ns
+    }
+    fn block_idx(&self) -> u32 {
+        self.p.block_idx
+    }
+    fn block_num(&self) -> u32 {
+        self.p.block_num
+    }
+    fn sub_block_id(&self) -> u32 {
+        self.p.lane
+    }
+    fn core_type(&self) -> CoreType {
+        self.core_type
+    }
+    fn task_id(&self) -> u32 {
+        self.p.task_id
+    }
+    fn writable(&self, i: usize) -> bool {
+        i < self.nt && self.tensors[i].flags & TENSOR_WRITTEN != 0
+    }
+
+    fn gm(&self) -> &dyn GmMemory {
+        self.gm
+    }
+}

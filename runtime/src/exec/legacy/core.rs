@@ -1,0 +1,148 @@
+//! The legacy executor's AICore half: for every dispatch id in DMB, read the payload, ACK, run
+//! the kernel, publish its outputs, store barrier, FIN (or [`regs::COND_FAULTED`] after a
+//! fault); leave on EXIT.
+
+use pto_hal::{AicoreAgent, AicoreLaunch, CoreType};
+use zerocopy::IntoBytes;
+
+use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
+use crate::exec::kernel_call::CoreCtx;
+use crate::layout::core_status;
+use crate::layout::{DispatchPayload, TraceRecord, regs, trace_kind};
+use crate::lifecycle::{self, Fault, RunMap};
+
+/// The legacy executor's loop: run every dispatch id DMB names until EXIT (`Ok`), or until
+/// the core's wait budget passes without a dispatch (`Err`, the fault latched).
+pub(crate) fn dispatch_loop<A: AicoreAgent>(
+    a: &A,
+    map: &RunMap,
+    launch: &AicoreLaunch,
+    trace: &mut Option<crate::trace::TraceRing>,
+) -> Result<(), i32> {
+    let budget = map.cfg.core_wait_ticks;
+    let mut last = regs::DMB_IDLE;
+    let mut deadline = a.now_ticks().saturating_add(budget);
+    // After a faulted dispatch the core takes no other (the one pending behind it was
+    // dispatched before the latch, but the run is over): only EXIT ends the wait.
+    let mut faulted = false;
+    loop {
+        let v = a.read_dmb();
+        if v == regs::DMB_EXIT {
+            return Ok(());
+        }
+        if v == last || v == regs::DMB_IDLE || v == 0 || faulted {
+            if a.now_ticks() >= deadline {
+                lifecycle::latch(
+                    a,
+                    map.desc,
+                    Fault {
+                        code: ErrorCode::Sched(SchedError::SchedulerTimeout),
+                        site: Site::CoreIdle,
+                        task: None,
+                        core: Some(launch.block_idx),
+                        detail: v as u64,
+                    },
+                    "",
+                );
+                return Err(core_status::IDLE_TIMEOUT);
+            }
+            a.wait_for_event(deadline);
+            continue;
+        }
+        a.rmb();
+        last = v;
+        faulted = run_one(a, map, launch, v, trace);
+        deadline = a.now_ticks().saturating_add(budget);
+    }
+}
+
+/// Run dispatch `id`; `true` when it faulted (the fault latched, [`regs::COND_FAULTED`] written
+/// instead of FIN).
+fn run_one<A: AicoreAgent>(
+    a: &A,
+    map: &RunMap,
+    launch: &AicoreLaunch,
+    id: u32,
+    trace: &mut Option<crate::trace::TraceRing>,
+) -> bool {
+    let at = map.payload(launch.block_idx, id & 1);
+    if !crate::breakage::broken(crate::breakage::SKIP_PAYLOAD_OBSERVE) {
+        a.observe_line(at);
+    }
+    let mut p = DispatchPayload::default();
+    a.read(at, p.as_mut_bytes());
+    a.write_cond(regs::ack(id));
+    let start = if trace.is_some() { a.now_ticks() } else { 0 };
+    let w = launch.block_idx;
+    let faulted = core::cell::Cell::new(false);
+    let fault = |code: ErrorCode, detail: u64, text: &str| {
+        faulted.set(true);
+        lifecycle::latch(
+            a,
+            map.desc,
+            Fault { code, site: Site::Kernel, task: Some(p.task_id), core: Some(w), detail },
+            text,
+        );
+    };
+    if p.reg_task_id != id {
+        fault(
+            ErrorCode::Device(DeviceFault::BadImage),
+            ((p.reg_task_id as u64) << 32) | id as u64,
+            "payload does not carry the dispatched id",
+        );
+    } else {
+        match a.resolve_kernel(p.bin) {
+            None => fault(
+                ErrorCode::Device(DeviceFault::UnknownKernel),
+                p.bin,
+                "kernel binary not loaded for this core type",
+            ),
+            Some(kernel) => {
+                let mut ctx = CoreCtx::load(a, &p, launch.core_type);
+                if let Some(i) = ctx.malformed() {
+                    // Nothing of a malformed record is touched: no invalidate over a
+                    // garbage range, no kernel on garbage views.
+                    fault(
+                        ErrorCode::Device(DeviceFault::BadImage),
+                        i as u64,
+                        "malformed argument record (a stale or corrupt read of its tensor descriptors)",
+                    );
+                    return finished(a, id, true);
+                }
+                ctx.observe_arguments(a);
+                if let Err(e) = a.run_kernel(kernel, &mut ctx) {
+                    fault(ErrorCode::Device(DeviceFault::KernelFault), p.bin, e.as_str());
+                }
+                if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) && !faulted.get() {
+                    a.write_cond(regs::fin(id));
+                }
+                ctx.publish_outputs(a);
+            }
+        }
+    }
+    if let Some(t) = trace {
+        let r = TraceRecord {
+            kind: trace_kind::SUBTASK,
+            lane: if launch.core_type == CoreType::Aic { 0 } else { 1 + p.lane.min(1) as u8 },
+            core: w,
+            task: p.task_id,
+            block: p.block_idx,
+            bin: p.bin,
+            start,
+            end: a.now_ticks(),
+            ..TraceRecord::default()
+        };
+        t.push(a, &r);
+    }
+    finished(a, id, faulted.get())
+}
+
+/// Report the end of dispatch `id` (its outputs written back): `fin(id)`, or
+/// [`regs::COND_FAULTED`] when it faulted. Returns whether it reported a fault.
+fn finished<A: AicoreAgent>(a: &A, id: u32, faulted: bool) -> bool {
+    // Broken on purpose: a faulted dispatch reports a plain FIN (its consumers released).
+    let faulted = faulted && !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT);
+    a.store_barrier();
+    a.write_cond(if faulted { regs::COND_FAULTED } else { regs::fin(id) });
+    faulted
+}

@@ -1,0 +1,48 @@
+//! The resident executor: the cores schedule the host-built graph themselves.
+//!
+//! The host writes the scheduler state ([`ResidentLayout`](crate::layout::ResidentLayout)) before the launch: per task a
+//! fan-in count, a count of subtasks left and a home cluster; per cluster three ready inboxes
+//! (AIC, AIV and dummy, gang), a dispatch slot per lane and a doorbell; the inboxes hold the
+//! blocks of the tasks that wait for nothing. Once its window is open and the AICPU has said
+//! the image is valid (this run's [`resident_ready_word`](crate::layout::resident_ready_word)),
+//! a core loops:
+//!
+//! 1. **its slot**: when its lane's publication generation moved past the one it completed,
+//!    it reads the entry, runs that subtask (as the legacy executor runs one: `CoreCtx`),
+//!    writes back the outputs, counts the subtask off its task ([`finish`](state::finish)), and — when it
+//!    was the task's last — releases the consumers and counts the task `completed`; then it
+//!    posts the generation as its lane's completion and goes straight to step 2 (ringing its
+//!    doorbell instead when another core holds the token);
+//! 2. **dispatch**: otherwise it tries to take its cluster's token and, holding it, fills the
+//!    cluster's free lanes ([`dispatch`](state::dispatch)): a gang (MIX task) waits in `held` until every lane
+//!    it needs is free and is then published to all of them at once; a free lane takes the
+//!    next entry of its class from its own cluster's inbox, else from another cluster's (in
+//!    cluster order from its own); dummies are completed on the spot;
+//! 3. **sleep**: with nothing to do it waits on its cluster's doorbell, whose value it read
+//!    *before* looking for work, so a ring in between is never lost.
+//!
+//! Releasing a task pushes each of its blocks to the inbox of its home cluster (block `b` one
+//! cluster after block `b - 1`, [`push_ready`](state::push_ready)); after the releasing core's own dispatch pass
+//! (which may take them itself, keeping a chain on one cluster) it rings each of those
+//! clusters whose inbox still holds them, and one idle cluster (the idle mask: clusters whose
+//! last pass left a lane with nothing to do), which steals ([`ring_pushed`](state::ring_pushed)).
+//! Progress rests on the home ring alone: the idle bit is set at the end of a pass, so a
+//! release between that pass's look and the bit misses the steal (found by loom), and the
+//! block then waits for its home cluster or any later pass.
+//!
+//! Every word of the state is touched only through `GmAtomic`, so no line of it is cached on
+//! either tier; the image (task records, fan-out lists, funcs, argument records) is read
+//! through the cache after invalidating it, as host-written data always is. Each word has one
+//! writer or is only changed by atomic read-modify-writes: a slot's entry and publication are
+//! written by the token holder, its completion only by the lane's core. A core leaves on
+//! EXIT, as on the legacy executor, and stops taking work once a fault is latched.
+//!
+//! The AICPU threads do not dispatch: after the handshake, [`supervise`](supervisor::supervise) waits for the run to
+//! complete, watching `completed` with a no-progress watchdog that names a stuck core and its
+//! task from `running`; then the threads retire their cores through the teardown gates as the
+//! legacy executor's do.
+
+pub mod capture;
+pub mod core;
+pub mod state;
+pub mod supervisor;

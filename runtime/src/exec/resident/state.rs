@@ -1,0 +1,436 @@
+//! The resident executor's scheduler state in GM, as its step functions touch it: inboxes
+//! (take, push, steal), the idle mask and doorbells, fan-in release, dispatch slots and their
+//! generations, the token-serialised dispatch pass. Every word through `GmAtomic`; these are
+//! the functions the loom models (`runtime/tests/loom_resident.rs`) drive.
+
+use pto_hal::{Barriers, GmAddr, GmAtomic};
+
+use crate::layout::{
+    CaptureLayout, ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ResidentLayout, entry_task_block, entry_word, home_fields,
+    inbox_class,
+};
+use crate::lifecycle::{self, RunMap};
+
+/// How long an idle core sleeps on its doorbell before it looks at DMB again (EXIT comes
+/// through the register, which is not the watched word; the simulator's DMB write also ends the
+/// wait, so there EXIT is seen at once). Short slices cost: on the simulator every idle core of
+/// the board wakes that often (chain513 under the faithful model, one run each: sim-a2a3
+/// release build 3.9 s with 1 ms slices, 0.6 s with 10 ms; sim-a5 debug build 11–13 s with
+/// 10 ms, 3.1–3.8 s with 100 ms).
+pub const IDLE_SLICE_US: u64 = 100_000;
+
+/// Lanes of a cluster: the AIC, then the two AIVs.
+pub const LANES: u32 = 3;
+
+/// The cluster and lane of worker `w` among `clusters` clusters (workers `0..clusters` are
+/// the AICs; AIV `clusters + 2c + i` is lane `1 + i` of cluster `c`).
+pub const fn seat(w: u32, clusters: u32) -> (u32, u32) {
+    if w < clusters { (w, 0) } else { ((w - clusters) / 2, 1 + (w - clusters) % 2) }
+}
+
+/// The worker sitting in lane `lane` of cluster `c` ([`seat`]'s inverse).
+pub const fn worker(c: u32, lane: u32, clusters: u32) -> u32 {
+    if lane == 0 { c } else { clusters + 2 * c + lane - 1 }
+}
+
+/// What [`take`] found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Take {
+    /// This core owns the entry ([`entry_word`]).
+    Task(u64),
+    /// Nothing published past `head`: the inbox's tail was this.
+    Empty(u64),
+    /// An entry was reserved but not yet written: wait on its word.
+    Unpublished(GmAddr),
+}
+
+/// Take the next entry of cluster `c`'s inbox of class `k`, if one is published. Each entry
+/// goes to exactly one caller: `head` only moves forward, by compare-and-swap, past an entry
+/// already published.
+pub fn take<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Take {
+    loop {
+        let head = a.query(GmAddr(l.inbox_head(c, k)));
+        let tail = a.query(GmAddr(l.inbox_tail(c, k)));
+        if head >= tail || head >= a.query(GmAddr(l.inbox_capacity(c, k))) {
+            return Take::Empty(tail);
+        }
+        let first = a.query(GmAddr(l.inbox_first(c, k))) as u32;
+        let at = GmAddr(l.entry(first + head as u32));
+        let e = a.query(at);
+        if e == 0 && !crate::breakage::broken(crate::breakage::RESIDENT_TAKE_UNPUBLISHED) {
+            return Take::Unpublished(at);
+        }
+        if a.compare_exchange(GmAddr(l.inbox_head(c, k)), head, head + 1) == head {
+            a.fetch_add(GmAddr(l.pending(k)), u64::MAX);
+            return Take::Task(e);
+        }
+        crate::sync::spin_hint();
+    }
+}
+
+/// Take an entry of class `k` from cluster `c`'s inbox, else from the other clusters' in
+/// order (`c + 1`, `c + 2`, …): the steal, tried only while the class's `pending` count is
+/// non-zero. An inbox whose next entry is reserved but not yet written is passed over (its
+/// pusher rings that cluster once it is written).
+pub fn take_any<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Option<u64> {
+    let one = |c: u32| match take(a, l, c, k) {
+        Take::Task(e) => Some(e),
+        Take::Empty(_) | Take::Unpublished(_) => None,
+    };
+    // The steal is a scan of every cluster: only while some entry of the class is pending.
+    one(c).or_else(|| {
+        if a.query(GmAddr(l.pending(k))) == 0 {
+            return None;
+        }
+        (1..l.clusters).find_map(|i| one((c + i) % l.clusters))
+    })
+}
+
+/// Append entry `e` to cluster `c`'s inbox of class `k`: reserve a place by advancing `tail`,
+/// then publish the entry. `false` when the inbox is full (a task released twice: the image
+/// is corrupt).
+pub fn push<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32, e: u64) -> bool {
+    let capacity = a.query(GmAddr(l.inbox_capacity(c, k)));
+    // Counted before it can be taken, so `pending` never falls below the true count.
+    a.fetch_add(GmAddr(l.pending(k)), 1);
+    let i = a.fetch_add(GmAddr(l.inbox_tail(c, k)), 1);
+    if i >= capacity {
+        return false;
+    }
+    let first = a.query(GmAddr(l.inbox_first(c, k))) as u32;
+    a.store_direct(GmAddr(l.entry(first + i as u32)), e);
+    true
+}
+
+/// Ring cluster `c`'s doorbell: its sleeping cores look for work again.
+pub fn ring<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) {
+    a.fetch_add(GmAddr(l.doorbell(c)), 1);
+}
+
+/// Mark cluster `c` idle (a lane with nothing to do) or busy in the idle mask; no store when
+/// the bit already says so.
+pub fn set_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, idle: bool) {
+    let at = GmAddr(l.idle(c / 64));
+    let bit = 1u64 << (c % 64);
+    let mut cur = a.query(at);
+    while (cur & bit != 0) != idle {
+        let want = if idle { cur | bit } else { cur & !bit };
+        let seen = a.compare_exchange(at, cur, want);
+        if seen == cur {
+            return;
+        }
+        cur = seen;
+    }
+}
+
+/// Ring the first idle cluster after `from` (in cluster order; never `from`, which its
+/// releaser rings itself), if any:
+/// new work in `from`'s inbox may be stolen by it.
+pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32) {
+    let n = l.clusters;
+    // One query per word of the mask, however many clusters it covers.
+    let mut word: Option<(u32, u64)> = None;
+    for i in 1..n {
+        let c = (from + i) % n;
+        let bits = match word {
+            Some((at, bits)) if at == c / 64 => bits,
+            _ => {
+                let bits = a.query(GmAddr(l.idle(c / 64)));
+                word = Some((c / 64, bits));
+                bits
+            }
+        };
+        if bits & (1 << (c % 64)) != 0 {
+            ring(a, l, c);
+            return;
+        }
+    }
+}
+
+/// Where [`push_ready`] put a task's blocks: from cluster `home`, one block per cluster in
+/// turn, `blocks` of them, in inboxes of class `class`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Pushed {
+    /// Cluster of block 0.
+    pub home: u32,
+    /// Inbox class.
+    pub class: u32,
+    /// Blocks pushed.
+    pub blocks: u32,
+}
+
+/// Push each block of task `t` (its fan-in reached zero) to its inbox, ringing nobody: the
+/// caller owes the rings ([`ring_pushed`]). `Err` when the state is corrupt.
+pub fn push_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<Pushed, &'static str> {
+    let (home, class, _, blocks) = home_fields(a.query(GmAddr(l.home(t))));
+    if blocks == 0 || home >= l.clusters {
+        return Err("a task's home word is corrupt");
+    }
+    let (k, flags) = match class {
+        inbox_class::AIC => (inbox_class::AIC, 0),
+        inbox_class::AIV => (inbox_class::AIV, 0),
+        inbox_class::GANG => (inbox_class::GANG, ENTRY_GANG),
+        HOME_DUMMY => (inbox_class::AIV, ENTRY_DUMMY),
+        _ => return Err("a task's home word is corrupt"),
+    };
+    for b in 0..blocks {
+        if !push(a, l, (home + b) % l.clusters, k, entry_word(t, b, flags)) {
+            return Err("a ready inbox overflowed");
+        }
+    }
+    Ok(Pushed { home, class: k, blocks })
+}
+
+/// The rings a [`push_ready`] owes: each cluster it pushed to whose inbox of that class still
+/// holds an entry (`all`: every one of them, whatever their inboxes hold), then one idle
+/// cluster. A cluster whose inbox is empty again had its entries taken already.
+pub fn ring_pushed<G: GmAtomic>(a: &G, l: &ResidentLayout, p: Pushed, all: bool) {
+    let mut rang = false;
+    for b in 0..p.blocks.min(l.clusters) {
+        let c = (p.home + b) % l.clusters;
+        let waiting = all || a.query(GmAddr(l.inbox_head(c, p.class))) < a.query(GmAddr(l.inbox_tail(c, p.class)));
+        if waiting {
+            ring(a, l, c);
+            rang = true;
+        }
+    }
+    if rang {
+        wake_idle(a, l, p.home);
+    }
+}
+
+/// Publish task `t` (its fan-in reached zero): push each block to its inbox, then ring the
+/// clusters it went to and one idle cluster. `Err` when the state is corrupt.
+pub fn make_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<(), &'static str> {
+    let p = push_ready(a, l, t)?;
+    ring_pushed(a, l, p, true);
+    Ok(())
+}
+
+/// One producer of task `c` is done: decrement `c`'s fan-in count. `Ok(true)` for the caller
+/// whose decrement took it to zero: that caller publishes `c`.
+pub fn take_fanin<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Result<bool, &'static str> {
+    let at = GmAddr(l.fanin(c));
+    let before = if crate::breakage::broken(crate::breakage::RESIDENT_RELEASE_SPLIT) {
+        // Broken on purpose: a load and a store instead of one read-modify-write.
+        let v = a.query(at);
+        a.store_direct(at, v.wrapping_sub(1));
+        v
+    } else {
+        a.fetch_add(at, u64::MAX)
+    };
+    match before {
+        0 => Err("a consumer was released more often than it has producers"),
+        1 => Ok(true),
+        _ => Ok(false),
+    }
+}
+
+/// One producer of task `c` is done: decrement `c`'s fan-in count ([`take_fanin`]); the caller
+/// whose decrement takes it to zero publishes `c` ([`make_ready`]). `Ok(true)` when this call
+/// published `c`.
+/// The caller's outputs must be in memory before (a store barrier), so whoever takes `c`
+/// sees them.
+pub fn release_consumer<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Result<bool, &'static str> {
+    if take_fanin(a, l, c)? {
+        make_ready(a, l, c)?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// One subtask of task `t` finished: `Ok(true)` when it was the task's last (the caller then
+/// releases the consumers and counts the task completed).
+pub fn finish<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<bool, &'static str> {
+    match a.fetch_add(GmAddr(l.left(t)), u64::MAX) {
+        0 => Err("a task finished more subtasks than it has"),
+        1 => Ok(true),
+        _ => Ok(false),
+    }
+}
+
+/// Whether lane `lane` of cluster `c` completed everything published to it.
+pub fn lane_free<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32) -> bool {
+    a.query(GmAddr(l.slot_completion(c, lane))) == a.query(GmAddr(l.slot_publication(c, lane)))
+}
+
+/// Publish entry `e` in lane `lane`'s slot of cluster `c` (token holder only, lane free):
+/// the entry first, then the next publication generation.
+pub fn publish_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, e: u64) {
+    let at = GmAddr(l.slot_publication(c, lane));
+    let next = a.query(at) + 1;
+    if crate::breakage::broken(crate::breakage::SLOT_GEN_BEFORE_ENTRY) {
+        // Broken on purpose: the generation before the entry it announces.
+        a.store_direct(at, next);
+        a.store_direct(GmAddr(l.slot_entry(c, lane)), e);
+        return;
+    }
+    a.store_direct(GmAddr(l.slot_entry(c, lane)), e);
+    a.store_direct(at, next);
+}
+
+/// What a lane found in its slot: a new publication (generation and entry), or nothing past
+/// the generation `done` it completed last.
+pub fn poll_slot<G: GmAtomic + Barriers>(
+    a: &G,
+    l: &ResidentLayout,
+    c: u32,
+    lane: u32,
+    done: u64,
+) -> Option<(u64, u64)> {
+    let g = a.query(GmAddr(l.slot_publication(c, lane)));
+    if g == done {
+        return None;
+    }
+    a.rmb();
+    Some((g, a.query(GmAddr(l.slot_entry(c, lane)))))
+}
+
+/// Lane `lane` of cluster `c` completed generation `g`: post it (this lane's core is its
+/// only writer).
+pub fn post_completion<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, g: u64) {
+    a.store_direct(GmAddr(l.slot_completion(c, lane)), g);
+}
+
+/// [`post_completion`], then ring the doorbell so a dispatcher sees the lane free. (A core that
+/// takes its cluster's token right after posting needs no ring: its own pass sees the lane;
+/// `serve` rings only when the token was taken.)
+pub fn complete_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, g: u64) {
+    post_completion(a, l, c, lane, g);
+    ring(a, l, c);
+}
+
+/// One dispatch pass over cluster `c` by the holder of its token: fill its free lanes until
+/// nothing more can be placed (see the module documentation); `dummy` completes a dummy
+/// entry taken on the way. Returns the lanes published, and leaves the cluster marked idle
+/// when a lane it could fill found nothing.
+pub fn dispatch<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, dummy: impl FnMut(u64)) -> u8 {
+    dispatch_with(a, l, None, c, dummy)
+}
+
+/// Hand out the next occupancy of the rendezvous slot of the task about to be published to
+/// lanes `lanes` of cluster `c` (its lowest lane's slot), and record it for each of those lanes
+/// (token holder only, before the entries are published): the occupancy each participant
+/// claims or joins at the task's boundaries.
+pub fn occupy<G: GmAtomic>(a: &G, cap: &CaptureLayout, c: u32, lanes: u8) {
+    let key = lanes.trailing_zeros();
+    let at = GmAddr(cap.occupancy_issued(c, key));
+    let n = a.query(at) + 1;
+    a.store_direct(at, n);
+    for i in (0..LANES).filter(|&i| lanes & (1 << i) != 0) {
+        a.store_direct(GmAddr(cap.occupancy(c, i)), n);
+    }
+}
+
+/// [`dispatch`], with the args dump's boundary capture on when `cap` is given: every
+/// publication is given its rendezvous occupancy first ([`occupy`]).
+pub fn dispatch_with<G: GmAtomic>(
+    a: &G,
+    l: &ResidentLayout,
+    cap: Option<&CaptureLayout>,
+    c: u32,
+    mut dummy: impl FnMut(u64),
+) -> u8 {
+    let mut published = 0u8;
+    loop {
+        let mut progressed = false;
+        let mut free = (0..LANES).filter(|&i| lane_free(a, l, c, i)).fold(0u8, |m, i| m | 1 << i);
+        let mut held = a.query(GmAddr(l.held(c)));
+        if held == 0
+            && let Some(e) = take_any(a, l, c, inbox_class::GANG)
+        {
+            held = e;
+            a.store_direct(GmAddr(l.held(c)), e);
+            progressed = true;
+        }
+        let mut reserved = 0u8;
+        if held != 0 {
+            let (t, _) = entry_task_block(held);
+            let (_, _, lanes, _) = home_fields(a.query(GmAddr(l.home(t))));
+            let lanes = if lanes == 0 { 0b111 } else { lanes };
+            if free & lanes == lanes {
+                if let Some(cap) = cap {
+                    occupy(a, cap, c, lanes);
+                }
+                for i in (0..LANES).filter(|&i| lanes & (1 << i) != 0) {
+                    publish_slot(a, l, c, i, held);
+                }
+                a.store_direct(GmAddr(l.held(c)), 0);
+                published |= lanes;
+                free &= !lanes;
+                progressed = true;
+            } else {
+                reserved = lanes;
+            }
+        }
+        for i in 0..LANES {
+            if free & (1 << i) == 0 || reserved & (1 << i) != 0 {
+                continue;
+            }
+            let k = if i == 0 { inbox_class::AIC } else { inbox_class::AIV };
+            while let Some(e) = take_any(a, l, c, k) {
+                progressed = true;
+                if e & ENTRY_DUMMY != 0 {
+                    dummy(e);
+                    continue;
+                }
+                if let Some(cap) = cap {
+                    occupy(a, cap, c, 1 << i);
+                }
+                publish_slot(a, l, c, i, e);
+                published |= 1 << i;
+                free &= !(1 << i);
+                break;
+            }
+        }
+        if !progressed {
+            set_idle(a, l, c, free & !reserved != 0);
+            return published;
+        }
+    }
+}
+
+/// Whether a fault is latched (never, with `breakage::RELEASE_ON_FAULT`: the broken variant
+/// forces the interleaving in which nobody looks until the graph drained).
+pub fn latch_seen<G: GmAtomic>(a: &G, map: &RunMap) -> bool {
+    !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) && lifecycle::latched(a, map.desc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_words::Words;
+
+    /// The idle cluster rung is the first after `from` in cluster order, across mask words
+    /// and wrapping past the last cluster; `from` itself is never rung.
+    #[test]
+    fn wake_idle_rings_the_first_idle_cluster_after_from_across_words() {
+        let l = ResidentLayout { base: 0x1000, clusters: 70, tasks: 0, entries: 0 };
+        let rung = |idle: &[u32], from: u32| {
+            let a = Words::default();
+            for &c in idle {
+                set_idle(&a, &l, c, true);
+            }
+            wake_idle(&a, &l, from);
+            (0..l.clusters).filter(|&c| a.query(GmAddr(l.doorbell(c))) != 0).collect::<alloc::vec::Vec<u32>>()
+        };
+        assert_eq!(rung(&[0], 65), [0], "wraps from the second word into the first");
+        assert_eq!(rung(&[0], 60), [0], "passes an empty second word");
+        assert_eq!(rung(&[3, 66], 10), [66]);
+        assert_eq!(rung(&[3, 66], 67), [3]);
+        assert_eq!(rung(&[5], 5), [0u32; 0], "never the releaser's own cluster");
+        assert_eq!(rung(&[], 5), [0u32; 0]);
+    }
+
+    /// `set_idle` sets and clears one cluster's bit and leaves the others.
+    #[test]
+    fn set_idle_changes_one_bit() {
+        let l = ResidentLayout { base: 0x1000, clusters: 70, tasks: 0, entries: 0 };
+        let a = Words::default();
+        set_idle(&a, &l, 65, true);
+        set_idle(&a, &l, 1, true);
+        set_idle(&a, &l, 1, false);
+        assert_eq!(a.query(GmAddr(l.idle(0))), 0);
+        assert_eq!(a.query(GmAddr(l.idle(1))), 1 << 1);
+    }
+}

@@ -1,0 +1,100 @@
+//! The resident executor's AICPU half: supervise a run the cores schedule themselves (a
+//! no-progress watchdog naming a hung kernel, the boundary-capture service's steps), and count
+//! what the cores ran.
+
+use pto_hal::{AicpuAgent, GmAddr};
+
+use super::state::latch_seen;
+use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
+use crate::layout::ResidentLayout;
+use crate::lifecycle::{self, Fault, RunMap};
+
+/// The AICPU side of a resident run, on every scheduler thread: wait until every task of the
+/// graph completed, a fault is latched or `stop` is raised, with a no-progress watchdog. A
+/// watchdog expiry names the first core found running a kernel (`KernelHung`, with its task
+/// and core) or, with none running, the stall itself. With the args dump on, the thread's
+/// boundary-capture `service` takes a bounded step between every two looks (a step that
+/// copied or committed counts as progress). Returns the tasks completed.
+pub fn supervise<A: AicpuAgent>(
+    a: &A,
+    map: &RunMap,
+    stop: &crate::sync::AtomicBool,
+    mut service: Option<&mut crate::exec::resident::capture::service::Service<'_, A>>,
+) -> u64 {
+    let Some(l) = ResidentLayout::of(&map.cfg) else { return 0 };
+    let total = l.tasks as u64;
+    let watchdog = map.cfg.watchdog_ticks;
+    let completed = GmAddr(l.completed());
+    let mut seen = a.query(completed);
+    let mut last_progress = a.now_ticks();
+    loop {
+        let c = a.query(completed);
+        if c >= total || latch_seen(a, map) || stop.load(crate::sync::Ordering::Acquire) {
+            if let Some(s) = service.as_deref_mut() {
+                // A participant that gave up marked its slot aborted: acknowledge it before
+                // the producer stops, so it leaves on the acknowledgement.
+                s.answer_aborts();
+            }
+            return c;
+        }
+        let stepped = match service.as_deref_mut() {
+            Some(s) => {
+                let before = s.stats.steps;
+                let answered = s.step();
+                (answered, s.stats.steps != before)
+            }
+            None => (false, false),
+        };
+        let now = a.now_ticks();
+        if c != seen || stepped.1 {
+            seen = c;
+            last_progress = now;
+        } else if now.saturating_sub(last_progress) > watchdog {
+            let running = (0..l.workers()).find_map(|w| match a.query(GmAddr(l.running(w))) {
+                0 => None,
+                v => Some((w, (v - 1) as u32)),
+            });
+            let f = match running {
+                Some((w, t)) => Fault {
+                    code: ErrorCode::Device(DeviceFault::KernelHung),
+                    site: Site::Completion,
+                    task: Some(t),
+                    core: Some(w),
+                    detail: c,
+                },
+                None => Fault {
+                    code: ErrorCode::Sched(SchedError::SchedulerTimeout),
+                    site: Site::Stall,
+                    task: None,
+                    core: None,
+                    detail: c,
+                },
+            };
+            lifecycle::latch(a, map.desc, f, "");
+            return c;
+        }
+        if stepped.0 {
+            // Answered a request: its core asks again at once; look again without sleeping.
+            continue;
+        }
+        let until = last_progress.saturating_add(watchdog + 1);
+        if service.is_some() {
+            // Requests and completions both send an event.
+            a.wait_for_event(until.min(now.saturating_add(a.ticks_from_micros(1_000))));
+        } else {
+            a.wait_for_word(completed, c, until.min(now.saturating_add(a.ticks_from_micros(10_000))));
+        }
+    }
+}
+
+/// Add the kernels the cores ran to the run line's `dispatched` count (one AICPU thread calls
+/// this, after [`supervise`]): on the resident executor, "dispatched" is "taken and run by a
+/// core".
+pub fn count_executed<A: AicpuAgent>(a: &A, map: &RunMap) {
+    if let Some(l) = ResidentLayout::of(&map.cfg) {
+        // Each core counts a kernel before the task's completion, which `supervise` saw.
+        a.rmb();
+        let n = a.query(GmAddr(l.executed()));
+        a.fetch_add(map.desc.offset(crate::layout::offsets::RUN_DISPATCHED), n);
+    }
+}
