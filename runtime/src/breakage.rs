@@ -96,6 +96,9 @@ pub const CAPTURE_HOLD_OPEN: u32 = 1 << 29;
 /// it rewrites the line (the old order), so a reader can take the old status with the new
 /// identity.
 pub const CAPTURE_ACK_TICK_KEPT: u32 = 1 << 31;
+/// The AICore entry returns on an error (window timeout, idle timeout, resident start
+/// timeout) without writing EXITED or passing its teardown gate (the old error exits).
+pub const ERROR_EXIT_SKIPS_GATE: u32 = 1 << 18;
 /// The fault path as it was: a faulted subtask completes like any other — the legacy core
 /// reports a plain FIN after a caught fault (so its AICPU thread counts it done, records it
 /// after completion and releases its consumers), the resident core goes on to write back, count

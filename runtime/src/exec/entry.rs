@@ -25,8 +25,11 @@ pub fn aicore_entry<A: AicoreAgent>(a: &A, launch: AicoreLaunch) -> i32 {
     lifecycle::report(a, &map, &launch);
 
     let budget = cfg.core_wait_ticks;
-    match lifecycle::wait_window(a, &map, launch.block_idx, a.now_ticks().saturating_add(budget)) {
-        Ok(_) => {}
+    // What the core served: `Ok` until EXIT, `Err` with its status once it gave up (the fault
+    // latched). Every outcome after the report leaves through the one exit path below — the
+    // teardown gate included — except a window the AICPU cancelled before it opened, whose
+    // gate already holds the cancel value (nothing more will touch the core).
+    let served = match lifecycle::wait_window(a, &map, launch.block_idx, a.now_ticks().saturating_add(budget)) {
         Err(lifecycle::NoWindow::Cancelled) => return 0,
         Err(lifecycle::NoWindow::Timeout) => {
             let f = Fault {
@@ -37,24 +40,24 @@ pub fn aicore_entry<A: AicoreAgent>(a: &A, launch: AicoreLaunch) -> i32 {
                 detail: 0,
             };
             lifecycle::latch(a, desc, f, "");
-            return core_status::WINDOW_TIMEOUT;
+            Err(core_status::WINDOW_TIMEOUT)
         }
-    }
-    a.write_cond(regs::COND_IDLE);
-
-    // The executor the descriptor names serves until EXIT (`Ok`) or gives up (`Err`: its
-    // status, the fault latched).
-    let served = if cfg.executor == executor_mode::RESIDENT_PENDING {
-        match resident_ready(a, &map, launch.block_idx) {
-            Go::Ready => match super::resident::core::serve(a, &map, &launch, &mut trace) {
-                super::resident::core::Served::Exit => Ok(()),
-                super::resident::core::Served::IdleTimeout => Err(core_status::IDLE_TIMEOUT),
-            },
-            Go::Exit => Ok(()),
-            Go::Timeout => Err(core_status::WINDOW_TIMEOUT),
+        Ok(_) => {
+            a.write_cond(regs::COND_IDLE);
+            // The executor the descriptor names serves until EXIT or gives up.
+            if cfg.executor == executor_mode::RESIDENT_PENDING {
+                match resident_ready(a, &map, launch.block_idx) {
+                    Go::Ready => match super::resident::core::serve(a, &map, &launch, &mut trace) {
+                        super::resident::core::Served::Exit => Ok(()),
+                        super::resident::core::Served::IdleTimeout => Err(core_status::IDLE_TIMEOUT),
+                    },
+                    Go::Exit => Ok(()),
+                    Go::Timeout => Err(core_status::WINDOW_TIMEOUT),
+                }
+            } else {
+                super::legacy::core::dispatch_loop(a, &map, &launch, &mut trace)
+            }
         }
-    } else {
-        super::legacy::core::dispatch_loop(a, &map, &launch, &mut trace)
     };
     if cfg.executor == executor_mode::RESIDENT_PENDING && crate::breakage::broken(crate::breakage::RESIDENT_EXIT_DIRTY)
     {
@@ -62,17 +65,24 @@ pub fn aicore_entry<A: AicoreAgent>(a: &A, launch: AicoreLaunch) -> i32 {
         // line and ends with no final write-back.
         a.write(map.handshake(launch.block_idx).offset(12), &1u32.to_le_bytes());
     }
-    if let Err(status) = served {
+    if let (Err(status), true) = (served, crate::breakage::broken(crate::breakage::ERROR_EXIT_SKIPS_GATE)) {
+        // Broken on purpose: the old error exits, which returned before the gate.
         return status;
     }
+    // The one exit path: the trace closed, every store of this core ordered before EXITED,
+    // then the teardown gate, whatever the core served. The gate wait ends only when the
+    // AICPU released or abandoned the core: every AICPU thread resolves each of its cores'
+    // gates before its program ends.
     if let Some(t) = &trace {
         t.close(a);
     }
     a.store_barrier();
     a.write_cond(regs::COND_EXITED);
-    match lifecycle::wait_release(a, &map, launch.block_idx, budget) {
-        lifecycle::Release::Released => 0,
-        lifecycle::Release::Abandoned => core_status::NOT_RELEASED,
+    let released = lifecycle::wait_release(a, &map, launch.block_idx, budget);
+    match (served, released) {
+        (Err(status), _) => status,
+        (Ok(()), lifecycle::Release::Released) => 0,
+        (Ok(()), lifecycle::Release::Abandoned) => core_status::NOT_RELEASED,
     }
 }
 
