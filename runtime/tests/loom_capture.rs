@@ -1,5 +1,5 @@
-//! Loom models of the resident route's argument-capture rendezvous (Mechanism R of the
-//! resident args-capture design, acceptance items 3–6): the slot's step functions from
+//! Loom models of the resident route's argument-capture rendezvous (`docs/args-dump.md`, "The
+//! resident route": the guarantees numbered 3–6 there): the slot's step functions from
 //! `pto_runtime::capture::rendezvous` (`claim`, `arrive`, `publisher`, `publisher_word`,
 //! `leave`, `departed`, `read_ack`, `write_request`) driven by loom threads as the cores drive
 //! them, over the loom device of [`loom_hal`] (every slot, request and acknowledgement word a
