@@ -1,4 +1,4 @@
-//! Dispatch benchmark: the shapes of `shared/bench/anchor.md` on the selected board.
+//! Dispatch benchmark: the shapes of `docs/benchmarks.md` on the selected board.
 //!
 //! `cargo bench --bench dispatch` (add `-- --rounds R` to change the rounds per point, `--only
 //! chain,fanout` to run some shapes, `--runtime hbg|trb` to run one runtime, `--threads T` to launch T AICPU

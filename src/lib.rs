@@ -1,9 +1,10 @@
 //! # pto-rt
 //!
 //! Task-graph runtimes for Ascend-style NPUs, written once against a small HAL and run on a
-//! simulator (the hardware platforms' AICPU primitives exist and are tested under qemu; a
-//! hardware `Platform` does not exist yet). This facade re-exports the layers and picks the board chosen
-//! by cargo feature as [`board::Selected`].
+//! simulator (the hardware platforms' AICPU primitives exist and are tested under qemu, with the
+//! runtime's AICPU programs run over them; their host half over the vendor runtime is
+//! type-checked only and has not run a program). This facade re-exports the layers and picks
+//! the board chosen by cargo feature as [`board::Selected`].
 //!
 //! ```no_run
 //! use pto::prelude::*;

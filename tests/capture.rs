@@ -1,8 +1,8 @@
-//! The args dump on the resident route (seed 000's Mechanism R, issue 12): simulator scenes
-//! for acceptance items 1, 2, 7, 8, 9, 10 and 11, each on the simulated a5 board with the
-//! coherent and with the faithful cache model, and the chain513 equality of the two routes'
-//! records, every example dumped on both routes, and hostile runs (a gang lane that faults, one
-//! that never returns, two host threads dumping at once). Items 3–6 are loom models
+//! The args dump on the resident route (`docs/args-dump.md`, "The resident route"): simulator
+//! scenes for the guarantees numbered 1, 2, 7, 8, 9, 10 and 11 there, each on the simulated a5
+//! board with the coherent and with the faithful cache model, and the chain513 equality of the
+//! two routes' records, every example dumped on both routes, and hostile runs (a gang lane that
+//! faults, one that never returns, two host threads dumping at once). Items 3–6 are loom models
 //! (`runtime/tests/loom_capture.rs`).
 
 use parking_lot::Mutex;

@@ -482,7 +482,8 @@ where
 
 /// Class 8, edge 7 under a write-back AICPU cache: the AICPU writes a dispatch payload and never
 /// cleans it, so the core (which does invalidate) reads memory without the payload. Harmless
-/// with a write-through AICPU cache, which is why seed 004's open question matters.
+/// with a write-through AICPU cache, which is why the a2a3 AICPU's write policy, an open
+/// question (`docs/cache-contract.md`), matters.
 #[test]
 fn unpublished_payload_is_caught_under_a_write_back_aicpu() {
     use pto_sim::AicpuWritePolicy::{WriteBack, WriteThrough};

@@ -1,7 +1,7 @@
 //! `pto-boards`: a board is a platform plus a topology, a counter frequency and budgets.
 //!
 //! One cargo feature per board (`board-sim-a2a3`, the default; `board-sim-a5`;
-//! `board-sim-mini`) selects [`Selected`]: the build script resolves the features (a non-default
+//! `board-sim-mini`; `board-a2a3` and `board-a5` for the chips) selects [`Selected`]: the build script resolves the features (a non-default
 //! board wins over the default; two non-default boards, or none, fail the build naming them)
 //! and emits `cfg(board = "…")`. Each feature enables only the platforms its board needs, and a
 //! board is compiled only when its platforms are enabled, so a build for the a5 board does not

@@ -1,7 +1,8 @@
 //! Two-party publication checks: barriers and register hand-offs keep the documented order.
 //!
 //! A producer publishes a [`DATA_BYTES`] payload `rounds` times; a consumer checks every word
-//! of every round. The protocol is the one runtime code uses (DESIGN §5.2):
+//! of every round. The protocol is the one runtime code uses (house rule 2 of
+//! `docs/architecture.md`, section 9):
 //!
 //! * producer: wait until the consumer acknowledged the previous round, `full` (the
 //!   acknowledgement is read before the payload is overwritten), write the payload with plain

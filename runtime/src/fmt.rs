@@ -10,7 +10,7 @@
 //! Pass an error code as its number (`code.value()`), a site as `u32::from(site)`.
 //!
 //! Who sees the messages: with `log`, whatever `log::Log` the final program installs (the host
-//! and the simulator, DESIGN §7); with `defmt`, the final program's `#[defmt::global_logger]` —
+//! and the simulator); with `defmt`, the final program's `#[defmt::global_logger]` —
 //! on aarch64 `pto_aarch64::devlog`, a ring in GM that the host drains and decodes with
 //! `defmt-decoder` (the on-target tests do, `pto_target_harness::devlog`).
 #![allow(unused_macros)]

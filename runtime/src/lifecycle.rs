@@ -186,7 +186,7 @@ pub fn read_config_core<A: AicoreAgent>(a: &A, desc: GmAddr) -> LaunchConfig {
 
 /// AICore: publish this core's handshake report for run `epoch`.
 ///
-/// Publication order (DESIGN §5.2): the fields first, with the marker cleared, published; then
+/// Publication order (house rule 2, `docs/architecture.md` section 9): the fields first, with the marker cleared, published; then
 /// the marker (`report_epoch`) alone, published. An AICPU that sees this run's epoch therefore
 /// sees this run's fields.
 pub fn report<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch) {

@@ -819,7 +819,8 @@ fn legacy_executor_end_to_end() {
 /// A slot's first run: the handshake line starts zero. Invariant: the AICPU never accepts the
 /// new epoch next to a stale physical id or core type — the core publishes its fields, then
 /// the marker (`report_epoch`) alone (`lifecycle::report`), and the AICPU reads the marker,
-/// issues `rmb`, then reads the fields (`lifecycle::poll_report`), as DESIGN §5.2 requires.
+/// issues `rmb`, then reads the fields (`lifecycle::poll_report`), as house rule 2 requires
+/// (`docs/architecture.md` section 9).
 /// (Before that order was kept, this model failed with no preemption at all: the AICPU opened
 /// and drove physical core 0 instead of core 1.)
 #[test]

@@ -1,5 +1,5 @@
-//! Loom models of the resident route's argument-capture rendezvous (Mechanism R of the
-//! resident args-capture design, acceptance items 3–6): the slot's step functions from
+//! Loom models of the resident route's argument-capture rendezvous (`docs/args-dump.md`, "The
+//! resident route": the guarantees numbered 3–6 there): the slot's step functions from
 //! `pto_runtime::exec::resident::capture::rendezvous` (`claim`, `arrive`, `publisher`, `publisher_word`,
 //! `leave`, `departed`, `read_ack`, `write_request`) driven by loom threads as the cores drive
 //! them, over the loom device of [`loom_hal`] (every slot, request and acknowledgement word a
@@ -38,11 +38,11 @@
 //!   for a third, loom explores the two yielding to each other without end ("maximum number of
 //!   branches"); so a failed look blocks on a loom condition variable until the model's next
 //!   step (each step that can end a wait rings it), the way `wait_for_word` ends on a store.
-//! * **The AICPU side is a transcription** ([`serve_requests`]): `Service::scan`'s read of a
-//!   request line (tick, read barrier, words) and `Service::ack`'s write of an
-//!   acknowledgement (status, echoes and identity, a store barrier, the answered tick last),
-//!   answering every phase SEALED at once (the task records nothing). It must follow
-//!   `capture/service.rs`.
+//! * **The AICPU side is part transcription** ([`serve_requests`]): `Service::scan`'s read of a
+//!   request line (tick, read barrier, words) is transcribed and must follow
+//!   `capture/service.rs`; the acknowledgement is written with the real `write_ack` (the tick
+//!   cleared, the other words, a store barrier, the answered tick last). Every phase is
+//!   answered SEALED at once (the task records nothing).
 //! * **The host side of the lane** is [`collector`], a cut-down transcription of
 //!   `host::dump::Collector` (as in `tests/loom_dump.rs`): drain the ready queue, read the
 //!   records and payloads, give the buffer back, acknowledge the payload bytes.

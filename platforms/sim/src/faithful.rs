@@ -5,8 +5,8 @@
 //!   memory otherwise; a write-back emits the **whole** line, bytes the core never wrote
 //!   included; invalidate drops the copy (writing it back first when dirty, like `dcci`).
 //! * Every AICPU thread has a cache too. What an AICPU store does is the board's
-//!   [`AicpuWritePolicy`] (seed 004's unknown 3: "is GM cacheable for the AICPU, and under what
-//!   write policy?"):
+//!   [`AicpuWritePolicy`] (an open question of the a2a3 contract, `docs/cache-contract.md`: "is
+//!   GM cacheable for the AICPU, and under what write policy?"):
 //!   * **write-through**: the store reaches memory at once (an AICore fill and a device-direct
 //!     load see it);
 //!   * **write-back** (the a2a3 default, the conservative answer): the store dirties the AICPU
@@ -135,7 +135,8 @@ pub(crate) fn bad_env(var: &'static str, value: String, expected: &'static str) 
     crate::SimError::Environment { var, value, expected }
 }
 
-/// What an AICPU store does to memory (seed 004's unknown 3, as a board parameter).
+/// What an AICPU store does to memory (the a2a3 AICPU's unknown write policy, as a board
+/// parameter: `docs/cache-contract.md`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum AicpuWritePolicy {
     /// The store reaches memory at once; other agents' fills and device-direct loads see it.

@@ -726,7 +726,7 @@ pub fn manual_scope<P: HostPlatform>(dev: &Device<P>, k: &Kernels, rt: RuntimeKi
 
 // ---------------------------------------------------------------- dispatch shapes
 
-/// The benchmark shapes of `shared/bench/anchor.md`.
+/// The benchmark shapes of `docs/benchmarks.md`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ShapeKind {
     /// `N` dependent `x[0] += 1` tasks.
