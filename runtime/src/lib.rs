@@ -1,8 +1,11 @@
 //! `pto-runtime`: the task-graph runtime of pto-rt, written once against the HAL.
 //!
-//! Device-side modules (`layout`, `graph`, `hbg`, `queue`, `sched`, `exec`, `lifecycle`,
-//! `aicpu`, `kernel`) are `no_std + alloc` and reach shared memory, ordering, time and events
-//! only through [`pto_hal`]. The `std` feature adds [`host`]: the runner a user drives.
+//! Every module but `host` is device-side, `no_std + alloc`, and reaches shared memory,
+//! ordering, time and events only through [`pto_hal`]: the device ABI ([`layout`], one file
+//! per protocol), the task model ([`graph`], [`region`]) and orchestration API ([`orch`]), the
+//! two runtimes' AICPU programs ([`aicpu`], [`trb`]), the executors with both of their halves
+//! ([`exec`]), core ownership ([`lifecycle`]), the args dump ([`dump`]) and the trace rings
+//! ([`trace`]). The `std` feature adds `host`: the runner a user drives.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 
