@@ -28,13 +28,15 @@ fn serial() -> parking_lot::MutexGuard<'static, ()> {
 
 type Dev = host::Device<<SimA5 as Board>::Platform>;
 
-/// A simulated a5 device with short budgets, coherent or under the faithful cache model.
+/// A simulated a5 device with budgets short enough for failing scenes to end soon and long
+/// enough for a loaded 2-core machine (a test budget is not a performance claim), coherent or
+/// under the faithful cache model.
 fn device(faithful: bool) -> Dev {
     let raw = SimA5::open().unwrap_or_else(|e| panic!("open: {e}"));
     if faithful {
         raw.set_cache_model(CacheModel::Faithful { seed: 11, evict_per_mille: 0 }).unwrap();
     }
-    host::Device::new_in_process(raw, Timeouts::new(300_000, 300_000, 20_000_000)).unwrap()
+    host::Device::new_in_process(raw, Timeouts::new(2_000_000, 1_000_000, 30_000_000)).unwrap()
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -529,7 +531,7 @@ fn k_half_two_lane1_hangs(k: &mut dyn KernelContext) {
 fn a_hung_lane_in_a_dumping_gang_is_reported_as_hung() {
     let _s = serial();
     let raw = SimA5::open().unwrap_or_else(|e| panic!("open: {e}"));
-    let dev: Dev = host::Device::new_in_process(raw, Timeouts::new(300_000, 300_000, 30_000_000)).unwrap();
+    let dev: Dev = host::Device::new_in_process(raw, Timeouts::new(1_000_000, 1_000_000, 30_000_000)).unwrap();
     let aic = func(&dev, "bump", CoreType::Aic, k_bump);
     let bad = func(&dev, "half_two_lane1_hangs", CoreType::Aiv, k_half_two_lane1_hangs);
     let x = dev.tensor_from(&[1024], &vec![0.0f32; 1024]).unwrap();

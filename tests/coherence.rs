@@ -28,7 +28,7 @@ where
 {
     let raw = B::open().unwrap_or_else(|e| panic!("open: {e}"));
     raw.faithful(0);
-    host::Device::new_in_process(raw, Timeouts::new(300_000, 300_000, 20_000_000)).unwrap()
+    host::Device::new_in_process(raw, Timeouts::new(2_000_000, 1_000_000, 30_000_000)).unwrap()
 }
 
 trait FaithfulDevice {

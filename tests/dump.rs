@@ -57,7 +57,7 @@ where
     if faithful {
         raw.set_cache_model(CacheModel::Faithful { seed: 7, evict_per_mille: 0 }).unwrap();
     }
-    host::Device::new_in_process(raw, Timeouts::new(300_000, 300_000, 20_000_000)).unwrap()
+    host::Device::new_in_process(raw, Timeouts::new(2_000_000, 1_000_000, 30_000_000)).unwrap()
 }
 
 fn add1<P: HostPlatform>(dev: &host::Device<P>) -> FuncId {

@@ -580,3 +580,45 @@ fn forgotten_run_handles_do_not_wedge_the_device() {
     assert_eq!(dev.deferred_frees(), 0);
     still_works(&dev, &k);
 }
+
+static RELEASE_SLOW: AtomicBool = AtomicBool::new(false);
+
+/// Returns only when the test releases it: a kernel far slower than the watchdog.
+fn k_slow(_k: &mut dyn KernelContext) {
+    while !RELEASE_SLOW.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A kernel slower than the watchdog: the run's `KERNEL_HUNG` arrives within the watchdog plus
+/// a small margin (the AICPU does not wait the exit budget for the core it names, the host
+/// does not wait the cores' budget for the AICore program: `HUNG_GRACE_US`), not after
+/// watchdog + exit + the core budget (5.2 s with these budgets). The device says why it is
+/// unusable while the core is stuck, and is usable again once the kernel returns.
+#[test]
+fn a_kernel_slower_than_the_watchdog_is_reported_in_time_and_the_device_recovers() {
+    // Watchdog 1 s, exit 1 s: the core budget is 2 x 1 + 1 = 3 s.
+    let (dev, k) = device_with(Timeouts::new(1_000_000, 1_000_000, 30_000_000));
+    let slow = dev.register_kernel("slow", CoreType::Aiv, k_slow).unwrap();
+    let x = dev.alloc::<f32>(&[16]).unwrap();
+    let graph = dev.build(|g| g.submit(Task::aiv(slow).output(&x.tensor())).map(|_| ())).unwrap();
+    let started = Instant::now();
+    let d = device_error(dev.run(&graph).unwrap_err());
+    let took = started.elapsed();
+    assert_eq!(d.code, ErrorCode::Device(DeviceFault::KernelHung), "{d}");
+    // Watchdog (1 s) + the hung grace (0.2 s), with room for a loaded machine; the old bound
+    // was at least 1 + 1 + 3.2 s of waiting.
+    assert!(took < Duration::from_millis(3_500), "KERNEL_HUNG after {took:?}, not within the watchdog plus its margin");
+    let why = dev.unusable_reason().expect("unusable while the core is stuck");
+    assert!(why.contains("KERNEL_HUNG") && why.contains("usable again"), "{why}");
+    assert!(matches!(dev.alloc::<f32>(&[4]), Err(Error::Unusable(_))));
+    RELEASE_SLOW.store(true, Ordering::Release);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while let Some(why) = dev.unusable_reason() {
+        assert!(Instant::now() < deadline, "the device did not recover after the kernel returned: {why}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    still_works(&dev, &k);
+    drop(graph);
+    assert_eq!(dev.deferred_frees(), 0);
+}

@@ -5,100 +5,104 @@
 //! every check is a constant `false` and compiles away.
 
 /// The AICPU reads the host-published descriptor and image without invalidating first.
-pub const SKIP_HOST_INVALIDATE: u32 = 1 << 0;
+pub const SKIP_HOST_INVALIDATE: u64 = 1 << 0;
 /// As the reference runtime places it: the AICPU invalidates the descriptor at the **end** of a
 /// run (for the next run), not before its first read — a slot's first run is uncovered.
-pub const INVALIDATE_AT_END: u32 = 1 << 1;
+pub const INVALIDATE_AT_END: u64 = 1 << 1;
 /// The AICore never writes back its handshake report.
-pub const SKIP_REPORT_PUBLISH: u32 = 1 << 2;
+pub const SKIP_REPORT_PUBLISH: u64 = 1 << 2;
 /// The AICore writes FIN before writing back the kernel's outputs.
-pub const FIN_BEFORE_PUBLISH: u32 = 1 << 3;
+pub const FIN_BEFORE_PUBLISH: u64 = 1 << 3;
 /// The AICore reads its dispatch payload without invalidating its cached copy first.
-pub const SKIP_PAYLOAD_OBSERVE: u32 = 1 << 4;
+pub const SKIP_PAYLOAD_OBSERVE: u64 = 1 << 4;
 /// The reference's shared handshake line: the AICPU also writes a word of a core's handshake
 /// line after accepting the report (two writers of one cached line).
-pub const SHARED_HANDSHAKE_LINE: u32 = 1 << 5;
+pub const SHARED_HANDSHAKE_LINE: u64 = 1 << 5;
 /// The AICore reads a task's argument record without invalidating its cached copy first —
 /// harmless while every record has its own bytes (the host-built graph), stale once the
 /// device-side runtime reuses ring heap bytes for a later task's record.
-pub const SKIP_ARGS_OBSERVE: u32 = 1 << 6;
+pub const SKIP_ARGS_OBSERVE: u64 = 1 << 6;
 /// The AICPU does not clean a dispatch payload after writing it (AICPU → AICore, edge 7):
 /// harmless with a write-through AICPU cache, an unpublished payload under write-back.
-pub const SKIP_PAYLOAD_CLEAN: u32 = 1 << 7;
+pub const SKIP_PAYLOAD_CLEAN: u64 = 1 << 7;
 /// The device-side orchestrator does not clean a task's argument record after writing it into
 /// the ring heap (AICPU → AICore, edge 13).
-pub const SKIP_RECORD_CLEAN: u32 = 1 << 8;
+pub const SKIP_RECORD_CLEAN: u64 = 1 << 8;
 /// The device-side orchestrator does not clean a tensor element it wrote (`Orch::write`;
 /// AICPU → AICore consumers and the host, edge 14).
-pub const SKIP_ELEMENT_CLEAN: u32 = 1 << 9;
+pub const SKIP_ELEMENT_CLEAN: u64 = 1 << 9;
 /// Fault injection, not a dropped operation: every AICPU thread stalls in retirement after its
 /// cores acknowledged EXIT (before close and release) until a fault is latched (at most four
 /// core wait budgets) — an AICPU thread stuck while it still owns its cores.
-pub const STALL_RETIRE: u32 = 1 << 10;
+pub const STALL_RETIRE: u64 = 1 << 10;
 /// Same, but the stall lasts four core wait budgets whatever happens: long enough for the
 /// host's fence to give up on the AICPU program.
-pub const STALL_RETIRE_LONG: u32 = 1 << 11;
+pub const STALL_RETIRE_LONG: u64 = 1 << 11;
 /// The args dump publishes a buffer without writing back its payload and record lines (the
 /// host reads memory, so on a2a3 it would read stale bytes).
-pub const SKIP_DUMP_CLEAN: u32 = 1 << 12;
+pub const SKIP_DUMP_CLEAN: u64 = 1 << 12;
 /// The args dump stores a lane's ready tail before the ready entry it publishes (the host may
 /// take the entry before it is written: a stale buffer index, count and end).
-pub const DUMP_TAIL_FIRST: u32 = 1 << 13;
+pub const DUMP_TAIL_FIRST: u64 = 1 << 13;
 /// An ordering bug, not a maintenance one: `Base::fail` raises the schedulers' `stop` flag
 /// before it latches the fault (a thread that stops may find no fault recorded).
-pub const STOP_BEFORE_LATCH: u32 = 1 << 14;
+pub const STOP_BEFORE_LATCH: u64 = 1 << 14;
 /// An ordering bug: a departing AICPU thread decrements the launch state's count with
 /// `Relaxed` and the last one frees it without the `Acquire` fence (another thread's last use
 /// of the state is not ordered before the free).
-pub const DEPART_RELAXED: u32 = 1 << 15;
+pub const DEPART_RELAXED: u64 = 1 << 15;
 /// Resident executor: a core takes a ready-list entry that was reserved but not yet written
 /// (it does not wait for the entry to be published).
-pub const RESIDENT_TAKE_UNPUBLISHED: u32 = 1 << 16;
+pub const RESIDENT_TAKE_UNPUBLISHED: u64 = 1 << 16;
 /// Resident executor: a consumer's fan-in count is decremented by a load and a store instead
 /// of one atomic read-modify-write (two producers finishing together lose a decrement or
 /// publish the consumer twice).
-pub const RESIDENT_RELEASE_SPLIT: u32 = 1 << 17;
+pub const RESIDENT_RELEASE_SPLIT: u64 = 1 << 17;
 /// Resident executor: a dispatcher stores a slot's new publication generation before the
 /// entry it publishes (the lane may run the slot's previous entry again).
-pub const SLOT_GEN_BEFORE_ENTRY: u32 = 1 << 19;
+pub const SLOT_GEN_BEFORE_ENTRY: u64 = 1 << 19;
 /// Resident executor: an idle core reads its cluster's doorbell after looking for work
 /// instead of before (a ring between the two is lost: the core sleeps on work it missed).
-pub const WAKE_SEEN_LATE: u32 = 1 << 20;
+pub const WAKE_SEEN_LATE: u64 = 1 << 20;
 /// Teardown: a core leaves its gate on any release value, not only its own run's epoch (a
 /// RELEASE left by an earlier run lets it return before this run's AICPU closed it).
-pub const GATE_ANY_EPOCH: u32 = 1 << 21;
+pub const GATE_ANY_EPOCH: u64 = 1 << 21;
 /// Fault injection: the AICPU does not store the RELEASE of this run's cores (a core must
 /// then wait, whatever an earlier run left in its gate).
-pub const SKIP_RELEASE: u32 = 1 << 22;
+pub const SKIP_RELEASE: u64 = 1 << 22;
 /// Resident executor: a core writes a word of its handshake line through its cache at exit
 /// and never writes the line back (the reference's resident exit; the faithful model must
 /// report the dirty line at the EXITED hand-off).
-pub const RESIDENT_EXIT_DIRTY: u32 = 1 << 23;
+pub const RESIDENT_EXIT_DIRTY: u64 = 1 << 23;
 /// Resident args capture: a core that reads its occupancy's claim word as CLAIMING also
 /// claims (from CLAIMING, which is not an allowed source state) and re-initialises the slot.
-pub const CAPTURE_CLAIM_FROM_CLAIMING: u32 = 1 << 24;
+pub const CAPTURE_CLAIM_FROM_CLAIMING: u64 = 1 << 24;
 /// Resident args capture: a peer matches the acknowledgement against its own phase counter
 /// instead of the publisher's `phase_seq`.
-pub const CAPTURE_PEER_OWN_SEQ: u32 = 1 << 25;
+pub const CAPTURE_PEER_OWN_SEQ: u64 = 1 << 25;
 /// Resident args capture: the first participant to leave the AFTER phase stores SETTLED,
 /// not the last.
-pub const CAPTURE_SETTLE_FIRST: u32 = 1 << 26;
+pub const CAPTURE_SETTLE_FIRST: u64 = 1 << 26;
 /// Resident args capture: a dump lane lets a second reservation begin (and publishes) while
 /// one is suspended open.
-pub const CAPTURE_TWO_RESERVATIONS: u32 = 1 << 27;
+pub const CAPTURE_TWO_RESERVATIONS: u64 = 1 << 27;
 /// Fault injection: the AICPU capture service stops advancing a reservation once it is open
 /// (it still answers aborts): the owner's budget runs out mid-record.
-pub const CAPTURE_STALL_OPEN: u32 = 1 << 28;
+pub const CAPTURE_STALL_OPEN: u64 = 1 << 28;
 /// Fault injection: the AICPU capture service holds an open reservation (does not advance it)
 /// until it has answered another core's request WOULD_BLOCK.
-pub const CAPTURE_HOLD_OPEN: u32 = 1 << 29;
+pub const CAPTURE_HOLD_OPEN: u64 = 1 << 29;
 /// Resident args capture: the acknowledgement writer leaves the previous tick in place while
 /// it rewrites the line (the old order), so a reader can take the old status with the new
 /// identity.
-pub const CAPTURE_ACK_TICK_KEPT: u32 = 1 << 31;
+pub const CAPTURE_ACK_TICK_KEPT: u64 = 1 << 31;
 /// The AICore entry returns on an error (window timeout, idle timeout, resident start
 /// timeout) without writing EXITED or passing its teardown gate (the old error exits).
-pub const ERROR_EXIT_SKIPS_GATE: u32 = 1 << 18;
+pub const ERROR_EXIT_SKIPS_GATE: u64 = 1 << 18;
+/// The AICPU waits the exit budget for a core the latch names as hung in a kernel, and the
+/// host waits the cores' whole budget after a `KERNEL_HUNG` (the old bounds: a hung kernel's
+/// error arrived after watchdog + exit + the core budget).
+pub const WAIT_FOR_HUNG_CORE: u64 = 1 << 32;
 /// The fault path as it was: a faulted subtask completes like any other — the legacy core
 /// reports a plain FIN after a caught fault (so its AICPU thread counts it done, records it
 /// after completion and releases its consumers), the resident core goes on to write back, count
@@ -106,17 +110,17 @@ pub const ERROR_EXIT_SKIPS_GATE: u32 = 1 << 18;
 /// consumers run, no scheduler thread, resident core or supervisor looks at the fatal latch
 /// until the graph has drained (before the fix a thread that made progress looked only every
 /// 64 iterations).
-pub const RELEASE_ON_FAULT: u32 = 1 << 30;
+pub const RELEASE_ON_FAULT: u64 = 1 << 30;
 
 // A process-wide test switch, set before a model or a run starts and never part of a
 // protocol; a `static` cannot hold a loom atomic (no `const` constructor).
 #[cfg(feature = "breakage")]
 #[allow(clippy::disallowed_types, reason = "a process-wide static; loom atomics cannot be statics")]
-static ACTIVE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+static ACTIVE: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
 /// Whether breakage `b` is active.
 #[inline(always)]
-pub fn broken(b: u32) -> bool {
+pub fn broken(b: u64) -> bool {
     #[cfg(feature = "breakage")]
     {
         ACTIVE.load(core::sync::atomic::Ordering::Relaxed) & b != 0
@@ -130,7 +134,7 @@ pub fn broken(b: u32) -> bool {
 
 /// Activate `bits` until the returned guard is dropped.
 #[cfg(feature = "breakage")]
-pub fn activate(bits: u32) -> Active {
+pub fn activate(bits: u64) -> Active {
     ACTIVE.store(bits, core::sync::atomic::Ordering::SeqCst);
     Active(())
 }

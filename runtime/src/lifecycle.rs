@@ -358,6 +358,20 @@ pub fn open_window<A: AicpuAgent>(a: &A, phys: u32) {
     a.open_window(phys, regs::DMB_IDLE);
 }
 
+/// The worker a latched `KERNEL_HUNG` names (a core running a kernel past the watchdog), if
+/// that is the latched fault and it is complete.
+pub fn hung_core<A: GmAtomic>(a: &A, map: &RunMap) -> Option<u32> {
+    let at = |o| a.query(map.desc.offset(o));
+    let hung = crate::codes::ErrorCode::Device(crate::codes::DeviceFault::KernelHung).value() as u32 as u64;
+    if crate::breakage::broken(crate::breakage::WAIT_FOR_HUNG_CORE)
+        || at(offsets::FATAL_COMPLETE) == 0
+        || at(offsets::FATAL_CODE) != hung
+    {
+        return None;
+    }
+    u32::try_from(at(offsets::FATAL_CORE)).ok()
+}
+
 /// Outcome of retiring a group of cores.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Retired {
@@ -374,11 +388,15 @@ pub struct Retired {
 /// abandons it, so if it ever reaches its gate it leaves instead of waiting forever.
 pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], exited: &mut [bool]) -> Retired {
     let deadline = a.now_ticks().saturating_add(map.cfg.exit_ticks);
+    // A core the latch names as stuck in a kernel cannot acknowledge EXIT until its kernel
+    // returns: it is not waited for (the run's error then arrives within the watchdog, not
+    // the watchdog plus the exit budget); it is abandoned like a silent core.
+    let hung = hung_core(a, map);
     a.wmb();
     for &(_, phys) in cores {
         a.write_reg(phys, Reg::Dmb, regs::DMB_EXIT);
     }
-    let mut left = cores.len();
+    let mut left = cores.iter().filter(|&&(w, _)| Some(w) != hung).count();
     for e in exited.iter_mut() {
         *e = false;
     }
@@ -401,7 +419,7 @@ pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], ex
     for (i, &(w, phys)) in cores.iter().enumerate() {
         if exited[i] {
             a.close_window(phys, regs::DMB_IDLE);
-        } else if out.silent.is_none() {
+        } else if out.silent.is_none() && Some(w) != hung {
             out.silent = Some(w);
         }
     }

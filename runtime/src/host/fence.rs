@@ -5,6 +5,7 @@
 use parking_lot::Mutex;
 use std::format;
 use std::time::{Duration, Instant};
+use std::vec::Vec;
 
 use pto_hal::{DeviceMemory, GmAddr, HostPlatform, Stream};
 use zerocopy::IntoBytes;
@@ -156,6 +157,43 @@ impl<P: HostPlatform> super::Inner<P> {
     }
 }
 
+impl<P: HostPlatform> super::Inner<P> {
+    /// Recover from runs that had not ended (a core stuck in a kernel past the watchdog): once
+    /// both of such a run's programs have ended — the stuck kernel returned, the core left
+    /// through its (abandoned) gate — its slot, pins and graph are released, the statuses its
+    /// programs left on the streams are cleared, and when no such run is left and nothing else
+    /// made the device unusable, it is usable again. Called before every usability check.
+    pub(super) fn recover(&self) {
+        let mut stuck = self.stuck.lock();
+        if stuck.is_empty() || crate::breakage::broken(crate::breakage::WAIT_FOR_HUNG_CORE) {
+            return;
+        }
+        let mut recovered = Vec::new();
+        let mut i = 0;
+        while i < stuck.len() {
+            if stuck[i].0.is_done(self).unwrap_or(false) {
+                recovered.push(stuck.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        for (mut run, why) in recovered {
+            // The stuck core's program status (it was abandoned at its gate) is this run's,
+            // not the next one's.
+            let _ = run.sync_streams(self);
+            self.free_slot(&run.slot);
+            if let Some(p) = run.pins.take() {
+                self.release_pins(p);
+            }
+            let mut u = self.unusable.lock();
+            if u.as_deref() == Some(why.as_str()) && stuck.is_empty() {
+                *u = None;
+            }
+            log::debug!(target: "pto::host", "recovered: run {} ended at last; {why}", run.epoch);
+        }
+    }
+}
+
 /// Outcomes of runs fenced for their handles that a device keeps (the oldest goes first; a
 /// handle that comes for a dropped one gets [`Error::ReportDropped`]).
 const KEPT_OUTCOMES: usize = 16;
@@ -282,25 +320,36 @@ impl<P: HostPlatform> InFlight<P> {
             }
             Fenced::Never(e) => {
                 // Some program of this run never ended: the device is unusable, and every
-                // tensor the run names stays allocated (a stuck core may still write it).
-                core::mem::forget(self.pins.take());
-                // Nor is the graph's heap freed, for the same reason.
-                core::mem::forget(self.graph.take());
+                // tensor the run names stays allocated (a stuck core may still write it), and
+                // so do its slot and its graph's heap: the run is kept as stuck until its
+                // programs end (`Inner::recover`).
                 // The manifest says what was collected, with its accounting unknown.
                 let _ = self.finish_dump(inner, Err(Error::Closed), false);
                 let latched = self.read_desc(inner).ok().and_then(|d| lifecycle::decode_latch(&d));
-                let err = match latched {
+                let (err, why) = match latched {
                     Some(lifecycle::Latched { fault: Ok(f), message }) => {
                         let mut d = DeviceError::new(f.code, f.site, f.task, f.core, f.detail, message);
                         d.also = Some(std::boxed::Box::new(e));
-                        inner.mark_unusable(format!("run {} never completed after {d}", self.epoch));
-                        Error::Device(d)
+                        let why = format!(
+                            "run {} has not ended after {d}; the device is usable again once its programs end (a stuck kernel returns)",
+                            self.epoch
+                        );
+                        (Error::Device(d), why)
                     }
                     _ => {
-                        inner.mark_unusable(format!("run {} never completed: {e}", self.epoch));
-                        e
+                        let why = format!("run {} never completed: {e}", self.epoch);
+                        (e, why)
                     }
                 };
+                inner.mark_unusable(why.clone());
+                let recoverable =
+                    matches!(&err, Error::Device(d) if d.code == ErrorCode::Device(DeviceFault::KernelHung));
+                if recoverable {
+                    inner.stuck.lock().push((self, why));
+                } else {
+                    core::mem::forget(self.pins.take());
+                    core::mem::forget(self.graph.take());
+                }
                 // The slot is not reused: the device is unusable.
                 Err(err)
             }
@@ -360,9 +409,23 @@ impl<P: HostPlatform> InFlight<P> {
 /// program from ending; the fence then gives up on the AICPU boundary after `stream_us` and
 /// reports the core's latched `RELEASE_TIMEOUT` (which `core_wait < stream_us` makes sure is
 /// latched by then), with the device marked unusable.
+///
+/// A `KERNEL_HUNG` names the core that is stuck: the AICPU abandoned it without waiting for
+/// its EXIT and released every other core before its program ended, so the AICore program can
+/// only end once that kernel returns. The fence then gives the others [`HUNG_GRACE_US`] and
+/// reports the run (the device stays unusable until the stuck core comes back: see
+/// `Inner::recover`).
 fn core_grace_us(clock: &impl pto_hal::Clock, d: &LaunchDesc) -> u64 {
+    let hung = crate::codes::ErrorCode::Device(DeviceFault::KernelHung).value() as u32 as u64;
+    if d.fatal.complete != 0 && d.fatal.code == hung && !crate::breakage::broken(crate::breakage::WAIT_FOR_HUNG_CORE) {
+        return HUNG_GRACE_US;
+    }
     clock.micros_from_ticks(d.config.core_wait_ticks).saturating_add(200_000)
 }
+
+/// How long the fence waits for the AICore program after a `KERNEL_HUNG` ended the AICPU
+/// program: the released cores' exit, not the stuck kernel.
+pub const HUNG_GRACE_US: u64 = 200_000;
 
 pub(super) fn timeout_or<E: pto_hal::Error + std::error::Error + Send + Sync + 'static>(
     what: &'static str,

@@ -115,6 +115,9 @@ pub(crate) struct Inner<P: HostPlatform> {
     turns: turns::Turns,
     /// Each slot's launched run, until its fence.
     in_flight: [Mutex<Option<fence::InFlight<P>>>; PIPELINE_DEPTH],
+    /// Runs that never ended (a core stuck in a kernel), with the reason the device gave, kept
+    /// with their slots, pins and graphs until their programs end ([`Inner::recover`]).
+    stuck: Mutex<Vec<(fence::InFlight<P>, String)>>,
     /// Outcomes of runs the device fenced for their handles (oldest first), by epoch.
     fenced: Mutex<std::collections::VecDeque<(u64, Result<RunReport, Error>)>>,
     epoch: AtomicU64,
@@ -129,7 +132,14 @@ impl<P: HostPlatform> Inner<P> {
         self.streams.lock()
     }
 
+    /// Usable now (after recovering a run whose stuck core came back, if one did).
     fn check_usable(&self) -> Result<(), Error> {
+        self.recover();
+        self.check_usable_now()
+    }
+
+    /// Usable now, without trying to recover (for callers holding the turn lock).
+    fn check_usable_now(&self) -> Result<(), Error> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
@@ -221,6 +231,7 @@ impl<P: HostPlatform> Device<P> {
                 slot_mem,
                 turns: turns::Turns::default(),
                 in_flight: Default::default(),
+                stuck: Mutex::new(Vec::new()),
                 fenced: Mutex::new(std::collections::VecDeque::new()),
                 epoch: AtomicU64::new(0),
                 next_graph: AtomicU64::new(1),
@@ -280,6 +291,7 @@ impl<P: HostPlatform> Device<P> {
 
     /// Why the device is unusable, if an earlier run left it so.
     pub fn unusable_reason(&self) -> Option<String> {
+        self.inner.recover();
         self.inner.unusable.lock().clone()
     }
 

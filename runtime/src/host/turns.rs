@@ -90,7 +90,7 @@ impl<P: HostPlatform> Inner<P> {
         let budget = Duration::from_micros(self.timeouts.turn_us);
         let deadline = Instant::now() + budget;
         loop {
-            self.check_usable().inspect_err(|_| {
+            self.check_usable_now().inspect_err(|_| {
                 st.queue.retain(|&t| t != ticket);
                 self.turns.changed.notify_all();
             })?;

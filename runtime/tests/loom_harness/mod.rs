@@ -58,7 +58,7 @@ impl Tally {
 /// to find a failure whose message contains one of `what`: a reproducer of a broken variant.
 #[cfg(feature = "breakage")]
 #[allow(dead_code)]
-pub fn expect_found(name: &str, bound: Option<usize>, bits: u32, what: &[&str], f: impl Fn() + Sync + Send + 'static) {
+pub fn expect_found(name: &str, bound: Option<usize>, bits: u64, what: &[&str], f: impl Fn() + Sync + Send + 'static) {
     let _broken = pto_runtime::breakage::activate(bits);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(name, bound, f)));
     let Err(e) = r else { panic!("{name}: loom did not find the bug") };

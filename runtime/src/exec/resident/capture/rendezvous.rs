@@ -509,11 +509,18 @@ impl Boundary {
             if a.read_dmb() == regs::DMB_EXIT {
                 return Err(Failure::Exit);
             }
-            if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
+            // Until the last participant arrived (no publisher yet) it may still be running its
+            // kernel, which is the AICPU watchdog's to judge (KERNEL_HUNG, at the watchdog: the
+            // boundary budget is half of it): the wait for arrivals gets two more budgets
+            // before it counts as the capture's failure, so a hung gang lane is reported as
+            // hung, never as its peers' capture timeout.
+            let deadline =
+                if publisher_seen.is_none() { w.deadline.saturating_add(2 * self.budget) } else { w.deadline };
+            if a.now_ticks() >= deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
             match wait {
-                Some((on, seen)) => self.pause(a, on, seen, w.deadline),
+                Some((on, seen)) => self.pause(a, on, seen, deadline),
                 None => crate::sync::spin_hint(),
             }
         }
