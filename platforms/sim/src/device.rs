@@ -14,9 +14,10 @@ use pto_hal::{
 use pto_inproc::{Completion, HandleTable, Launch, Registry};
 
 use crate::agent::{SimAicpu, SimCore};
-use crate::faithful::{AicpuWritePolicy, CacheModel, Faithful, Violation};
+use crate::faithful::{AicpuWritePolicy, CacheModel, Faithful};
 use crate::gm::Gm;
 use crate::park::{SpinPermits, Wake};
+use crate::violation::{COHERENCE_STATUS, Violation};
 use crate::{SimConfig, SimError};
 
 /// The registers of one simulated core.
@@ -43,7 +44,7 @@ pub(crate) struct LaunchState {
     status: AtomicI32,
     message: Mutex<Option<String>>,
     /// The faithful model's violation, when that is what failed the launch.
-    violation: Mutex<Option<crate::Violation>>,
+    violation: Mutex<Option<Violation>>,
     pub scratch: AtomicPtr<()>,
 }
 
@@ -62,8 +63,8 @@ impl LaunchState {
 
     /// Mark the launch failed by a coherence violation (first failure wins), kept whole so
     /// the host's error carries it as data ([`SimError::Coherence`]).
-    pub fn fail_with_violation(&self, v: crate::Violation) {
-        if self.status.compare_exchange(0, crate::COHERENCE_STATUS, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+    pub fn fail_with_violation(&self, v: Violation) {
+        if self.status.compare_exchange(0, COHERENCE_STATUS, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             *self.message.lock() = Some(v.to_string());
             *self.violation.lock() = Some(v);
         }
@@ -101,7 +102,7 @@ impl Launch for LaunchState {
     /// device fault with its status and message.
     fn failure(&self) -> Option<SimError> {
         let status = self.status.load(Ordering::Acquire);
-        if status == crate::COHERENCE_STATUS {
+        if status == COHERENCE_STATUS {
             if let Some(v) = self.violation.lock().clone() {
                 return Some(SimError::Coherence(v));
             }

@@ -35,6 +35,7 @@ mod panics;
 mod park;
 mod protect;
 mod stream;
+mod violation;
 
 use std::marker::PhantomData;
 
@@ -46,9 +47,10 @@ use pto_hal::{
 pub use agent::{SimAicpu, SimCore};
 pub use device::{DROP_JOIN_BUDGET, SimDevice, detached_threads};
 pub use error::SimError;
-pub use faithful::{AicpuWritePolicy, COHERENCE_STATUS, CacheModel, Missing, Violation};
+pub use faithful::{AicpuWritePolicy, CacheModel};
 pub use gm::GM_BASE;
 pub use stream::{SimAicoreStream, SimAicpuStream, SimEvent};
+pub use violation::{COHERENCE_STATUS, Missing, Violation};
 
 /// Status an agent reports when its program panicked.
 pub const AGENT_PANIC_STATUS: i32 = -99;
