@@ -14,11 +14,12 @@ use pto_hal::{
 use pto_inproc::{Completion, HandleTable, Launch, Registry};
 
 use crate::agent::{SimAicpu, SimCore};
-use crate::faithful::{AicpuWritePolicy, CacheModel, Faithful};
+use crate::config::{AicpuWritePolicy, CacheModel, SimConfig};
+use crate::error::SimError;
+use crate::faithful::Faithful;
 use crate::gm::Gm;
 use crate::park::{SpinPermits, Wake};
 use crate::violation::{COHERENCE_STATUS, Violation};
-use crate::{SimConfig, SimError};
 
 /// The registers of one simulated core.
 #[derive(Default)]
@@ -387,7 +388,7 @@ impl<C: Contract> SimDevice<C> {
         // The environment is read once, strictly: a value outside its syntax is an error.
         let model = CacheModel::from_env()?.unwrap_or(config.cache);
         let writes = AicpuWritePolicy::from_env()?;
-        let protect = crate::protect::from_env()?;
+        let protect = crate::config::protection_from_env()?;
         let inner = Arc::new(Inner {
             topo,
             config,

@@ -53,6 +53,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use crate::config::AicpuWritePolicy;
 use crate::device::LaunchState;
 use crate::gm::Gm;
 use crate::violation::{Missing, Violation};
@@ -61,135 +62,6 @@ use crate::violation::{Missing, Violation};
 pub const HOST: u16 = 0;
 const NONE: u16 = u16::MAX;
 const LINE: u64 = 64;
-
-/// Which cache model a simulated device runs.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum CacheModel {
-    /// Accesses go straight to memory; maintenance is free. What a5 promises; fastest.
-    Coherent,
-    /// Per-agent write-back caches with seeded random eviction and violation reports.
-    Faithful {
-        /// Seed of the eviction points (printed by every report).
-        seed: u64,
-        /// Probability of an eviction at each cached access, per mille.
-        evict_per_mille: u32,
-    },
-}
-
-impl CacheModel {
-    /// What `PTO_SIM_CACHE` accepts.
-    pub const SYNTAX: &'static str = "coherent, faithful, faithful:SEED, each optionally followed by :through or :back";
-
-    /// The model named by `PTO_SIM_CACHE` (`coherent`, `faithful` or `faithful:SEED`, each
-    /// optionally followed by `:through` or `:back`, the AICPU write policy): `Ok(None)` when
-    /// unset, an error naming the value when it is not that syntax (`faithfull`,
-    /// `faithful:abc`).
-    pub fn from_env() -> Result<Option<CacheModel>, crate::SimError> {
-        match env("PTO_SIM_CACHE")? {
-            None => Ok(None),
-            Some(v) => Self::spec(&v).map(|(m, _)| Some(m)).map_err(|()| bad_env("PTO_SIM_CACHE", v, Self::SYNTAX)),
-        }
-    }
-
-    /// Parse a `PTO_SIM_CACHE` value (see [`CacheModel::from_env`]); `None` unless it is
-    /// exactly that syntax.
-    pub fn parse(v: &str) -> Option<CacheModel> {
-        Self::spec(v).ok().map(|(m, _)| m)
-    }
-
-    /// The model and the write policy a `PTO_SIM_CACHE` value names.
-    fn spec(v: &str) -> Result<(CacheModel, Option<AicpuWritePolicy>), ()> {
-        let mut parts = v.split(':');
-        let model = parts.next().ok_or(())?;
-        let mut rest: Vec<&str> = parts.collect();
-        let policy = match rest.last().map(|p| AicpuWritePolicy::parse(p)) {
-            Some(Some(p)) => {
-                rest.pop();
-                Some(p)
-            }
-            _ => None,
-        };
-        match (model, rest.as_slice()) {
-            ("coherent", []) => Ok((CacheModel::Coherent, policy)),
-            ("faithful", []) => Ok((CacheModel::Faithful { seed: 0x5eed, evict_per_mille: 20 }, policy)),
-            ("faithful", [seed]) => {
-                let seed = seed.parse().map_err(|_| ())?;
-                Ok((CacheModel::Faithful { seed, evict_per_mille: 20 }, policy))
-            }
-            _ => Err(()),
-        }
-    }
-}
-
-/// The value of environment variable `var`: `Ok(None)` when unset, an error when it is set but
-/// not Unicode.
-pub(crate) fn env(var: &'static str) -> Result<Option<String>, crate::SimError> {
-    match std::env::var(var) {
-        Ok(v) => Ok(Some(v)),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(v)) => Err(bad_env(var, v.to_string_lossy().into_owned(), "Unicode text")),
-    }
-}
-
-/// The error of environment variable `var` holding `value`, which is not `expected`.
-pub(crate) fn bad_env(var: &'static str, value: String, expected: &'static str) -> crate::SimError {
-    crate::SimError::Environment { var, value, expected }
-}
-
-/// What an AICPU store does to memory (seed 004's unknown 3, as a board parameter).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum AicpuWritePolicy {
-    /// The store reaches memory at once; other agents' fills and device-direct loads see it.
-    WriteThrough,
-    /// The store dirties the AICPU cluster's copy of the line; memory (and so every other
-    /// agent) sees it only once the line is written back (range clean or invalidate, eviction).
-    WriteBack,
-}
-
-impl AicpuWritePolicy {
-    /// The policy for a contract when the board names none: write-back under the
-    /// host-non-coherent contract (a2a3: the conservative answer while the mapping is
-    /// unknown), write-through under the host-coherent one (a5: completed AICPU writes are
-    /// visible without a clean).
-    pub fn for_contract(host_coherent: bool) -> AicpuWritePolicy {
-        if host_coherent { AicpuWritePolicy::WriteThrough } else { AicpuWritePolicy::WriteBack }
-    }
-
-    /// Parse `through` or `back`.
-    pub fn parse(v: &str) -> Option<AicpuWritePolicy> {
-        match v.trim() {
-            "through" | "write-through" => Some(AicpuWritePolicy::WriteThrough),
-            "back" | "write-back" => Some(AicpuWritePolicy::WriteBack),
-            _ => None,
-        }
-    }
-
-    /// The policy the environment names: `PTO_SIM_AICPU_WRITES=through|back`, else a
-    /// `:through` / `:back` part of `PTO_SIM_CACHE` (e.g. `faithful:42:back`). A value of
-    /// either variable outside its syntax is an error naming it.
-    pub fn from_env() -> Result<Option<AicpuWritePolicy>, crate::SimError> {
-        if let Some(v) = env("PTO_SIM_AICPU_WRITES")? {
-            return match Self::parse(&v) {
-                Some(p) => Ok(Some(p)),
-                None => Err(bad_env("PTO_SIM_AICPU_WRITES", v, "through or back")),
-            };
-        }
-        match env("PTO_SIM_CACHE")? {
-            None => Ok(None),
-            Some(v) => {
-                CacheModel::spec(&v).map(|(_, p)| p).map_err(|()| bad_env("PTO_SIM_CACHE", v, CacheModel::SYNTAX))
-            }
-        }
-    }
-
-    /// Its name in the environment syntax.
-    pub fn name(self) -> &'static str {
-        match self {
-            AicpuWritePolicy::WriteThrough => "through",
-            AicpuWritePolicy::WriteBack => "back",
-        }
-    }
-}
 
 type Vc = Vec<u32>;
 
@@ -1440,28 +1312,6 @@ mod tests {
         let mut mem = [0u8; 8];
         gm.read_bytes(off, &mut mem);
         assert_eq!(mem, [7; 8]);
-    }
-
-    #[test]
-    fn policy_syntax() {
-        assert_eq!(AicpuWritePolicy::parse("back"), Some(AicpuWritePolicy::WriteBack));
-        assert_eq!(AicpuWritePolicy::parse("through"), Some(AicpuWritePolicy::WriteThrough));
-        assert_eq!(AicpuWritePolicy::parse("maybe"), None);
-        assert_eq!(CacheModel::parse("faithful:42:back"), Some(CacheModel::Faithful { seed: 42, evict_per_mille: 20 }));
-        assert_eq!(
-            CacheModel::parse("faithful:back"),
-            Some(CacheModel::Faithful { seed: 0x5eed, evict_per_mille: 20 })
-        );
-        // Strict: a misspelt model, a seed that is not a number, or anything extra is refused.
-        for bad in ["faithfull", "faithful:abc", "coherent:7", "faithful:1:2", "faithful:1:back:x", "", "Faithful"] {
-            assert_eq!(CacheModel::parse(bad), None, "{bad:?}");
-        }
-        assert_eq!(
-            CacheModel::spec("coherent:through"),
-            Ok((CacheModel::Coherent, Some(AicpuWritePolicy::WriteThrough)))
-        );
-        assert_eq!(AicpuWritePolicy::for_contract(false), AicpuWritePolicy::WriteBack);
-        assert_eq!(AicpuWritePolicy::for_contract(true), AicpuWritePolicy::WriteThrough);
     }
 
     #[test]

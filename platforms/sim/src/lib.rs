@@ -27,6 +27,7 @@
 //! ```
 
 mod agent;
+mod config;
 mod device;
 mod error;
 mod faithful;
@@ -45,61 +46,15 @@ use pto_hal::{
 };
 
 pub use agent::{SimAicpu, SimCore};
+pub use config::{AicpuWritePolicy, CacheModel, SimConfig};
 pub use device::{DROP_JOIN_BUDGET, SimDevice, detached_threads};
 pub use error::SimError;
-pub use faithful::{AicpuWritePolicy, CacheModel};
 pub use gm::GM_BASE;
 pub use stream::{SimAicoreStream, SimAicpuStream, SimEvent};
 pub use violation::{COHERENCE_STATUS, Missing, Violation};
 
 /// Status an agent reports when its program panicked.
 pub const AGENT_PANIC_STATUS: i32 = -99;
-
-/// Settings of a simulated device.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct SimConfig {
-    /// Device counter frequency in Hz (a2a3: 50 MHz, a5: 1 GHz).
-    pub freq_hz: u64,
-    /// Size of the GM arena in bytes (reserved lazily: untouched pages cost nothing).
-    pub gm_bytes: u64,
-    /// How long an idle AICPU thread spins before it parks, in microseconds.
-    pub aicpu_spin_us: u64,
-    /// How long an idle AICore spins before it parks, in microseconds.
-    pub aicore_spin_us: u64,
-    /// Most agents spinning at once (further capped by the host's CPU count).
-    pub max_spinners: u32,
-    /// The cache model (the environment variable `PTO_SIM_CACHE` overrides it at open).
-    pub cache: CacheModel,
-    /// What an AICPU store does under the faithful model ([`AicpuWritePolicy`]); `None` derives
-    /// it from the contract: write-back under `HostNonCoherent` (a2a3), write-through under
-    /// `HostCoherent` (a5, where write-back acts as write-through anyway). The environment
-    /// overrides it at open: `PTO_SIM_AICPU_WRITES=through|back`, or a `:through` / `:back`
-    /// part of `PTO_SIM_CACHE` (`faithful:42:back`); [`SimDevice::set_aicpu_writes`] switches it
-    /// between runs.
-    pub aicpu_writes: Option<AicpuWritePolicy>,
-    /// Memory protection: every kernel access to GM is checked against its task's tensor
-    /// arguments — a read must lie on the elements of one argument, a write on the elements of
-    /// one argument the task may write through — and an access outside them is refused (nothing
-    /// lands) and fails the run as the kernel's fault, naming the access and the nearest
-    /// argument. On by default; the environment variable `PTO_SIM_PROTECT=off|on` overrides it at
-    /// open, and [`SimDevice::set_protection`] switches it between runs.
-    pub protect: bool,
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            freq_hz: 50_000_000,
-            gm_bytes: 1 << 30,
-            aicpu_spin_us: 50,
-            aicore_spin_us: 20,
-            max_spinners: 64,
-            cache: CacheModel::Coherent,
-            aicpu_writes: None,
-            protect: true,
-        }
-    }
-}
 
 /// The simulator as a [`Platform`], for contract `C`.
 pub struct Sim<C: Contract>(PhantomData<fn() -> C>);
