@@ -276,15 +276,6 @@ impl<C: Contract> Inner<C> {
     }
 }
 
-/// Runs `f`, turning a panic into a status and its message.
-fn run_guarded(f: impl FnOnce() -> i32) -> (i32, Option<String>) {
-    crate::panics::install_quiet_hook();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(s) => (s, None),
-        Err(p) => (crate::AGENT_PANIC_STATUS, Some(crate::panics::take_message(&*p))),
-    }
-}
-
 fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
     inner.aicpu_wake[t as usize].bind_current();
     let agent = SimAicpu::new(inner.clone(), t);
@@ -296,7 +287,7 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
                 if let Some(f) = inner.model() {
                     f.job_start(id, launch.start_vc.get().map_or(&[][..], |v| &v[..]), &launch);
                 }
-                let (s, m) = run_guarded(|| {
+                let (s, m) = crate::panics::run_guarded(|| {
                     entry(&agent, AicpuLaunch { thread_idx, thread_count, args, scratch: &launch.scratch })
                 });
                 if let Some(f) = inner.model() {
@@ -345,7 +336,7 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                 if let Some(f) = inner.model() {
                     f.job_start(id, launch.start_vc.get().map_or(&[][..], |v| &v[..]), &launch);
                 }
-                let (s, m) = run_guarded(|| entry(&agent, launch_info));
+                let (s, m) = crate::panics::run_guarded(|| entry(&agent, launch_info));
                 if let Some(f) = inner.model() {
                     launch.join_end(&f.job_end(id, &inner.gm));
                 }
