@@ -54,8 +54,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::config::AicpuWritePolicy;
-use crate::device::LaunchState;
 use crate::gm::Gm;
+use crate::launch::LaunchState;
 use crate::violation::{Missing, Violation};
 
 /// Agent id of the host (DMA). AICPU thread `t` is `1 + t`; AICore worker `w` is `1 + T + w`.

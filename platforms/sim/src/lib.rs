@@ -32,6 +32,7 @@ mod device;
 mod error;
 mod faithful;
 mod gm;
+mod launch;
 mod panics;
 mod park;
 mod platform;

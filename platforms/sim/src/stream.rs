@@ -7,7 +7,8 @@ use pto_hal::{AicoreStream, AicpuStream, Contract, ErrorType, GmAddr, Handle, St
 use pto_inproc::StreamQueue;
 
 use crate::SimError;
-use crate::device::{Inner, Job, LaunchState};
+use crate::device::{Inner, Job};
+use crate::launch::LaunchState;
 
 /// A completion event: everything launched on its stream before it was recorded.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
