@@ -37,6 +37,7 @@ mod panics;
 mod park;
 mod platform;
 mod protect;
+mod shared;
 mod stream;
 mod violation;
 

@@ -28,7 +28,7 @@ impl<C: Contract> HostPlatform for Sim<C> {
     }
 
     fn create_streams(device: &SimDevice<C>) -> Result<(SimAicpuStream<C>, SimAicoreStream<C>), SimError> {
-        if device.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
+        if device.shared().shutdown.load(std::sync::atomic::Ordering::Acquire) {
             return Err(SimError::Closed);
         }
         Ok((SimAicpuStream::new(device.inner.clone()), SimAicoreStream::new(device.inner.clone())))
@@ -68,7 +68,7 @@ impl<C: Contract> ErrorType for SimDevice<C> {
 
 impl<C: Contract> SimDevice<C> {
     fn host_range(&self, addr: GmAddr, len: u64) -> Result<u64, SimError> {
-        self.inner.gm.offset_of(addr, len).ok_or(SimError::InvalidAddress { addr: addr.0, len })
+        self.shared().gm.offset_of(addr, len).ok_or(SimError::InvalidAddress { addr: addr.0, len })
     }
     fn host_word(&self, addr: GmAddr) -> Result<u64, SimError> {
         if addr.0 % 8 != 0 {
@@ -80,39 +80,39 @@ impl<C: Contract> SimDevice<C> {
 
 impl<C: Contract> DeviceMemory for SimDevice<C> {
     fn alloc(&self, size: u64, align: u64) -> Result<GmAddr, SimError> {
-        self.inner.gm.alloc(size, align)
+        self.shared().gm.alloc(size, align)
     }
     fn free(&self, addr: GmAddr) -> Result<(), SimError> {
-        self.inner.gm.free(addr)
+        self.shared().gm.free(addr)
     }
     fn copy_h2d(&self, dst: GmAddr, src: &[u8]) -> Result<(), SimError> {
         let off = self.host_range(dst, src.len() as u64)?;
-        self.inner.gm.write_bytes(off, src);
-        if let Some(f) = self.inner.model() {
+        self.shared().gm.write_bytes(off, src);
+        if let Some(f) = self.shared().model() {
             f.host_write(dst.0, src.len() as u64);
         }
         Ok(())
     }
     fn copy_d2h(&self, dst: &mut [u8], src: GmAddr) -> Result<(), SimError> {
         let off = self.host_range(src, dst.len() as u64)?;
-        if let Some(f) = self.inner.model() {
+        if let Some(f) = self.shared().model() {
             f.host_read(src.0, dst.len() as u64).map_err(SimError::Coherence)?;
         }
-        self.inner.gm.read_bytes(off, dst);
+        self.shared().gm.read_bytes(off, dst);
         Ok(())
     }
     fn memset(&self, dst: GmAddr, byte: u8, len: u64) -> Result<(), SimError> {
         let off = self.host_range(dst, len)?;
-        self.inner.gm.fill(off, byte, len);
-        if let Some(f) = self.inner.model() {
+        self.shared().gm.fill(off, byte, len);
+        if let Some(f) = self.shared().model() {
             f.host_write(dst.0, len);
         }
         Ok(())
     }
     fn load_word(&self, addr: GmAddr) -> Result<u64, SimError> {
         let off = self.host_word(addr)?;
-        let v = self.inner.gm.word(off).load(std::sync::atomic::Ordering::Acquire);
-        if let Some(f) = self.inner.model() {
+        let v = self.shared().gm.word(off).load(std::sync::atomic::Ordering::Acquire);
+        if let Some(f) = self.shared().model() {
             // An acquire: what the device published before storing this word happens before
             // the host's later reads (so a payload read without its write-back is caught).
             f.word_load(faithful::HOST, off, addr.0);
@@ -121,11 +121,11 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
     }
     fn store_word(&self, addr: GmAddr, value: u64) -> Result<(), SimError> {
         let off = self.host_word(addr)?;
-        if let Some(f) = self.inner.model() {
+        if let Some(f) = self.shared().model() {
             f.word_store(faithful::HOST, off, addr.0, false);
         }
-        self.inner.gm.word(off).store(value, std::sync::atomic::Ordering::Release);
-        self.inner.word_written(addr.0);
+        self.shared().gm.word(off).store(value, std::sync::atomic::Ordering::Release);
+        self.shared().word_written(addr.0);
         Ok(())
     }
 }
@@ -145,7 +145,7 @@ impl<C: Contract> Loader for SimDevice<C> {
             .function
             .ok_or_else(|| SimError::NotInstalled(format!("kernel {} has no Rust body", kernel.name)))?;
         let core = kernel.core;
-        let mut t = self.inner.kernels.write();
+        let mut t = self.shared().kernels.write();
         t.find_or_push((f, core), |&(g, c)| std::ptr::fn_addr_eq(g, f) && c == core)
             .map_err(|_| SimError::InvalidArgument("too many kernels loaded"))
     }
@@ -157,7 +157,7 @@ impl<C: Contract> Loader for SimDevice<C> {
         let f = program
             .function
             .ok_or_else(|| SimError::NotInstalled(format!("orchestration {} has no Rust function", program.name)))?;
-        let mut t = self.inner.programs.write();
+        let mut t = self.shared().programs.write();
         if let Some(h) = t.find(|p| p.downcast_ref::<F>() == Some(&f)) {
             return Ok(h);
         }
@@ -167,9 +167,9 @@ impl<C: Contract> Loader for SimDevice<C> {
 
 impl<C: Contract> Clock for SimDevice<C> {
     fn now_ticks(&self) -> Ticks {
-        self.inner.now_ticks()
+        self.shared().now_ticks()
     }
     fn freq_hz(&self) -> u64 {
-        self.inner.config.freq_hz
+        self.shared().config.freq_hz
     }
 }
