@@ -9,7 +9,7 @@
 //! parameter `C` ([`pto_hal::HostNonCoherent`] for a simulated a2a3, [`pto_hal::HostCoherent`]
 //! for a simulated a5). It has two cache models: under the coherent one (the default) every
 //! maintenance operation does nothing but a cheap check of which model is on; under the
-//! faithful one (`faithful.rs`) each agent has its own cache and the operations act on it.
+//! faithful one (`faithful/`) each agent has its own cache and the operations act on it.
 //!
 //! ```
 //! use pto_hal::{DeviceMemory, HostCoherent, Topology};
