@@ -5,8 +5,8 @@
 //!   memory otherwise; a write-back emits the **whole** line, bytes the core never wrote
 //!   included; invalidate drops the copy (writing it back first when dirty, like `dcci`).
 //! * Every AICPU thread has a cache too. What an AICPU store does is the board's
-//!   [`AicpuWritePolicy`] (seed 004's unknown 3: "is GM cacheable for the AICPU, and under what
-//!   write policy?"):
+//!   [`AicpuWritePolicy`](crate::AicpuWritePolicy) (seed 004's unknown 3: "is GM cacheable for
+//!   the AICPU, and under what write policy?"):
 //!   * **write-through**: the store reaches memory at once (an AICore fill and a device-direct
 //!     load see it);
 //!   * **write-back** (the a2a3 default, the conservative answer): the store dirties the AICPU
