@@ -15,15 +15,16 @@ use pto_hal::{
     GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
 };
 
-use crate::device::Inner;
+use crate::gm::GM_BASE;
+use crate::shared::Shared;
 
 /// Word-level atomics shared by both agent kinds.
 #[inline]
-fn word<C: Contract>(inner: &Inner<C>, addr: GmAddr) -> &std::sync::atomic::AtomicU64 {
+fn word(shared: &Shared, addr: GmAddr) -> &std::sync::atomic::AtomicU64 {
     if addr.0 % 8 != 0 {
         panic!("misaligned GM atomic at {:#x}", addr.0);
     }
-    inner.gm.word(inner.gm.checked(addr, 8))
+    shared.gm.word(shared.gm.checked(addr, 8))
 }
 
 macro_rules! impl_common {
@@ -39,25 +40,25 @@ macro_rules! impl_common {
             #[inline]
             fn direct_written(&self, addr: GmAddr, rmw: bool) {
                 self.stores.fetch_add(1, Ordering::Relaxed);
-                if let Some(f) = self.inner.model() {
-                    f.word_store(self.fid(), addr.0 - crate::GM_BASE, addr.0, rmw);
+                if let Some(f) = self.shared.model() {
+                    f.word_store(self.fid(), addr.0 - GM_BASE, addr.0, rmw);
                 }
-                self.inner.word_written(addr.0);
+                self.shared.word_written(addr.0);
             }
         }
 
         impl<C: Contract> GmAtomic for $ty<C> {
             #[inline]
             fn query(&self, addr: GmAddr) -> u64 {
-                let v = word(&self.inner, addr).load(Ordering::Acquire);
-                if let Some(f) = self.inner.model() {
-                    f.word_load(self.fid(), addr.0 - crate::GM_BASE, addr.0);
+                let v = word(&self.shared, addr).load(Ordering::Acquire);
+                if let Some(f) = self.shared.model() {
+                    f.word_load(self.fid(), addr.0 - GM_BASE, addr.0);
                 }
                 v
             }
             #[inline]
             fn store_direct(&self, addr: GmAddr, value: u64) {
-                word(&self.inner, addr).store(value, Ordering::Release);
+                word(&self.shared, addr).store(value, Ordering::Release);
                 self.direct_written(addr, false);
             }
             #[inline]
@@ -65,7 +66,7 @@ macro_rules! impl_common {
                 if addr.0 % 4 != 0 {
                     panic!("misaligned 32-bit GM store at {:#x}", addr.0);
                 }
-                let w = word(&self.inner, GmAddr(addr.0 & !7));
+                let w = word(&self.shared, GmAddr(addr.0 & !7));
                 let shift = (addr.0 & 4) * 8;
                 let mask = 0xffff_ffffu64 << shift;
                 let _ = w.fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
@@ -75,26 +76,27 @@ macro_rules! impl_common {
             }
             #[inline]
             fn swap(&self, addr: GmAddr, value: u64) -> u64 {
-                let old = word(&self.inner, addr).swap(value, Ordering::AcqRel);
+                let old = word(&self.shared, addr).swap(value, Ordering::AcqRel);
                 self.direct_written(addr, true);
                 old
             }
             #[inline]
             fn fetch_add(&self, addr: GmAddr, value: u64) -> u64 {
-                let old = word(&self.inner, addr).fetch_add(value, Ordering::AcqRel);
+                let old = word(&self.shared, addr).fetch_add(value, Ordering::AcqRel);
                 self.direct_written(addr, true);
                 old
             }
             #[inline]
             fn compare_exchange(&self, addr: GmAddr, expected: u64, desired: u64) -> u64 {
-                match word(&self.inner, addr).compare_exchange(expected, desired, Ordering::AcqRel, Ordering::Acquire) {
+                match word(&self.shared, addr).compare_exchange(expected, desired, Ordering::AcqRel, Ordering::Acquire)
+                {
                     Ok(v) => {
                         self.direct_written(addr, true);
                         v
                     }
                     Err(v) => {
-                        if let Some(f) = self.inner.model() {
-                            f.word_load(self.fid(), addr.0 - crate::GM_BASE, addr.0);
+                        if let Some(f) = self.shared.model() {
+                            f.word_load(self.fid(), addr.0 - GM_BASE, addr.0);
                         }
                         v
                     }
@@ -105,18 +107,18 @@ macro_rules! impl_common {
         impl<C: Contract> GmMemory for $ty<C> {
             #[inline]
             fn read(&self, addr: GmAddr, dst: &mut [u8]) {
-                let off = self.inner.gm.checked(addr, dst.len() as u64);
-                match self.inner.model() {
-                    Some(f) => f.load(self.fid(), addr.0, off, dst, &self.inner.gm),
-                    None => self.inner.gm.read_bytes(off, dst),
+                let off = self.shared.gm.checked(addr, dst.len() as u64);
+                match self.shared.model() {
+                    Some(f) => f.load(self.fid(), addr.0, off, dst, &self.shared.gm),
+                    None => self.shared.gm.read_bytes(off, dst),
                 }
             }
             #[inline]
             fn write(&self, addr: GmAddr, src: &[u8]) {
-                let off = self.inner.gm.checked(addr, src.len() as u64);
-                match self.inner.model() {
-                    Some(f) => f.store(self.fid(), addr.0, off, src, &self.inner.gm),
-                    None => self.inner.gm.write_bytes(off, src),
+                let off = self.shared.gm.checked(addr, src.len() as u64);
+                match self.shared.model() {
+                    Some(f) => f.store(self.fid(), addr.0, off, src, &self.shared.gm),
+                    None => self.shared.gm.write_bytes(off, src),
                 }
             }
         }
@@ -137,14 +139,14 @@ macro_rules! impl_common {
             #[inline(always)]
             fn full(&self) {
                 fence(Ordering::SeqCst);
-                if let Some(f) = self.inner.model() {
+                if let Some(f) = self.shared.model() {
                     f.fence(self.fid());
                 }
             }
             #[inline(always)]
             fn store_barrier(&self) {
                 fence(Ordering::SeqCst);
-                if let Some(f) = self.inner.model() {
+                if let Some(f) = self.shared.model() {
                     f.fence(self.fid());
                 }
             }
@@ -153,11 +155,11 @@ macro_rules! impl_common {
         impl<C: Contract> Clock for $ty<C> {
             #[inline]
             fn now_ticks(&self) -> Ticks {
-                self.inner.now_ticks()
+                self.shared.now_ticks()
             }
             #[inline]
             fn freq_hz(&self) -> u64 {
-                self.inner.config.freq_hz
+                self.shared.config.freq_hz
             }
         }
     };
@@ -171,39 +173,39 @@ fn reg_index(reg: Reg) -> u32 {
 }
 
 /// Arm agent `slot`'s monitor on `addr`, wait (unless the word already changed), disarm.
-pub(crate) fn monitor_wait<C: Contract>(inner: &Inner<C>, slot: usize, addr: GmAddr, seen: u64, wait: impl FnOnce()) {
-    let m = &inner.monitors[slot];
+fn monitor_wait(shared: &Shared, slot: usize, addr: GmAddr, seen: u64, wait: impl FnOnce()) {
+    let m = &shared.monitors[slot];
     m.store(addr.0, Ordering::SeqCst);
-    inner.monitoring.fetch_add(1, Ordering::SeqCst);
+    shared.monitoring.fetch_add(1, Ordering::SeqCst);
     // Re-check after arming: a write that landed before the monitor was visible is not lost.
-    if word(inner, addr).load(Ordering::SeqCst) == seen {
+    if word(shared, addr).load(Ordering::SeqCst) == seen {
         wait();
     }
-    inner.monitoring.fetch_sub(1, Ordering::SeqCst);
+    shared.monitoring.fetch_sub(1, Ordering::SeqCst);
     m.store(0, Ordering::Release);
 }
 
 /// An AICPU thread of the simulated device.
 pub struct SimAicpu<C: Contract> {
-    inner: Arc<Inner<C>>,
+    shared: Arc<Shared>,
     idx: u32,
     stores: std::sync::atomic::AtomicU64,
     _c: PhantomData<fn() -> C>,
 }
 
 impl<C: Contract> SimAicpu<C> {
-    pub(crate) fn new(inner: Arc<Inner<C>>, idx: u32) -> Self {
-        SimAicpu { inner, idx, stores: std::sync::atomic::AtomicU64::new(0), _c: PhantomData }
+    pub(crate) fn new(shared: Arc<Shared>, idx: u32) -> Self {
+        SimAicpu { shared, idx, stores: std::sync::atomic::AtomicU64::new(0), _c: PhantomData }
     }
 
     #[inline]
     fn fid(&self) -> u16 {
-        self.inner.faithful.aicpu_id(self.idx)
+        self.shared.faithful.aicpu_id(self.idx)
     }
 
     #[inline]
     fn count_range_op(&self, i: usize) {
-        self.inner.aicpu_cache_ops[i].fetch_add(1, Ordering::Relaxed);
+        self.shared.aicpu_cache_ops[i].fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -212,43 +214,43 @@ impl_common!(SimAicpu);
 impl<C: Contract> Registers for SimAicpu<C> {
     #[inline]
     fn read_reg(&self, core: u32, reg: Reg) -> u32 {
-        let r = &self.inner.regs[core as usize];
+        let r = &self.shared.regs[core as usize];
         let v = match reg {
             Reg::Dmb => r.dmb.load(Ordering::Acquire),
             Reg::Cond => r.cond.load(Ordering::Acquire),
         };
-        if let Some(f) = self.inner.model() {
+        if let Some(f) = self.shared.model() {
             f.reg_read(self.fid(), core, reg_index(reg));
         }
         v
     }
     #[inline]
     fn write_reg(&self, core: u32, reg: Reg, value: u32) {
-        if let Some(f) = self.inner.model() {
+        if let Some(f) = self.shared.model() {
             f.reg_write(self.fid(), core, reg_index(reg));
         }
-        let r = &self.inner.regs[core as usize];
+        let r = &self.shared.regs[core as usize];
         match reg {
             Reg::Dmb => {
                 r.watcher.store(self.idx, Ordering::Relaxed);
                 r.dmb.store(value, Ordering::Release);
-                let w = self.inner.topo.workers() - 1 - core;
-                self.inner.core_wake[w as usize].notify();
+                let w = self.shared.topo.workers() - 1 - core;
+                self.shared.core_wake[w as usize].notify();
             }
             Reg::Cond => r.cond.store(value, Ordering::Release),
         }
     }
     fn open_window(&self, core: u32, idle: u32) {
-        self.inner.regs[core as usize].window_open.store(true, Ordering::Release);
+        self.shared.regs[core as usize].window_open.store(true, Ordering::Release);
         self.write_reg(core, Reg::Dmb, idle);
     }
     fn close_window(&self, core: u32, idle: u32) {
         // A close is not a dispatch: nothing on the core waits for it (an exiting core waits
         // for its gate), so unlike `write_reg` it wakes nobody — one wake-up fewer per core.
-        if let Some(f) = self.inner.model() {
+        if let Some(f) = self.shared.model() {
             f.reg_write(self.fid(), core, reg_index(Reg::Dmb));
         }
-        let r = &self.inner.regs[core as usize];
+        let r = &self.shared.regs[core as usize];
         r.dmb.store(idle, Ordering::Release);
         r.window_open.store(false, Ordering::Release);
         // Read-back: the posted stores of the close are complete once this returns.
@@ -259,26 +261,26 @@ impl<C: Contract> Registers for SimAicpu<C> {
 impl<C: Contract> Events for SimAicpu<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
-        let d = self.inner.instant_of(deadline);
-        self.inner.aicpu_wake[self.idx as usize].wait(
+        let d = self.shared.instant_of(deadline);
+        self.shared.aicpu_wake[self.idx as usize].wait(
             Some(d),
-            Duration::from_micros(self.inner.config.aicpu_spin_us),
-            &self.inner.spin_permits,
+            Duration::from_micros(self.shared.config.aicpu_spin_us),
+            &self.shared.spin_permits,
         );
     }
     #[inline]
     fn send_event(&self) {
-        self.inner.wake_all_aicpu(Some(self.idx));
+        self.shared.wake_all_aicpu(Some(self.idx));
     }
     fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks) {
         let slot = self.idx as usize;
-        crate::agent::monitor_wait(&self.inner, slot, addr, seen, || self.wait_for_event(deadline));
+        monitor_wait(&self.shared, slot, addr, seen, || self.wait_for_event(deadline));
     }
 }
 
 impl<C: Contract> AicpuAgent for SimAicpu<C> {
     fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F> {
-        let table = self.inner.programs.read();
+        let table = self.shared.programs.read();
         table.get(pto_hal::Handle(handle)).ok()?.downcast_ref::<F>().copied()
     }
 
@@ -291,7 +293,7 @@ impl<C: Contract> AicpuAgent for SimAicpu<C> {
 
 /// An AICore of the simulated device.
 pub struct SimCore<C: Contract> {
-    inner: Arc<Inner<C>>,
+    shared: Arc<Shared>,
     worker: u32,
     stores: std::sync::atomic::AtomicU64,
     phys: u32,
@@ -300,15 +302,15 @@ pub struct SimCore<C: Contract> {
 }
 
 impl<C: Contract> SimCore<C> {
-    pub(crate) fn new(inner: Arc<Inner<C>>, worker: u32) -> Self {
-        let phys = inner.physical_id(worker);
-        let core_type = inner.topo.core_type(worker);
-        SimCore { inner, worker, phys, core_type, stores: std::sync::atomic::AtomicU64::new(0), _c: PhantomData }
+    pub(crate) fn new(shared: Arc<Shared>, worker: u32) -> Self {
+        let phys = shared.physical_id(worker);
+        let core_type = shared.topo.core_type(worker);
+        SimCore { shared, worker, phys, core_type, stores: std::sync::atomic::AtomicU64::new(0), _c: PhantomData }
     }
 
     #[inline]
     fn fid(&self) -> u16 {
-        self.inner.faithful.core_id(self.worker)
+        self.shared.faithful.core_id(self.worker)
     }
 }
 
@@ -317,21 +319,21 @@ impl_common!(SimCore);
 impl<C: Contract> CoreRegisters for SimCore<C> {
     #[inline]
     fn read_dmb(&self) -> u32 {
-        let v = self.inner.regs[self.phys as usize].dmb.load(Ordering::Acquire);
-        if let Some(f) = self.inner.model() {
+        let v = self.shared.regs[self.phys as usize].dmb.load(Ordering::Acquire);
+        if let Some(f) = self.shared.model() {
             f.reg_read(self.fid(), self.phys, 0);
         }
         v
     }
     #[inline]
     fn write_cond(&self, value: u32) {
-        if let Some(f) = self.inner.model() {
+        if let Some(f) = self.shared.model() {
             f.reg_write(self.fid(), self.phys, 1);
         }
-        let r = &self.inner.regs[self.phys as usize];
+        let r = &self.shared.regs[self.phys as usize];
         r.cond.store(value, Ordering::Release);
         let t = r.watcher.load(Ordering::Relaxed) as usize;
-        if let Some(w) = self.inner.aicpu_wake.get(t) {
+        if let Some(w) = self.shared.aicpu_wake.get(t) {
             w.notify();
         }
     }
@@ -344,16 +346,16 @@ impl<C: Contract> AicpuCache for SimAicpu<C> {
     #[inline(always)]
     fn invalidate_range(&self, addr: GmAddr, len: u64) {
         self.count_range_op(0);
-        if let Some(f) = self.inner.model() {
-            f.invalidate(self.fid(), addr.0, len, &self.inner.gm);
+        if let Some(f) = self.shared.model() {
+            f.invalidate(self.fid(), addr.0, len, &self.shared.gm);
             f.fence(self.fid());
         }
     }
     #[inline(always)]
     fn flush_range(&self, addr: GmAddr, len: u64) {
         self.count_range_op(1);
-        if let Some(f) = self.inner.model() {
-            f.clean(self.fid(), addr.0, len, &self.inner.gm);
+        if let Some(f) = self.shared.model() {
+            f.clean(self.fid(), addr.0, len, &self.shared.gm);
             f.fence(self.fid());
         }
     }
@@ -363,25 +365,25 @@ impl<C: Contract> AicoreCache for SimCore<C> {
     type Contract = C;
     #[inline(always)]
     fn writeback_line(&self, addr: GmAddr) {
-        if let Some(f) = self.inner.model() {
-            f.clean(self.fid(), addr.line().0, 64, &self.inner.gm);
+        if let Some(f) = self.shared.model() {
+            f.clean(self.fid(), addr.line().0, 64, &self.shared.gm);
         }
     }
     #[inline(always)]
     fn invalidate_line(&self, addr: GmAddr) {
-        if let Some(f) = self.inner.model() {
-            f.invalidate(self.fid(), addr.line().0, 64, &self.inner.gm);
+        if let Some(f) = self.shared.model() {
+            f.invalidate(self.fid(), addr.line().0, 64, &self.shared.gm);
         }
     }
     #[inline(always)]
     fn invalidate_all(&self) {
-        if let Some(f) = self.inner.model() {
-            f.invalidate_all(self.fid(), &self.inner.gm);
+        if let Some(f) = self.shared.model() {
+            f.invalidate_all(self.fid(), &self.shared.gm);
         }
     }
     #[inline(always)]
     fn cache_barrier(&self) {
-        if let Some(f) = self.inner.model() {
+        if let Some(f) = self.shared.model() {
             f.fence(self.fid());
         }
     }
@@ -390,33 +392,33 @@ impl<C: Contract> AicoreCache for SimCore<C> {
 impl<C: Contract> Events for SimCore<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
-        let d = self.inner.instant_of(deadline);
-        self.inner.core_wake[self.worker as usize].wait(
+        let d = self.shared.instant_of(deadline);
+        self.shared.core_wake[self.worker as usize].wait(
             Some(d),
-            Duration::from_micros(self.inner.config.aicore_spin_us),
-            &self.inner.spin_permits,
+            Duration::from_micros(self.shared.config.aicore_spin_us),
+            &self.shared.spin_permits,
         );
     }
     #[inline]
     fn send_event(&self) {
-        self.inner.wake_all_aicpu(None);
+        self.shared.wake_all_aicpu(None);
     }
     fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks) {
-        let slot = self.inner.aicpu_wake.len() + self.worker as usize;
-        crate::agent::monitor_wait(&self.inner, slot, addr, seen, || self.wait_for_event(deadline));
+        let slot = self.shared.aicpu_wake.len() + self.worker as usize;
+        monitor_wait(&self.shared, slot, addr, seen, || self.wait_for_event(deadline));
     }
 }
 
 impl<C: Contract> AicoreAgent for SimCore<C> {
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
-        let table = self.inner.kernels.read();
+        let table = self.shared.kernels.read();
         let &(f, ty) = table.get(pto_hal::Handle(bin)).ok()?;
         (ty == self.core_type).then_some(f)
     }
 
     fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
         crate::panics::install_quiet_hook();
-        if self.inner.protect.load(Ordering::Relaxed) {
+        if self.shared.protect.load(Ordering::Relaxed) {
             return crate::protect::run_kernel(kernel, ctx);
         }
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel(ctx)))

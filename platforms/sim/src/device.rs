@@ -1,115 +1,26 @@
-//! The simulated device: GM, registers, kernel table and one OS thread per agent.
+//! The simulated device: opening it, one OS thread per agent running the jobs queued for it,
+//! and the public [`SimDevice`] API. What the agents themselves use — GM, registers, wake
+//! cells, tables, the cache model — is the shared state (`shared.rs`), which names no agent; the
+//! job queues and the installed device programs, typed by the agents, live here.
 
 use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
-use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use pto_hal::{
-    AicoreEntry, AicoreLaunch, AicpuEntry, AicpuLaunch, Contract, CoreType, GmAddr, KernelFn, Ticks, Topology,
-};
-use pto_inproc::{Completion, HandleTable, Launch, Registry};
+use pto_hal::{AicoreEntry, AicoreLaunch, AicpuEntry, AicpuLaunch, Contract, GmAddr, Topology};
+use pto_inproc::Registry;
 
 use crate::agent::{SimAicpu, SimCore};
-use crate::faithful::{AicpuWritePolicy, CacheModel, Faithful, Violation};
-use crate::gm::Gm;
-use crate::park::{SpinPermits, Wake};
-use crate::{SimConfig, SimError};
+use crate::config::{AicpuWritePolicy, CacheModel, SimConfig};
+use crate::error::SimError;
+use crate::launch::LaunchState;
+use crate::shared::Shared;
+use crate::violation::Violation;
 
-/// The registers of one simulated core.
-#[derive(Default)]
-pub(crate) struct CoreRegs {
-    pub dmb: AtomicU32,
-    pub cond: AtomicU32,
-    /// Window open (a2a3's fast-path control; a5 has none, the sim keeps the bit for both).
-    pub window_open: AtomicBool,
-    /// The AICPU thread that last wrote DMB: the one a COND write wakes.
-    pub watcher: AtomicU32,
-}
-
-/// Completion state of one launch on a stream.
-pub(crate) struct LaunchState {
-    /// What happened before the launch started: the submitter's clock at submission joined
-    /// with the end of the previous launch on the same stream (faithful model only).
-    pub start_vc: std::sync::OnceLock<Vec<u32>>,
-    /// The agents still running the launch's program, the host's waiters, and the stream's
-    /// next launch (started when this one is done).
-    completion: Completion,
-    /// The join of every agent's clock at the end of its program (faithful model only).
-    pub end_vc: Mutex<Vec<u32>>,
-    status: AtomicI32,
-    message: Mutex<Option<String>>,
-    /// The faithful model's violation, when that is what failed the launch.
-    violation: Mutex<Option<crate::Violation>>,
-    pub scratch: AtomicPtr<()>,
-}
-
-impl LaunchState {
-    pub fn new(agents: u32, vc_len: usize) -> Arc<LaunchState> {
-        Arc::new(LaunchState {
-            end_vc: Mutex::new(vec![0; vc_len]),
-            start_vc: std::sync::OnceLock::new(),
-            completion: Completion::new(agents),
-            status: AtomicI32::new(0),
-            message: Mutex::new(None),
-            violation: Mutex::new(None),
-            scratch: AtomicPtr::new(std::ptr::null_mut()),
-        })
-    }
-
-    /// Mark the launch failed by a coherence violation (first failure wins), kept whole so
-    /// the host's error carries it as data ([`SimError::Coherence`]).
-    pub fn fail_with_violation(&self, v: crate::Violation) {
-        if self.status.compare_exchange(0, crate::COHERENCE_STATUS, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            *self.message.lock() = Some(v.to_string());
-            *self.violation.lock() = Some(v);
-        }
-    }
-
-    /// One agent finished its program. The last one retires the launch from the device's
-    /// `active` count (before a waiter can see the launch done), wakes waiters, and starts
-    /// the stream's next launch.
-    fn finish_one(&self, status: i32, message: Option<String>, active: &AtomicU32) {
-        if status != 0 && self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            *self.message.lock() = message;
-        }
-        self.completion.arrive(|| {
-            active.fetch_sub(1, Ordering::AcqRel);
-        });
-    }
-
-    /// Join an agent's end-of-program clock.
-    pub fn join_end(&self, vc: &[u32]) {
-        let mut e = self.end_vc.lock();
-        for (a, b) in e.iter_mut().zip(vc) {
-            *a = (*a).max(*b);
-        }
-    }
-}
-
-impl Launch for LaunchState {
-    type Error = SimError;
-
-    fn completion(&self) -> &Completion {
-        &self.completion
-    }
-
-    /// The launch's failure, if any: a coherence violation as itself, anything else as a
-    /// device fault with its status and message.
-    fn failure(&self) -> Option<SimError> {
-        let status = self.status.load(Ordering::Acquire);
-        if status == crate::COHERENCE_STATUS {
-            if let Some(v) = self.violation.lock().clone() {
-                return Some(SimError::Coherence(v));
-            }
-        }
-        (status != 0).then(|| SimError::DeviceFault { status, message: self.message.lock().clone() })
-    }
-}
-
+/// One agent's part of a launch: the program it runs and the launch it reports to.
 pub(crate) enum Job<C: Contract> {
     Aicpu { entry: AicpuEntry<SimAicpu<C>>, args: GmAddr, thread_idx: u32, thread_count: u32, launch: Arc<LaunchState> },
     Aicore { entry: AicoreEntry<SimCore<C>>, args: GmAddr, block_idx: u32, launch: Arc<LaunchState> },
@@ -135,127 +46,29 @@ impl<C: Contract> DevicePrograms<C> {
 const DEVICE_PROGRAM_BASE: u64 = 0x4400_0000;
 const AICORE_PROGRAM_OFFSET: u64 = 0x10_0000;
 
-/// Shared state of one simulated device.
+/// One simulated device as its host side and its agent threads see it: the state shared with
+/// the agents, plus what is typed by the agents — each agent thread's job queue and the
+/// installed device programs — and the fault injection.
 pub(crate) struct Inner<C: Contract> {
-    pub topo: Topology,
-    pub config: SimConfig,
-    pub epoch: Instant,
-    pub gm: Gm,
-    /// Registers, indexed by physical core id.
-    pub regs: Box<[CoreRegs]>,
-    /// Wake cells: AICPU threads first, then AICore workers.
-    pub aicpu_wake: Box<[Wake]>,
-    pub core_wake: Box<[Wake]>,
-    /// How many agents may spin at once (the host's CPU count).
-    pub spin_permits: SpinPermits,
+    pub shared: Arc<Shared>,
     aicpu_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
     core_jobs: Box<[Mutex<VecDeque<Job<C>>>]>,
-    /// Loaded kernels and the core type each was loaded for; handles from [`KERNEL_BASE`].
-    pub kernels: RwLock<HandleTable<(KernelFn, CoreType)>>,
     /// Installed device programs (the runtime's AICPU and AICore programs), by name; handles
     /// from [`DEVICE_PROGRAM_BASE`].
     pub device_programs: RwLock<DevicePrograms<C>>,
-    /// Loaded orchestration programs; handles from [`PROGRAM_BASE`].
-    pub programs: RwLock<HandleTable<Box<dyn std::any::Any + Send + Sync>>>,
-    /// Per agent (AICPU threads, then cores): the GM word it waits on, 0 when none.
-    pub monitors: Box<[std::sync::atomic::AtomicU64]>,
-    /// Number of agents currently waiting on a GM word (skip the scan when 0).
-    pub monitoring: AtomicU32,
-    /// The faithful cache model (used while `faithful_on`).
-    pub faithful: Faithful,
-    /// Whether the faithful cache model is on.
-    pub faithful_on: AtomicBool,
-    /// Whether kernels run behind the memory-protection guard (`crate::protect`).
-    pub protect: AtomicBool,
-    /// AICPU cache maintenance issued so far: `[invalidate_range, flush_range]` calls.
-    pub aicpu_cache_ops: [std::sync::atomic::AtomicU64; 2],
-    /// Launches not yet finished (the cache model may change only when this is zero).
-    pub active_launches: AtomicU32,
     /// Workers that stay silent for their next launch (fault injection).
     silent: Mutex<Vec<u32>>,
-    pub shutdown: AtomicBool,
-    _contract: PhantomData<fn() -> C>,
 }
 
-/// Base of kernel binary addresses on the simulator (index 0 is never a valid binary).
-const KERNEL_BASE: u64 = 0x4b00_0000;
-/// Handles of loaded orchestration programs start here (kernels end below it).
-const PROGRAM_BASE: u64 = 0x5000_0000;
-/// How many orchestration programs one device loads at most.
-const PROGRAM_CAPACITY: u64 = 0x1000_0000;
-
 impl<C: Contract> Inner<C> {
-    /// Physical core id of worker `w`: the sim numbers them in reverse so the runtime must use
-    /// the ids the cores report, never assume worker index == physical id.
-    pub fn physical_id(&self, w: u32) -> u32 {
-        self.topo.workers() - 1 - w
-    }
-
-    #[inline]
-    pub fn now_ticks(&self) -> Ticks {
-        let ns = self.epoch.elapsed().as_nanos();
-        (ns * self.config.freq_hz as u128 / 1_000_000_000) as u64
-    }
-
-    pub fn instant_of(&self, ticks: Ticks) -> Instant {
-        let ns = ticks as u128 * 1_000_000_000 / self.config.freq_hz as u128;
-        self.epoch + Duration::from_nanos(ns.min(u64::MAX as u128) as u64)
-    }
-
-    pub fn wake_all_aicpu(&self, except: Option<u32>) {
-        for (i, w) in self.aicpu_wake.iter().enumerate() {
-            if Some(i as u32) != except {
-                w.notify();
-            }
-        }
-    }
-
     pub fn push_aicpu(&self, t: u32, job: Job<C>) {
         self.aicpu_jobs[t as usize].lock().push_back(job);
-        self.aicpu_wake[t as usize].notify();
+        self.shared.aicpu_wake[t as usize].notify();
     }
 
     pub fn push_core(&self, w: u32, job: Job<C>) {
         self.core_jobs[w as usize].lock().push_back(job);
-        self.core_wake[w as usize].notify();
-    }
-
-    /// Submit-side bookkeeping of a new launch: its submission clock (faithful model).
-    pub fn launch_started(&self) -> Vec<u32> {
-        self.active_launches.fetch_add(1, Ordering::AcqRel);
-        match self.model() {
-            Some(f) => f.host_release(),
-            None => Vec::new(),
-        }
-    }
-
-    /// Number of vector-clock entries (device agents + host).
-    pub fn vc_len(&self) -> usize {
-        1 + self.aicpu_wake.len() + self.core_wake.len()
-    }
-
-    /// A GM word was written by a device agent: wake whoever waits on it.
-    #[inline]
-    pub fn word_written(&self, addr: u64) {
-        if self.monitoring.load(Ordering::Acquire) == 0 {
-            return;
-        }
-        let nthreads = self.aicpu_wake.len();
-        for (i, m) in self.monitors.iter().enumerate() {
-            if m.load(Ordering::Acquire) == addr {
-                if i < nthreads {
-                    self.aicpu_wake[i].notify();
-                } else {
-                    self.core_wake[i - nthreads].notify();
-                }
-            }
-        }
-    }
-
-    /// The faithful model, when it is on.
-    #[inline]
-    pub fn model(&self) -> Option<&Faithful> {
-        if self.faithful_on.load(Ordering::Relaxed) { Some(&self.faithful) } else { None }
+        self.shared.core_wake[w as usize].notify();
     }
 
     pub fn take_silent(&self, w: u32) -> bool {
@@ -274,89 +87,82 @@ impl<C: Contract> Inner<C> {
     }
 }
 
-/// Runs `f`, turning a panic into a status and its message.
-fn run_guarded(f: impl FnOnce() -> i32) -> (i32, Option<String>) {
-    crate::panics::install_quiet_hook();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(s) => (s, None),
-        Err(p) => (crate::AGENT_PANIC_STATUS, Some(crate::panics::take_message(&*p))),
-    }
-}
-
 fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
-    inner.aicpu_wake[t as usize].bind_current();
-    let agent = SimAicpu::new(inner.clone(), t);
+    let shared = &*inner.shared;
+    shared.aicpu_wake[t as usize].bind_current();
+    let agent = SimAicpu::new(inner.shared.clone(), t);
     loop {
         let job = inner.aicpu_jobs[t as usize].lock().pop_front();
         match job {
             Some(Job::Aicpu { entry, args, thread_idx, thread_count, launch }) => {
-                let id = inner.faithful.aicpu_id(t);
-                if let Some(f) = inner.model() {
+                let id = shared.faithful.aicpu_id(t);
+                if let Some(f) = shared.model() {
                     f.job_start(id, launch.start_vc.get().map_or(&[][..], |v| &v[..]), &launch);
                 }
-                let (s, m) = run_guarded(|| {
+                let (s, m) = crate::panics::run_guarded(|| {
                     entry(&agent, AicpuLaunch { thread_idx, thread_count, args, scratch: &launch.scratch })
                 });
-                if let Some(f) = inner.model() {
-                    launch.join_end(&f.job_end(id, &inner.gm));
+                if let Some(f) = shared.model() {
+                    launch.join_end(&f.job_end(id, &shared.gm));
                 }
-                launch.finish_one(s, m, &inner.active_launches);
+                launch.finish_one(s, m, &shared.active_launches);
             }
             Some(Job::Aicore { launch, .. }) => {
-                launch.finish_one(-1, Some("AICore job on an AICPU thread".into()), &inner.active_launches)
+                launch.finish_one(-1, Some("AICore job on an AICPU thread".into()), &shared.active_launches)
             }
             None => {
-                if inner.shutdown.load(Ordering::Acquire) {
+                if shared.shutdown.load(Ordering::Acquire) {
                     return;
                 }
-                inner.aicpu_wake[t as usize].wait(None, Duration::ZERO, &inner.spin_permits);
+                shared.aicpu_wake[t as usize].wait(None, Duration::ZERO, &shared.spin_permits);
             }
         }
     }
 }
 
 fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
-    inner.core_wake[w as usize].bind_current();
-    let agent = SimCore::new(inner.clone(), w);
+    let shared = &*inner.shared;
+    shared.core_wake[w as usize].bind_current();
+    let agent = SimCore::new(inner.shared.clone(), w);
     loop {
         let job = inner.core_jobs[w as usize].lock().pop_front();
         match job {
             Some(Job::Aicore { entry, args, block_idx, launch }) => {
                 if inner.take_silent(w) {
                     // Injected fault: this core never runs its program (never reports).
-                    launch.finish_one(0, None, &inner.active_launches);
+                    launch.finish_one(0, None, &shared.active_launches);
                     continue;
                 }
                 // Like the hardware, every kernel launch resets the core's registers: DMB = 0
                 // ("window not open") and COND = 0. A value left by the previous run (IDLE,
                 // EXIT, EXITED) must never be taken for this run's.
-                let regs = &inner.regs[inner.physical_id(w) as usize];
+                let regs = &shared.regs[shared.physical_id(w) as usize];
                 regs.dmb.store(0, Ordering::Release);
                 regs.cond.store(0, Ordering::Release);
                 let launch_info = AicoreLaunch {
                     block_idx,
-                    core_type: inner.topo.core_type(w),
-                    physical_core_id: inner.physical_id(w),
+                    core_type: shared.topo.core_type(w),
+                    physical_core_id: shared.physical_id(w),
                     args,
                 };
-                let id = inner.faithful.core_id(w);
-                if let Some(f) = inner.model() {
+                let id = shared.faithful.core_id(w);
+                if let Some(f) = shared.model() {
                     f.job_start(id, launch.start_vc.get().map_or(&[][..], |v| &v[..]), &launch);
                 }
-                let (s, m) = run_guarded(|| entry(&agent, launch_info));
-                if let Some(f) = inner.model() {
-                    launch.join_end(&f.job_end(id, &inner.gm));
+                let (s, m) = crate::panics::run_guarded(|| entry(&agent, launch_info));
+                if let Some(f) = shared.model() {
+                    launch.join_end(&f.job_end(id, &shared.gm));
                 }
-                launch.finish_one(s, m, &inner.active_launches);
+                launch.finish_one(s, m, &shared.active_launches);
             }
             Some(Job::Aicpu { launch, .. }) => {
-                launch.finish_one(-1, Some("AICPU job on an AICore thread".into()), &inner.active_launches)
+                launch.finish_one(-1, Some("AICPU job on an AICore thread".into()), &shared.active_launches)
             }
             None => {
-                if inner.shutdown.load(Ordering::Acquire) {
+                if shared.shutdown.load(Ordering::Acquire) {
                     return;
                 }
-                inner.core_wake[w as usize].wait(None, Duration::ZERO, &inner.spin_permits);
+                shared.core_wake[w as usize].wait(None, Duration::ZERO, &shared.spin_permits);
             }
         }
     }
@@ -385,45 +191,16 @@ impl<C: Contract> SimDevice<C> {
         }
         // The environment is read once, strictly: a value outside its syntax is an error.
         let model = CacheModel::from_env()?.unwrap_or(config.cache);
-        let writes = AicpuWritePolicy::from_env()?;
-        let protect = crate::protect::from_env()?;
+        let writes = AicpuWritePolicy::from_env()?
+            .or(config.aicpu_writes)
+            .unwrap_or(AicpuWritePolicy::for_contract(C::HOST_COHERENT));
+        let protect = crate::config::protection_from_env()?.unwrap_or(config.protect);
         let inner = Arc::new(Inner {
-            topo,
-            config,
-            epoch: Instant::now(),
-            gm: Gm::new(config.gm_bytes),
-            regs: (0..workers).map(|_| CoreRegs::default()).collect(),
-            aicpu_wake: (0..nthreads).map(|_| Wake::default()).collect(),
-            core_wake: (0..workers).map(|_| Wake::default()).collect(),
-            spin_permits: SpinPermits::new(
-                std::thread::available_parallelism().map_or(1, |n| n.get() as u64).min(config.max_spinners as u64),
-            ),
+            shared: Arc::new(Shared::new(topo, config, model, writes, protect, C::HOST_COHERENT)),
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),
             core_jobs: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
-            kernels: RwLock::new(HandleTable::new("kernel", KERNEL_BASE, PROGRAM_BASE - KERNEL_BASE)),
             device_programs: RwLock::new(DevicePrograms::new()),
-            programs: RwLock::new(HandleTable::new("orchestration", PROGRAM_BASE, PROGRAM_CAPACITY)),
-
-            monitors: (0..nthreads + workers).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),
-            monitoring: AtomicU32::new(0),
-            faithful: {
-                let (seed, evict) = match model {
-                    CacheModel::Faithful { seed, evict_per_mille } => (seed, evict_per_mille),
-                    CacheModel::Coherent => (0, 0),
-                };
-                let f = Faithful::new(seed, evict, C::HOST_COHERENT, topo.aicpu_threads, topo.workers());
-                f.set_aicpu_writes(
-                    writes.or(config.aicpu_writes).unwrap_or(AicpuWritePolicy::for_contract(C::HOST_COHERENT)),
-                );
-                f
-            },
-            faithful_on: AtomicBool::new(matches!(model, CacheModel::Faithful { .. })),
-            protect: AtomicBool::new(protect.unwrap_or(config.protect)),
-            active_launches: AtomicU32::new(0),
-            aicpu_cache_ops: [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)],
             silent: Mutex::new(Vec::new()),
-            shutdown: AtomicBool::new(false),
-            _contract: PhantomData,
         });
         let mut threads = Vec::with_capacity(workers + nthreads);
         for t in 0..nthreads as u32 {
@@ -437,20 +214,25 @@ impl<C: Contract> SimDevice<C> {
         Ok(SimDevice { inner, threads })
     }
 
+    /// The state the device shares with its agents.
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
     /// The device's topology.
     pub fn topology(&self) -> Topology {
-        self.inner.topo
+        self.shared().topo
     }
 
     /// The configuration the device was opened with.
     pub fn config(&self) -> &SimConfig {
-        &self.inner.config
+        &self.shared().config
     }
 
     /// Fault injection: worker `w` stays silent (never runs, never reports) for its next
     /// AICore launch.
     pub fn inject_silent_core(&self, w: u32) -> Result<(), SimError> {
-        if w >= self.inner.topo.workers() {
+        if w >= self.shared().topo.workers() {
             return Err(SimError::InvalidArgument("no such worker"));
         }
         self.inner.add_silent(w);
@@ -460,14 +242,14 @@ impl<C: Contract> SimDevice<C> {
     /// Switch the cache model (between runs: refused while a launch is active). Switching to
     /// the faithful model starts it from empty caches with `seed`.
     pub fn set_cache_model(&self, model: CacheModel) -> Result<(), SimError> {
-        if self.inner.active_launches.load(Ordering::Acquire) != 0 {
+        if self.shared().active_launches.load(Ordering::Acquire) != 0 {
             return Err(SimError::InvalidArgument("the cache model cannot change while a launch is active"));
         }
         match model {
-            CacheModel::Coherent => self.inner.faithful_on.store(false, Ordering::Release),
+            CacheModel::Coherent => self.shared().faithful_on.store(false, Ordering::Release),
             CacheModel::Faithful { seed, evict_per_mille } => {
-                self.inner.faithful.reset(seed, evict_per_mille);
-                self.inner.faithful_on.store(true, Ordering::Release);
+                self.shared().faithful.reset(seed, evict_per_mille);
+                self.shared().faithful_on.store(true, Ordering::Release);
             }
         }
         Ok(())
@@ -478,36 +260,36 @@ impl<C: Contract> SimDevice<C> {
     /// [`SimDevice::set_cache_model`]. Returns the policy in effect (under the host-coherent
     /// contract `WriteBack` acts as `WriteThrough`).
     pub fn set_aicpu_writes(&self, policy: AicpuWritePolicy) -> Result<AicpuWritePolicy, SimError> {
-        if self.inner.active_launches.load(Ordering::Acquire) != 0 {
+        if self.shared().active_launches.load(Ordering::Acquire) != 0 {
             return Err(SimError::InvalidArgument("the AICPU write policy cannot change while a launch is active"));
         }
-        let f = &self.inner.faithful;
+        let f = &self.shared().faithful;
         f.reset(f.seed(), f.evict_per_mille());
         Ok(f.set_aicpu_writes(policy))
     }
 
     /// The AICPU write policy in effect under the faithful model.
     pub fn aicpu_writes(&self) -> AicpuWritePolicy {
-        self.inner.faithful.aicpu_writes()
+        self.shared().faithful.aicpu_writes()
     }
 
     /// Switch memory protection on or off (between runs: refused while a launch is active).
     pub fn set_protection(&self, on: bool) -> Result<(), SimError> {
-        if self.inner.active_launches.load(Ordering::Acquire) != 0 {
+        if self.shared().active_launches.load(Ordering::Acquire) != 0 {
             return Err(SimError::InvalidArgument("memory protection cannot change while a launch is active"));
         }
-        self.inner.protect.store(on, Ordering::Release);
+        self.shared().protect.store(on, Ordering::Release);
         Ok(())
     }
 
     /// Whether memory protection is on.
     pub fn protection(&self) -> bool {
-        self.inner.protect.load(Ordering::Acquire)
+        self.shared().protect.load(Ordering::Acquire)
     }
 
     /// The cache model in force.
     pub fn cache_model(&self) -> CacheModel {
-        match self.inner.model() {
+        match self.shared().model() {
             Some(f) => CacheModel::Faithful { seed: f.seed(), evict_per_mille: f.evict_per_mille() },
             None => CacheModel::Coherent,
         }
@@ -516,17 +298,20 @@ impl<C: Contract> SimDevice<C> {
     /// AICPU range maintenance issued so far, whatever the cache model: `(invalidate_range
     /// calls, flush_range calls)`. What a build issues is decided by its contract type.
     pub fn aicpu_cache_ops(&self) -> (u64, u64) {
-        (self.inner.aicpu_cache_ops[0].load(Ordering::Relaxed), self.inner.aicpu_cache_ops[1].load(Ordering::Relaxed))
+        (
+            self.shared().aicpu_cache_ops[0].load(Ordering::Relaxed),
+            self.shared().aicpu_cache_ops[1].load(Ordering::Relaxed),
+        )
     }
 
     /// Violations the faithful model found so far (each also failed its launch).
     pub fn take_violations(&self) -> Vec<Violation> {
-        self.inner.faithful.take_violations()
+        self.shared().faithful.take_violations()
     }
 
     /// Bytes of GM currently allocated (for leak checks).
     pub fn allocated_bytes(&self) -> u64 {
-        self.inner.gm.allocated_bytes()
+        self.shared().gm.allocated_bytes()
     }
 }
 
@@ -540,8 +325,9 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
 
 impl<C: Contract> Drop for SimDevice<C> {
     fn drop(&mut self) {
-        self.inner.shutdown.store(true, Ordering::Release);
-        for w in self.inner.aicpu_wake.iter().chain(self.inner.core_wake.iter()) {
+        let shared = &self.inner.shared;
+        shared.shutdown.store(true, Ordering::Release);
+        for w in shared.aicpu_wake.iter().chain(shared.core_wake.iter()) {
             w.notify();
         }
         // A thread still busy after the budget is stuck in a kernel that never returns: it is
@@ -583,6 +369,6 @@ pub fn detached_threads() -> u64 {
 
 impl<C: Contract> core::fmt::Debug for SimDevice<C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SimDevice").field("topology", &self.inner.topo).finish_non_exhaustive()
+        f.debug_struct("SimDevice").field("topology", &self.shared().topo).finish_non_exhaustive()
     }
 }

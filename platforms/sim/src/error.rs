@@ -2,6 +2,8 @@
 
 use pto_hal::{ErrorKind, GmAddr};
 
+use crate::violation::Violation;
+
 /// Errors of the simulated device's host-side operations.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
@@ -48,7 +50,7 @@ pub enum SimError {
     },
     /// The faithful cache model found a coherence violation the host would have observed.
     #[error("coherence violation: {0}")]
-    Coherence(crate::Violation),
+    Coherence(Violation),
     /// The device was closed.
     #[error("the simulated device is closed")]
     Closed,

@@ -9,7 +9,7 @@
 //! parameter `C` ([`pto_hal::HostNonCoherent`] for a simulated a2a3, [`pto_hal::HostCoherent`]
 //! for a simulated a5). It has two cache models: under the coherent one (the default) every
 //! maintenance operation does nothing but a cheap check of which model is on; under the
-//! faithful one (`faithful.rs`) each agent has its own cache and the operations act on it.
+//! faithful one (`faithful/`) each agent has its own cache and the operations act on it.
 //!
 //! ```
 //! use pto_hal::{DeviceMemory, HostCoherent, Topology};
@@ -27,234 +27,26 @@
 //! ```
 
 mod agent;
+mod config;
 mod device;
 mod error;
 mod faithful;
 mod gm;
+mod launch;
 mod panics;
 mod park;
+mod platform;
 mod protect;
+mod shared;
 mod stream;
-
-use std::marker::PhantomData;
-
-use pto_hal::{
-    AicoreEntry, AicpuEntry, Clock, Contract, DeviceMemory, DevicePlatform, ErrorType, GmAddr, Handle, HostPlatform,
-    KernelSource, Loader, OrchestrationSource, Platform, ProgramKind, Ticks, Topology,
-};
+mod violation;
 
 pub use agent::{SimAicpu, SimCore};
+pub use config::{AicpuWritePolicy, CacheModel, SimConfig};
 pub use device::{DROP_JOIN_BUDGET, SimDevice, detached_threads};
 pub use error::SimError;
-pub use faithful::{AicpuWritePolicy, COHERENCE_STATUS, CacheModel, Missing, Violation};
 pub use gm::GM_BASE;
+pub use panics::AGENT_PANIC_STATUS;
+pub use platform::Sim;
 pub use stream::{SimAicoreStream, SimAicpuStream, SimEvent};
-
-/// Status an agent reports when its program panicked.
-pub const AGENT_PANIC_STATUS: i32 = -99;
-
-/// Settings of a simulated device.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct SimConfig {
-    /// Device counter frequency in Hz (a2a3: 50 MHz, a5: 1 GHz).
-    pub freq_hz: u64,
-    /// Size of the GM arena in bytes (reserved lazily: untouched pages cost nothing).
-    pub gm_bytes: u64,
-    /// How long an idle AICPU thread spins before it parks, in microseconds.
-    pub aicpu_spin_us: u64,
-    /// How long an idle AICore spins before it parks, in microseconds.
-    pub aicore_spin_us: u64,
-    /// Most agents spinning at once (further capped by the host's CPU count).
-    pub max_spinners: u32,
-    /// The cache model (the environment variable `PTO_SIM_CACHE` overrides it at open).
-    pub cache: CacheModel,
-    /// What an AICPU store does under the faithful model ([`AicpuWritePolicy`]); `None` derives
-    /// it from the contract: write-back under `HostNonCoherent` (a2a3), write-through under
-    /// `HostCoherent` (a5, where write-back acts as write-through anyway). The environment
-    /// overrides it at open: `PTO_SIM_AICPU_WRITES=through|back`, or a `:through` / `:back`
-    /// part of `PTO_SIM_CACHE` (`faithful:42:back`); [`SimDevice::set_aicpu_writes`] switches it
-    /// between runs.
-    pub aicpu_writes: Option<AicpuWritePolicy>,
-    /// Memory protection: every kernel access to GM is checked against its task's tensor
-    /// arguments — a read must lie on the elements of one argument, a write on the elements of
-    /// one argument the task may write through — and an access outside them is refused (nothing
-    /// lands) and fails the run as the kernel's fault, naming the access and the nearest
-    /// argument. On by default; the environment variable `PTO_SIM_PROTECT=off|on` overrides it at
-    /// open, and [`SimDevice::set_protection`] switches it between runs.
-    pub protect: bool,
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            freq_hz: 50_000_000,
-            gm_bytes: 1 << 30,
-            aicpu_spin_us: 50,
-            aicore_spin_us: 20,
-            max_spinners: 64,
-            cache: CacheModel::Coherent,
-            aicpu_writes: None,
-            protect: true,
-        }
-    }
-}
-
-/// The simulator as a [`Platform`], for contract `C`.
-pub struct Sim<C: Contract>(PhantomData<fn() -> C>);
-
-impl<C: Contract> HostPlatform for Sim<C> {
-    type Error = SimError;
-    type Device = SimDevice<C>;
-    type AicpuStream = SimAicpuStream<C>;
-    type AicoreStream = SimAicoreStream<C>;
-
-    fn topology(device: &SimDevice<C>) -> Topology {
-        device.topology()
-    }
-
-    fn create_streams(device: &SimDevice<C>) -> Result<(SimAicpuStream<C>, SimAicoreStream<C>), SimError> {
-        if device.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(SimError::Closed);
-        }
-        Ok((SimAicpuStream::new(device.inner.clone()), SimAicoreStream::new(device.inner.clone())))
-    }
-}
-
-impl<C: Contract> DevicePlatform for Sim<C> {
-    type Contract = C;
-    type Aicpu = SimAicpu<C>;
-    type Aicore = SimCore<C>;
-}
-
-impl<C: Contract> Platform for Sim<C> {
-    fn install_aicpu_program(
-        device: &SimDevice<C>,
-        name: &'static str,
-        entry: AicpuEntry<SimAicpu<C>>,
-    ) -> Result<(), SimError> {
-        let mut t = device.inner.device_programs.write();
-        t.aicpu.install(name, entry).map_err(|_| SimError::InvalidArgument("too many AICPU programs installed"))?;
-        Ok(())
-    }
-    fn install_aicore_program(
-        device: &SimDevice<C>,
-        name: &'static str,
-        entry: AicoreEntry<SimCore<C>>,
-    ) -> Result<(), SimError> {
-        let mut t = device.inner.device_programs.write();
-        t.aicore.install(name, entry).map_err(|_| SimError::InvalidArgument("too many AICore programs installed"))?;
-        Ok(())
-    }
-}
-
-impl<C: Contract> ErrorType for SimDevice<C> {
-    type Error = SimError;
-}
-
-impl<C: Contract> SimDevice<C> {
-    fn host_range(&self, addr: GmAddr, len: u64) -> Result<u64, SimError> {
-        self.inner.gm.offset_of(addr, len).ok_or(SimError::InvalidAddress { addr: addr.0, len })
-    }
-    fn host_word(&self, addr: GmAddr) -> Result<u64, SimError> {
-        if addr.0 % 8 != 0 {
-            return Err(SimError::InvalidArgument("a device word address must be 8-aligned"));
-        }
-        self.host_range(addr, 8)
-    }
-}
-
-impl<C: Contract> DeviceMemory for SimDevice<C> {
-    fn alloc(&self, size: u64, align: u64) -> Result<GmAddr, SimError> {
-        self.inner.gm.alloc(size, align)
-    }
-    fn free(&self, addr: GmAddr) -> Result<(), SimError> {
-        self.inner.gm.free(addr)
-    }
-    fn copy_h2d(&self, dst: GmAddr, src: &[u8]) -> Result<(), SimError> {
-        let off = self.host_range(dst, src.len() as u64)?;
-        self.inner.gm.write_bytes(off, src);
-        if let Some(f) = self.inner.model() {
-            f.host_write(dst.0, src.len() as u64);
-        }
-        Ok(())
-    }
-    fn copy_d2h(&self, dst: &mut [u8], src: GmAddr) -> Result<(), SimError> {
-        let off = self.host_range(src, dst.len() as u64)?;
-        if let Some(f) = self.inner.model() {
-            f.host_read(src.0, dst.len() as u64).map_err(SimError::Coherence)?;
-        }
-        self.inner.gm.read_bytes(off, dst);
-        Ok(())
-    }
-    fn memset(&self, dst: GmAddr, byte: u8, len: u64) -> Result<(), SimError> {
-        let off = self.host_range(dst, len)?;
-        self.inner.gm.fill(off, byte, len);
-        if let Some(f) = self.inner.model() {
-            f.host_write(dst.0, len);
-        }
-        Ok(())
-    }
-    fn load_word(&self, addr: GmAddr) -> Result<u64, SimError> {
-        let off = self.host_word(addr)?;
-        let v = self.inner.gm.word(off).load(std::sync::atomic::Ordering::Acquire);
-        if let Some(f) = self.inner.model() {
-            // An acquire: what the device published before storing this word happens before
-            // the host's later reads (so a payload read without its write-back is caught).
-            f.word_load(faithful::HOST, off, addr.0);
-        }
-        Ok(v)
-    }
-    fn store_word(&self, addr: GmAddr, value: u64) -> Result<(), SimError> {
-        let off = self.host_word(addr)?;
-        if let Some(f) = self.inner.model() {
-            f.word_store(faithful::HOST, off, addr.0, false);
-        }
-        self.inner.gm.word(off).store(value, std::sync::atomic::Ordering::Release);
-        self.inner.word_written(addr.0);
-        Ok(())
-    }
-}
-
-impl<C: Contract> Loader for SimDevice<C> {
-    fn load_program(&self, kind: ProgramKind, name: &str) -> Result<Handle, SimError> {
-        let t = self.inner.device_programs.read();
-        let found = match kind {
-            ProgramKind::Aicpu => t.aicpu.handle(name),
-            ProgramKind::Aicore => t.aicore.handle(name),
-        };
-        found.ok_or_else(|| SimError::NotInstalled(name.to_string()))
-    }
-
-    fn load_kernel(&self, kernel: &KernelSource<'_>) -> Result<Handle, SimError> {
-        let f = kernel
-            .function
-            .ok_or_else(|| SimError::NotInstalled(format!("kernel {} has no Rust body", kernel.name)))?;
-        let core = kernel.core;
-        let mut t = self.inner.kernels.write();
-        t.find_or_push((f, core), |&(g, c)| std::ptr::fn_addr_eq(g, f) && c == core)
-            .map_err(|_| SimError::InvalidArgument("too many kernels loaded"))
-    }
-
-    fn load_orchestration<F: Copy + Send + Sync + PartialEq + 'static>(
-        &self,
-        program: &OrchestrationSource<'_, F>,
-    ) -> Result<Handle, SimError> {
-        let f = program
-            .function
-            .ok_or_else(|| SimError::NotInstalled(format!("orchestration {} has no Rust function", program.name)))?;
-        let mut t = self.inner.programs.write();
-        if let Some(h) = t.find(|p| p.downcast_ref::<F>() == Some(&f)) {
-            return Ok(h);
-        }
-        t.push(Box::new(f)).map_err(|_| SimError::InvalidArgument("too many orchestrations loaded"))
-    }
-}
-
-impl<C: Contract> Clock for SimDevice<C> {
-    fn now_ticks(&self) -> Ticks {
-        self.inner.now_ticks()
-    }
-    fn freq_hz(&self) -> u64 {
-        self.inner.config.freq_hz
-    }
-}
+pub use violation::{COHERENCE_STATUS, Missing, Violation};

@@ -4,6 +4,9 @@
 use std::cell::RefCell;
 use std::sync::Once;
 
+/// Status an agent reports when its program panicked.
+pub const AGENT_PANIC_STATUS: i32 = -99;
+
 thread_local! {
     static LAST: RefCell<Option<String>> = const { RefCell::new(None) };
 }
@@ -45,4 +48,13 @@ fn payload_text(p: &(dyn std::any::Any + Send)) -> String {
 /// The message of the panic this thread just caught.
 pub fn take_message(p: &(dyn std::any::Any + Send)) -> String {
     LAST.with(|s| s.borrow_mut().take()).unwrap_or_else(|| payload_text(p))
+}
+
+/// Runs `f`, turning a panic into a status and its message.
+pub(crate) fn run_guarded(f: impl FnOnce() -> i32) -> (i32, Option<String>) {
+    install_quiet_hook();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(s) => (s, None),
+        Err(p) => (AGENT_PANIC_STATUS, Some(take_message(&*p))),
+    }
 }

@@ -1,6 +1,6 @@
 //! Memory protection: a kernel touches only its task's views, in their directions.
 //!
-//! When a device runs with protection on (the default, [`SimConfig::protect`](crate::SimConfig)),
+//! When a device runs with protection on (the default, [`SimConfig::protect`](crate::SimConfig::protect)),
 //! every kernel runs behind a [`Guard`]: a [`KernelContext`] that forwards everything to the
 //! executor's context except [`KernelContext::gm`], which returns a checking [`GmMemory`]. A read
 //! must lie on the elements of one tensor argument of the task (any direction); a write on the
@@ -26,17 +26,6 @@ use pto_hal::{CoreType, GmAddr, GmMemory, KernelContext, KernelFault, KernelFn, 
 
 /// Views kept on the stack; a task with more tensor arguments spills to the heap.
 const INLINE_VIEWS: usize = 16;
-
-/// The value of `PTO_SIM_PROTECT` (`on` or `off`) when set; any other value is an error
-/// naming it.
-pub(crate) fn from_env() -> Result<Option<bool>, crate::SimError> {
-    match crate::faithful::env("PTO_SIM_PROTECT")?.as_deref() {
-        None => Ok(None),
-        Some("on") => Ok(Some(true)),
-        Some("off") => Ok(Some(false)),
-        Some(v) => Err(crate::faithful::bad_env("PTO_SIM_PROTECT", v.into(), "on or off")),
-    }
-}
 
 /// How the bytes of a view's bounding range belong to its elements.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,8 @@ use pto_hal::{AicoreStream, AicpuStream, Contract, ErrorType, GmAddr, Handle, St
 use pto_inproc::StreamQueue;
 
 use crate::SimError;
-use crate::device::{Inner, Job, LaunchState};
+use crate::device::{Inner, Job};
+use crate::launch::LaunchState;
 
 /// A completion event: everything launched on its stream before it was recorded.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -24,7 +25,7 @@ impl<C: Contract> StreamCore<C> {
     fn new(inner: Arc<Inner<C>>) -> Self {
         // The host retires a launch when it first observes it done: from then on the end
         // clocks of its agents happen before whatever the host does next (faithful model).
-        let observer = inner.clone();
+        let observer = inner.shared.clone();
         let queue = StreamQueue::with_retire(move |l: &LaunchState| {
             if let Some(f) = observer.model() {
                 f.host_acquire(&l.end_vc.lock());
@@ -36,7 +37,7 @@ impl<C: Contract> StreamCore<C> {
     /// order: a launch starts when the previous one has finished on every agent, and (for the
     /// faithful model) everything the previous one did happens before it.
     fn submit(&self, launch: Arc<LaunchState>, start: impl FnOnce() + Send + 'static) {
-        let host_vc = self.inner.launch_started();
+        let host_vc = self.inner.shared.launch_started();
         let l = launch.clone();
         self.queue.submit(launch, move |pred| {
             let mut vc = host_vc;
@@ -64,7 +65,11 @@ impl<C: Contract> StreamCore<C> {
         self.queue.synchronize(timeout_us).map_err(|w| w.into_error(SimError::Timeout))
     }
     fn check_open(&self) -> Result<(), SimError> {
-        if self.inner.shutdown.load(std::sync::atomic::Ordering::Acquire) { Err(SimError::Closed) } else { Ok(()) }
+        if self.inner.shared.shutdown.load(std::sync::atomic::Ordering::Acquire) {
+            Err(SimError::Closed)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -122,10 +127,10 @@ impl<C: Contract> AicpuStream for SimAicpuStream<C> {
         let inner = &self.core.inner;
         let entry = inner.device_programs.read().aicpu.entry(program).map(|p| p.1);
         let entry = entry.map_err(|_| SimError::InvalidArgument("no AICPU program is installed under this handle"))?;
-        if threads == 0 || threads > inner.topo.aicpu_threads {
+        if threads == 0 || threads > inner.shared.topo.aicpu_threads {
             return Err(SimError::InvalidArgument("AICPU launch thread count outside 1..=board threads"));
         }
-        let launch = LaunchState::new(threads, inner.vc_len());
+        let launch = LaunchState::new(threads, inner.shared.vc_len());
         let (inner2, l2) = (inner.clone(), launch.clone());
         self.core.submit(launch, move || {
             for t in 0..threads {
@@ -145,11 +150,11 @@ impl<C: Contract> AicoreStream for SimAicoreStream<C> {
         let inner = &self.core.inner;
         let entry = inner.device_programs.read().aicore.entry(program).map(|p| p.1);
         let entry = entry.map_err(|_| SimError::InvalidArgument("no AICore program is installed under this handle"))?;
-        if clusters == 0 || clusters > inner.topo.clusters {
+        if clusters == 0 || clusters > inner.shared.topo.clusters {
             return Err(SimError::InvalidArgument("AICore launch cluster count outside 1..=board clusters"));
         }
-        let topo = inner.topo;
-        let launch = LaunchState::new(clusters * 3, inner.vc_len());
+        let topo = inner.shared.topo;
+        let launch = LaunchState::new(clusters * 3, inner.shared.vc_len());
         let (inner2, l2) = (inner.clone(), launch.clone());
         self.core.submit(launch, move || {
             // The launch numbers its workers by the launched clusters (AIC `0..k`, AIV

@@ -1,0 +1,305 @@
+//! Cached accesses: an agent's loads and stores through its cache (or, for AICPU stores under
+//! the write-back policy, the cluster's), range maintenance (clean, invalidate) and barriers.
+
+use parking_lot::MutexGuard;
+
+use super::line::{CLine, NONE, lines, span_in};
+use super::model::{AgentState, Faithful, is_aicpu, is_core, lock, remove_key};
+use crate::gm::Gm;
+use crate::violation::Missing;
+
+impl Faithful {
+    /// Agent `a` loads `dst.len()` bytes at `addr` (arena offset `off`).
+    pub fn load(&self, a: u16, addr: u64, off: u64, dst: &mut [u8], gm: &Gm) {
+        let mut st = lock(&self.agents[a as usize]);
+        // The AICPU threads synchronise through their own (coherent, private) memory too, which
+        // the model cannot see: every AICPU access joins what the cluster knows.
+        self.cluster_sync(a, &mut st);
+        self.maybe_evict(&mut st, a, gm);
+        let cluster = is_aicpu(self.n_aicpu, a) && self.aicpu_wb();
+        if cluster {
+            self.maybe_evict_cluster(&mut st, a, gm);
+        }
+        let len = dst.len() as u64;
+        let mut done = 0usize;
+        for line in lines(addr, len) {
+            let (lo, hi) = span_in(line, addr, len);
+            if cluster {
+                // A line the cluster holds dirty is what every AICPU thread reads.
+                let mut found = None;
+                let served = {
+                    let cl = lock(&self.cluster);
+                    match cl.lines.get(&line) {
+                        Some(l) => {
+                            let shard = self.shard(line);
+                            if let Some(m) = shard.get(&line) {
+                                for b in lo..hi {
+                                    if let Some(missing) = self.stale(a, &st, m, b, (l.ow[b], l.ot[b]), true) {
+                                        found = Some(self.violation(
+                                            a,
+                                            "load",
+                                            line + b as u64,
+                                            (m.tw[b], m.tt[b]),
+                                            missing,
+                                        ));
+                                        break;
+                                    }
+                                }
+                            }
+                            dst[done..done + (hi - lo)].copy_from_slice(&l.data[lo..hi]);
+                            true
+                        }
+                        None => false,
+                    }
+                };
+                if let Some(v) = found {
+                    self.report(&st, v);
+                }
+                if served {
+                    done += hi - lo;
+                    continue;
+                }
+            }
+            let hit = st.cache.contains_key(&line);
+            if !hit {
+                self.fill(&mut st, a, line, off + line - addr, gm);
+            }
+            let mut found = None;
+            {
+                let l = &st.cache[&line];
+                let shard = self.shard(line);
+                if let Some(m) = shard.get(&line) {
+                    for b in lo..hi {
+                        if let Some(missing) = self.stale(a, &st, m, b, (l.ow[b], l.ot[b]), hit) {
+                            found = Some(self.violation(a, "load", line + b as u64, (m.tw[b], m.tt[b]), missing));
+                            break;
+                        }
+                    }
+                }
+                dst[done..done + (hi - lo)].copy_from_slice(&l.data[lo..hi]);
+            }
+            done += hi - lo;
+            if let Some(v) = found {
+                self.report(&st, v);
+            }
+        }
+    }
+
+    /// Agent `a` stores `src` at `addr` (arena offset `off`).
+    pub fn store(&self, a: u16, addr: u64, off: u64, src: &[u8], gm: &Gm) {
+        let core = is_core(self.n_aicpu, a);
+        let mut st = lock(&self.agents[a as usize]);
+        self.cluster_sync(a, &mut st);
+        self.maybe_evict(&mut st, a, gm);
+        if !core && self.aicpu_wb() {
+            self.store_write_back(a, st, addr, off, src, gm);
+            return;
+        }
+        let stamp = st.vc[a as usize];
+        let len = src.len() as u64;
+        let mut done = 0usize;
+        for line in lines(addr, len) {
+            let (lo, hi) = span_in(line, addr, len);
+            if !st.cache.contains_key(&line) {
+                self.fill(&mut st, a, line, off + line - addr, gm);
+            }
+            let mut violation = None;
+            {
+                let mut shard = self.shard(line);
+                let m = shard.entry(line).or_default();
+                let l = st.cache.get_mut(&line).expect("filled above");
+                if !l.owned {
+                    l.owned = true;
+                    let others_dirty = m.dirty_by & !(1u128 << a) != 0;
+                    if !l.fill_ok || m.r#gen != l.fill_gen || others_dirty {
+                        let lw = if others_dirty {
+                            (m.dirty_by & !(1u128 << a)).trailing_zeros() as u16
+                        } else {
+                            m.last_writer
+                        };
+                        violation = Some(self.violation(
+                            a,
+                            "store",
+                            line + lo as u64,
+                            (lw, m.last_wb_t),
+                            Missing::WholeLineRule,
+                        ));
+                    }
+                }
+                for (i, b) in (lo..hi).enumerate() {
+                    l.data[b] = src[done + i];
+                    l.ow[b] = a;
+                    l.ot[b] = stamp;
+                    m.tw[b] = a;
+                    m.tt[b] = stamp;
+                    if core {
+                        l.dirty |= 1 << b;
+                    } else {
+                        // AICPU stores write through.
+                        m.mw[b] = a;
+                        m.mt[b] = stamp;
+                        m.mby[b] = a;
+                    }
+                }
+                if core {
+                    m.dirty_by |= 1u128 << a;
+                } else {
+                    m.r#gen += 1;
+                    m.last_writer = a;
+                    m.last_wb_t = stamp;
+                    l.fill_gen = m.r#gen;
+                }
+            }
+            if !core {
+                gm.write_bytes(off + done as u64, &src[done..done + (hi - lo)]);
+            }
+            done += hi - lo;
+            if let Some(v) = violation {
+                self.report(&st, v);
+            }
+        }
+        if !core {
+            // The AICPU threads are one coherent SMP cluster: a store drops the other threads'
+            // copies (after this thread's own state is released: AICPUs never hold two locks).
+            drop(st);
+            for t in 0..self.n_aicpu {
+                if 1 + t != a {
+                    let mut other = lock(&self.agents[1 + t as usize]);
+                    for line in lines(addr, len) {
+                        remove_key(&mut other, line);
+                    }
+                }
+            }
+        }
+    }
+
+    /// An AICPU store under the write-back policy: the bytes go to the cluster's dirty copy of
+    /// each line (filled from memory when the cluster has none), not to memory; every AICPU
+    /// thread's own copy of those lines is dropped (the cluster's copy supersedes it).
+    pub(super) fn store_write_back(
+        &self,
+        a: u16,
+        mut st: MutexGuard<'_, AgentState>,
+        addr: u64,
+        off: u64,
+        src: &[u8],
+        gm: &Gm,
+    ) {
+        self.maybe_evict_cluster(&mut st, a, gm);
+        let stamp = st.vc[a as usize];
+        let len = src.len() as u64;
+        let mut done = 0usize;
+        let mut found = Vec::new();
+        {
+            let mut cl = lock(&self.cluster);
+            for line in lines(addr, len) {
+                let (lo, hi) = span_in(line, addr, len);
+                remove_key(&mut st, line);
+                if !cl.lines.contains_key(&line) {
+                    if cl.lines.len() >= self.capacity {
+                        let r = Self::rand(&mut st);
+                        let k = cl.keys[(r % cl.keys.len() as u64) as usize];
+                        self.cluster_write_back(&mut st, a, &mut cl, k, gm);
+                    }
+                    let mut data = [0u8; 64];
+                    gm.read_bytes(off + line - addr, &mut data);
+                    let (ow, ot, fill_gen, fill_ok) = match self.shard(line).get(&line) {
+                        Some(m) => {
+                            let others_dirty = m.dirty_by & !self.aicpu_mask() != 0;
+                            let lw = m.last_writer;
+                            let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
+                            (m.mw, m.mt, m.r#gen, !others_dirty && ordered)
+                        }
+                        None => ([NONE; 64], [0; 64], 0, true),
+                    };
+                    cl.lines.insert(line, Box::new(CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false }));
+                    cl.keys.push(line);
+                }
+                let mut shard = self.shard(line);
+                let m = shard.entry(line).or_default();
+                let l = cl.lines.get_mut(&line).expect("inserted above");
+                if !l.owned {
+                    l.owned = true;
+                    let others_dirty = m.dirty_by & !self.aicpu_mask();
+                    if !l.fill_ok || m.r#gen != l.fill_gen || others_dirty != 0 {
+                        let lw = if others_dirty != 0 { others_dirty.trailing_zeros() as u16 } else { m.last_writer };
+                        found.push(self.violation(
+                            a,
+                            "store",
+                            line + lo as u64,
+                            (lw, m.last_wb_t),
+                            Missing::WholeLineRule,
+                        ));
+                    }
+                }
+                for (i, b) in (lo..hi).enumerate() {
+                    l.data[b] = src[done + i];
+                    l.ow[b] = a;
+                    l.ot[b] = stamp;
+                    l.dirty |= 1 << b;
+                    m.tw[b] = a;
+                    m.tt[b] = stamp;
+                }
+                m.dirty_by |= 1u128 << a;
+                done += hi - lo;
+            }
+        }
+        for v in found {
+            self.report(&st, v);
+        }
+        drop(st);
+        for t in 0..self.n_aicpu {
+            if 1 + t != a {
+                let mut other = lock(&self.agents[1 + t as usize]);
+                for line in lines(addr, len) {
+                    remove_key(&mut other, line);
+                }
+            }
+        }
+    }
+
+    /// Write back every dirty line of `[addr, addr+len)` (a range clean). An AICPU clean also
+    /// writes back the lines the cluster holds dirty, whichever thread dirtied them.
+    pub fn clean(&self, a: u16, addr: u64, len: u64, gm: &Gm) {
+        let mut st = lock(&self.agents[a as usize]);
+        self.clean_cluster(&mut st, a, addr, len, gm);
+        for line in lines(addr, len) {
+            self.write_back(&mut st, a, line, gm);
+        }
+    }
+
+    /// Write back (when dirty) and drop every line of `[addr, addr+len)`.
+    pub fn invalidate(&self, a: u16, addr: u64, len: u64, gm: &Gm) {
+        let mut st = lock(&self.agents[a as usize]);
+        self.clean_cluster(&mut st, a, addr, len, gm);
+        for line in lines(addr, len) {
+            self.drop_line(&mut st, a, line, gm, true);
+        }
+    }
+
+    pub(super) fn clean_cluster(&self, st: &mut AgentState, a: u16, addr: u64, len: u64, gm: &Gm) {
+        if is_aicpu(self.n_aicpu, a) && self.aicpu_wb() {
+            let mut cl = lock(&self.cluster);
+            if cl.lines.is_empty() {
+                return;
+            }
+            for line in lines(addr, len) {
+                self.cluster_write_back(st, a, &mut cl, line, gm);
+            }
+        }
+    }
+
+    /// Write back and drop every line of agent `a`'s cache.
+    pub fn invalidate_all(&self, a: u16, gm: &Gm) {
+        let mut st = lock(&self.agents[a as usize]);
+        let keys = st.keys.clone();
+        for line in keys {
+            self.drop_line(&mut st, a, line, gm, true);
+        }
+    }
+
+    /// A barrier: write-backs issued so far have completed.
+    pub fn fence(&self, a: u16) {
+        lock(&self.agents[a as usize]).unfenced = false;
+    }
+}

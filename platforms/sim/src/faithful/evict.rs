@@ -1,0 +1,157 @@
+//! Lines into and out of a cache: fills, whole-line write-backs (an agent's own and the AICPU
+//! cluster's), dropping a line, and the seeded random evictions.
+
+use std::sync::atomic::Ordering;
+
+use super::line::{CLine, Cluster, NONE, gm_offset};
+use super::model::{AgentState, Faithful, is_core, lock, remove_key};
+use crate::gm::Gm;
+use crate::violation::Missing;
+
+impl Faithful {
+    pub(super) fn rand(st: &mut AgentState) -> u64 {
+        let mut x = st.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        st.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub(super) fn maybe_evict(&self, st: &mut AgentState, a: u16, gm: &Gm) {
+        let p = self.evict_per_mille.load(Ordering::Relaxed) as u64;
+        if p == 0 || st.keys.is_empty() {
+            return;
+        }
+        if Self::rand(st) % 1000 < p {
+            let r = Self::rand(st);
+            let k = st.keys[(r % st.keys.len() as u64) as usize];
+            self.drop_line(st, a, k, gm, true);
+        }
+    }
+
+    /// An AICPU access may evict one of the cluster's dirty lines (write-back policy).
+    pub(super) fn maybe_evict_cluster(&self, st: &mut AgentState, a: u16, gm: &Gm) {
+        let p = self.evict_per_mille.load(Ordering::Relaxed) as u64;
+        if p == 0 || Self::rand(st) % 1000 >= p {
+            return;
+        }
+        let r = Self::rand(st);
+        let mut cl = lock(&self.cluster);
+        if cl.keys.is_empty() {
+            return;
+        }
+        let k = cl.keys[(r % cl.keys.len() as u64) as usize];
+        self.cluster_write_back(st, a, &mut cl, k, gm);
+    }
+
+    /// AICPU thread `a` writes the cluster's dirty copy of `line` back (whole line) and drops it.
+    pub(super) fn cluster_write_back(&self, st: &mut AgentState, a: u16, cl: &mut Cluster, line: u64, gm: &Gm) {
+        let Some(l) = cl.remove(line) else { return };
+        if l.dirty == 0 {
+            return;
+        }
+        let stamp = st.vc[a as usize];
+        let mut clobber = None;
+        {
+            let mut shard = self.shard(line);
+            let m = shard.entry(line).or_default();
+            for b in 0..64 {
+                if l.dirty & (1 << b) == 0 && (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) && clobber.is_none() {
+                    clobber = Some((b, (m.mw[b], m.mt[b])));
+                }
+                m.mw[b] = l.ow[b];
+                m.mt[b] = l.ot[b];
+                m.mby[b] = a;
+            }
+            m.r#gen += 1;
+            m.last_writer = a;
+            m.last_wb_t = stamp;
+            m.dirty_by &= !self.aicpu_mask();
+        }
+        if let Some(off) = gm_offset(line) {
+            gm.write_bytes(off, &l.data);
+        }
+        st.unfenced = true;
+        if let Some((b, w)) = clobber {
+            let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);
+            self.report(st, v);
+        }
+    }
+
+    pub(super) fn fill(&self, st: &mut AgentState, a: u16, line: u64, off_line: u64, gm: &Gm) {
+        if st.cache.len() >= self.capacity {
+            let r = Self::rand(st);
+            let k = st.keys[(r % st.keys.len() as u64) as usize];
+            self.drop_line(st, a, k, gm, true);
+        }
+        let mut data = [0u8; 64];
+        gm.read_bytes(off_line, &mut data);
+        let shard = self.shard(line);
+        let (ow, ot, fill_gen, fill_ok) = match shard.get(&line) {
+            Some(m) => {
+                let others_dirty = m.dirty_by & !(1u128 << a) != 0;
+                let lw = m.last_writer;
+                let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
+                (m.mw, m.mt, m.r#gen, !others_dirty && ordered)
+            }
+            None => ([NONE; 64], [0; 64], 0, true),
+        };
+        drop(shard);
+        st.cache.insert(line, Box::new(CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false }));
+        st.keys.push(line);
+    }
+
+    /// Write back (when dirty) and/or drop `line` from agent `a`'s cache.
+    pub(super) fn drop_line(&self, st: &mut AgentState, a: u16, line: u64, gm: &Gm, write_back: bool) {
+        if write_back {
+            self.write_back(st, a, line, gm);
+        } else if let Some(l) = st.cache.get(&line) {
+            if l.dirty != 0 {
+                self.shard(line).entry(line).or_default().dirty_by &= !(1u128 << a);
+            }
+        }
+        remove_key(st, line);
+    }
+
+    pub(super) fn write_back(&self, st: &mut AgentState, a: u16, line: u64, gm: &Gm) {
+        let Some(l) = st.cache.get_mut(&line) else { return };
+        if l.dirty == 0 {
+            return;
+        }
+        let stamp = st.vc[a as usize];
+        let mut clobber = None;
+        {
+            let mut shard = self.shard(line);
+            let m = shard.entry(line).or_default();
+            for b in 0..64 {
+                if l.dirty & (1 << b) == 0 && (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) && clobber.is_none() {
+                    clobber = Some((b, (m.mw[b], m.mt[b])));
+                }
+                m.mw[b] = l.ow[b];
+                m.mt[b] = l.ot[b];
+                m.mby[b] = a;
+            }
+            m.r#gen += 1;
+            m.last_writer = a;
+            m.last_wb_t = stamp;
+            m.dirty_by &= !(1u128 << a);
+            l.fill_gen = m.r#gen;
+        }
+        if let Some(off) = gm_offset(line) {
+            gm.write_bytes(off, &l.data);
+        }
+        l.dirty = 0;
+        st.unfenced = true;
+        if let Some((b, w)) = clobber {
+            let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);
+            self.report(st, v);
+        }
+        // The AICPU shares the AICores' coherence domain: its copy of the line is dropped.
+        if is_core(self.n_aicpu, a) {
+            for t in 0..self.n_aicpu {
+                remove_key(&mut lock(&self.agents[1 + t as usize]), line);
+            }
+        }
+    }
+}

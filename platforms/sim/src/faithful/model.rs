@@ -1,0 +1,225 @@
+//! The model's state: agent ids and vector clocks, each agent's cache and clock
+//! (`AgentState`), the register and word clocks, the line shards, and the model's settings
+//! (seed, eviction rate, AICPU write policy), with construction and reset between runs.
+
+use parking_lot::{Mutex, MutexGuard};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::line::{CLine, Cluster, LINE, LineHasher, LineMap, LineMeta, NONE};
+use crate::config::AicpuWritePolicy;
+use crate::launch::LaunchState;
+use crate::violation::Violation;
+
+/// Agent id of the host (DMA). AICPU thread `t` is `1 + t`; AICore worker `w` is `1 + T + w`.
+pub const HOST: u16 = 0;
+
+/// Whether agent `a` is an AICore (not the host, an AICPU thread or nobody).
+pub(super) fn is_core(n_aicpu: u16, a: u16) -> bool {
+    a != HOST && a > n_aicpu && a != NONE
+}
+
+/// Whether agent `a` is an AICPU thread.
+pub(super) fn is_aicpu(n_aicpu: u16, a: u16) -> bool {
+    a != HOST && a <= n_aicpu
+}
+
+/// A vector clock: one entry per agent.
+pub(super) type Vc = Vec<u32>;
+
+/// Joins `from` into `into` (entrywise maximum).
+pub(super) fn join(into: &mut Vc, from: &Vc) {
+    for (a, b) in into.iter_mut().zip(from) {
+        *a = (*a).max(*b);
+    }
+}
+
+/// A fresh clock for agent `i` of `n`: its own entry starts at 1, so its first stores (stamp 1)
+/// are visible to others only after its first release.
+pub(super) fn own_clock(n: usize, i: usize) -> Vc {
+    let mut v = vec![0; n];
+    v[i] = 1;
+    v
+}
+
+/// One agent's cache (lines, and their keys for random eviction), its clock and eviction
+/// generator, whether it has write-backs not yet fenced, the register versions it has seen, and
+/// the launch it is running (which a violation fails).
+pub(super) struct AgentState {
+    pub(super) vc: Vc,
+    pub(super) cache: LineMap<Box<CLine>>,
+    pub(super) keys: Vec<u64>,
+    pub(super) rng: u64,
+    pub(super) unfenced: bool,
+    pub(super) seen: HashMap<u32, u64, BuildHasherDefault<LineHasher>>,
+    pub(super) current: Option<Arc<LaunchState>>,
+}
+
+/// The clock a register's last write released, and how many writes it has had.
+pub(super) struct RegSync {
+    pub(super) vc: Vc,
+    pub(super) version: u64,
+}
+
+/// The faithful model's state for one device.
+pub struct Faithful {
+    pub(super) seed: AtomicU64,
+    pub(super) evict_per_mille: AtomicU32,
+    pub(super) host_coherent: bool,
+    /// AICPU stores stay in the cluster's cache until written back (write-back policy, and
+    /// only under the host-non-coherent contract).
+    pub(super) aicpu_write_back: std::sync::atomic::AtomicBool,
+    pub(super) n_aicpu: u16,
+    pub(super) agents: Box<[Mutex<AgentState>]>,
+    /// Lines the AICPU cluster holds dirty (write-back policy): one map for the whole cluster,
+    /// so a line one thread dirtied is what every thread reads. A line here has no copy in any
+    /// AICPU thread's own cache.
+    pub(super) cluster: Mutex<Cluster>,
+    pub(super) shards: Box<[Mutex<LineMap<Box<LineMeta>>>]>,
+    pub(super) regs: Box<[Mutex<RegSync>]>,
+    pub(super) words: Mutex<LineMap<Vc>>,
+    /// What the AICPU threads know together: they synchronise with each other through their own
+    /// memory (ready queues, counters), which the model does not see, so every AICPU
+    /// acquire adds to this clock and every AICPU release carries it.
+    pub(super) aicpu_shared: Mutex<Vc>,
+    pub(super) violations: Mutex<Vec<Violation>>,
+    pub(super) capacity: usize,
+}
+
+/// Takes `m`'s lock.
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock()
+}
+
+/// Drops `line` from the agent's cache, without a write-back.
+pub(super) fn remove_key(st: &mut AgentState, line: u64) {
+    if st.cache.remove(&line).is_some() {
+        if let Some(i) = st.keys.iter().position(|&k| k == line) {
+            st.keys.swap_remove(i);
+        }
+    }
+}
+
+impl Faithful {
+    /// A model for `aicpu` AICPU threads and `cores` AICores, AICPU stores writing through
+    /// (see [`Faithful::set_aicpu_writes`]).
+    pub fn new(seed: u64, evict_per_mille: u32, host_coherent: bool, aicpu: u32, cores: u32) -> Faithful {
+        let n = 1 + aicpu as usize + cores as usize;
+        assert!(n <= 128, "the faithful model tracks at most 128 agents");
+        Faithful {
+            seed: AtomicU64::new(seed),
+            evict_per_mille: AtomicU32::new(evict_per_mille),
+            host_coherent,
+            aicpu_write_back: std::sync::atomic::AtomicBool::new(false),
+            n_aicpu: aicpu as u16,
+            agents: (0..n)
+                .map(|i| {
+                    Mutex::new(AgentState {
+                        vc: own_clock(n, i),
+                        cache: LineMap::default(),
+                        keys: Vec::new(),
+                        rng: (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1,
+                        unfenced: false,
+                        seen: HashMap::default(),
+                        current: None,
+                    })
+                })
+                .collect(),
+            cluster: Mutex::new(Cluster::default()),
+            shards: (0..64).map(|_| Mutex::new(LineMap::default())).collect(),
+            regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
+            words: Mutex::new(LineMap::default()),
+            aicpu_shared: Mutex::new(vec![0; n]),
+            violations: Mutex::new(Vec::new()),
+            capacity: 256,
+        }
+    }
+
+    /// The eviction seed.
+    pub fn seed(&self) -> u64 {
+        self.seed.load(Ordering::Relaxed)
+    }
+
+    /// Eviction probability per access, per mille.
+    pub fn evict_per_mille(&self) -> u32 {
+        self.evict_per_mille.load(Ordering::Relaxed)
+    }
+
+    /// Set the AICPU write policy (between runs, with [`Faithful::reset`]). Under the
+    /// host-coherent contract AICPU stores are visible to every agent whatever the policy, so
+    /// `WriteBack` acts as `WriteThrough` there. Returns the policy in effect.
+    pub fn set_aicpu_writes(&self, policy: AicpuWritePolicy) -> AicpuWritePolicy {
+        let back = policy == AicpuWritePolicy::WriteBack && !self.host_coherent;
+        self.aicpu_write_back.store(back, Ordering::Relaxed);
+        self.aicpu_writes()
+    }
+
+    /// The AICPU write policy in effect.
+    pub fn aicpu_writes(&self) -> AicpuWritePolicy {
+        if self.aicpu_wb() { AicpuWritePolicy::WriteBack } else { AicpuWritePolicy::WriteThrough }
+    }
+
+    #[inline]
+    pub(super) fn aicpu_wb(&self) -> bool {
+        self.aicpu_write_back.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn aicpu_mask(&self) -> u128 {
+        ((1u128 << (self.n_aicpu + 1)) - 1) & !1
+    }
+
+    /// Forget every cache, clock and line record (between runs, when no program is active).
+    pub fn reset(&self, seed: u64, evict_per_mille: u32) {
+        self.seed.store(seed, Ordering::Relaxed);
+        self.evict_per_mille.store(evict_per_mille, Ordering::Relaxed);
+        lock(&self.violations).clear();
+        let n = self.agents.len();
+        for (i, m) in self.agents.iter().enumerate() {
+            let mut st = lock(m);
+            st.vc = own_clock(n, i);
+            st.cache.clear();
+            st.keys.clear();
+            st.rng = (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1;
+            st.unfenced = false;
+            st.seen.clear();
+            st.current = None;
+        }
+        for s in self.shards.iter() {
+            lock(s).clear();
+        }
+        for r in self.regs.iter() {
+            let mut r = lock(r);
+            r.vc = vec![0; n];
+            r.version = 0;
+        }
+        lock(&self.words).clear();
+        *lock(&self.aicpu_shared) = vec![0; n];
+        *lock(&self.cluster) = Cluster::default();
+    }
+
+    /// AICPU thread `a` exchanges what it knows with the other AICPU threads (see
+    /// `aicpu_shared`); other agents keep their own clocks.
+    pub(super) fn cluster_sync(&self, a: u16, st: &mut AgentState) {
+        if a != HOST && !is_core(self.n_aicpu, a) {
+            let mut shared = lock(&self.aicpu_shared);
+            join(&mut shared, &st.vc);
+            join(&mut st.vc, &shared);
+        }
+    }
+
+    /// Agent id of AICPU thread `t`.
+    pub fn aicpu_id(&self, t: u32) -> u16 {
+        1 + t as u16
+    }
+
+    /// Agent id of AICore worker `w`.
+    pub fn core_id(&self, w: u32) -> u16 {
+        1 + self.n_aicpu + w as u16
+    }
+
+    pub(super) fn shard(&self, line: u64) -> MutexGuard<'_, LineMap<Box<LineMeta>>> {
+        lock(&self.shards[((line / LINE) % self.shards.len() as u64) as usize])
+    }
+}

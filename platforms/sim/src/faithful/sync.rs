@@ -1,0 +1,214 @@
+//! Happens-before: the synchronisation the device really has, as vector clocks — launch and
+//! completion on the streams, register hand-offs (DMB/COND), device-direct GM words — and host
+//! DMA, with the checks each makes (a program that ends with dirty lines, a hand-off with dirty
+//! or unfenced lines, a stale word or D2H read).
+
+use std::sync::Arc;
+
+use super::line::{LINE, lines, span_in};
+use super::model::{Faithful, HOST, Vc, is_core, join, lock, remove_key};
+use crate::gm::Gm;
+use crate::launch::LaunchState;
+use crate::violation::{Missing, Violation};
+
+impl Faithful {
+    // ------------------------------------------------------------ launches
+
+    /// The host submits a launch: everything it did so far happens before the launch.
+    pub fn host_release(&self) -> Vc {
+        let mut h = lock(&self.agents[HOST as usize]);
+        let vc = h.vc.clone();
+        h.vc[HOST as usize] += 1;
+        vc
+    }
+
+    /// The host observed a launch's completion.
+    pub fn host_acquire(&self, vc: &Vc) {
+        join(&mut lock(&self.agents[HOST as usize]).vc, vc);
+    }
+
+    /// Agent `a` starts a program of `launch`, whose submission released `start`.
+    pub fn job_start(&self, a: u16, start: &[u32], launch: &Arc<LaunchState>) {
+        let mut st = lock(&self.agents[a as usize]);
+        for (x, y) in st.vc.iter_mut().zip(start) {
+            *x = (*x).max(*y);
+        }
+        self.cluster_sync(a, &mut st);
+        st.current = Some(launch.clone());
+    }
+
+    /// Agent `a` ends its program: dirty lines left behind were never published.
+    pub fn job_end(&self, a: u16, gm: &Gm) -> Vc {
+        let mut st = lock(&self.agents[a as usize]);
+        let dirty: Vec<u64> = st.cache.iter().filter(|(_, l)| l.dirty != 0).map(|(&k, _)| k).collect();
+        for line in dirty {
+            let (first, w) = {
+                let l = &st.cache[&line];
+                let b = l.dirty.trailing_zeros() as usize;
+                (b, (l.ow[b], l.ot[b]))
+            };
+            let v = self.violation(a, "program end with a dirty line", line + first as u64, w, Missing::WriteBack);
+            self.report(&st, v);
+            // The bytes are lost, as on silicon they would reach memory at some later eviction.
+            self.drop_line(&mut st, a, line, gm, false);
+        }
+        // An AICPU thread's dirty lines (write-back policy) are the cluster's and outlive its
+        // program, as a real AICPU cache is not emptied when a program ends: they are not a
+        // violation by themselves (AICPU-to-AICPU data needs no publication), but any other
+        // agent's or the host's later read of them is (`Missing::AicpuClean`), and so is a
+        // later write-back over bytes written since (the whole-line rule).
+        st.unfenced = false;
+        let vc = st.vc.clone();
+        st.vc[a as usize] += 1;
+        st.current = None;
+        vc
+    }
+
+    // ------------------------------------------------------------ registers
+
+    /// Agent `a` writes register `reg` (0 = DMB, 1 = COND) of physical core `phys`: a release.
+    pub fn reg_write(&self, a: u16, phys: u32, reg: u32) {
+        let mut st = lock(&self.agents[a as usize]);
+        if is_core(self.n_aicpu, a) {
+            if let Some((&line, l)) = st.cache.iter().find(|(_, l)| l.dirty != 0) {
+                let b = l.dirty.trailing_zeros() as usize;
+                let v = self.violation(
+                    a,
+                    "register hand-off",
+                    line + b as u64,
+                    (l.ow[b], l.ot[b]),
+                    Missing::WriteBackBeforeSignal,
+                );
+                self.report(&st, v);
+            } else if st.unfenced {
+                let v = self.violation(
+                    a,
+                    "register hand-off",
+                    0,
+                    (a, st.vc[a as usize]),
+                    Missing::StoreBarrierBeforeSignal,
+                );
+                self.report(&st, v);
+            }
+        }
+        self.cluster_sync(a, &mut st);
+        let mut r = lock(&self.regs[(phys * 2 + reg) as usize]);
+        r.vc.clone_from(&st.vc);
+        r.version += 1;
+        st.vc[a as usize] += 1;
+    }
+
+    /// Agent `a` read register `reg` of `phys`: an acquire when it changed since `a` last looked.
+    pub fn reg_read(&self, a: u16, phys: u32, reg: u32) {
+        let mut st = lock(&self.agents[a as usize]);
+        let r = lock(&self.regs[(phys * 2 + reg) as usize]);
+        let key = phys * 2 + reg;
+        if st.seen.get(&key) != Some(&r.version) {
+            st.seen.insert(key, r.version);
+            join(&mut st.vc, &r.vc);
+            drop(r);
+            self.cluster_sync(a, &mut st);
+        }
+    }
+
+    // ------------------------------------------------------------ device-direct words
+
+    /// A device-direct load of the word at arena offset `off`: acquire, and check the word.
+    pub fn word_load(&self, a: u16, off: u64, addr: u64) {
+        let mut st = lock(&self.agents[a as usize]);
+        if let Some(vc) = lock(&self.words).get(&off) {
+            join(&mut st.vc, vc);
+        }
+        self.cluster_sync(a, &mut st);
+        let line = addr & !(LINE - 1);
+        let shard = self.shard(line);
+        if let Some(m) = shard.get(&line) {
+            let b0 = (addr - line) as usize;
+            for b in b0..b0 + 8 {
+                if let Some(missing) = self.stale(a, &st, m, b, (m.mw[b], m.mt[b]), false) {
+                    let v = self.violation(a, "device-direct load", line + b as u64, (m.tw[b], m.tt[b]), missing);
+                    drop(shard);
+                    self.report(&st, v);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A device-direct store or RMW of the word at arena offset `off` (address `addr`): a
+    /// release (and acquire for RMW), and the bytes reach memory now.
+    pub fn word_store(&self, a: u16, off: u64, addr: u64, rmw: bool) {
+        let mut st = lock(&self.agents[a as usize]);
+        self.cluster_sync(a, &mut st);
+        {
+            let mut words = lock(&self.words);
+            let w = words.entry(off).or_insert_with(|| vec![0; st.vc.len()]);
+            if rmw {
+                join(&mut st.vc, w);
+            }
+            join(w, &st.vc);
+        }
+        let stamp = st.vc[a as usize];
+        let line = addr & !(LINE - 1);
+        let mut shard = self.shard(line);
+        let m = shard.entry(line).or_default();
+        let b0 = (addr - line) as usize;
+        for b in b0..b0 + 8 {
+            m.tw[b] = a;
+            m.tt[b] = stamp;
+            m.mw[b] = a;
+            m.mt[b] = stamp;
+            m.mby[b] = a;
+        }
+        drop(shard);
+        st.vc[a as usize] += 1;
+    }
+
+    // ------------------------------------------------------------ host DMA
+
+    /// Host DMA wrote `[off, off+len)` at `addr`: memory now holds the host's bytes.
+    pub fn host_write(&self, addr: u64, len: u64) {
+        let stamp = lock(&self.agents[HOST as usize]).vc[HOST as usize];
+        for line in lines(addr, len) {
+            let (lo, hi) = span_in(line, addr, len);
+            let mut shard = self.shard(line);
+            let m = shard.entry(line).or_default();
+            for b in lo..hi {
+                m.tw[b] = HOST;
+                m.tt[b] = stamp;
+                m.mw[b] = HOST;
+                m.mt[b] = stamp;
+                m.mby[b] = HOST;
+            }
+            m.r#gen += 1;
+            m.last_writer = HOST;
+            m.last_wb_t = stamp;
+        }
+        if self.host_coherent {
+            for t in 0..self.n_aicpu {
+                let mut st = lock(&self.agents[1 + t as usize]);
+                for line in lines(addr, len) {
+                    remove_key(&mut st, line);
+                }
+            }
+        }
+    }
+
+    /// Host DMA read `[addr, addr+len)` after observing the run complete: every byte must be
+    /// the latest write that happened before the read.
+    pub fn host_read(&self, addr: u64, len: u64) -> Result<(), Violation> {
+        let st = lock(&self.agents[HOST as usize]);
+        for line in lines(addr, len) {
+            let (lo, hi) = span_in(line, addr, len);
+            let shard = self.shard(line);
+            if let Some(m) = shard.get(&line) {
+                for b in lo..hi {
+                    if let Some(missing) = self.stale(HOST, &st, m, b, (m.mw[b], m.mt[b]), false) {
+                        return Err(self.violation(HOST, "read (D2H)", line + b as u64, (m.tw[b], m.tt[b]), missing));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

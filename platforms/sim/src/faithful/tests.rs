@@ -1,0 +1,262 @@
+//! The faithful model's unit tests: each hand-off, publication and violation on a small model.
+
+use pto_hal::GmAddr;
+
+use super::Faithful;
+use crate::config::AicpuWritePolicy;
+use crate::gm::Gm;
+use crate::launch::LaunchState;
+use crate::violation::Missing;
+
+// Agents: host 0, AICPU thread 0 = 1, cores 0 and 1 = 2 and 3.
+const CPU: u16 = 1;
+const C0: u16 = 2;
+const C1: u16 = 3;
+
+fn setup(host_coherent: bool) -> (Gm, Faithful, u64, u64) {
+    let gm = Gm::new(1 << 20);
+    let a = gm.alloc(4096, 64).unwrap();
+    let off = gm.offset_of(a, 4096).unwrap();
+    (gm, Faithful::new(9, 0, host_coherent, 1, 2), a.0, off)
+}
+
+fn missing(f: &Faithful) -> Vec<Missing> {
+    f.take_violations().into_iter().map(|v| v.missing).collect()
+}
+
+/// Core 0 hands off to core 1 through the AICPU: COND of core 0, then DMB of core 1.
+fn handoff(f: &Faithful) {
+    f.reg_write(C0, 0, 1);
+    f.reg_read(CPU, 0, 1);
+    f.reg_write(CPU, 1, 0);
+    f.reg_read(C1, 1, 0);
+}
+
+#[test]
+fn unpublished_store_is_a_missing_write_back() {
+    let (gm, f, a, off) = setup(false);
+    f.store(C0, a, off, &[7; 8], &gm);
+    handoff(&f);
+    let mut b = [0u8; 8];
+    f.load(C1, a, off, &mut b, &gm);
+    assert_eq!(b, [0; 8], "the bytes never reached memory");
+    assert_eq!(missing(&f), [Missing::WriteBackBeforeSignal, Missing::WriteBack]);
+}
+
+#[test]
+fn published_store_is_seen() {
+    let (gm, f, a, off) = setup(false);
+    f.store(C0, a, off, &[7; 8], &gm);
+    f.clean(C0, a, 8, &gm);
+    f.fence(C0);
+    handoff(&f);
+    let mut b = [0u8; 8];
+    f.load(C1, a, off, &mut b, &gm);
+    assert_eq!(b, [7; 8]);
+    assert_eq!(missing(&f), []);
+}
+
+#[test]
+fn write_back_without_barrier_before_signal_is_caught() {
+    let (gm, f, a, off) = setup(false);
+    f.store(C0, a, off, &[7; 8], &gm);
+    f.clean(C0, a, 8, &gm);
+    handoff(&f);
+    assert_eq!(missing(&f), [Missing::StoreBarrierBeforeSignal]);
+}
+
+#[test]
+fn stale_copy_needs_an_invalidate() {
+    for invalidate in [false, true] {
+        let (gm, f, a, off) = setup(false);
+        let mut b = [0u8; 8];
+        f.load(C1, a, off, &mut b, &gm); // core 1 caches the line
+        f.store(C0, a, off, &[7; 8], &gm);
+        f.clean(C0, a, 8, &gm);
+        f.fence(C0);
+        handoff(&f);
+        if invalidate {
+            f.invalidate(C1, a, 8, &gm);
+        }
+        f.load(C1, a, off, &mut b, &gm);
+        if invalidate {
+            assert_eq!((b, missing(&f)), ([7; 8], vec![]));
+        } else {
+            assert_eq!((b, missing(&f)), ([0; 8], vec![Missing::Invalidate]));
+        }
+    }
+}
+
+#[test]
+fn host_dma_is_visible_to_the_aicpu_only_under_the_coherent_contract() {
+    for coherent in [false, true] {
+        let (gm, f, a, off) = setup(coherent);
+        let mut b = [0u8; 8];
+        f.load(CPU, a, off, &mut b, &gm); // the AICPU caches the line
+        gm.write_bytes(off, &[5; 8]);
+        f.host_write(a, 8);
+        let launch = LaunchState::new(1, 4);
+        f.job_start(CPU, &f.host_release(), &launch);
+        f.load(CPU, a, off, &mut b, &gm);
+        if coherent {
+            assert_eq!((b, missing(&f)), ([5; 8], vec![]));
+        } else {
+            assert_eq!((b, missing(&f)), ([0; 8], vec![Missing::InvalidateAfterHostDma]));
+        }
+    }
+}
+
+#[test]
+fn two_unordered_writers_of_one_line_break_the_whole_line_rule() {
+    let (gm, f, a, off) = setup(false);
+    f.store(C0, a, off, &[1; 8], &gm);
+    f.store(C1, a + 32, off + 32, &[2; 8], &gm);
+    assert_eq!(missing(&f), [Missing::WholeLineRule]);
+    // Both write back: the second whole-line write-back clobbers the first one's bytes.
+    f.clean(C0, a, 64, &gm);
+    f.clean(C1, a, 64, &gm);
+    assert_eq!(missing(&f), [Missing::WholeLineRule]);
+    let mut b = [9u8; 8];
+    gm.read_bytes(off, &mut b);
+    assert_eq!(b, [0; 8], "core 0's bytes were overwritten by core 1's stale copy");
+}
+
+#[test]
+fn ordered_writers_may_share_a_line() {
+    let (gm, f, a, off) = setup(false);
+    f.store(C0, a, off, &[1; 8], &gm);
+    f.clean(C0, a, 64, &gm);
+    f.fence(C0);
+    handoff(&f);
+    f.invalidate(C1, a, 64, &gm);
+    f.store(C1, a + 32, off + 32, &[2; 8], &gm);
+    f.clean(C1, a, 64, &gm);
+    assert_eq!(missing(&f), []);
+    let mut b = [0u8; 64];
+    gm.read_bytes(off, &mut b);
+    assert_eq!((&b[..8], &b[32..40]), (&[1u8; 8][..], &[2u8; 8][..]));
+}
+
+#[test]
+fn aicpu_threads_hand_work_to_each_other() {
+    // Two AICPU threads (1, 2) and two cores (3, 4): thread 1 sees core 3 finish, thread 2
+    // (which learnt of it through the AICPU's own memory) dispatches the consumer to core 4.
+    let gm = Gm::new(1 << 20);
+    let a = gm.alloc(4096, 64).unwrap().0;
+    let off = gm.offset_of(GmAddr(a), 64).unwrap();
+    let f = Faithful::new(9, 0, false, 2, 2);
+    f.store(3, a, off, &[4; 8], &gm);
+    f.clean(3, a, 64, &gm);
+    f.fence(3);
+    f.reg_write(3, 0, 1);
+    f.reg_read(1, 0, 1);
+    f.reg_write(2, 1, 0);
+    f.reg_read(4, 1, 0);
+    // Core 4 takes the line over (a WAW consumer): ordered after core 3's write-back.
+    f.store(4, a + 8, off + 8, &[5; 8], &gm);
+    f.clean(4, a, 64, &gm);
+    assert_eq!(missing(&f), []);
+    let mut b = [0u8; 16];
+    gm.read_bytes(off, &mut b);
+    assert_eq!(b, [4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5]);
+}
+
+/// The AICPU dispatches to core 0: DMB of core 0.
+fn dispatch(f: &Faithful) {
+    f.reg_write(CPU, 0, 0);
+    f.reg_read(C0, 0, 0);
+}
+
+#[test]
+fn write_back_aicpu_store_is_invisible_until_cleaned() {
+    for clean in [false, true] {
+        let (gm, f, a, off) = setup(false);
+        assert_eq!(f.set_aicpu_writes(AicpuWritePolicy::WriteBack), AicpuWritePolicy::WriteBack);
+        f.store(CPU, a, off, &[7; 8], &gm);
+        let mut mem = [9u8; 8];
+        gm.read_bytes(off, &mut mem);
+        assert_eq!(mem, [0; 8], "a write-back AICPU store does not reach memory");
+        if clean {
+            f.clean(CPU, a, 8, &gm);
+            f.fence(CPU);
+        }
+        dispatch(&f);
+        f.invalidate(C0, a, 8, &gm);
+        let mut b = [0u8; 8];
+        f.load(C0, a, off, &mut b, &gm);
+        if clean {
+            assert_eq!((b, missing(&f)), ([7; 8], vec![]));
+        } else {
+            assert_eq!((b, missing(&f)), ([0; 8], vec![Missing::AicpuClean]));
+        }
+        // A device-direct load sees memory too.
+        f.word_load(C0, off, a);
+        assert_eq!(missing(&f), if clean { vec![] } else { vec![Missing::AicpuClean] });
+    }
+}
+
+#[test]
+fn write_through_aicpu_store_needs_no_clean() {
+    let (gm, f, a, off) = setup(false);
+    f.store(CPU, a, off, &[7; 8], &gm);
+    dispatch(&f);
+    f.invalidate(C0, a, 8, &gm);
+    let mut b = [0u8; 8];
+    f.load(C0, a, off, &mut b, &gm);
+    assert_eq!((b, missing(&f)), ([7; 8], vec![]));
+}
+
+#[test]
+fn the_aicpu_cluster_reads_its_own_dirty_lines_and_any_thread_may_clean_them() {
+    // Two AICPU threads (1, 2), one core (3).
+    let gm = Gm::new(1 << 20);
+    let a = gm.alloc(4096, 64).unwrap().0;
+    let off = gm.offset_of(GmAddr(a), 64).unwrap();
+    let f = Faithful::new(9, 0, false, 2, 1);
+    f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
+    let mut b = [0u8; 8];
+    f.load(2, a, off, &mut b, &gm); // thread 2 caches the line (stale soon)
+    f.store(1, a, off, &[4; 8], &gm);
+    f.load(2, a, off, &mut b, &gm);
+    assert_eq!((b, missing(&f)), ([4; 8], vec![]), "one SMP cluster: thread 2 reads thread 1's dirty line");
+    f.store(2, a + 8, off + 8, &[5; 8], &gm);
+    f.clean(2, a, 64, &gm); // thread 2's clean writes back thread 1's bytes too
+    f.fence(2);
+    f.reg_write(2, 0, 0);
+    f.reg_read(3, 0, 0);
+    let mut c = [0u8; 16];
+    f.load(3, a, off, &mut c, &gm);
+    assert_eq!((c, missing(&f)), ([4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5], vec![]));
+}
+
+#[test]
+fn write_back_dirty_aicpu_line_outlives_the_program_and_a_host_read_of_it_is_caught() {
+    let (gm, f, a, off) = setup(false);
+    f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
+    f.store(CPU, a, off, &[3; 8], &gm);
+    let end = f.job_end(CPU, &gm);
+    assert_eq!(missing(&f), []);
+    f.host_acquire(&end);
+    assert_eq!(f.host_read(a, 8).map_err(|v| v.missing), Err(Missing::AicpuClean));
+}
+
+#[test]
+fn write_back_acts_as_write_through_under_the_host_coherent_contract() {
+    let (gm, f, a, off) = setup(true);
+    assert_eq!(f.set_aicpu_writes(AicpuWritePolicy::WriteBack), AicpuWritePolicy::WriteThrough);
+    f.store(CPU, a, off, &[7; 8], &gm);
+    let mut mem = [0u8; 8];
+    gm.read_bytes(off, &mut mem);
+    assert_eq!(mem, [7; 8]);
+}
+
+#[test]
+fn dirty_lines_at_program_end_are_reported_and_lost() {
+    let (gm, f, a, off) = setup(false);
+    f.store(C0, a, off, &[3; 8], &gm);
+    f.job_end(C0, &gm);
+    assert_eq!(missing(&f), [Missing::WriteBack]);
+    let mut b = [9u8; 8];
+    gm.read_bytes(off, &mut b);
+    assert_eq!(b, [0; 8]);
+}

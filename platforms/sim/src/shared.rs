@@ -1,0 +1,180 @@
+//! The state one simulated device shares between its agents and its host side: GM, the
+//! registers and wake cells, the kernel and orchestration tables, the GM word monitors, the
+//! cache model and the protection switch, and the device's counters.
+//!
+//! Every agent holds it, and so does the device; nothing in it names an agent type (the job
+//! queues and the installed device programs, which do, belong to the device).
+
+use parking_lot::RwLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use pto_hal::{CoreType, KernelFn, Ticks, Topology};
+use pto_inproc::HandleTable;
+
+use crate::config::{AicpuWritePolicy, CacheModel, SimConfig};
+use crate::faithful::Faithful;
+use crate::gm::Gm;
+use crate::park::{SpinPermits, Wake};
+
+/// The registers of one simulated core.
+#[derive(Default)]
+pub(crate) struct CoreRegs {
+    pub dmb: AtomicU32,
+    pub cond: AtomicU32,
+    /// Window open (a2a3's fast-path control; a5 has none, the sim keeps the bit for both).
+    pub window_open: AtomicBool,
+    /// The AICPU thread that last wrote DMB: the one a COND write wakes.
+    pub watcher: AtomicU32,
+}
+
+/// Shared state of one simulated device.
+pub(crate) struct Shared {
+    pub topo: Topology,
+    pub config: SimConfig,
+    pub epoch: Instant,
+    pub gm: Gm,
+    /// Registers, indexed by physical core id.
+    pub regs: Box<[CoreRegs]>,
+    /// Wake cells: AICPU threads first, then AICore workers.
+    pub aicpu_wake: Box<[Wake]>,
+    pub core_wake: Box<[Wake]>,
+    /// How many agents may spin at once (the host's CPU count).
+    pub spin_permits: SpinPermits,
+    /// Loaded kernels and the core type each was loaded for; handles from [`KERNEL_BASE`].
+    pub kernels: RwLock<HandleTable<(KernelFn, CoreType)>>,
+    /// Loaded orchestration programs; handles from [`PROGRAM_BASE`].
+    pub programs: RwLock<HandleTable<Box<dyn std::any::Any + Send + Sync>>>,
+    /// Per agent (AICPU threads, then cores): the GM word it waits on, 0 when none.
+    pub monitors: Box<[AtomicU64]>,
+    /// Number of agents currently waiting on a GM word (skip the scan when 0).
+    pub monitoring: AtomicU32,
+    /// The faithful cache model (used while `faithful_on`).
+    pub faithful: Faithful,
+    /// Whether the faithful cache model is on.
+    pub faithful_on: AtomicBool,
+    /// Whether kernels run behind the memory-protection guard (`crate::protect`).
+    pub protect: AtomicBool,
+    /// AICPU cache maintenance issued so far: `[invalidate_range, flush_range]` calls.
+    pub aicpu_cache_ops: [AtomicU64; 2],
+    /// Launches not yet finished (the cache model may change only when this is zero).
+    pub active_launches: AtomicU32,
+    pub shutdown: AtomicBool,
+}
+
+/// Base of kernel binary addresses on the simulator (index 0 is never a valid binary).
+const KERNEL_BASE: u64 = 0x4b00_0000;
+/// Handles of loaded orchestration programs start here (kernels end below it).
+const PROGRAM_BASE: u64 = 0x5000_0000;
+/// How many orchestration programs one device loads at most.
+const PROGRAM_CAPACITY: u64 = 0x1000_0000;
+
+impl Shared {
+    /// The state of a device of `topo` opened with `config`, once the environment has been
+    /// read: cache `model`, AICPU `writes` policy and `protect` as resolved at open, under a
+    /// host-coherent contract when `host_coherent`.
+    pub fn new(
+        topo: Topology,
+        config: SimConfig,
+        model: CacheModel,
+        writes: AicpuWritePolicy,
+        protect: bool,
+        host_coherent: bool,
+    ) -> Shared {
+        let workers = topo.workers() as usize;
+        let nthreads = topo.aicpu_threads as usize;
+        Shared {
+            topo,
+            config,
+            epoch: Instant::now(),
+            gm: Gm::new(config.gm_bytes),
+            regs: (0..workers).map(|_| CoreRegs::default()).collect(),
+            aicpu_wake: (0..nthreads).map(|_| Wake::default()).collect(),
+            core_wake: (0..workers).map(|_| Wake::default()).collect(),
+            spin_permits: SpinPermits::new(
+                std::thread::available_parallelism().map_or(1, |n| n.get() as u64).min(config.max_spinners as u64),
+            ),
+            kernels: RwLock::new(HandleTable::new("kernel", KERNEL_BASE, PROGRAM_BASE - KERNEL_BASE)),
+            programs: RwLock::new(HandleTable::new("orchestration", PROGRAM_BASE, PROGRAM_CAPACITY)),
+            monitors: (0..nthreads + workers).map(|_| AtomicU64::new(0)).collect(),
+            monitoring: AtomicU32::new(0),
+            faithful: {
+                let (seed, evict) = match model {
+                    CacheModel::Faithful { seed, evict_per_mille } => (seed, evict_per_mille),
+                    CacheModel::Coherent => (0, 0),
+                };
+                let f = Faithful::new(seed, evict, host_coherent, topo.aicpu_threads, topo.workers());
+                f.set_aicpu_writes(writes);
+                f
+            },
+            faithful_on: AtomicBool::new(matches!(model, CacheModel::Faithful { .. })),
+            protect: AtomicBool::new(protect),
+            active_launches: AtomicU32::new(0),
+            aicpu_cache_ops: [AtomicU64::new(0), AtomicU64::new(0)],
+            shutdown: AtomicBool::new(false),
+        }
+    }
+
+    /// Physical core id of worker `w`: the sim numbers them in reverse so the runtime must use
+    /// the ids the cores report, never assume worker index == physical id.
+    pub fn physical_id(&self, w: u32) -> u32 {
+        self.topo.workers() - 1 - w
+    }
+
+    #[inline]
+    pub fn now_ticks(&self) -> Ticks {
+        let ns = self.epoch.elapsed().as_nanos();
+        (ns * self.config.freq_hz as u128 / 1_000_000_000) as u64
+    }
+
+    pub fn instant_of(&self, ticks: Ticks) -> Instant {
+        let ns = ticks as u128 * 1_000_000_000 / self.config.freq_hz as u128;
+        self.epoch + Duration::from_nanos(ns.min(u64::MAX as u128) as u64)
+    }
+
+    pub fn wake_all_aicpu(&self, except: Option<u32>) {
+        for (i, w) in self.aicpu_wake.iter().enumerate() {
+            if Some(i as u32) != except {
+                w.notify();
+            }
+        }
+    }
+
+    /// Submit-side bookkeeping of a new launch: its submission clock (faithful model).
+    pub fn launch_started(&self) -> Vec<u32> {
+        self.active_launches.fetch_add(1, Ordering::AcqRel);
+        match self.model() {
+            Some(f) => f.host_release(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Number of vector-clock entries (device agents + host).
+    pub fn vc_len(&self) -> usize {
+        1 + self.aicpu_wake.len() + self.core_wake.len()
+    }
+
+    /// A GM word was written by a device agent: wake whoever waits on it.
+    #[inline]
+    pub fn word_written(&self, addr: u64) {
+        if self.monitoring.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let nthreads = self.aicpu_wake.len();
+        for (i, m) in self.monitors.iter().enumerate() {
+            if m.load(Ordering::Acquire) == addr {
+                if i < nthreads {
+                    self.aicpu_wake[i].notify();
+                } else {
+                    self.core_wake[i - nthreads].notify();
+                }
+            }
+        }
+    }
+
+    /// The faithful model, when it is on.
+    #[inline]
+    pub fn model(&self) -> Option<&Faithful> {
+        if self.faithful_on.load(Ordering::Relaxed) { Some(&self.faithful) } else { None }
+    }
+}
