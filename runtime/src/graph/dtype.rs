@@ -46,6 +46,25 @@ impl DType {
             DType::F64 | DType::I64 | DType::U64 => 8,
         }
     }
+
+    /// The element type's name, as Rust spells it (`f32`, `bf16`, …) and as the args-dump
+    /// manifest and `pto dump` write it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U32 => "u32",
+            DType::U8 => "u8",
+            DType::I8 => "i8",
+            DType::F64 => "f64",
+            DType::U64 => "u64",
+            DType::I16 => "i16",
+            DType::U16 => "u16",
+        }
+    }
 }
 
 /// Rust element types that map onto a [`DType`].

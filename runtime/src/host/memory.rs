@@ -265,31 +265,13 @@ impl<P: HostPlatform> DeviceTensor<P> {
     fn check<T: Element>(&self, len: Option<usize>) -> Result<(), Error> {
         let have = self.tensor.dtype();
         if T::DTYPE != have {
-            return Err(Error::Dtype { tensor: dtype_name(have), host: dtype_name(T::DTYPE) });
+            return Err(Error::Dtype { tensor: have.name(), host: T::DTYPE.name() });
         }
         let want = self.tensor.elem_count();
         match len {
-            Some(n) if n as u64 != want => Err(Error::Size { expected: want, got: n as u64, dtype: dtype_name(have) }),
+            Some(n) if n as u64 != want => Err(Error::Size { expected: want, got: n as u64, dtype: have.name() }),
             _ => Ok(()),
         }
-    }
-}
-
-/// The Rust name of an element type.
-pub(crate) fn dtype_name(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "f32",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::U32 => "u32",
-        DType::U8 => "u8",
-        DType::I8 => "i8",
-        DType::F64 => "f64",
-        DType::U64 => "u64",
-        DType::I16 => "i16",
-        DType::U16 => "u16",
     }
 }
 

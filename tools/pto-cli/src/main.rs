@@ -829,7 +829,7 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
             };
             let mut line = format!(
                 "{head} {} [{}] strides [{}] offset {offset} {payload}",
-                r.dtype.map_or("?", dtype_name),
+                r.dtype.map_or("?", DType::name),
                 shape.join(", "),
                 strides.join(", "),
             );
@@ -847,24 +847,6 @@ fn dump(a: &DumpArgs) -> Result<(), Fail> {
         say!(out, "... {} more tasks (--all lists every task, --task N shows one)", by_task.len() - tasks.len());
     }
     emit(&out)
-}
-
-/// A dtype's name, as the manifest spells it.
-fn dtype_name(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "f32",
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::U32 => "u32",
-        DType::U8 => "u8",
-        DType::I8 => "i8",
-        DType::F64 => "f64",
-        DType::U64 => "u64",
-        DType::I16 => "i16",
-        DType::U16 => "u16",
-    }
 }
 
 /// `pto dump DIR --task N --arg K`: every value of argument K of task N, at each stage it was
@@ -912,7 +894,7 @@ fn dump_tensor(a: &DumpArgs, d: &Dump, t: u32, k: u32, recs: &[&Record]) -> Resu
             "task {t} arg {k} {} {} {} [{}]{}",
             r.stage.name(),
             r.direction.name(),
-            if r.is_scalar() { "scalar" } else { r.dtype.map_or("?", dtype_name) },
+            if r.is_scalar() { "scalar" } else { r.dtype.map_or("?", DType::name) },
             shape.join(", "),
             if r.truncated { " (truncated)" } else { "" }
         );
@@ -1143,7 +1125,7 @@ mod tests {
     #[test]
     fn dtype_names_are_the_manifests() {
         for d in DTYPES {
-            assert_eq!(serde_json::to_value(d).unwrap(), dtype_name(d), "{d:?}");
+            assert_eq!(serde_json::to_value(d).unwrap(), d.name(), "{d:?}");
         }
     }
 }

@@ -183,7 +183,7 @@ mod tests {
     fn enums_serialize_as_the_names_the_rest_of_the_runtime_spells() {
         for code in 0u32..12 {
             let d = DType::try_from(code).unwrap();
-            assert_eq!(name(d), crate::host::memory::dtype_name(d), "{d:?}");
+            assert_eq!(name(d), d.name(), "{d:?}");
             assert_eq!(back::<DType>(&name(d)), d);
         }
         for l in [DumpLevel::Partial, DumpLevel::Hybrid, DumpLevel::Full] {
