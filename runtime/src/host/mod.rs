@@ -59,7 +59,7 @@ pub use build::Graph;
 pub use config::{MAX_RING_HEAP, RingConfig, RunConfig, Timeouts};
 use error::platform;
 pub use error::{DeviceError, Error, PlatformError};
-pub use fence::RunHandle;
+pub use fence::{HUNG_GRACE_US, RunHandle};
 pub use memory::DeviceTensor;
 pub use prepare::PreparedRun;
 use publish::SlotMem;
