@@ -725,3 +725,76 @@ fn the_args_dump_keeps_the_contract() {
         assert!(invalidates > SimA2a3::TOPOLOGY.aicpu_threads as u64 + 1, "{executor}: {invalidates}");
     }
 }
+
+/// Write 5.0 over every element of tensor 0, then fault.
+fn k_write_then_fault(k: &mut dyn KernelContext) {
+    let n = k.load::<f32>(0).len();
+    k.store(0, &vec![5.0f32; n]);
+    panic!("deliberate fault after writing");
+}
+
+/// One task over one 64-byte row whose kernel writes the row and then faults, on `executor`:
+/// the run's error and the host's read-back of the row afterwards.
+fn write_then_fault(
+    dev: &host::Device<<SimA2a3 as Board>::Platform>,
+    executor: pto::Executor,
+) -> (Error, Result<Vec<f32>, Error>) {
+    let f = dev
+        .func("write_then_fault")
+        .unwrap_or_else(|| dev.register_kernel("write_then_fault", CoreType::Aiv, k_write_then_fault).unwrap());
+    let y = dev.alloc::<f32>(&[1, 16]).unwrap();
+    let g = dev.build(|g| g.submit(Task::aiv(f).inout(&y.tensor())).map(|_| ())).unwrap();
+    let e = dev.run_with(&g, &RunConfig::default().with_executor(executor)).expect_err("the kernel faults");
+    (e, y.read::<f32>())
+}
+
+/// A kernel that faults after writing its output: on both executors the fault exit writes
+/// back what the core wrote before it reports, so the run's error is the kernel's fault alone
+/// (no coherence violation rides along) and the host reads the row the kernel left — 20 times
+/// each under the faithful model on a2a3.
+#[test]
+fn a_faulting_kernels_writes_are_written_back_on_every_executor() {
+    let _s = serial();
+    let dev = faithful::<SimA2a3>();
+    for executor in [pto::Executor::Legacy, pto::Executor::Resident] {
+        for rep in 0..20 {
+            let (e, read) = write_then_fault(&dev, executor);
+            match &e {
+                Error::Device(d) => {
+                    assert_eq!(d.code, ErrorCode::Device(pto::runtime::codes::DeviceFault::KernelFault), "{e}");
+                    assert!(d.also.is_none(), "{executor:?} rep {rep}: a violation rides along: {e:?}");
+                }
+                other => panic!("{executor:?} rep {rep}: expected the kernel's fault, got {other:?}"),
+            }
+            let read = read.unwrap_or_else(|e| panic!("{executor:?} rep {rep}: the read-back failed: {e}"));
+            assert_eq!(read, vec![5.0; 16], "{executor:?} rep {rep}");
+        }
+    }
+}
+
+/// The broken variant (`FAULT_EXIT_SKIPS_PUBLISH`: the fault exit leaves the kernel's lines
+/// dirty in the core's cache) is caught every time on both executors: the run or the host's
+/// read-back reports the missing write-back.
+#[test]
+fn reproducer_fault_exit_without_write_back_is_caught_every_time() {
+    let _s = serial();
+    let dev = faithful::<SimA2a3>();
+    let _b = breakage::activate(breakage::FAULT_EXIT_SKIPS_PUBLISH);
+    for executor in [pto::Executor::Legacy, pto::Executor::Resident] {
+        for rep in 0..20 {
+            let (e, read) = write_then_fault(&dev, executor);
+            let violation = match (&e, &read) {
+                (Error::Device(d), _) if d.also.is_some() => d.also.as_deref(),
+                (_, Err(r)) => Some(r),
+                _ => None,
+            };
+            let v = violation
+                .and_then(|v| match v.platform_error::<SimError>() {
+                    Some(SimError::Coherence(v)) => Some(v.missing),
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("{executor:?} rep {rep}: not caught: run {e:?}, read {read:?}"));
+            assert!(matches!(v, Missing::WriteBack | Missing::WriteBackBeforeSignal), "{executor:?}: {v:?}");
+        }
+    }
+}

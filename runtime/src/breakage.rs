@@ -103,6 +103,11 @@ pub const ERROR_EXIT_SKIPS_GATE: u64 = 1 << 18;
 /// host waits the cores' whole budget after a `KERNEL_HUNG` (the old bounds: a hung kernel's
 /// error arrived after watchdog + exit + the core budget).
 pub const WAIT_FOR_HUNG_CORE: u64 = 1 << 32;
+/// The AICore's fault exit as the resident executor had it: after a kernel faults, the core
+/// returns without writing back what the kernel wrote (its dirty lines stay in its cache, so
+/// the host's read-back of the tensor is a coherence violation under the faithful model).
+/// Applies to both executors.
+pub const FAULT_EXIT_SKIPS_PUBLISH: u64 = 1 << 33;
 /// The fault path as it was: a faulted subtask completes like any other — the legacy core
 /// reports a plain FIN after a caught fault (so its AICPU thread counts it done, records it
 /// after completion and releases its consumers), the resident core goes on to write back, count

@@ -116,7 +116,9 @@ fn run_one<A: AicoreAgent>(
                 if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) && !faulted.get() {
                     a.write_cond(regs::fin(id));
                 }
-                ctx.publish_outputs(a);
+                if !(faulted.get() && crate::breakage::broken(crate::breakage::FAULT_EXIT_SKIPS_PUBLISH)) {
+                    ctx.publish_outputs(a);
+                }
             }
         }
     }

@@ -384,6 +384,13 @@ impl<A: AicoreAgent> Core<'_, A> {
                 ..TraceRecord::default()
             };
             if let Err(err) = ran {
+                // What the kernel wrote before it faulted is written back before the fault is
+                // reported: the host may read the tensor after the run (the legacy core does
+                // the same before its faulted FIN).
+                if !crate::breakage::broken(crate::breakage::FAULT_EXIT_SKIPS_PUBLISH) {
+                    ctx.publish_outputs(a);
+                    a.store_barrier();
+                }
                 self.fault(ErrorCode::Device(DeviceFault::KernelFault), Site::Kernel, t, bin, err.as_str());
                 if !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) {
                     // The faulted subtask is traced (it ends after the latch), never completed.
