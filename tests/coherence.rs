@@ -283,7 +283,7 @@ fn fin_before_write_back_is_caught() {
 /// Class 4 on the resident executor: a core releases its consumers (their fan-in counts, the
 /// ready list) before it writes back the kernel's output (`FIN_BEFORE_PUBLISH` there), so the
 /// next core of the chain reads or writes the row while the previous core's new values are
-/// still only in its cache.
+/// still only in its cache. Caught in 20 of 20 runs.
 #[test]
 fn resident_release_before_write_back_is_caught() {
     let _s = serial();
@@ -309,17 +309,20 @@ fn resident_release_before_write_back_is_caught() {
     assert_eq!(r.executor, pto::Executor::Resident);
     assert_eq!(y.read::<f32>().unwrap(), vec![8.0; 16]);
     let _b = breakage::activate(breakage::FIN_BEFORE_PUBLISH);
-    // Which access trips first depends on the cores' timing: the consumer's load of the row
-    // (the producer never wrote it back: WriteBack) or its store beside the producer's dirty
-    // copy (WholeLineRule). Either is the missing write-back before the release.
-    let r = dev.run_with(&g, &cfg);
-    let found = r.as_ref().err().and_then(|e| match e.platform_error::<SimError>() {
-        Some(SimError::Coherence(v)) => Some(v.missing),
-        _ => None,
-    });
-    let missing = found.unwrap_or_else(|| panic!("expected a coherence violation, got {r:?}"));
-    assert!(matches!(missing, Missing::WriteBack | Missing::WholeLineRule), "{missing:?}");
-    assert_caught(r, missing);
+    // The breakage forces its interleaving (the producer writes back only after a consumer it
+    // released completed), so it is caught in every run: the consumer's load of the row (the
+    // producer never wrote it back: WriteBack) or its store beside the producer's dirty copy
+    // (WholeLineRule) trips first. Either is the missing write-back before the release.
+    for rep in 0..20 {
+        let r = dev.run_with(&g, &cfg);
+        let found = r.as_ref().err().and_then(|e| match e.platform_error::<SimError>() {
+            Some(SimError::Coherence(v)) => Some(v.missing),
+            _ => None,
+        });
+        let missing = found.unwrap_or_else(|| panic!("rep {rep}: expected a coherence violation, got {r:?}"));
+        assert!(matches!(missing, Missing::WriteBack | Missing::WholeLineRule), "{missing:?}");
+        assert_caught(r, missing);
+    }
 }
 
 /// The resident executor's AICPU cache operations per run, by contract: the AICPU threads

@@ -11,7 +11,10 @@ pub const SKIP_HOST_INVALIDATE: u64 = 1 << 0;
 pub const INVALIDATE_AT_END: u64 = 1 << 1;
 /// The AICore never writes back its handshake report.
 pub const SKIP_REPORT_PUBLISH: u64 = 1 << 2;
-/// The AICore writes FIN before writing back the kernel's outputs.
+/// The AICore writes FIN before writing back the kernel's outputs. On the resident executor:
+/// a core counts its subtask off and releases the consumers before it writes back, and (to
+/// force the interleaving in which a consumer reads the row unwritten-back) waits up to a
+/// second for a consumer it released to complete before it does write back.
 pub const FIN_BEFORE_PUBLISH: u64 = 1 << 3;
 /// The AICore reads its dispatch payload without invalidating its cached copy first.
 pub const SKIP_PAYLOAD_OBSERVE: u64 = 1 << 4;

@@ -405,8 +405,22 @@ impl<A: AicoreAgent> Core<'_, A> {
                 // rung for) before the outputs are written back.
                 a.store_barrier();
                 a.fetch_add(GmAddr(l.executed()), 1);
+                let mine = a.query(GmAddr(l.completed()));
                 self.finish_subtask(t, Some(&rec));
                 self.settle();
+                // The interleaving forced: the write-back waits until a consumer released
+                // here has completed (it read the row without it), or a second passes.
+                if rec.fanout_count > 0 {
+                    let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
+                    loop {
+                        let now = a.query(GmAddr(l.completed()));
+                        if now > mine + 1 || a.now_ticks() >= until || latch_seen(a, self.map) {
+                            break;
+                        }
+                        let slice = a.now_ticks().saturating_add(a.ticks_from_micros(IDLE_SLICE_US));
+                        a.wait_for_word(GmAddr(l.completed()), now, slice.min(until));
+                    }
+                }
                 ctx.publish_outputs(a);
                 a.store_direct(GmAddr(l.running(self.w)), 0);
                 return;
