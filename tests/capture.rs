@@ -64,6 +64,30 @@ fn k_half_two(k: &mut dyn KernelContext) {
     }
 }
 
+/// Lane `part` of three (AIC 0, AIV lanes 1 and 2) of the every-lane-writes task: `x += 1`
+/// over its third of `x` (INOUT, arg 0), cut at 64-byte lines (no two lanes write one line).
+fn bump_third(k: &mut dyn KernelContext, part: u32) {
+    let n = k.arg(0).elem_count() as u32;
+    let cut = |p: u32| if p == 3 { n } else { p * n / 3 / 16 * 16 };
+    for i in cut(part)..cut(part + 1) {
+        let v: f32 = k.get(0, &[i]);
+        k.set(0, &[i], v + 1.0);
+    }
+}
+
+/// AIC lane of the every-lane-writes task: its third of `x`.
+fn k_bump_third(k: &mut dyn KernelContext) {
+    bump_third(k, 0);
+}
+
+/// AIV lanes of the every-lane-writes task: their thirds of `x`, and their halves of `y` (OUT,
+/// arg 1) with 2.
+fn k_bump_third_half_two(k: &mut dyn KernelContext) {
+    let part = 1 + k.sub_block_id();
+    bump_third(k, part);
+    k_half_two(k);
+}
+
 /// Run `g` resident with the dump at `cfg`'s level into a fresh directory; the report and the
 /// dump read back.
 fn run(dev: &Dev, g: &host::Graph<<SimA5 as Board>::Platform>, cfg: RunConfig, name: &str) -> (RunReport, Dump) {
@@ -81,25 +105,35 @@ fn capture(r: &RunReport) -> CaptureReport {
     r.capture.expect("a resident dumping run reports its capture")
 }
 
+/// The item 1 scene: one 1C2V task whose three lanes each rewrite a third of the captured
+/// in-out `x` in place (so whichever lanes are peers, a lane that ran before the input capture
+/// was sealed shows in the input record) and whose AIV lanes write `y`; `x` starts at
+/// `0, 1, 2, ...`. The run's report and dump, and `x`'s initial values.
+fn every_lane_writes(dev: &Dev, name: &str) -> (RunReport, Dump, FuncId, FuncId, Vec<f32>) {
+    let aic = func(dev, "bump_third", CoreType::Aic, k_bump_third);
+    let aiv = func(dev, "bump_third_half_two", CoreType::Aiv, k_bump_third_half_two);
+    let init: Vec<f32> = (0..4096).map(|i| i as f32).collect();
+    let x = dev.tensor_from(&[4096], &init).unwrap();
+    let y = dev.alloc::<f32>(&[4096]).unwrap();
+    let g = dev.build(|g| g.submit(Task::mix(aic, aiv).inout(&x.tensor()).output(&y.tensor())).map(|_| ())).unwrap();
+    // 64 KiB arena: 4 KiB steps, so the 16 KiB input takes four.
+    let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(64 * 1024);
+    let (r, d) = run(dev, &g, cfg, name);
+    (r, d, aic, aiv, init)
+}
+
 /// Item 1: a 1C2V task yields one record set carrying all three func ids, and no subtask
 /// executes before its input capture is sealed — the input record is the value before any
-/// lane ran, although the capture takes several service steps (the AIC lane rewrites the
-/// captured in-out in place).
+/// lane ran, although the capture takes several service steps (every lane rewrites its third
+/// of the captured in-out in place: [`every_lane_writes`]). The broken variant (peers that do
+/// not wait for the seal) is caught every time:
+/// [`reproducer_peers_that_skip_the_seal_are_caught_every_time`].
 #[test]
 fn acceptance_01_mixed_subtasks() {
     let _s = serial();
     for faithful in [false, true] {
         let dev = device(faithful);
-        let aic = func(&dev, "bump", CoreType::Aic, k_bump);
-        let aiv = func(&dev, "half_two", CoreType::Aiv, k_half_two);
-        let init: Vec<f32> = (0..4096).map(|i| i as f32).collect();
-        let x = dev.tensor_from(&[4096], &init).unwrap();
-        let y = dev.alloc::<f32>(&[4096]).unwrap();
-        let g =
-            dev.build(|g| g.submit(Task::mix(aic, aiv).inout(&x.tensor()).output(&y.tensor())).map(|_| ())).unwrap();
-        // 64 KiB arena: 4 KiB steps, so the 16 KiB input takes four.
-        let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(64 * 1024);
-        let (r, d) = run(&dev, &g, cfg, "mixed");
+        let (r, d, aic, aiv, init) = every_lane_writes(&dev, "mixed");
         let c = capture(&r);
         assert_eq!((c.requests, c.claims, c.unsettled_slots), (2, 1, 0), "{c:?}");
         assert!(c.steps >= 4 && c.largest_step <= c.max_step, "{c:?}");
@@ -117,6 +151,25 @@ fn acceptance_01_mixed_subtasks() {
         assert_eq!(d.data::<f32>(y_after).unwrap(), vec![2.0f32; 4096]);
         assert!(d.find(0, 1, Stage::BeforeDispatch).is_none(), "an output has no input capture");
         assert!(dev.platform().take_violations().is_empty());
+    }
+}
+
+/// Item 1's broken variant, `CAPTURE_PEERS_SKIP_SEAL`: the peers of the input capture do not
+/// wait for its seal (the breakage forces the interleaving: the publisher asks only after the
+/// peers ran). In 10 of 10 runs per cache model the input record shows the peers' writes.
+#[test]
+fn reproducer_peers_that_skip_the_seal_are_caught_every_time() {
+    let _s = serial();
+    let _b = breakage::activate(breakage::CAPTURE_PEERS_SKIP_SEAL);
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        for rep in 0..10 {
+            let (_, d, _, _, init) = every_lane_writes(&dev, "peers-skip");
+            let before = d.find(0, 0, Stage::BeforeDispatch).unwrap();
+            let got = d.data::<f32>(before).unwrap();
+            let changed = got.iter().zip(&init).filter(|(g, i)| g != i).count();
+            assert!(changed >= 1360, "faithful={faithful} rep {rep}: not caught ({changed} elements changed)");
+        }
     }
 }
 

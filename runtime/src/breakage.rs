@@ -111,6 +111,11 @@ pub const WAIT_FOR_HUNG_CORE: u64 = 1 << 32;
 /// the host's read-back of the tensor is a coherence violation under the faithful model).
 /// Applies to both executors.
 pub const FAULT_EXIT_SKIPS_PUBLISH: u64 = 1 << 33;
+/// Resident args capture: a peer does not wait for its phase's seal (it goes on as soon as it
+/// arrived). To force the interleaving in which that is seen, the BEFORE phase's publisher
+/// writes its request only after every peer has run its kernel and arrived at AFTER (or a
+/// second passed).
+pub const CAPTURE_PEERS_SKIP_SEAL: u64 = 1 << 34;
 /// The fault path as it was: a faulted subtask completes like any other — the legacy core
 /// reports a plain FIN after a caught fault (so its AICPU thread counts it done, records it
 /// after completion and releases its consumers), the resident core goes on to write back, count

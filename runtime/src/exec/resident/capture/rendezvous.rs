@@ -406,6 +406,15 @@ impl Boundary {
                 self.pause(a, at, a.query(at), w.deadline);
             }
         }
+        if phase == capture_phase::BEFORE && crate::breakage::broken(crate::breakage::CAPTURE_PEERS_SKIP_SEAL) {
+            // The interleaving forced: the peers (which did not wait) run their kernels and
+            // arrive at AFTER before this request is written.
+            let after = slot.offset(capture_slot::ARRIVED + 8 * capture_phase::AFTER);
+            let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
+            while (a.query(after).count_ones() + 1) < mask.count_ones() && a.now_ticks() < until {
+                self.pause(a, after, a.query(after), until);
+            }
+        }
         let seq = self.seq.get() % 0xFFFF_FFFF + 1;
         self.seq.set(seq);
         self.last.set(Some((slot, phase, mask, n)));
@@ -476,6 +485,10 @@ impl Boundary {
         site: u32,
         w: &mut Waiting,
     ) -> Result<bool, Failure> {
+        if crate::breakage::broken(crate::breakage::CAPTURE_PEERS_SKIP_SEAL) {
+            // Broken on purpose: the peer goes on without its phase's seal.
+            return Ok(true);
+        }
         let word = slot.offset(capture_slot::PUBLISHER + 8 * phase);
         let mut publisher_seen = None;
         loop {
