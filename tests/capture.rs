@@ -223,7 +223,9 @@ fn acceptance_02_concurrent_cores() {
 /// Item 7: the exact handoff. Task 0 writes `c = a + b`, task 1 reads `c` and writes
 /// `d = c + b`: task 0's output at its completion reads `a + b`, task 1's input at its dispatch
 /// reads `a + b` and its output `a + 2b`, each matched on the run, task, argument and stage;
-/// the order of the two tasks is taken from the run's trace, not from the bytes.
+/// the order of the two tasks is taken from the run's trace, not from the bytes. Two later
+/// unmarked tasks overwrite `c` and `d` (with `2b`), so a capture taken after the run instead
+/// of at the boundary would fail every comparison.
 #[test]
 fn acceptance_07_exact_handoff() {
     let _s = serial();
@@ -239,7 +241,14 @@ fn acceptance_07_exact_handoff() {
         let g = dev
             .build(|g| {
                 g.submit(Task::aiv(add).input(&a.tensor()).input(&b.tensor()).output(&c.tensor()).dump(0b100))?;
-                g.submit(Task::aiv(add).input(&c.tensor()).input(&b.tensor()).output(&e.tensor()).dump(0b101))?;
+                let t1 =
+                    g.submit(Task::aiv(add).input(&c.tensor()).input(&b.tensor()).output(&e.tensor()).dump(0b101))?;
+                // Both buffers change after the boundaries recorded (`2b`, unmarked): a capture
+                // taken after the run, not at the boundary, would read these values instead.
+                // (The tensor map orders a write after earlier writers, not after readers: the
+                // rewrite of `c` names task 1 explicitly.)
+                g.submit(Task::aiv(add).input(&b.tensor()).input(&b.tensor()).output(&c.tensor()).after(t1))?;
+                g.submit(Task::aiv(add).input(&b.tensor()).input(&b.tensor()).output(&e.tensor()))?;
                 Ok(())
             })
             .unwrap();
@@ -262,12 +271,16 @@ fn acceptance_07_exact_handoff() {
         let out1 = d.find(1, 2, Stage::AfterCompletion).expect("task 1's output at completion");
         assert_eq!(d.data::<f32>(out1).unwrap(), a2b);
         assert_eq!(d.records.len(), 3, "only the marked arguments: {:?}", d.records);
+        let b2: Vec<f32> = bv.iter().map(|x| x + x).collect();
+        assert_eq!(c.read::<f32>().unwrap(), b2, "c changed after task 1 read it");
+        assert_eq!(e.read::<f32>().unwrap(), b2, "e changed after task 1 wrote it");
     }
 }
 
 /// Item 8: FULL on a chained workload with a 4 KiB arena back-pressures without deadlock;
 /// records complete (none dropped, however many WOULD_BLOCK answers the lane gave), and
-/// `total == collected + dropped`.
+/// `total == collected + dropped`; and the same on chain513 with a 32 KiB arena. Each scene
+/// asserts that the lane did push back (WOULD_BLOCK answers counted).
 #[test]
 fn acceptance_08_arena_pressure() {
     let _s = serial();
@@ -302,7 +315,25 @@ fn acceptance_08_arena_pressure() {
             assert_eq!(d.data::<f32>(after).unwrap(), vec![task as f32 + 1.0; 256]);
         }
         assert_eq!(c.unsettled_slots, 0);
+        assert!(c.would_block > 0, "faithful={faithful}: the arena never pushed back: {c:?}");
     }
+    // FULL on chain513 with a 32 KiB arena (two 16 KiB records): the lane pushes back (WOULD_BLOCK answers, asserted,
+    // so the scene cannot pass without pressure) and every record still arrives, value for value.
+    let (dev, k) = kit::setup(pto::open).unwrap();
+    let dir = tmp("chain513-pressure");
+    let o = kit::executed(Executor::Resident, || {
+        kit::dumped_with_arena(Some(DumpLevel::Full), Some(dir.clone()), Some(32 * 1024), || {
+            kit::chain513(&dev, &k, RuntimeKind::HostBuiltGraph)
+        })
+    })
+    .unwrap();
+    let c = capture(&o.report);
+    assert!(c.would_block > 0, "chain513: the arena never pushed back: {c:?}");
+    let rep = o.report.dump.expect("a dump report");
+    assert_eq!(rep.accounting.dropped, Some(0), "{c:?}");
+    let d = Dump::open(&rep.dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(kit::check_chain513_dump(&d), Ok(3 + 512 * 3));
 }
 
 /// Item 9: one argument sized at the arena clamp (half the arena) and one strided with a
