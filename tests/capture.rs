@@ -211,12 +211,40 @@ fn acceptance_02_concurrent_cores() {
         assert_eq!(c.claims, tasks, "{c:?}");
         assert_eq!(c.requests, 2 * tasks, "{c:?}");
         assert_eq!(c.unsettled_slots, 0, "no slot left READY: {c:?}");
+        assert_eq!(c.overtakes, 0, "every AICPU thread served in order of first observation: {c:?}");
         let acc = r.dump.unwrap().accounting;
         assert_eq!(acc.dropped, Some(0));
         assert_eq!(acc.total, Some(2 * tasks + mixes), "{acc:?}");
         assert_eq!(d.records.len() as u64, acc.collected);
         let got: Vec<f32> = rows.read().unwrap();
         assert!(got.iter().all(|&v| v == 2.0), "faithful={faithful}");
+    }
+}
+
+/// Item 2's broken variant, `CAPTURE_SERVE_NEWEST`: a service that serves the latest
+/// observed request first. Every core requests at once behind one AICPU thread, so requests
+/// wait side by side and the later ones overtake: caught (overtakes counted) in 5 of 5 runs.
+#[test]
+fn reproducer_a_service_that_serves_the_newest_first_is_caught_every_time() {
+    let _s = serial();
+    let dev = device(false);
+    let add1 = func(&dev, "add1", CoreType::Aiv, kit::k_add1);
+    let workers = dev.topology().workers();
+    let rows = dev.tensor_from(&[workers, 64], &vec![1.0f32; (workers * 64) as usize]).unwrap();
+    let g = dev
+        .build(|g| {
+            for w in 0..workers {
+                g.submit(Task::aiv(add1).inout(&rows.tensor().view(&[w, 0], &[1, 64])?))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_watchdog_us(5_000_000).with_aicpu_threads(1);
+    let _b = breakage::activate(breakage::CAPTURE_SERVE_NEWEST);
+    for rep in 0..5 {
+        let (r, _) = run(&dev, &g, cfg.clone(), "newest-first");
+        let c = capture(&r);
+        assert!(c.overtakes > 0, "rep {rep}: not caught: {c:?}");
     }
 }
 
@@ -403,6 +431,8 @@ fn a_request_behind_an_open_reservation_is_told_would_block_and_served_after() {
         };
         let c = capture(&r);
         assert!(c.would_block >= 1, "faithful={faithful}: the second request was told WOULD_BLOCK: {c:?}");
+        assert!(c.answered_while_open >= 1, "faithful={faithful}: answered between the open record's steps: {c:?}");
+        assert_eq!(c.overtakes, 0, "faithful={faithful}: served in order of first observation: {c:?}");
         assert_eq!(c.unsettled_slots, 0, "{c:?}");
         let rep = r.dump.as_ref().expect("a dump report");
         assert_eq!(rep.accounting.dropped, Some(0), "a WOULD_BLOCK is not a dropped record");
@@ -412,6 +442,44 @@ fn a_request_behind_an_open_reservation_is_told_would_block_and_served_after() {
         }
         assert_eq!(d.records.len(), 2 * 3, "per task: x before, y before and after");
     }
+}
+
+/// Item 9's broken variant, `CAPTURE_SILENT_WHILE_OPEN`: a service that answers nobody while
+/// a reservation is open between its steps. With the reservation held open until another core
+/// was answered (`CAPTURE_HOLD_OPEN`, the forced schedule of the scene above), the waiting
+/// core is never answered and the run ends in ARGS_CAPTURE_TIMEOUT — 3 of 3 runs.
+#[test]
+fn reproducer_a_service_silent_while_a_reservation_is_open_is_caught_every_time() {
+    let _s = serial();
+    let dev = device(false);
+    let acc = func(&dev, "accumulate", CoreType::Aiv, kit::k_accumulate);
+    let n = 4096u32;
+    let x: Vec<_> = (0..2).map(|_| dev.tensor_from(&[n], &vec![1.0f32; n as usize]).unwrap()).collect();
+    let y: Vec<_> = (0..2).map(|_| dev.tensor_from(&[16], &[1.0f32; 16]).unwrap()).collect();
+    let g = dev
+        .build(|g| {
+            for (x, y) in x.iter().zip(&y) {
+                g.submit(Task::aiv(acc).input(&x.tensor()).inout(&y.tensor()))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let cfg = RunConfig::default()
+        .with_dump(Some(DumpLevel::Full))
+        .with_dump_arena(64 * 1024)
+        .with_aicpu_threads(1)
+        .with_executor(Executor::Resident)
+        .with_dump_dir(tmp("silent-while-open"));
+    let _b = breakage::activate(breakage::CAPTURE_HOLD_OPEN | breakage::CAPTURE_SILENT_WHILE_OPEN);
+    for rep in 0..3 {
+        match dev.run_with(&g, &cfg) {
+            Err(Error::Device(e)) => {
+                assert_eq!(e.code, ErrorCode::Device(DeviceFault::ArgsCaptureTimeout), "rep {rep}: {e}")
+            }
+            other => panic!("rep {rep}: not caught: {other:?}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(tmp("silent-while-open"));
 }
 
 /// Item 10: an induced capture timeout (the AICPU stops advancing an open reservation): the

@@ -116,6 +116,12 @@ pub const FAULT_EXIT_SKIPS_PUBLISH: u64 = 1 << 33;
 /// writes its request only after every peer has run its kernel and arrived at AFTER (or a
 /// second passed).
 pub const CAPTURE_PEERS_SKIP_SEAL: u64 = 1 << 34;
+/// Resident args capture: the service chooses the latest observed request instead of the
+/// earliest (a later publisher overtakes the ones waiting).
+pub const CAPTURE_SERVE_NEWEST: u64 = 1 << 35;
+/// Resident args capture: while a reservation is open the service answers nobody else (the
+/// other cores' requests wait unanswered until the large argument is copied).
+pub const CAPTURE_SILENT_WHILE_OPEN: u64 = 1 << 36;
 /// The fault path as it was: a faulted subtask completes like any other — the legacy core
 /// reports a plain FIN after a caught fault (so its AICPU thread counts it done, records it
 /// after completion and releases its consumers), the resident core goes on to write back, count

@@ -66,6 +66,13 @@ pub struct CaptureReport {
     pub largest_step: u64,
     /// The bound on one step's payload bytes.
     pub max_step: u64,
+    /// Records begun for a request while an earlier-observed request of the same AICPU thread
+    /// was waiting: 0 when every thread serves in order of first observation (as it does).
+    pub overtakes: u64,
+    /// Answers (WOULD_BLOCK) given to other cores' requests while a reservation was open
+    /// between two of its steps: the service goes on answering while it copies a large
+    /// argument.
+    pub answered_while_open: u64,
     /// Rendezvous slots left neither FREE nor SETTLED at the end (0 after a completed run).
     pub unsettled_slots: u64,
 }
@@ -110,6 +117,8 @@ where
         would_block: word(l.header(h::WOULD_BLOCK)),
         largest_step: word(l.header(h::LARGEST_STEP)),
         max_step: word(l.header(h::MAX_BYTES)),
+        overtakes: word(l.header(h::OVERTAKES)),
+        answered_while_open: word(l.header(h::ANSWERED_WHILE_OPEN)),
         unsettled_slots: unsettled,
     }))
 }

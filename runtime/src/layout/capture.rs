@@ -3,7 +3,7 @@
 //!
 //! | structure | writer | reader |
 //! |---|---|---|
-//! | header line (epoch, budgets) | host (H2D before launch) | cores, AICPU |
+//! | header lines (epoch, budgets) | host (H2D before launch) | cores, AICPU |
 //! | header counters | the AICPU capture service, atomics | host (after the fence) |
 //! | rendezvous slots | cores and the service, 64-bit GM atomics only | cores, the service |
 //! | occupancy line of a cluster | the holder of the cluster's dispatch token, device-direct | that cluster's cores |
@@ -17,10 +17,11 @@ use super::LaunchConfig;
 /// every word of it is touched only by 64-bit GM atomics or device-direct stores and queries,
 /// never as a cached line:
 ///
-/// * line 0, the header: the dump level, the service step bound `max_bytes` and the
+/// * lines 0–1, the header: the dump level, the service step bound `max_bytes` and the
 ///   participants' wait budget (host-written), then the counters the host reads back
 ///   ([`capture_header`]: service steps — progress for the watchdogs —, WOULD_BLOCK answers,
-///   the largest step, phases requested, slots claimed);
+///   the largest step, phases requested, slots claimed; on line 1 the service's order
+///   counters: overtakes and answers given while a reservation was open);
 /// * one [rendezvous slot](capture_slot) per dispatch slot (cluster × lane): the claim word,
 ///   the arrival and released masks of both phases, both publisher words and the aborted
 ///   word. A task uses the slot of the lowest lane it occupies;
@@ -55,6 +56,16 @@ pub mod capture_header {
     pub const REQUESTS: u64 = 48;
     /// Rendezvous slots claimed (each claim's winner, fetch-add).
     pub const CLAIMS: u64 = 56;
+    /// Records begun for a request while an earlier-observed request of the same AICPU thread
+    /// was still in flight (AICPU threads, fetch-add): 0 when every thread serves in order of
+    /// first observation.
+    pub const OVERTAKES: u64 = 64;
+    /// Answers given to other cores' requests while a reservation was open between its chunks
+    /// (AICPU threads, fetch-add): the service goes on answering while it copies a large
+    /// argument step by step.
+    pub const ANSWERED_WHILE_OPEN: u64 = 72;
+    /// Bytes of the header (two lines).
+    pub const BYTES: u64 = 128;
 }
 
 /// A rendezvous slot's words (offsets in its line) and its claim word's states.
@@ -168,11 +179,11 @@ impl CaptureLayout {
     }
     /// GM address of the rendezvous slot of lane `lane` of cluster `c`.
     pub const fn slot(&self, c: u32, lane: u32) -> u64 {
-        self.base + 64 + (c as u64 * 3 + lane as u64) * 64
+        self.base + capture_header::BYTES + (c as u64 * 3 + lane as u64) * 64
     }
     /// GM address of the occupancy of the publication in lane `lane` of cluster `c`.
     pub const fn occupancy(&self, c: u32, lane: u32) -> u64 {
-        self.base + 64 + self.clusters as u64 * 3 * 64 + c as u64 * 64 + lane as u64 * 8
+        self.base + capture_header::BYTES + self.clusters as u64 * 3 * 64 + c as u64 * 64 + lane as u64 * 8
     }
     /// GM address of the last occupancy handed out for slot `(c, lane)`.
     pub const fn occupancy_issued(&self, c: u32, lane: u32) -> u64 {
@@ -180,7 +191,7 @@ impl CaptureLayout {
     }
     /// GM address of worker `w`'s request line.
     pub const fn request(&self, w: u32) -> u64 {
-        self.base + 64 + self.clusters as u64 * 4 * 64 + w as u64 * 64
+        self.base + capture_header::BYTES + self.clusters as u64 * 4 * 64 + w as u64 * 64
     }
     /// GM address of worker `w`'s acknowledgement line.
     pub const fn ack(&self, w: u32) -> u64 {

@@ -72,6 +72,10 @@ pub struct ServiceStats {
     pub would_block: u64,
     /// Records committed.
     pub committed: u64,
+    /// Records begun for a request while an earlier-observed one was in flight.
+    pub overtakes: u64,
+    /// Answers given to other requests while a reservation was open.
+    pub answered_while_open: u64,
 }
 
 /// The boundary-capture service of one AICPU thread.
@@ -161,14 +165,23 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             Some(i) => Some(i).filter(|&i| self.asking(i)),
             // The earliest observed request in flight, whether or not it asked again since its
             // last answer: one told WOULD_BLOCK keeps its place until it asks again.
+            None if crate::breakage::broken(crate::breakage::CAPTURE_SERVE_NEWEST) => (0..self.cores.len())
+                .filter(|&i| self.asking(i))
+                .max_by_key(|&i| self.cores[i].req.map_or(0, |r| r.observed)),
             None => (0..self.cores.len())
                 .filter(|&i| self.cores[i].req.is_some())
                 .min_by_key(|&i| self.cores[i].req.map_or(u64::MAX, |r| r.observed))
                 .filter(|&i| self.asking(i)),
         };
         if let Some(i) = chosen {
+            if owner.is_none() {
+                self.count_overtakes(i);
+            }
             self.serve(i);
             answered = true;
+        }
+        if crate::breakage::broken(crate::breakage::CAPTURE_SILENT_WHILE_OPEN) {
+            return answered;
         }
         // While a reservation is open, every other request that asked is told WOULD_BLOCK:
         // nothing reserved, nothing accounted; it asks again later and keeps its place.
@@ -179,6 +192,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
                     && let Some(r) = self.cores[i].req
                 {
                     self.count_would_block();
+                    self.stats.answered_while_open += 1;
+                    self.a.fetch_add(GmAddr(self.l.header(capture_header::ANSWERED_WHILE_OPEN)), 1);
                     self.ack(i, capture_status::WOULD_BLOCK, r.arg as u64, 0);
                     answered = true;
                 }
@@ -358,6 +373,17 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         self.ack(i, status, r.arg as u64, cursor);
         if status == capture_status::SEALED {
             self.cores[i].req = None;
+        }
+    }
+
+    /// Request `i` is about to be served with no reservation open: count an overtake when an
+    /// earlier-observed request of this thread is still in flight (waiting for its turn).
+    fn count_overtakes(&mut self, i: usize) {
+        let Some(me) = self.cores[i].req.map(|r| r.observed) else { return };
+        let earlier = self.cores.iter().any(|c| c.req.is_some_and(|r| r.observed < me));
+        if earlier {
+            self.stats.overtakes += 1;
+            self.a.fetch_add(GmAddr(self.l.header(capture_header::OVERTAKES)), 1);
         }
     }
 
