@@ -524,6 +524,179 @@ fn acceptance_10_failure_close() {
     }
 }
 
+/// A 1C2V task `x += 1` (AIC, in-out `x`) and `y` halves with 2 (AIV, output `y`) over 4096
+/// floats each, with the full dump and a 64 KiB arena (the 16 KiB input takes four steps).
+/// Returns the graph and `[x, y]` (alive as long as the graph runs).
+fn gang_graph(
+    dev: &Dev,
+) -> (host::Graph<<SimA5 as Board>::Platform>, [host::DeviceTensor<<SimA5 as Board>::Platform>; 2]) {
+    let aic = func(dev, "bump", CoreType::Aic, k_bump);
+    let aiv = func(dev, "half_two", CoreType::Aiv, k_half_two);
+    let x = dev.tensor_from(&[4096], &vec![0.0f32; 4096]).unwrap();
+    let y = dev.alloc::<f32>(&[4096]).unwrap();
+    let g = dev.build(|g| g.submit(Task::mix(aic, aiv).inout(&x.tensor()).output(&y.tensor())).map(|_| ())).unwrap();
+    (g, [x, y])
+}
+
+fn dumping(dir: &std::path::Path) -> RunConfig {
+    RunConfig::default()
+        .with_dump(Some(DumpLevel::Full))
+        .with_dump_arena(64 * 1024)
+        .with_executor(Executor::Resident)
+        .with_dump_dir(dir)
+}
+
+/// Item 3's stalled claimer, at the simulator: the core that wins the gang's slot claim never
+/// initialises it (`CAPTURE_STALL_CLAIMING`, injected). Its two peers find the slot CLAIMING
+/// until their budget runs out and end the run with ARGS_CAPTURE_INIT_LOST at the input
+/// boundary of task 0; no lane ran; the next run is whole. 3 runs per cache model.
+#[test]
+fn acceptance_03_a_stalled_claimer_ends_the_run_with_init_lost() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let (g, [x, _y]) = gang_graph(&dev);
+        let dir = tmp("init-lost");
+        for rep in 0..3 {
+            let r = {
+                let _b = breakage::activate(breakage::CAPTURE_STALL_CLAIMING);
+                dev.run_with(&g, &dumping(&dir))
+            };
+            match r {
+                Err(Error::Device(e)) => {
+                    assert_eq!(e.code, ErrorCode::Device(DeviceFault::ArgsCaptureInitLost), "rep {rep}: {e}");
+                    assert_eq!((e.site, e.task), (Site::CaptureBefore, Some(0)), "rep {rep}: {e}");
+                }
+                other => panic!("faithful={faithful} rep {rep}: expected ARGS_CAPTURE_INIT_LOST, got {other:?}"),
+            }
+            assert_eq!(x.read::<f32>().unwrap(), vec![0.0f32; 4096], "no lane ran");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let (r, _) = run(&dev, &g, RunConfig::default().with_dump(Some(DumpLevel::Full)), "after-init-lost");
+        assert_eq!(r.tasks, 1);
+    }
+}
+
+/// Item 3's broken variant: a late participant that claims from CLAIMING
+/// (`CAPTURE_CLAIM_FROM_CLAIMING`) re-initialises the stalled claimer's slot and goes on, so
+/// the run does not end with ARGS_CAPTURE_INIT_LOST — caught in 3 of 3 runs.
+#[test]
+fn reproducer_03_claim_from_claiming_hides_the_stalled_claimer() {
+    let _s = serial();
+    let dev = device(false);
+    let (g, _xy) = gang_graph(&dev);
+    let dir = tmp("init-lost-broken");
+    let _b = breakage::activate(breakage::CAPTURE_STALL_CLAIMING | breakage::CAPTURE_CLAIM_FROM_CLAIMING);
+    for rep in 0..3 {
+        let r = dev.run_with(&g, &dumping(&dir));
+        let lost = matches!(&r, Err(Error::Device(e)) if e.code == ErrorCode::Device(DeviceFault::ArgsCaptureInitLost));
+        assert!(!lost, "rep {rep}: not caught: {r:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Item 10 with peers: the gang's input capture times out (`CAPTURE_STALL_OPEN`): the AICPU
+/// answers the phase ABORTED once, and all three participants — the publisher and both peers —
+/// take that answer (none leaves unacknowledged); the run ends in ARGS_CAPTURE_TIMEOUT at the
+/// input boundary, no lane ran, and nothing of the abandoned reservation is recorded. 3 runs
+/// per cache model. The broken variant (a peer that ignores ABORTED) is caught below.
+#[test]
+fn acceptance_10_every_participant_takes_the_abort() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let (g, [x, _y]) = gang_graph(&dev);
+        let dir = tmp("gang-abort");
+        for rep in 0..3 {
+            let (e, c) = aborted_gang(&dev, &g, &dir, breakage::CAPTURE_STALL_OPEN);
+            assert_eq!(e.code, ErrorCode::Device(DeviceFault::ArgsCaptureTimeout), "rep {rep}: {e}");
+            assert_eq!((e.site, e.task), (Site::CaptureBefore, Some(0)), "rep {rep}: {e}");
+            assert_eq!((c.aborts_answered, c.aborts_taken), (1, 3), "faithful={faithful} rep {rep}: {c:?}");
+            let d = Dump::open(&dir).unwrap();
+            assert!(!d.accounting.known(), "{:?}", d.accounting);
+            assert!(d.find(0, 0, Stage::BeforeDispatch).is_none(), "nothing of the abandoned reservation");
+            assert_eq!(x.read::<f32>().unwrap(), vec![0.0f32; 4096], "no lane ran");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Item 10 with no reservation open: two tasks behind one AICPU thread, the first one's
+/// reservation stalled open (`CAPTURE_STALL_OPEN`), the second told WOULD_BLOCK until its
+/// budget runs out too; the owner's abort is answered after the other's
+/// (`CAPTURE_ABORT_OWNER_LAST`, which forces the schedule: without it the first latch may stop
+/// the run before the second budget ends). The service answers both phases ABORTED — the
+/// second with no reservation of its own open, so nothing of it is abandoned or charged — and
+/// each publisher takes its answer. 3 runs.
+#[test]
+fn acceptance_10_an_abort_with_no_reservation_open_is_answered() {
+    let _s = serial();
+    let dev = device(false);
+    let acc = func(&dev, "accumulate", CoreType::Aiv, kit::k_accumulate);
+    let n = 4096u32;
+    let x: Vec<_> = (0..2).map(|_| dev.tensor_from(&[n], &vec![1.0f32; n as usize]).unwrap()).collect();
+    let y: Vec<_> = (0..2).map(|_| dev.tensor_from(&[16], &[1.0f32; 16]).unwrap()).collect();
+    let g = dev
+        .build(|g| {
+            for (x, y) in x.iter().zip(&y) {
+                g.submit(Task::aiv(acc).input(&x.tensor()).inout(&y.tensor()))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let dir = tmp("abort-not-open");
+    let _b = breakage::activate(breakage::CAPTURE_STALL_OPEN | breakage::CAPTURE_ABORT_OWNER_LAST);
+    for rep in 0..3 {
+        match dev.run_with(&g, &dumping(&dir).with_aicpu_threads(1)) {
+            Err(Error::Device(e)) => {
+                assert_eq!(e.code, ErrorCode::Device(DeviceFault::ArgsCaptureTimeout), "rep {rep}: {e}");
+                let c = e.capture.expect("capture counters");
+                assert!(c.would_block >= 1, "rep {rep}: the second request waited behind the open one: {c:?}");
+                assert_eq!((c.aborts_answered, c.aborts_taken), (2, 2), "rep {rep}: {c:?}");
+            }
+            other => panic!("rep {rep}: expected ARGS_CAPTURE_TIMEOUT, got {other:?}"),
+        }
+        let d = Dump::open(&dir).unwrap();
+        assert!(d.records.iter().all(|r| r.stage != Stage::BeforeDispatch || r.arg != 0), "no input record of x");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Item 10's broken variant, `CAPTURE_PEER_IGNORES_ABORTED`: the peers wait out their own
+/// budgets instead of taking the AICPU's ABORTED answer; only the publisher takes it — caught
+/// in 3 of 3 runs.
+#[test]
+fn reproducer_10_peers_that_ignore_the_abort_are_caught_every_time() {
+    let _s = serial();
+    let dev = device(false);
+    let (g, _xy) = gang_graph(&dev);
+    let dir = tmp("gang-abort-broken");
+    for rep in 0..3 {
+        let (_, c) =
+            aborted_gang(&dev, &g, &dir, breakage::CAPTURE_STALL_OPEN | breakage::CAPTURE_PEER_IGNORES_ABORTED);
+        assert!(c.aborts_taken < 3, "rep {rep}: not caught: {c:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Run the gang with `bits` active, expecting a device error: the error, and the capture
+/// counters it carries.
+fn aborted_gang(
+    dev: &Dev,
+    g: &host::Graph<<SimA5 as Board>::Platform>,
+    dir: &std::path::Path,
+    bits: u64,
+) -> (host::DeviceError, CaptureReport) {
+    let _b = breakage::activate(bits);
+    match dev.run_with(g, &dumping(dir)) {
+        Err(Error::Device(e)) => {
+            let c = e.capture.expect("a failed resident dumping run reports its capture counters");
+            (e, c)
+        }
+        other => panic!("expected a device error, got {other:?}"),
+    }
+}
+
 /// Item 11: diagnostics off. With the dump off a resident run reserves no capture region
 /// (`RunReport::capture` is `None`); with PARTIAL and nothing marked the region exists but no
 /// phase is requested and no slot is claimed — counted, not timed.

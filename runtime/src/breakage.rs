@@ -122,6 +122,18 @@ pub const CAPTURE_SERVE_NEWEST: u64 = 1 << 35;
 /// Resident args capture: while a reservation is open the service answers nobody else (the
 /// other cores' requests wait unanswered until the large argument is copied).
 pub const CAPTURE_SILENT_WHILE_OPEN: u64 = 1 << 36;
+/// Fault injection: a core that wins a rendezvous slot's claim (FREE or SETTLED to CLAIMING)
+/// never initialises it and leaves (a claimer stalled in CLAIMING): its peers must end the run
+/// with ARGS_CAPTURE_INIT_LOST.
+pub const CAPTURE_STALL_CLAIMING: u64 = 1 << 37;
+/// Resident args capture: a peer does not take an ABORTED acknowledgement as its answer (it
+/// waits out its own budgets and leaves unacknowledged).
+pub const CAPTURE_PEER_IGNORES_ABORTED: u64 = 1 << 38;
+/// Fault injection (a forced schedule): the AICPU capture service answers the open
+/// reservation's aborted phase only after it answered another phase ABORTED, or once the run
+/// stops — so a request waiting behind the open reservation is aborted with no reservation of
+/// its own open.
+pub const CAPTURE_ABORT_OWNER_LAST: u64 = 1 << 39;
 /// The fault path as it was: a faulted subtask completes like any other — the legacy core
 /// reports a plain FIN after a caught fault (so its AICPU thread counts it done, records it
 /// after completion and releases its consumers), the resident core goes on to write back, count

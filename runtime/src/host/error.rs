@@ -88,6 +88,9 @@ pub struct DeviceError {
     /// ([`RunConfig::with_trace`](super::RunConfig::with_trace)) and both programs ended: what
     /// ran and was dispatched up to the fault and after it.
     pub trace: Option<Box<super::Trace>>,
+    /// The boundary capture's counters as the failed run left them, when the run dumped on the
+    /// resident route: what was requested, served and aborted up to the fault.
+    pub capture: Option<super::CaptureReport>,
 }
 
 impl DeviceError {
@@ -100,7 +103,7 @@ impl DeviceError {
         detail: u64,
         message: String,
     ) -> DeviceError {
-        DeviceError { code, site, task, core, detail, message, also: None, trace: None }
+        DeviceError { code, site, task, core, detail, message, also: None, trace: None, capture: None }
     }
 }
 

@@ -73,6 +73,11 @@ pub struct CaptureReport {
     /// between two of its steps: the service goes on answering while it copies a large
     /// argument.
     pub answered_while_open: u64,
+    /// Phases the AICPU threads answered ABORTED (a participant's budget ran out).
+    pub aborts_answered: u64,
+    /// Participants — the publisher and every peer — that took an ABORTED answer as the end of
+    /// their phase (the others left unacknowledged, at the end of their own budgets).
+    pub aborts_taken: u64,
     /// Rendezvous slots left neither FREE nor SETTLED at the end (0 after a completed run).
     pub unsettled_slots: u64,
 }
@@ -119,6 +124,8 @@ where
         max_step: word(l.header(h::MAX_BYTES)),
         overtakes: word(l.header(h::OVERTAKES)),
         answered_while_open: word(l.header(h::ANSWERED_WHILE_OPEN)),
+        aborts_answered: word(l.header(h::ABORTS_ANSWERED)),
+        aborts_taken: word(l.header(h::ABORTS_TAKEN)),
         unsettled_slots: unsettled,
     }))
 }

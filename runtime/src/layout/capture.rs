@@ -21,7 +21,8 @@ use super::LaunchConfig;
 ///   participants' wait budget (host-written), then the counters the host reads back
 ///   ([`capture_header`]: service steps — progress for the watchdogs —, WOULD_BLOCK answers,
 ///   the largest step, phases requested, slots claimed; on line 1 the service's order
-///   counters: overtakes and answers given while a reservation was open);
+///   counters: overtakes, answers given while a reservation was open, ABORTED answers written
+///   and taken);
 /// * one [rendezvous slot](capture_slot) per dispatch slot (cluster × lane): the claim word,
 ///   the arrival and released masks of both phases, both publisher words and the aborted
 ///   word. A task uses the slot of the lowest lane it occupies;
@@ -64,6 +65,11 @@ pub mod capture_header {
     /// (AICPU threads, fetch-add): the service goes on answering while it copies a large
     /// argument step by step.
     pub const ANSWERED_WHILE_OPEN: u64 = 72;
+    /// ABORTED acknowledgements the AICPU threads wrote (one per aborted phase; fetch-add).
+    pub const ABORTS_ANSWERED: u64 = 80;
+    /// Participants (publishers and peers) that took an ABORTED acknowledgement as their
+    /// phase's answer (cores, fetch-add).
+    pub const ABORTS_TAKEN: u64 = 88;
     /// Bytes of the header (two lines).
     pub const BYTES: u64 = 128;
 }

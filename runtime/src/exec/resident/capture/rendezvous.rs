@@ -49,6 +49,10 @@ pub fn claim<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) -> Claim {
         (CLAIMING, core::cmp::Ordering::Equal) => Claim::Initialising,
         _ if source => {
             if a.compare_exchange(slot.offset(capture_slot::CLAIM), seen, word(CLAIMING, n)) == seen {
+                if crate::breakage::broken(crate::breakage::CAPTURE_STALL_CLAIMING) {
+                    // Injected: the claimer never initialises; the slot stays CLAIMING.
+                    return Claim::Moved;
+                }
                 initialise(a, slot, n);
                 Claim::Ready(true)
             } else {
@@ -350,6 +354,10 @@ impl Boundary {
             self.follow(a, slot, phase, task, site as u32, &mut w)?
         };
         leave(a, slot, phase, bit, mask, n, sealed);
+        if !sealed {
+            // The phase's answer was ABORTED (acknowledged by the AICPU).
+            a.fetch_add(GmAddr(self.l.header(capture_header::ABORTS_TAKEN)), 1);
+        }
         if sealed { Ok(()) } else { Err(Failure::Aborted(w.code)) }
     }
 
@@ -512,7 +520,11 @@ impl Boundary {
                     if ack.identity == (self.epoch, task as u64, seq) {
                         match ack.status {
                             crate::layout::capture_status::SEALED => return Ok(true),
-                            crate::layout::capture_status::ABORTED => return Ok(false),
+                            crate::layout::capture_status::ABORTED
+                                if !crate::breakage::broken(crate::breakage::CAPTURE_PEER_IGNORES_ABORTED) =>
+                            {
+                                return Ok(false);
+                            }
                             _ => {}
                         }
                     }

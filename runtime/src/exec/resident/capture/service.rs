@@ -153,7 +153,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// anything.
     pub fn step(&mut self) -> bool {
         self.scan();
-        let mut answered = self.abort_aborted();
+        let mut answered = self.abort_aborted(true);
         // The open reservation's owner first: it keeps advancing.
         let owner = self.open.as_ref().map(|(i, _)| *i);
         let stalled = crate::breakage::broken(crate::breakage::CAPTURE_STALL_OPEN);
@@ -210,7 +210,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// Answer the aborted phases only (the run is stopping: nothing else is served).
     pub fn answer_aborts(&mut self) -> bool {
         self.scan();
-        self.abort_aborted()
+        self.abort_aborted(false)
     }
 
     /// Read every served core's request line once; a new phase is stamped with the next
@@ -255,12 +255,19 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// Answer every request whose slot is marked aborted: finish nothing more, abandon its
     /// reservation if it holds the open one (the only case a record is charged), acknowledge
     /// ABORTED with the full identity.
-    fn abort_aborted(&mut self) -> bool {
+    /// (`running`: the run goes on, as opposed to stopping.)
+    fn abort_aborted(&mut self, running: bool) -> bool {
         let mut any = false;
+        let owner_last =
+            running && self.stats.aborted == 0 && crate::breakage::broken(crate::breakage::CAPTURE_ABORT_OWNER_LAST);
         for i in 0..self.cores.len() {
             let Some(r) = self.cores[i].req else { continue };
             let slot = GmAddr(self.l.slot(r.slot.0, r.slot.1));
             if self.a.query(slot.offset(capture_slot::ABORTED)) == 0 {
+                continue;
+            }
+            if owner_last && self.open.as_ref().is_some_and(|(o, _)| *o == i) {
+                // Injected: the owner's abort waits for another one's.
                 continue;
             }
             if self.open.as_ref().is_some_and(|(o, _)| *o == i)
@@ -272,6 +279,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             self.ack(i, capture_status::ABORTED, r.arg as u64, 0);
             self.cores[i].req = None;
             self.stats.aborted += 1;
+            self.a.fetch_add(GmAddr(self.l.header(capture_header::ABORTS_ANSWERED)), 1);
             any = true;
         }
         any
