@@ -690,7 +690,7 @@ fn aborted_gang(
     let _b = breakage::activate(bits);
     match dev.run_with(g, &dumping(dir)) {
         Err(Error::Device(e)) => {
-            let c = e.capture.expect("a failed resident dumping run reports its capture counters");
+            let c = *e.capture.clone().expect("a failed resident dumping run reports its capture counters");
             (e, c)
         }
         other => panic!("expected a device error, got {other:?}"),

@@ -90,7 +90,7 @@ pub struct DeviceError {
     pub trace: Option<Box<super::Trace>>,
     /// The boundary capture's counters as the failed run left them, when the run dumped on the
     /// resident route: what was requested, served and aborted up to the fault.
-    pub capture: Option<super::CaptureReport>,
+    pub capture: Option<Box<super::CaptureReport>>,
 }
 
 impl DeviceError {

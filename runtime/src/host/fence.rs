@@ -472,7 +472,7 @@ impl<P: HostPlatform> InFlight<P> {
             // The trace of a failed run is a diagnostic: one that cannot be read is left out.
             err.trace = trace().ok().flatten().map(std::boxed::Box::new);
             // So are the capture counters (what the boundary capture did before the fault).
-            err.capture = capture_report(&inner.dev, &d.config).ok().flatten();
+            err.capture = capture_report(&inner.dev, &d.config).ok().flatten().map(std::boxed::Box::new);
             // Surface (and clear) any program status too, so it cannot leak into the next run;
             // the latched fault is the better report, so the stream's own error is dropped.
             let _ = self.sync_streams(inner);
