@@ -32,6 +32,8 @@
 
 pub use pto_hal as hal;
 pub use pto_runtime as runtime;
+/// Half-precision element types: `pto::half::f16` and `pto::half::bf16` are tensor elements.
+pub use pto_runtime::half;
 pub use pto_runtime::host::{Error, Executor, LegacyReason, Program, RingConfig, RunConfig, RunReport};
 
 /// The args dump: the level a run records at, its report, and the reader of a dump directory.

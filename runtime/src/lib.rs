@@ -19,6 +19,11 @@ mod fmt;
 #[cfg(test)]
 mod test_words;
 
+/// The half-precision element types ([`half::f16`] for `DType::F16`, [`half::bf16`] for
+/// `DType::BF16`), re-exported so users name the same crate version the runtime implements
+/// [`Element`](graph::Element) for.
+pub use half;
+
 pub mod aicpu;
 pub mod args;
 pub mod breakage;

@@ -77,3 +77,6 @@ macro_rules! element {
     ($($t:ty => $d:ident),*) => { $(impl Element for $t { const DTYPE: DType = DType::$d; })* };
 }
 element!(f32 => F32, f64 => F64, i32 => I32, u32 => U32, i64 => I64, u64 => U64, i8 => I8, u8 => U8, i16 => I16, u16 => U16);
+// Half precision, from the `half` crate (IEEE 754 binary16 and bfloat16, little-endian like
+// every other element type).
+element!(half::f16 => F16, half::bf16 => BF16);

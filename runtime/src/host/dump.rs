@@ -473,9 +473,13 @@ impl Dump {
         &self.bin[r.payload_offset as usize..(r.payload_offset + r.payload_len) as usize]
     }
 
-    /// The payload of `r` as elements of `T` (`None` when its length is not a whole number of
-    /// `T`s).
-    pub fn data<T: bytemuck::Pod>(&self, r: &Record) -> Option<Vec<T>> {
+    /// The payload of `r` as elements of `T`: `None` when the record's dtype is not `T`'s (a
+    /// payload is never reinterpreted as another element type) or its length is not a whole
+    /// number of `T`s.
+    pub fn data<T: crate::graph::Element>(&self, r: &Record) -> Option<Vec<T>> {
+        if r.dtype != Some(T::DTYPE) {
+            return None;
+        }
         let b = self.bytes(r);
         if b.len() % core::mem::size_of::<T>() != 0 {
             return None;
