@@ -2,7 +2,9 @@
 //!
 //! Kernels move data the way an AICore does: load a tile from GM into local memory, compute,
 //! store it back. [`KernelIo`] does that for whole tensor arguments (any view, strided or not)
-//! and checks the element type against the argument's dtype.
+//! and checks the element type against the argument's dtype. Its accessors are
+//! `#[track_caller]`: a misuse (a wrong dtype, an index out of range, a store through an input)
+//! panics naming the kernel's own line, which the run's `KERNEL_FAULT` message carries.
 
 use alloc::vec::Vec;
 
@@ -26,6 +28,7 @@ use crate::graph::{DType, Element};
 /// ```
 pub trait KernelIo: KernelContext {
     /// All elements of tensor argument `arg`, in row-major order of its view.
+    #[track_caller]
     fn load<T: Element>(&self, arg: usize) -> Vec<T> {
         let t = checked::<T>(self.arg(arg), arg);
         let mut out = alloc::vec![T::zeroed(); t.elem_count() as usize];
@@ -37,6 +40,7 @@ pub trait KernelIo: KernelContext {
     }
 
     /// Store `data` (row-major over the view) into tensor argument `arg`.
+    #[track_caller]
     fn store<T: Element>(&self, arg: usize, data: &[T]) {
         let t = writable::<T, _>(self, arg);
         if data.len() as u64 != t.elem_count() {
@@ -49,6 +53,7 @@ pub trait KernelIo: KernelContext {
     }
 
     /// Element `idx` (one index per dimension) of tensor argument `arg`.
+    #[track_caller]
     fn get<T: Element>(&self, arg: usize, idx: &[u32]) -> T {
         let t = checked::<T>(self.arg(arg), arg);
         let mut v = T::zeroed();
@@ -57,6 +62,7 @@ pub trait KernelIo: KernelContext {
     }
 
     /// Set element `idx` of tensor argument `arg`.
+    #[track_caller]
     fn set<T: Element>(&self, arg: usize, idx: &[u32], v: T) {
         let t = writable::<T, _>(self, arg);
         self.gm().write(t.addr.offset(elem_offset(&t, idx, arg) * t.elem_bytes as u64), bytemuck::bytes_of(&v));
@@ -72,6 +78,7 @@ impl<K: KernelContext + ?Sized> KernelIo for K {}
 
 /// Argument `arg` for a store: refused (a panic, which the core reports as a kernel fault)
 /// when the task passed it as an input only — its writes would race readers nobody ordered.
+#[track_caller]
 fn writable<T: Element, K: KernelContext + ?Sized>(k: &K, arg: usize) -> TensorArg {
     if !k.writable(arg) {
         panic!("kernel writes through tensor argument {arg}, which the task passed as an input only");
@@ -79,6 +86,7 @@ fn writable<T: Element, K: KernelContext + ?Sized>(k: &K, arg: usize) -> TensorA
     checked::<T>(k.arg(arg), arg)
 }
 
+#[track_caller]
 fn checked<T: Element>(t: TensorArg, arg: usize) -> TensorArg {
     if t.dtype != u32::from(T::DTYPE) || t.elem_bytes as usize != core::mem::size_of::<T>() {
         let actual = DType::try_from(t.dtype)
@@ -89,6 +97,7 @@ fn checked<T: Element>(t: TensorArg, arg: usize) -> TensorArg {
     t
 }
 
+#[track_caller]
 fn elem_offset(t: &TensorArg, idx: &[u32], arg: usize) -> u64 {
     if idx.len() != t.ndims as usize {
         panic!("tensor argument {arg} has {} dimensions, indexed with {}", t.ndims, idx.len());
