@@ -1,7 +1,8 @@
 //! A kernel's misuse of its arguments — a wrong element type, an index out of range, a store
 //! through an input — is the kernel's fault (KERNEL_FAULT at the kernel site, naming the task),
 //! and its message points at the kernel's own line, not at the runtime's accessor: the
-//! accessors of `KernelIo` are `#[track_caller]`.
+//! accessors of `KernelIo` are `#[track_caller]`. The error names the kernel and prints its
+//! detail word.
 
 use pto::prelude::*;
 
@@ -41,5 +42,9 @@ fn a_kernels_misuse_names_the_kernels_line() {
         assert_eq!(e.task, Some(0), "{name}: {e}");
         assert!(e.message.contains(says), "{name}: {}", e.message);
         assert!(e.message.contains("tests/kernel_errors.rs:"), "{name}: the kernel's line: {}", e.message);
+        assert_eq!(e.kernel.as_deref(), Some(name), "{name}: the kernel is named");
+        let text = e.to_string();
+        assert!(text.contains(&format!("kernel `{name}`")), "{text}");
+        assert!(text.contains(&format!("(detail {:#x})", e.detail)), "{text}");
     }
 }

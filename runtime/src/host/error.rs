@@ -91,6 +91,9 @@ pub struct DeviceError {
     /// The boundary capture's counters as the failed run left them, when the run dumped on the
     /// resident route: what was requested, served and aborted up to the fault.
     pub capture: Option<Box<super::CaptureReport>>,
+    /// The name of the kernel involved, when the fault names one the host registered (a
+    /// kernel fault or hang names the kernel's binary in its detail word).
+    pub kernel: Option<String>,
 }
 
 impl DeviceError {
@@ -103,7 +106,7 @@ impl DeviceError {
         detail: u64,
         message: String,
     ) -> DeviceError {
-        DeviceError { code, site, task, core, detail, message, also: None, trace: None, capture: None }
+        DeviceError { code, site, task, core, detail, message, also: None, trace: None, capture: None, kernel: None }
     }
 }
 
@@ -115,6 +118,12 @@ impl core::fmt::Display for DeviceError {
         }
         if let Some(c) = self.core {
             write!(f, ", core {c}")?;
+        }
+        if let Some(k) = &self.kernel {
+            write!(f, ", kernel `{k}`")?;
+        }
+        if self.detail != 0 {
+            write!(f, " (detail {:#x})", self.detail)?;
         }
         if !self.message.is_empty() {
             write!(f, ": {}", self.message)?;

@@ -469,6 +469,14 @@ impl<P: HostPlatform> InFlight<P> {
                     format!("the device latched code {code} at site {site}, which this build does not know: {message}"),
                 ),
             };
+            // A kernel's fault names its binary in the detail word: name the kernel.
+            if err.site == Site::Kernel && err.code == ErrorCode::Device(DeviceFault::KernelFault) {
+                let funcs = inner.funcs.lock();
+                err.kernel = (0..crate::layout::MAX_FUNC_ID as u16)
+                    .filter_map(|id| funcs.0.get(id))
+                    .find(|f| f.aic == Some(err.detail) || f.aiv == Some(err.detail))
+                    .map(|f| f.name.clone());
+            }
             // The trace of a failed run is a diagnostic: one that cannot be read is left out.
             err.trace = trace().ok().flatten().map(std::boxed::Box::new);
             // So are the capture counters (what the boundary capture did before the fault).
