@@ -1,5 +1,5 @@
 //! The `tiny_rings` workload on both runtimes (`--runtime hbg|trb|both`), checked against its
-//! golden. See `testkits/examples/src/lib.rs` for the orchestration.
+//! golden. See `testkits/examples/src/orchestrations.rs` for the orchestration.
 //!
 //! `cargo run --release --example tiny_rings`
 

@@ -1,209 +1,17 @@
-//! The host-built graph's image: one position-independent blob the host writes once per
-//! graph (header, task records, fan-out ids, func table, argument records) and the device
-//! reads on every run. Argument records ([`ArgsHeader`], [`TensorDesc`]) are also what the
-//! device-side runtime writes for the tasks it submits.
-//!
-//! | structure | writer | reader |
-//! |---|---|---|
-//! | [`ImageHeader`], [`TaskRecord`]s, fan-out ids, [`FuncEntry`]s | host (H2D at build) | AICPU (after `observe_host`) |
-//! | argument records ([`ArgsHeader`] + [`TensorDesc`]s + scalars) | host (hbg) or the orchestrating AICPU thread (trb, published before dispatch) | AICore (observed before the kernel runs), the args dump |
+//! The one reader of a graph image: where its bytes come from ([`ImageSource`]), the view
+//! that checks the header and regions once and computes every offset ([`ImageView`]), and
+//! the whole-image check a scheduler relies on ([`CheckedImage`]).
 
-use core::mem::{offset_of, size_of};
+use core::mem::size_of;
 
-use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromZeros, IntoBytes};
 
 use alloc::vec::Vec;
-use num_enum::{IntoPrimitive, TryFromPrimitive};
 
-/// Magic of a graph image ("PTOG").
-pub const IMAGE_MAGIC: u32 = 0x474f_5450;
-
-/// Head of a graph image.
-#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C, align(8))]
-pub struct ImageHeader {
-    /// [`IMAGE_MAGIC`].
-    pub magic: u32,
-    /// [`LAYOUT_VERSION`](super::LAYOUT_VERSION).
-    pub version: u32,
-    /// Number of tasks.
-    pub task_count: u32,
-    /// Entries of the func table.
-    pub func_count: u32,
-    /// Total image length in bytes.
-    pub total_len: u64,
-    /// Offset of `TaskRecord[task_count]` from the image start.
-    pub tasks_off: u64,
-    /// Offset of the fan-out id array (`u32`s).
-    pub fanout_off: u64,
-    /// Entries of the fan-out array.
-    pub fanout_len: u64,
-    /// Offset of `FuncEntry[func_count]`.
-    pub funcs_off: u64,
-    /// Offset of the args region.
-    pub args_off: u64,
-}
-
-/// Task shapes: which cores a task occupies.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, IntoPrimitive, TryFromPrimitive)]
-#[repr(u8)]
-pub enum Shape {
-    /// One AIC.
-    Aic = 0,
-    /// One AIV.
-    Aiv = 1,
-    /// A whole cluster: AIC + both AIVs (1C2V), placed together.
-    Mix = 2,
-    /// No core: completed by the scheduler.
-    Dummy = 3,
-}
-
-impl Shape {
-    /// Number of shapes with a ready queue (all but dummy).
-    pub const QUEUED: usize = 3;
-}
-
-/// Lane bits of a task's active mask.
-pub mod lanes {
-    /// The AIC lane.
-    pub const AIC: u8 = 0b001;
-    /// AIV lane 0.
-    pub const AIV0: u8 = 0b010;
-    /// AIV lane 1.
-    pub const AIV1: u8 = 0b100;
-    /// Every lane of a MIX task.
-    pub const MIX: u8 = AIC | AIV0 | AIV1;
-}
-
-/// One task of the image.
-#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
-pub struct TaskRecord {
-    /// Func id per lane (AIC, AIV0, AIV1); `NO_FUNC` where the lane is unused.
-    pub funcs: [u16; 3],
-    /// [`Shape`] value.
-    pub shape: u8,
-    /// Active lanes ([`lanes`]).
-    pub lanes: u8,
-    /// SPMD block count (≥ 1).
-    pub block_num: u32,
-    /// Producers this task waits for.
-    pub fanin: u32,
-    /// First consumer in the fan-out array.
-    pub fanout_start: u32,
-    /// Number of consumers.
-    pub fanout_count: u32,
-    /// Offset of this task's [`ArgsHeader`] relative to this record (self-relative).
-    pub args_rel: i32,
-    /// Length of the args record in bytes.
-    pub args_len: u32,
-}
-
-/// "No kernel on this lane."
-pub const NO_FUNC: u16 = u16::MAX;
-
-/// Kernel binaries of one func id, per core type (0 = not loaded for that type).
-#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
-pub struct FuncEntry {
-    /// Binary address for AIC cores.
-    pub aic: u64,
-    /// Binary address for AIV cores.
-    pub aiv: u64,
-}
-
-/// Head of one task's argument record; followed by `TensorDesc[tensors]` then `u64[scalars]`.
-#[derive(Copy, Clone, Debug, Default, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
-pub struct ArgsHeader {
-    /// Tensor arguments.
-    pub tensors: u32,
-    /// Scalar arguments.
-    pub scalars: u32,
-    /// GM address of the task's 4-byte predicate, 0 when it has none.
-    pub predicate: u64,
-    /// [`args_flags`].
-    pub flags: u32,
-    /// Scalars marked for the args dump: bit `i` = scalar `i`.
-    pub dump_scalars: u32,
-    /// Func id per lane (AIC, AIV0, AIV1), [`NO_FUNC`] where unused: what the args dump
-    /// stamps on the task's records.
-    pub funcs: [u16; 3],
-    /// Reserved, zero.
-    pub reserved: u16,
-}
-
-/// Bytes of an [`ArgsHeader`]: where the tensor descriptors of an argument record start.
-pub const ARGS_HEAD: u64 = size_of::<ArgsHeader>() as u64;
-
-/// Bits of [`ArgsHeader::flags`].
-pub mod args_flags {
-    /// All SPMD blocks start together.
-    pub const SYNC_START: u32 = 1;
-    /// Every defined bit.
-    pub const ALL: u32 = SYNC_START;
-}
-
-/// A tensor argument as stored in the image.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-#[repr(C)]
-pub struct TensorDesc {
-    /// Address of the view's first element.
-    pub addr: u64,
-    /// `DType` code.
-    pub dtype: u32,
-    /// Bytes per element.
-    pub elem_bytes: u32,
-    /// Dimensions in use.
-    pub ndims: u32,
-    /// Extents.
-    pub shape: [u32; 5],
-    /// Strides in elements.
-    pub strides: [u32; 5],
-    /// [`TENSOR_WRITTEN`] when the task writes through this argument.
-    pub flags: u32,
-}
-
-/// [`TensorDesc::flags`]: the task writes through this argument, so the executor publishes
-/// its lines before FIN.
-pub const TENSOR_WRITTEN: u32 = 1;
-/// [`TensorDesc::flags`]: the task reads through this argument (the args dump captures it
-/// before dispatch).
-pub const TENSOR_READ: u32 = 2;
-/// [`TensorDesc::flags`]: the argument is marked for the args dump (`Task::dump`).
-pub const TENSOR_DUMP: u32 = 4;
-
-impl TensorDesc {
-    /// As the HAL's kernel-facing value.
-    pub fn to_arg(&self) -> pto_hal::TensorArg {
-        pto_hal::TensorArg {
-            addr: pto_hal::GmAddr(self.addr),
-            dtype: self.dtype,
-            elem_bytes: self.elem_bytes,
-            ndims: self.ndims,
-            shape: self.shape,
-            strides: self.strides,
-        }
-    }
-}
-
-/// Most tensor arguments of one task.
-pub const MAX_TENSOR_ARGS: usize = 32;
-/// Most scalar arguments of one task.
-pub const MAX_SCALAR_ARGS: usize = 16;
-/// Most func ids.
-pub const MAX_FUNC_ID: u32 = 1024;
-
-const _: () = {
-    assert!(size_of::<ImageHeader>() == 64);
-    assert!(size_of::<TaskRecord>() == 32);
-    assert!(size_of::<FuncEntry>() == 16);
-    assert!(size_of::<ArgsHeader>() == 32);
-    assert!(size_of::<TensorDesc>() == 64);
-    assert!(offset_of!(TensorDesc, shape) == 20);
+use super::{
+    ARGS_HEAD, ArgsHeader, FuncEntry, IMAGE_MAGIC, ImageError, ImageHeader, Shape, TaskRecord, TensorDesc, args_flags,
+    lanes_fit,
 };
-
-// ------------------------------------------------------------------------------ the reader
 
 /// Where an image's bytes come from: the host's own copy (`[u8]`), or GM through an agent
 /// (the AICPU after it made the host's write visible; a core, which observes each line it
@@ -221,104 +29,6 @@ impl ImageSource for [u8] {
             Some(src) => buf.copy_from_slice(src),
             None => buf.fill(0),
         }
-    }
-}
-
-/// Why an image is refused: the first check that failed. [`ImageError::detail`] is the word
-/// the AICPU latches with `BAD_IMAGE`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum ImageError {
-    /// Shorter than its header.
-    Short,
-    /// Wrong magic or version, or a total length other than the one published.
-    Header,
-    /// The task, fan-out or func region does not fit in the image.
-    Regions,
-    /// The task's argument record lies outside the image or is shorter than its header.
-    ArgsOutside {
-        /// The task.
-        task: u32,
-    },
-    /// The task's lanes do not match its shape, or its block count is impossible.
-    Shape {
-        /// The task.
-        task: u32,
-    },
-    /// The task's consumers lie outside the fan-out array.
-    Fanout {
-        /// The task.
-        task: u32,
-    },
-    /// The task's argument record length disagrees with its tensor and scalar counts.
-    ArgsLength {
-        /// The task.
-        task: u32,
-    },
-    /// The fan-in counts do not add up to the fan-out array, or a consumer id is out of range.
-    Edges,
-    /// An active lane names a func with no binary for that lane's core type.
-    NoBinary {
-        /// The task.
-        task: u32,
-        /// The lane (0 = AIC, 1 and 2 = AIV).
-        lane: u8,
-    },
-    /// A misaligned predicate or an unknown argument flag.
-    ArgsFlags {
-        /// The task.
-        task: u32,
-    },
-}
-
-impl ImageError {
-    /// The detail word of the `BAD_IMAGE` fault: the check in the low byte (bits 8–11 for a
-    /// task's check, with the task in bits 16–47 and a lane in bits 0–7).
-    pub const fn detail(&self) -> u64 {
-        const fn at(check: u64, task: u32) -> u64 {
-            check | ((task as u64) << 16)
-        }
-        match *self {
-            ImageError::Short => 1,
-            ImageError::Header => 2,
-            ImageError::Regions => 3,
-            ImageError::Edges => 5,
-            ImageError::ArgsOutside { task } => at(0x100, task),
-            ImageError::Shape { task } => at(0x200, task),
-            ImageError::Fanout { task } => at(0x300, task),
-            ImageError::ArgsLength { task } => at(0x400, task),
-            ImageError::NoBinary { task, lane } => at(0x600, task) | lane as u64,
-            ImageError::ArgsFlags { task } => at(0x700, task),
-        }
-    }
-}
-
-impl core::fmt::Display for ImageError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            ImageError::Short => f.write_str("the image is shorter than its header"),
-            ImageError::Header => f.write_str("the image header has a wrong magic, version or length"),
-            ImageError::Regions => f.write_str("a region of the image lies outside it"),
-            ImageError::Edges => f.write_str("the fan-in counts and the fan-out array disagree"),
-            ImageError::ArgsOutside { task } => write!(f, "task {task}: its argument record lies outside the image"),
-            ImageError::Shape { task } => write!(f, "task {task}: its lanes or block count do not fit its shape"),
-            ImageError::Fanout { task } => write!(f, "task {task}: its consumers lie outside the fan-out array"),
-            ImageError::ArgsLength { task } => write!(f, "task {task}: its argument record has the wrong length"),
-            ImageError::NoBinary { task, lane } => write!(f, "task {task}: lane {lane} has no kernel binary"),
-            ImageError::ArgsFlags { task } => {
-                write!(f, "task {task}: a misaligned predicate or an unknown argument flag")
-            }
-        }
-    }
-}
-
-/// Do a task's active lanes fit its shape?
-pub const fn lanes_fit(t: &TaskRecord) -> bool {
-    match t.shape {
-        s if s == Shape::Aic as u8 => t.lanes == lanes::AIC,
-        s if s == Shape::Aiv as u8 => t.lanes == lanes::AIV0,
-        s if s == Shape::Mix as u8 => t.lanes != 0 && t.lanes & !lanes::MIX == 0,
-        s if s == Shape::Dummy as u8 => t.lanes == 0,
-        _ => false,
     }
 }
 
@@ -345,7 +55,7 @@ impl<'s, S: ImageSource + ?Sized> ImageView<'s, S> {
             return Err(ImageError::Short);
         }
         src.read_at(0, header.as_mut_bytes());
-        if header.magic != IMAGE_MAGIC || header.version != super::LAYOUT_VERSION || header.total_len != len {
+        if header.magic != IMAGE_MAGIC || header.version != crate::layout::LAYOUT_VERSION || header.total_len != len {
             return Err(ImageError::Header);
         }
         let within = |off: u64, count: u64, each: u64| {
@@ -526,11 +236,12 @@ impl CheckedImage {
         })
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::{NO_FUNC, lanes};
     use alloc::vec;
+    use zerocopy::FromBytes;
 
     /// A valid two-task image: task 0 (AIV) feeds task 1 (AIV), one func, no arguments.
     fn image() -> Vec<u8> {
@@ -541,7 +252,7 @@ mod tests {
         let total = args_off + 2 * ARGS_HEAD;
         let h = ImageHeader {
             magic: IMAGE_MAGIC,
-            version: super::super::LAYOUT_VERSION,
+            version: crate::layout::LAYOUT_VERSION,
             task_count: 2,
             func_count: 1,
             total_len: total,

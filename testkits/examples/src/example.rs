@@ -1,0 +1,85 @@
+//! The `main` of a single-workload example: parse the command line, open the board, run the
+//! workload on each runtime named, and report.
+
+use pto_hal::HostPlatform;
+use pto_runtime::host::Error;
+
+use crate::Device;
+use crate::cli::{ExampleArgs, example_usage};
+use crate::outputs::{dump_summary, failed_dump_summary, trace_path, write_trace};
+use crate::registry::setup;
+use crate::run::{dumped, executed, traced};
+use crate::workloads::Workload;
+
+/// The `main` of a single-workload example: open the board named `board` with `open`
+/// (`pto::open` for the selected board), run `workload` on the runtimes the command line names
+/// (both by default), print each summary (or the failure) and exit accordingly. With `--dump`
+/// each run records its arguments ([`dumped`]) and a line says what its dump wrote.
+pub fn example_main<P: HostPlatform>(
+    name: &str,
+    board: &str,
+    open: impl FnOnce() -> Result<Device<P>, Error>,
+    workload: Workload<P>,
+) -> std::process::ExitCode {
+    let args = match ExampleArgs::parse_named(name, std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) if e == "help" => {
+            println!("{}", example_usage(name));
+            return std::process::ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let tracing = args.trace.is_some() || args.svg.is_some();
+    let several = args.runtimes.len() > 1;
+    let (dev, k) = match setup(open) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("{name}: cannot open the device: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let mut ok = true;
+    for &rt in &args.runtimes {
+        let started = std::time::SystemTime::now();
+        let run = || executed(args.executor, || traced(tracing, || workload(&dev, &k, rt)));
+        match dumped(args.dump, args.dump_dir.clone(), run) {
+            Ok(o) => {
+                println!("{}", o.summary(board));
+                if tracing {
+                    let json = args.trace.as_deref().map(|p| trace_path(p, rt, several));
+                    let svg = args.svg.as_deref().map(|p| trace_path(p, rt, several));
+                    match write_trace(&o.report, json.as_deref(), svg.as_deref()) {
+                        Ok(line) => println!("{name:<22} {line}"),
+                        Err(e) => {
+                            eprintln!("{name} runtime={} trace: {e}", rt.name());
+                            ok = false;
+                        }
+                    }
+                }
+                if args.dump.is_some() {
+                    match dump_summary(&o.report) {
+                        Ok(line) => println!("{name:<22} {line}"),
+                        Err(e) => {
+                            eprintln!("{name} runtime={} dump: {e}", rt.name());
+                            ok = false;
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("{name} runtime={} FAIL: {e}", rt.name());
+                // What a failed run collected is still on disk, its accounting unknown.
+                if let Some(line) =
+                    args.dump_dir.as_ref().and_then(|d| failed_dump_summary(&d.join(rt.name()), started))
+                {
+                    eprintln!("{name:<22} {line}");
+                }
+                ok = false;
+            }
+        }
+    }
+    if ok { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE }
+}

@@ -1,0 +1,87 @@
+//! What a command runs on: the simulated board (opened by name, with its cache model and the
+//! workloads' kernels registered), the runtime(s) and the AICore executor.
+
+use clap::ValueEnum;
+use pto::board::Board;
+use pto::hal::{HostPlatform, Platform};
+use pto::runtime::orch::RuntimeKind;
+use pto_sim::CacheModel;
+use pto_testkit::{Device, Kernels};
+
+use crate::Fail;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum BoardName {
+    /// Simulated a2a3: 24 clusters, 4 AICPU threads, 50 MHz, host-non-coherent.
+    #[value(name = "sim-a2a3")]
+    SimA2a3,
+    /// Simulated a5: 36 clusters, 5 AICPU threads, 1 GHz, host-coherent.
+    #[value(name = "sim-a5")]
+    SimA5,
+    /// Small simulated board: 2 clusters, 2 AICPU threads, faithful cache model.
+    #[value(name = "sim-mini")]
+    SimMini,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Runtimes {
+    Hbg,
+    Trb,
+    Both,
+}
+
+impl Runtimes {
+    pub(crate) fn list(self) -> Vec<RuntimeKind> {
+        match self {
+            Runtimes::Hbg => vec![RuntimeKind::HostBuiltGraph],
+            Runtimes::Trb => vec![RuntimeKind::TensormapRing],
+            Runtimes::Both => pto_testkit::RUNTIMES.to_vec(),
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Executor {
+    /// The resident executor where it can run the graph, else the legacy one.
+    Auto,
+    /// The AICPU dispatches, the core executes.
+    Legacy,
+    /// The cores schedule themselves (host-built graph; a graph it cannot run is an error).
+    Resident,
+}
+
+impl Executor {
+    pub(crate) fn pto(self) -> pto::Executor {
+        match self {
+            Executor::Auto => pto::Executor::Auto,
+            Executor::Legacy => pto::Executor::Legacy,
+            Executor::Resident => pto::Executor::Resident,
+        }
+    }
+}
+
+/// What `pto` needs of a simulated device beyond the runtime: its cache model switch.
+pub(crate) trait SimControl {
+    fn set_cache(&self, m: CacheModel) -> Result<(), String>;
+}
+
+impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
+    fn set_cache(&self, m: CacheModel) -> Result<(), String> {
+        self.set_cache_model(m).map_err(|e| e.to_string())
+    }
+}
+
+/// Open board `B` (every sim board's device half runs in this process), set its cache model,
+/// register the workloads' kernels.
+pub(crate) fn open<B: Board>(cache: Option<CacheModel>) -> Result<(Device<B::Platform>, Kernels), Fail>
+where
+    B::Platform: Platform,
+    <B::Platform as HostPlatform>::Device: SimControl,
+{
+    let dev = pto::open_board::<B>().map_err(|e| Fail(format!("cannot open board {}: {e}", B::NAME), 1))?;
+    if let Some(m) = cache {
+        dev.platform().set_cache(m).map_err(|e| Fail(format!("cannot set the cache model: {e}"), 1))?;
+    }
+    let k = Kernels::register(&dev)?;
+    Ok((dev, k))
+}
