@@ -12,7 +12,7 @@
 //! what is checked. The orchestrator's side of a submission (`submit_task`: slot
 //! initialisation, one `wire` per producer, the `edges_len` store, `release_guard`) and of a
 //! scope end (`end_scope_now`: one `Slot::release` per task) is transcribed in [`init_task`],
-//! [`wire_all`] and the models; it must follow `trb/orchestrator.rs`.
+//! [`wire_all`] and the models; it must follow `trb/orchestrator/` (`flow.rs`, `admission.rs`).
 //!
 //! Every model is one `#[test]` whose doc comment states the invariant; each prints its
 //! execution count and wall time.
