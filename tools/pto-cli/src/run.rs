@@ -11,7 +11,7 @@ use pto_sim::CacheModel;
 use pto_testkit::Workload;
 
 use crate::Fail;
-use crate::target::{BoardName, Executor, Runtimes, SimControl, open};
+use crate::target::{BoardName, Executor, Runtimes, SimControl, cache_name, open};
 
 #[derive(Parser, Debug)]
 pub(crate) struct RunArgs {
@@ -45,6 +45,44 @@ pub(crate) struct RunArgs {
     /// a fresh directory per run under the system's temporary directory.
     #[arg(long, value_name = "DIR", requires = "dump")]
     dump_dir: Option<PathBuf>,
+    /// Print one JSON object per runtime on standard output (JSON lines, see [`RunLine`])
+    /// instead of the text lines; a failed run's object says `"result": "FAIL"` and why.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Version of the `pto run --json` object; bumped on any change of its fields.
+pub(crate) const RUN_FORMAT_VERSION: u32 = 1;
+
+/// One run as `pto run --json` prints it (one object per line, per runtime).
+#[derive(serde::Serialize, Debug)]
+pub(crate) struct RunLine {
+    /// [`RUN_FORMAT_VERSION`].
+    format_version: u32,
+    /// The workload (`vector`, `chain513`, ...).
+    workload: &'static str,
+    /// The board (`sim-a2a3`, ...).
+    board: &'static str,
+    /// `hbg` or `trb`.
+    runtime: &'static str,
+    /// The executor that ran (`legacy`, `resident`); the one asked for when the run failed.
+    executor: String,
+    /// The cache model in effect (`coherent`, `faithful:SEED`).
+    cache_model: String,
+    /// Tasks run (0 when the run failed).
+    tasks: u64,
+    /// Host graph build (host-built graph), microseconds.
+    build_us: Option<f64>,
+    /// Orchestration on the device (device-side runtime), microseconds.
+    orchestration_us: Option<f64>,
+    /// The run from launch to fence, microseconds.
+    run_us: Option<f64>,
+    /// Output values checked against the golden.
+    checked: usize,
+    /// `PASS` or `FAIL`.
+    result: &'static str,
+    /// Why it failed.
+    error: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -103,26 +141,65 @@ where
     let (name, w) = workload::<B::Platform>(a.example);
     let rts = a.runtime.list();
     let tracing = a.trace.is_some() || a.svg.is_some();
+    let cache = cache_name(dev.platform().cache());
     let mut failed = 0;
     for &rt in &rts {
         let started = std::time::SystemTime::now();
         let outcome = pto_testkit::dumped(a.dump, a.dump_dir.clone(), || {
             pto_testkit::executed(a.executor.pto(), || pto_testkit::traced(tracing, || w(&dev, &k, rt)))
         });
+        if a.json {
+            let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
+            let line = match &outcome {
+                Ok(o) => RunLine {
+                    format_version: RUN_FORMAT_VERSION,
+                    workload: name,
+                    board: B::NAME,
+                    runtime: rt.name(),
+                    executor: o.report.executor.to_string(),
+                    cache_model: cache.clone(),
+                    tasks: o.report.tasks,
+                    build_us: (rt == pto::runtime::orch::RuntimeKind::HostBuiltGraph).then(|| us(o.build)),
+                    orchestration_us: o.report.orchestration.map(us),
+                    run_us: Some(us(o.report.wall)),
+                    checked: o.checked,
+                    result: "PASS",
+                    error: None,
+                },
+                Err(e) => RunLine {
+                    format_version: RUN_FORMAT_VERSION,
+                    workload: name,
+                    board: B::NAME,
+                    runtime: rt.name(),
+                    executor: a.executor.pto().to_string(),
+                    cache_model: cache.clone(),
+                    tasks: 0,
+                    build_us: None,
+                    orchestration_us: None,
+                    run_us: None,
+                    checked: 0,
+                    result: "FAIL",
+                    error: Some(e.to_string()),
+                },
+            };
+            println!("{}", serde_json::to_string(&line).map_err(|e| Fail(e.to_string(), 1))?);
+        }
         match outcome {
             Ok(o) => {
-                println!("{}", o.summary(B::NAME));
+                if !a.json {
+                    println!("{} cache={cache}", o.summary(B::NAME));
+                }
                 if tracing {
                     let several = rts.len() > 1;
                     let json = a.trace.as_deref().map(|p| pto_testkit::trace_path(p, rt, several));
                     let svg = a.svg.as_deref().map(|p| pto_testkit::trace_path(p, rt, several));
                     let line = pto_testkit::write_trace(&o.report, json.as_deref(), svg.as_deref())?;
-                    println!("{name:<22} {line}");
+                    say(a.json, &format!("{name:<22} {line}"));
                 }
                 if a.dump.is_some() {
                     let line = pto_testkit::dump_summary(&o.report)
                         .map_err(|e| Fail(format!("{name} runtime={}: {e}", rt.name()), 1))?;
-                    println!("{name:<22} {line}");
+                    say(a.json, &format!("{name:<22} {line}"));
                 }
             }
             Err(e) => {
@@ -138,4 +215,14 @@ where
         }
     }
     if failed > 0 { Err(Fail(format!("{failed} run(s) failed"), 1)) } else { Ok(()) }
+}
+
+/// A side line (trace or dump written): on standard output, or on standard error under
+/// `--json`, whose standard output is the JSON lines alone.
+fn say(json: bool, line: &str) {
+    if json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
 }

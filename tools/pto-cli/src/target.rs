@@ -60,14 +60,27 @@ impl Executor {
     }
 }
 
-/// What `pto` needs of a simulated device beyond the runtime: its cache model switch.
+/// What `pto` needs of a simulated device beyond the runtime: its cache model switch, and
+/// the model in effect (as a run line and `--json` name it).
 pub(crate) trait SimControl {
     fn set_cache(&self, m: CacheModel) -> Result<(), String>;
+    fn cache(&self) -> CacheModel;
 }
 
 impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
     fn set_cache(&self, m: CacheModel) -> Result<(), String> {
         self.set_cache_model(m).map_err(|e| e.to_string())
+    }
+    fn cache(&self) -> CacheModel {
+        self.cache_model()
+    }
+}
+
+/// A cache model as `--cache` and `PTO_SIM_CACHE` spell it (`coherent`, `faithful:SEED`).
+pub(crate) fn cache_name(m: CacheModel) -> String {
+    match m {
+        CacheModel::Coherent => "coherent".into(),
+        CacheModel::Faithful { seed, .. } => format!("faithful:{seed}"),
     }
 }
 

@@ -165,3 +165,42 @@ fn a_document_of_another_version_is_refused_with_its_name() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains(&t.display().to_string()) && err.contains("no otherData.format_version"), "{err}");
 }
+
+/// `pto run --json` prints one JSON object per runtime and nothing else on standard output:
+/// the workload, board, runtime, executor that ran, cache model, tasks, timings and PASS, with
+/// its format version; `--trace` lines go to standard error then.
+#[test]
+fn run_json_is_one_object_per_runtime() {
+    let trace = tmp("run-json-trace.json");
+    let o = pto(&[
+        "run",
+        "vector",
+        "--board",
+        "sim-mini",
+        "--cache",
+        "faithful:5",
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    for (l, rt) in lines.iter().zip(["hbg", "trb"]) {
+        assert_eq!(l["format_version"], 1, "{l}");
+        assert_eq!(l["workload"], "vector", "{l}");
+        assert_eq!(l["board"], "sim-mini", "{l}");
+        assert_eq!(l["runtime"], rt, "{l}");
+        assert_eq!(l["cache_model"], "faithful:5", "{l}");
+        assert_eq!(l["tasks"], 5, "{l}");
+        assert_eq!(l["result"], "PASS", "{l}");
+        assert!(l["run_us"].as_f64().is_some_and(|t| t > 0.0), "{l}");
+        assert!(["legacy", "resident"].contains(&l["executor"].as_str().unwrap()), "{l}");
+    }
+    assert!(lines[0]["build_us"].is_number() && lines[1]["orchestration_us"].is_number());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("trace"), "the trace line went to stderr");
+    let _ = std::fs::remove_file(&trace);
+    let _ = std::fs::remove_file(trace.with_extension("trb.json"));
+}
