@@ -24,8 +24,9 @@ pub struct Timeouts {
     /// How long a run waits for its turn on a device another thread is using (see
     /// [`Device::prepare`](super::Device::prepare)).
     pub turn_us: u64,
-    /// How long a prepared, unlaunched run keeps its pipeline slot while another run waits
-    /// for one (then the waiting run reclaims it; see [`Error::Expired`]).
+    /// How long a prepared, unlaunched run keeps its pipeline slot, counted from when
+    /// `prepare` returned it, while another run waits for one (then the waiting run reclaims
+    /// it; see [`Error::Expired`]).
     pub lease_us: u64,
 }
 

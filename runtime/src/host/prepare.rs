@@ -153,6 +153,7 @@ impl<P: HostPlatform> Device<P> {
         };
         match publish(reserved.slot) {
             Ok(epoch) => {
+                self.inner.start_lease(&reserved);
                 log::debug!(
                     target: "pto::host",
                     "prepare: slot {} epoch {epoch} clusters {clusters} threads {threads} tasks {tasks:?}",

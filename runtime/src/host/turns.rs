@@ -5,7 +5,8 @@
 //! [`Device::try_prepare`](super::Device::try_prepare) is the variant that answers
 //! [`Error::Busy`] instead of waiting. A prepared run that is never launched (forgotten, or
 //! leaked with `mem::forget`) holds its slot for at most
-//! [`Timeouts::lease_us`](super::Timeouts::lease_us) while others wait; then a waiting run
+//! [`Timeouts::lease_us`](super::Timeouts::lease_us) after it was handed out (the lease starts
+//! when `prepare` returns, not while it publishes) while others wait; then a waiting run
 //! reclaims the slot and the stale run's `launch` fails with [`Error::Expired`]. A prepared
 //! run has submitted nothing to the device, so reclaiming its slot is safe.
 
@@ -60,7 +61,9 @@ impl<P: HostPlatform> Inner<P> {
         let granted = |st: &mut TurnState, slot: usize| {
             let l = &mut st.leases[slot];
             l.generation += 1;
-            l.prepared_at = Some(Instant::now());
+            // Not reclaimable while its launch image is being published (the caller is busy
+            // with it, not gone): the lease starts when the prepared run is handed out.
+            l.prepared_at = None;
             Reserved { slot, generation: l.generation }
         };
         if !wait {
@@ -139,6 +142,16 @@ impl<P: HostPlatform> Inner<P> {
             // re-checks leases.
             let step = (deadline - now).min(Duration::from_millis(50));
             self.turns.changed.wait_for(&mut st, step);
+        }
+    }
+
+    /// The run holding slot `r` is prepared and handed to its caller: its lease starts now
+    /// (a prepared run never launched is reclaimable after `lease_us`).
+    pub(super) fn start_lease(&self, r: &Reserved) {
+        let mut st = self.turns.lock();
+        let l = &mut st.leases[r.slot];
+        if l.generation == r.generation {
+            l.prepared_at = Some(Instant::now());
         }
     }
 
