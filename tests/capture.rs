@@ -456,15 +456,14 @@ fn a_request_behind_an_open_reservation_is_told_would_block_and_served_after() {
     }
 }
 
-/// Item 9's broken variant, `CAPTURE_SILENT_WHILE_OPEN`: a service that answers nobody while
-/// a reservation is open between its steps. With the reservation held open until another core
-/// was answered (`CAPTURE_HOLD_OPEN`, the forced schedule of the scene above), the waiting
-/// core is never answered and the run ends in ARGS_CAPTURE_TIMEOUT — 3 of 3 runs.
-#[test]
-fn reproducer_a_service_silent_while_a_reservation_is_open_is_caught_every_time() {
-    let _s = serial();
-    let dev = failing_device(false);
-    let acc = func(&dev, "accumulate", CoreType::Aiv, kit::k_accumulate);
+/// Two independent tasks `y += x` (`x` 16 KiB of ones, an input: a reservation over four
+/// 4 KiB steps under a 64 KiB arena; `y` 16 floats, an in-out). Returns the graph and the
+/// tensors it names.
+#[allow(clippy::type_complexity)]
+fn two_accumulates(
+    dev: &Dev,
+) -> (host::Graph<<SimA5 as Board>::Platform>, Vec<host::DeviceTensor<<SimA5 as Board>::Platform>>) {
+    let acc = func(dev, "accumulate", CoreType::Aiv, kit::k_accumulate);
     let n = 4096u32;
     let x: Vec<_> = (0..2).map(|_| dev.tensor_from(&[n], &vec![1.0f32; n as usize]).unwrap()).collect();
     let y: Vec<_> = (0..2).map(|_| dev.tensor_from(&[16], &[1.0f32; 16]).unwrap()).collect();
@@ -476,6 +475,18 @@ fn reproducer_a_service_silent_while_a_reservation_is_open_is_caught_every_time(
             Ok(())
         })
         .unwrap();
+    (g, x.into_iter().chain(y).collect())
+}
+
+/// Item 9's broken variant, `CAPTURE_SILENT_WHILE_OPEN`: a service that answers nobody while
+/// a reservation is open between its steps. With the reservation held open until another core
+/// was answered (`CAPTURE_HOLD_OPEN`, the forced schedule of the scene above), the waiting
+/// core is never answered and the run ends in ARGS_CAPTURE_TIMEOUT — 3 of 3 runs.
+#[test]
+fn reproducer_a_service_silent_while_a_reservation_is_open_is_caught_every_time() {
+    let _s = serial();
+    let dev = failing_device(false);
+    let (g, _tensors) = two_accumulates(&dev);
     let cfg = RunConfig::default()
         .with_dump(Some(DumpLevel::Full))
         .with_dump_arena(64 * 1024)
@@ -644,18 +655,7 @@ fn acceptance_10_every_participant_takes_the_abort() {
 fn acceptance_10_an_abort_with_no_reservation_open_is_answered() {
     let _s = serial();
     let dev = failing_device(false);
-    let acc = func(&dev, "accumulate", CoreType::Aiv, kit::k_accumulate);
-    let n = 4096u32;
-    let x: Vec<_> = (0..2).map(|_| dev.tensor_from(&[n], &vec![1.0f32; n as usize]).unwrap()).collect();
-    let y: Vec<_> = (0..2).map(|_| dev.tensor_from(&[16], &[1.0f32; 16]).unwrap()).collect();
-    let g = dev
-        .build(|g| {
-            for (x, y) in x.iter().zip(&y) {
-                g.submit(Task::aiv(acc).input(&x.tensor()).inout(&y.tensor()))?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    let (g, _tensors) = two_accumulates(&dev);
     let dir = tmp("abort-not-open");
     let _b = breakage::activate(breakage::CAPTURE_STALL_OPEN | breakage::CAPTURE_ABORT_OWNER_LAST);
     for rep in 0..3 {
