@@ -12,7 +12,7 @@ use pto::runtime::orch::RuntimeKind;
 use pto_testkit::ShapeKind;
 
 use crate::Fail;
-use crate::target::{BoardName, Executor, Runtimes, SimControl, open};
+use crate::target::{BoardName, SimControl, Target, open};
 
 #[derive(Parser, Debug)]
 pub(crate) struct BenchArgs {
@@ -25,15 +25,8 @@ pub(crate) struct BenchArgs {
     /// Timed rounds per shape and runtime (the median is reported).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
-    /// The simulated board.
-    #[arg(long, value_enum, default_value = "sim-a2a3")]
-    board: BoardName,
-    /// The runtime(s).
-    #[arg(long, value_enum, default_value = "both")]
-    runtime: Runtimes,
-    /// The executor of the host-built graph's runs.
-    #[arg(long, value_enum, default_value = "auto")]
-    executor: Executor,
+    #[command(flatten)]
+    target: Target,
     /// Trace every timed run too (to measure what tracing costs).
     #[arg(long)]
     traced: bool,
@@ -64,7 +57,7 @@ impl Shape {
 }
 
 pub(crate) fn bench(a: &BenchArgs) -> Result<(), Fail> {
-    match a.board {
+    match a.target.board {
         BoardName::SimA2a3 => bench_on::<SimA2a3>(a),
         BoardName::SimA5 => bench_on::<SimA5>(a),
         BoardName::SimMini => bench_on::<SimMini>(a),
@@ -113,7 +106,7 @@ where
     <B::Platform as HostPlatform>::Device: SimControl,
 {
     let (dev, k) = open::<B>(None)?;
-    let rts = a.runtime.list();
+    let rts = a.target.runtime.list();
     let bars = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} {msg}")
         .map_err(|e| Fail(e.to_string(), 1))?
@@ -130,7 +123,7 @@ where
             bar.set_prefix(format!("{} {}", shape.kind().name(), rt.name()));
             let mut cfg = pto::RunConfig::default().with_runtime(rt).with_trace(a.traced);
             if rt == RuntimeKind::HostBuiltGraph {
-                cfg = cfg.with_executor(a.executor.pto());
+                cfg = cfg.with_executor(a.target.executor.pto());
             }
             let mut executor = pto::Executor::Legacy;
             let mut walls = Vec::new();

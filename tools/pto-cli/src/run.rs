@@ -11,22 +11,15 @@ use pto_sim::CacheModel;
 use pto_testkit::Workload;
 
 use crate::Fail;
-use crate::target::{BoardName, Executor, Runtimes, SimControl, cache_name, open};
+use crate::target::{BoardName, SimControl, Target, cache_name, open};
 
 #[derive(Parser, Debug)]
 pub(crate) struct RunArgs {
     /// The example.
     #[arg(value_enum)]
     example: Example,
-    /// The simulated board.
-    #[arg(long, value_enum, default_value = "sim-a2a3")]
-    board: BoardName,
-    /// The runtime(s).
-    #[arg(long, value_enum, default_value = "both")]
-    runtime: Runtimes,
-    /// The AICore executor.
-    #[arg(long, value_enum, default_value = "auto")]
-    executor: Executor,
+    #[command(flatten)]
+    target: Target,
     /// The simulator's cache model: coherent, faithful or faithful:SEED (as PTO_SIM_CACHE).
     #[arg(long, value_parser = parse_cache)]
     cache: Option<CacheModel>,
@@ -113,7 +106,7 @@ fn parse_cache(s: &str) -> Result<CacheModel, String> {
 }
 
 pub(crate) fn run(a: &RunArgs) -> Result<(), Fail> {
-    match a.board {
+    match a.target.board {
         BoardName::SimA2a3 => run_on::<SimA2a3>(a),
         BoardName::SimA5 => run_on::<SimA5>(a),
         BoardName::SimMini => run_on::<SimMini>(a),
@@ -139,14 +132,14 @@ where
 {
     let (dev, k) = open::<B>(a.cache)?;
     let (name, w) = workload::<B::Platform>(a.example);
-    let rts = a.runtime.list();
+    let rts = a.target.runtime.list();
     let tracing = a.trace.is_some() || a.svg.is_some();
     let cache = cache_name(dev.platform().cache());
     let mut failed = 0;
     for &rt in &rts {
         let started = std::time::SystemTime::now();
         let outcome = pto_testkit::dumped(a.dump, a.dump_dir.clone(), || {
-            pto_testkit::executed(a.executor.pto(), || pto_testkit::traced(tracing, || w(&dev, &k, rt)))
+            pto_testkit::executed(a.target.executor.pto(), || pto_testkit::traced(tracing, || w(&dev, &k, rt)))
         });
         if a.json {
             let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
@@ -171,7 +164,7 @@ where
                     workload: name,
                     board: B::NAME,
                     runtime: rt.name(),
-                    executor: a.executor.pto().to_string(),
+                    executor: a.target.executor.pto().to_string(),
                     cache_model: cache.clone(),
                     tasks: 0,
                     build_us: None,

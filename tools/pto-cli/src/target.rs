@@ -10,6 +10,21 @@ use pto_testkit::{Device, Kernels};
 
 use crate::Fail;
 
+/// Where `pto run` and `pto bench` run: the board, the runtime(s) and the executor.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Target {
+    /// The simulated board.
+    #[arg(long, value_enum, default_value = "sim-a2a3")]
+    pub(crate) board: BoardName,
+    /// The runtime(s).
+    #[arg(long, value_enum, default_value = "both")]
+    pub(crate) runtime: Runtimes,
+    /// The AICore executor of the host-built graph's runs (the device-side runtime runs on
+    /// the legacy one).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) executor: Executor,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum BoardName {
     /// Simulated a2a3: 24 clusters, 4 AICPU threads, 50 MHz, host-non-coherent.
