@@ -23,3 +23,23 @@ pub trait Events {
     /// Tier: AICPU, AICore.
     fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks);
 }
+
+/// Timed pauses: embedded-hal's [`DelayNs`](embedded_hal::delay::DelayNs), as a value the
+/// waiting code owns.
+///
+/// [`Events`] ends a wait when something may have changed; a [`Pause`] delay waits for time
+/// alone, for code that has to let time pass whatever happens: the back-off between two polls
+/// of a budgeted wait that saw nothing new, or "ask again after a while". The runtime never
+/// asks for more than its callers' budgets allow (deadlines stay in device ticks; a delay is
+/// cut to what is left of one). Agents are shared (`&self`) and `DelayNs` takes `&mut self`,
+/// so the agent hands out a delay value rather than being one.
+///
+/// Tier: AICPU, AICore. The aarch64 agents hand out the generic timer (a bounded busy wait on
+/// the counter); the simulator's delay yields the thread until the time has passed, and
+/// sleeps only for delays long enough that a sleep's overshoot does not matter.
+pub trait Pause {
+    /// The delay this agent hands out.
+    type Delay: embedded_hal::delay::DelayNs;
+    /// A delay for this agent. Cheap: a waiting loop makes one when it starts.
+    fn delay(&self) -> Self::Delay;
+}

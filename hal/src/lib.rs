@@ -3,7 +3,9 @@
 //! The runtime is written once against these traits. The simulator (`pto-sim`) implements all
 //! of them; the a2a3 and a5 crates implement the AICPU agent's traits for aarch64 (tested under
 //! qemu), and their vendor host side is type-checked only. The crate is `#![no_std]` and allocation-free: traits, small value types
-//! and zero-sized marker types only.
+//! and zero-sized marker types only. It depends on `generic-array` (type-level sizes: an AICPU
+//! agent's topology bound) and `embedded-hal` (`DelayNs`, the agents' timed pauses), both
+//! `no_std` and re-exported.
 //!
 //! Three tiers call into the HAL, and every method says which tier may call it:
 //!
@@ -29,6 +31,16 @@
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+/// embedded-hal's `DelayNs`, the delay an agent hands out ([`Pause`]).
+pub use embedded_hal::delay::DelayNs;
+/// `generic-array` (and its `typenum`), re-exported: the type of an AICPU agent's topology
+/// bound ([`AicpuAgent::MaxClusters`]) is a `typenum` number, and the runtime sizes its
+/// per-core tables with `GenericArray` by it.
+pub use generic_array;
+/// `typenum`, as `generic-array` re-exports it: the numbers a platform names its bound with
+/// (`typenum::U<24>`).
+pub use generic_array::typenum;
+
 mod addr;
 mod barrier;
 mod cache;
@@ -49,7 +61,7 @@ pub use cache::{AicoreCache, AicpuCache, Contract, HostCoherent, HostNonCoherent
 pub use clock::{Clock, Ticks};
 pub use dump::{Begin, Blocked, DumpLane, DumpReservation, Refusal};
 pub use error::{Error, ErrorKind, ErrorType};
-pub use event::Events;
+pub use event::{Events, Pause};
 pub use gm::{GmAtomic, GmMemory, GmMemoryExt};
 pub use kernel::{CoreType, KernelContext, KernelContextExt, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg};
 pub use memory::DeviceMemory;

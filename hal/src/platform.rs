@@ -2,9 +2,13 @@
 
 use core::sync::atomic::AtomicPtr;
 
+use generic_array::ArrayLength;
+use generic_array::typenum::Unsigned;
+
 use crate::{
     AicoreCache, AicoreStream, AicpuCache, AicpuStream, Barriers, Clock, Contract, CoreRegisters, CoreType,
-    DeviceMemory, ErrorType, Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Registers,
+    DeviceMemory, ErrorType, Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Pause,
+    Registers,
 };
 
 /// The shape of a device: clusters of 1 AIC + 2 AIV, and AICPU threads.
@@ -42,9 +46,20 @@ impl Topology {
     }
 }
 
-/// What an AICPU thread can do: GM, caches, barriers, registers of the cores, time, events,
-/// and run orchestration programs.
-pub trait AicpuAgent: GmAtomic + GmMemory + AicpuCache + Barriers + Registers + Clock + Events {
+/// What an AICPU thread can do: GM, caches, barriers, registers of the cores, time, events and
+/// timed pauses, and run orchestration programs.
+pub trait AicpuAgent: GmAtomic + GmMemory + AicpuCache + Barriers + Registers + Clock + Events + Pause {
+    /// The most clusters any launch on this agent's platform has, as a type (`typenum`): a
+    /// chip's own cluster count, the simulator's largest device. The runtime's AICPU programs
+    /// size their per-cluster and per-core tables by it (`GenericArray`, three cores per
+    /// cluster), so they are fixed at compile time instead of grown per run, and refuse a
+    /// launch descriptor that names more clusters.
+    type MaxClusters: ArrayLength;
+    /// [`AicpuAgent::MaxClusters`] as a number.
+    const MAX_CLUSTERS: u32 = <Self::MaxClusters as Unsigned>::U32;
+    /// The most AICore workers of a launch on this platform (`3 *` [`AicpuAgent::MAX_CLUSTERS`]).
+    const MAX_WORKERS: u32 = 3 * Self::MAX_CLUSTERS;
+
     /// The orchestration loaded as `handle` by [`Loader::load_orchestration`], if it exists
     /// and is of type `F`. The type is checked: a handle of another program type resolves to
     /// `None`.
@@ -56,8 +71,9 @@ pub trait AicpuAgent: GmAtomic + GmMemory + AicpuCache + Barriers + Registers + 
     fn run_program(&self, body: &mut dyn FnMut()) -> Result<(), KernelFault>;
 }
 
-/// What an AICore can do: GM, its cache, barriers, its own registers, time, and run kernels.
-pub trait AicoreAgent: GmAtomic + GmMemory + AicoreCache + Barriers + CoreRegisters + Clock + Events {
+/// What an AICore can do: GM, its cache, barriers, its own registers, time, events and timed
+/// pauses, and run kernels.
+pub trait AicoreAgent: GmAtomic + GmMemory + AicoreCache + Barriers + CoreRegisters + Clock + Events + Pause {
     /// The kernel loaded as `bin` by [`Loader::load_kernel`], if any.
     fn resolve_kernel(&self, bin: u64) -> Option<KernelFn>;
     /// Run `kernel` on this core. A kernel that panics (simulator) or traps is reported as a

@@ -235,6 +235,8 @@ mod maintenance {
     }
 
     impl<O: Observer> AicpuAgent for A2a3Aicpu<'_, O> {
+        /// The chip's own clusters: a launch never has more.
+        type MaxClusters = pto_hal::typenum::U<{ crate::CLUSTERS as usize }>;
         fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F> {
             pto_aarch64::resolve_program(handle)
         }

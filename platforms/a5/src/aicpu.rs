@@ -120,6 +120,8 @@ impl<O: Observer> AicpuCache for A5Aicpu<'_, O> {
 
 #[cfg(target_arch = "aarch64")]
 impl<O: Observer> pto_hal::AicpuAgent for A5Aicpu<'_, O> {
+    /// The chip's own clusters: a launch never has more.
+    type MaxClusters = pto_hal::typenum::U<{ crate::CLUSTERS as usize }>;
     fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F> {
         pto_aarch64::resolve_program(handle)
     }

@@ -115,7 +115,8 @@ pub trait Observer {
 impl Observer for () {}
 
 /// Implements the traits both chips' AICPU agents share — `GmAtomic`, `GmMemory` (all targets)
-/// and, on aarch64, `Barriers`, `Clock` and `Events` — for `$ty<'r, O>`, a struct of the
+/// and, on aarch64, `Barriers`, `Clock`, `Events` and `Pause` (the generic timer's `DelayNs`)
+/// — for `$ty<'r, O>`, a struct of the
 /// calling crate with fields `gm: GmRegion` and `obs: O: Observer` whose `unsafe` constructor
 /// carries the GM safety contract (every byte of `gm` mapped, readable and writable for the
 /// agent's life; shared words accessed only atomically).
@@ -274,6 +275,16 @@ macro_rules! impl_aicpu_agent_traits {
                 if $crate::__hal::GmAtomic::query(self, addr) == seen && $crate::arm::cntvct() < deadline {
                     core::hint::spin_loop();
                 }
+            }
+        }
+
+        /// The generic timer: a delay is a busy wait on the counter the deadlines count in.
+        #[cfg(target_arch = "aarch64")]
+        impl<O: $crate::Observer> $crate::__hal::Pause for $ty<'_, O> {
+            type Delay = $crate::arm::GenericTimer;
+            #[inline(always)]
+            fn delay(&self) -> $crate::arm::GenericTimer {
+                $crate::arm::GenericTimer
             }
         }
     };

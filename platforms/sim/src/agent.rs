@@ -8,11 +8,11 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{Ordering, fence};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pto_hal::{
-    AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, Contract, CoreRegisters, CoreType, Events,
-    GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Reg, Registers, Ticks,
+    AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, Contract, CoreRegisters, CoreType, DelayNs,
+    Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Pause, Reg, Registers, Ticks,
 };
 
 use crate::gm::GM_BASE;
@@ -152,6 +152,15 @@ macro_rules! impl_common {
             }
         }
 
+        /// [`SimDelay`]: the thread yields until the time has passed.
+        impl<C: Contract> Pause for $ty<C> {
+            type Delay = SimDelay;
+            #[inline(always)]
+            fn delay(&self) -> SimDelay {
+                SimDelay
+            }
+        }
+
         impl<C: Contract> Clock for $ty<C> {
             #[inline]
             fn now_ticks(&self) -> Ticks {
@@ -163,6 +172,45 @@ macro_rules! impl_common {
             }
         }
     };
+}
+
+/// The most clusters of a simulated device, and so of any launch on one: a device of this many
+/// clusters and one AICPU thread is the largest the simulator opens (127 agents, see
+/// [`SimDevice::open`](crate::SimDevice::open)). It sizes the runtime's per-core tables on the
+/// simulator ([`AicpuAgent::MaxClusters`]), whatever board the device simulates: the boards
+/// share one platform type per contract.
+pub const MAX_CLUSTERS: u32 = 42;
+
+/// Agents (AICPU threads and AICores) a simulated device has at most.
+pub(crate) const MAX_AGENTS: u32 = 127;
+
+// The largest device of `MAX_CLUSTERS` clusters fits the agents, one more cluster does not.
+const _: () = assert!(3 * MAX_CLUSTERS + 1 <= MAX_AGENTS && 3 * (MAX_CLUSTERS + 1) + 1 > MAX_AGENTS);
+
+/// Delays below this yield the thread until the time has passed; longer ones sleep (the
+/// host's sleep overshoots by tens of microseconds, which is small beside them).
+const SLEEP_FROM: Duration = Duration::from_micros(100);
+
+/// The simulated agents' `DelayNs` ([`Pause`]): waits at least the time asked for on the host's
+/// monotonic clock (the one the simulated counter runs on). Short delays yield the thread
+/// between looks at the clock rather than park it, so a back-off of a few microseconds costs
+/// one or two yields, never a sleep of a scheduler quantum; the runtime asks for long ones
+/// (a retry after a while) only where a sleep is what it means.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct SimDelay;
+
+impl DelayNs for SimDelay {
+    fn delay_ns(&mut self, ns: u32) {
+        let d = Duration::from_nanos(u64::from(ns));
+        if d >= SLEEP_FROM {
+            std::thread::sleep(d);
+            return;
+        }
+        let start = Instant::now();
+        while start.elapsed() < d {
+            std::thread::yield_now();
+        }
+    }
 }
 
 fn reg_index(reg: Reg) -> u32 {
@@ -279,6 +327,8 @@ impl<C: Contract> Events for SimAicpu<C> {
 }
 
 impl<C: Contract> AicpuAgent for SimAicpu<C> {
+    type MaxClusters = pto_hal::typenum::U<{ MAX_CLUSTERS as usize }>;
+
     fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F> {
         let table = self.shared.programs.read();
         table.get(pto_hal::Handle(handle)).ok()?.downcast_ref::<F>().copied()

@@ -184,9 +184,14 @@ impl<C: Contract> SimDevice<C> {
         if config.freq_hz == 0 {
             return Err(SimError::InvalidArgument("counter frequency must be non-zero"));
         }
+        if topo.clusters > crate::agent::MAX_CLUSTERS {
+            return Err(SimError::InvalidArgument(
+                "the simulator supports at most 42 clusters (pto_sim::MAX_CLUSTERS: its AICPU programs' tables hold no more)",
+            ));
+        }
         let workers = topo.workers() as usize;
         let nthreads = topo.aicpu_threads as usize;
-        if nthreads + workers + 1 > 128 {
+        if nthreads + workers > crate::agent::MAX_AGENTS as usize {
             return Err(SimError::InvalidArgument("the simulator supports at most 127 device agents"));
         }
         // The environment is read once, strictly: a value outside its syntax is an error.

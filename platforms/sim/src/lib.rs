@@ -41,7 +41,7 @@ mod shared;
 mod stream;
 mod violation;
 
-pub use agent::{SimAicpu, SimCore};
+pub use agent::{MAX_CLUSTERS, SimAicpu, SimCore, SimDelay};
 pub use config::{AicpuWritePolicy, CacheModel, SimConfig};
 pub use device::{DROP_JOIN_BUDGET, SimDevice, detached_threads};
 pub use error::SimError;

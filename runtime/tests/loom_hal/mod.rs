@@ -25,8 +25,9 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 use pto_hal::{
-    AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, CoreRegisters, Events, GmAddr, GmAtomic,
-    GmMemory, GmMemoryExt, HostCoherent, KernelContext, KernelContextExt, KernelFault, KernelFn, Reg, Registers, Ticks,
+    AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, CoreRegisters, DelayNs, Events, GmAddr,
+    GmAtomic, GmMemory, GmMemoryExt, HostCoherent, KernelContext, KernelContextExt, KernelFault, KernelFn, Pause, Reg,
+    Registers, Ticks,
 };
 use pto_runtime::layout::{DESC_MAGIC, LAYOUT_VERSION, LaunchConfig, LaunchDesc};
 use pto_runtime::lifecycle::RunMap;
@@ -349,6 +350,13 @@ macro_rules! impl_common {
             }
         }
 
+        impl Pause for $ty {
+            type Delay = NoDelay;
+            fn delay(&self) -> NoDelay {
+                NoDelay
+            }
+        }
+
         impl Events for $ty {
             fn wait_for_event(&self, _deadline: Ticks) {
                 loom::thread::yield_now();
@@ -359,6 +367,14 @@ macro_rules! impl_common {
             }
         }
     };
+}
+
+/// The loom device's delay: none. Loom has no time, and the runtime backs off only after a
+/// wait (`Events`), which on this device already yields to the other threads of the model.
+pub struct NoDelay;
+
+impl DelayNs for NoDelay {
+    fn delay_ns(&mut self, _ns: u32) {}
 }
 
 impl_common!(LoomAicpu);
@@ -412,6 +428,8 @@ impl Registers for LoomAicpu {
 }
 
 impl AicpuAgent for LoomAicpu {
+    /// The models' devices have at most two clusters.
+    type MaxClusters = pto_hal::typenum::U2;
     fn resolve_program<F: Copy + 'static>(&self, _handle: u64) -> Option<F> {
         None
     }

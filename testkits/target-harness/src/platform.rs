@@ -38,7 +38,7 @@ use pto_hal::{
     AicoreAgent, AicoreCache, AicoreEntry, AicoreLaunch, AicoreStream, AicpuAgent, AicpuCache, AicpuEntry, AicpuLaunch,
     AicpuStream, Barriers, Clock, Contract, CoreRegisters, CoreType, DeviceMemory, DevicePlatform, ErrorKind,
     ErrorType, Events, GmAddr, GmAtomic, GmMemory, Handle, HostPlatform, KernelContext, KernelFault, KernelFn,
-    KernelSource, LINE_BYTES, Loader, OrchestrationSource, Platform, ProgramKind, Stream, Ticks, Topology,
+    KernelSource, LINE_BYTES, Loader, OrchestrationSource, Pause, Platform, ProgramKind, Stream, Ticks, Topology,
 };
 use pto_inproc::{HandleTable, Heap, HeapError, Registry, WorkerFault, WorkerStream, panic_message};
 
@@ -673,6 +673,15 @@ impl<C: Chip> Events for TargetAicore<C> {
         if self.query(addr) == seen && arm::cntvct() < deadline {
             std::thread::yield_now();
         }
+    }
+}
+
+/// The chip's generic timer, as the AICPU agents hand out: the same counter the deadlines
+/// count in.
+impl<C: Chip> Pause for TargetAicore<C> {
+    type Delay = GenericTimer;
+    fn delay(&self) -> GenericTimer {
+        GenericTimer
     }
 }
 
