@@ -30,6 +30,7 @@ pub mod breakage;
 pub mod codes;
 pub mod dump;
 pub mod exec;
+pub mod fixed;
 pub mod graph;
 pub mod hbg;
 pub mod kernel;

@@ -12,13 +12,14 @@
 //!   with blocks left goes back to its queue.
 
 use crate::sync::Ordering;
-use alloc::vec::Vec;
+use alloc::boxed::Box;
 
 use pto_hal::{AicpuAgent, CoreType, Reg};
 use zerocopy::IntoBytes;
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::dump::Dumper;
+use crate::fixed::PerCore;
 use crate::layout::{DispatchPayload, Shape, TraceRecord, offsets, regs, trace_kind};
 use crate::lifecycle::{self, Fault};
 use crate::trace::TraceRing;
@@ -26,6 +27,7 @@ use crate::trace::TraceRing;
 pub use super::cond::{Decision, Sub, decide};
 pub use super::source::{Base, Completions, TaskInfo, TaskSource, all_done};
 
+#[derive(Copy, Clone)]
 struct CoreSlot {
     w: u32,
     phys: u32,
@@ -40,6 +42,24 @@ struct CoreSlot {
     listed: bool,
 }
 
+/// An empty table entry: a core not handshaken, running nothing.
+impl Default for CoreSlot {
+    fn default() -> Self {
+        CoreSlot {
+            w: 0,
+            phys: 0,
+            ty: CoreType::Aic,
+            up: false,
+            running: None,
+            acked: false,
+            pending: None,
+            seq: 0,
+            last_cond: 0,
+            listed: false,
+        }
+    }
+}
+
 impl CoreSlot {
     fn can_pend(&self) -> bool {
         self.up && self.running.is_some() && self.acked && self.pending.is_none()
@@ -49,16 +69,29 @@ impl CoreSlot {
     }
 }
 
+/// A thread's per-core tables, sized by the platform's bound (`A::MaxClusters`): the thread
+/// owns at most every cluster of the launch, and boot refused a launch naming more clusters
+/// than the bound.
+struct Tables<A: AicpuAgent> {
+    /// The owned cores, cluster by cluster (AIC, AIV0, AIV1).
+    cores: PerCore<CoreSlot, A::MaxClusters>,
+    /// Idle cores by type, most recently idle last (reused first: it is likely still awake).
+    idle: [PerCore<usize, A::MaxClusters>; 2],
+    /// DMB writes of this pass: (physical core, dispatch id, core slot). At most one per core:
+    /// a core given a subtask this pass is neither idle nor able to take a pending one.
+    batch: PerCore<(u32, u32, u32), A::MaxClusters>,
+}
+
 /// One AICPU thread's scheduler.
 pub struct Scheduler<'s, A: AicpuAgent, S: TaskSource> {
     a: &'s A,
     s: &'s S,
     b: &'s Base,
-    cores: Vec<CoreSlot>,
-    /// Idle cores by type, most recently idle last (reused first: it is likely still awake).
-    idle: [Vec<usize>; 2],
-    /// DMB writes of this pass: (physical core, dispatch id, core slot).
-    batch: Vec<(u32, u32, u32)>,
+    /// Allocated once, when the scheduler is made (before the handshake), and never grown. On
+    /// the heap rather than in the thread's frame: some 11 KiB at the simulator's bound, and an
+    /// AICPU thread's stack is its platform's (256 KiB simulator threads; on the chip, the
+    /// vendor runtime's), which the user's orchestration and the dump's copies share.
+    t: Box<Tables<A>>,
     dispatched: u64,
     pushed: bool,
     /// A sync-start task waiting for enough idle cores of its shape.
@@ -77,34 +110,29 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
     pub fn new(a: &'s A, s: &'s S, t: u32, threads: u32) -> Self {
         let b = s.base();
         let clusters = b.map.cfg.clusters;
-        let mut cores = Vec::new();
+        let mut tables = Box::new(Tables::<A> {
+            cores: PerCore::new(),
+            idle: [PerCore::new(), PerCore::new()],
+            batch: PerCore::new(),
+        });
+        // Boot refused a launch of more clusters than the bound, so every owned cluster fits;
+        // were one not to, its cores would be left out, never indexed past the table.
         let mut c = t;
-        while c < clusters {
+        'clusters: while c < clusters {
             for (w, ty) in
                 [(c, CoreType::Aic), (clusters + 2 * c, CoreType::Aiv), (clusters + 2 * c + 1, CoreType::Aiv)]
             {
-                cores.push(CoreSlot {
-                    w,
-                    phys: 0,
-                    ty,
-                    up: false,
-                    running: None,
-                    acked: false,
-                    pending: None,
-                    seq: 0,
-                    last_cond: 0,
-                    listed: false,
-                });
+                if tables.cores.push(CoreSlot { w, ty, ..CoreSlot::default() }).is_err() {
+                    break 'clusters;
+                }
             }
-            c += threads;
+            c += threads.max(1);
         }
         Scheduler {
             a,
             s,
             b,
-            cores,
-            idle: [Vec::new(), Vec::new()],
-            batch: Vec::new(),
+            t: tables,
             dispatched: 0,
             pushed: false,
             cohort: None,
@@ -122,22 +150,26 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         let map = &s.map;
         let started = a.now_ticks();
         let deadline = started.saturating_add(map.cfg.watchdog_ticks);
-        let mut waiting: Vec<usize> = (0..self.cores.len()).collect();
+        let mut waiting = PerCore::<usize, A::MaxClusters>::new();
+        for i in 0..self.t.cores.len() {
+            // As many places as the table has cores.
+            let _ = waiting.push(i);
+        }
         loop {
             let before = waiting.len();
             waiting.retain(|&i| {
-                let w = self.cores[i].w;
+                let w = self.t.cores[i].w;
                 let Some(hs) = lifecycle::poll_report(a, map, w) else {
                     return true;
                 };
                 match lifecycle::check_report(&hs, w, &map.cfg) {
                     Ok(()) => {
-                        let c = &mut self.cores[i];
+                        let c = &mut self.t.cores[i];
                         c.phys = hs.physical_core_id;
                         c.up = true;
                         lifecycle::open_window(a, c.phys);
-                        c.listed = true;
-                        self.idle[c.ty as usize].push(i);
+                        // Listed at most once: the list has room for every core.
+                        c.listed = self.t.idle[c.ty as usize].push(i).is_ok();
                     }
                     Err(detail) => {
                         s.fail(
@@ -164,7 +196,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                     break;
                 }
                 if a.now_ticks() >= deadline {
-                    let w = self.cores[waiting[0]].w;
+                    let w = self.t.cores[waiting[0]].w;
                     s.fail(
                         a,
                         Fault {
@@ -183,9 +215,9 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         // Cores never opened (the run stopped first, or they never reported): cancel them so
         // none waits out its budget for a window that will not open.
         for &i in &waiting {
-            lifecycle::cancel_window(a, map, self.cores[i].w);
+            lifecycle::cancel_window(a, map, self.t.cores[i].w);
         }
-        for v in &mut self.idle {
+        for v in &mut self.t.idle {
             v.reverse();
         }
         if let Some(t) = &mut self.trace {
@@ -224,7 +256,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                 break;
             }
             let now = a.now_ticks();
-            if let Some(c) = self.cores.iter().find(|c| c.running.is_some()) {
+            if let Some(c) = self.t.cores.iter().find(|c| c.running.is_some()) {
                 if now.saturating_sub(last_progress) > watchdog {
                     let sub = c.running.unwrap_or(Sub { task: u32::MAX, block: 0, lane: 0, reg: 0 });
                     // A core that acknowledged the dispatch is running the kernel: it hangs.
@@ -279,8 +311,13 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
     /// Retire every core that handshook; returns how many were released.
     pub fn retire(&mut self) -> u32 {
         let started = if self.trace.is_some() { self.a.now_ticks() } else { 0 };
-        let ups: Vec<(u32, u32)> = self.cores.iter().filter(|c| c.up).map(|c| (c.w, c.phys)).collect();
-        let mut exited = alloc::vec![false; ups.len()];
+        let mut ups = PerCore::<(u32, u32), A::MaxClusters>::new();
+        let mut exited = PerCore::<bool, A::MaxClusters>::new();
+        for c in self.t.cores.iter().filter(|c| c.up) {
+            // As many places as the table has cores.
+            let _ = ups.push((c.w, c.phys));
+            let _ = exited.push(false);
+        }
         let r = lifecycle::retire_group(self.a, &self.b.map, &ups, &mut exited);
         if let Some(w) = r.silent {
             self.b.fail(
@@ -318,7 +355,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         }
         let d = self.b.map.desc;
         a.fetch_add(d.offset(offsets::RUN_DISPATCHED), self.dispatched);
-        a.fetch_add(d.offset(offsets::RUN_CORES_READY), self.cores.iter().filter(|c| c.up).count() as u64);
+        a.fetch_add(d.offset(offsets::RUN_CORES_READY), self.t.cores.iter().filter(|c| c.up).count() as u64);
         a.fetch_add(d.offset(offsets::RUN_CORES_RELEASED), released as u64);
         a.fetch_add(d.offset(offsets::RUN_THREADS_DONE), 1);
     }
@@ -327,8 +364,8 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         let a = self.a;
         let mut progress = false;
         let started = if self.trace.is_some() { a.now_ticks() } else { 0 };
-        for i in 0..self.cores.len() {
-            let c = &self.cores[i];
+        for i in 0..self.t.cores.len() {
+            let c = &self.t.cores[i];
             if c.running.is_none() {
                 continue;
             }
@@ -337,7 +374,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                 continue;
             }
             a.rmb();
-            let c = &mut self.cores[i];
+            let c = &mut self.t.cores[i];
             c.last_cond = v;
             if v == crate::layout::regs::COND_FAULTED {
                 // The core latched a fault and ended its dispatch without FIN: that subtask
@@ -364,8 +401,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                 c.acked = false;
                 let ty = c.ty as usize;
                 if finished.iter().any(Option::is_some) && !c.listed {
-                    c.listed = true;
-                    self.idle[ty].push(i);
+                    c.listed = self.t.idle[ty].push(i).is_ok();
                 }
             }
             let w = c.w;
@@ -457,7 +493,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                 any |= self.place(t, shape);
             }
         }
-        if !self.batch.is_empty() {
+        if !self.t.batch.is_empty() {
             let a = self.a;
             a.wmb();
             // The dispatch tick is read before the first DMB write: no core starts before it.
@@ -465,17 +501,17 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             // Nothing is dispatched once a fault is latched. Looked at after the tick is read,
             // so every dispatch a trace records was decided before the latch.
             if self.b.latch_seen(a) {
-                self.dispatched -= self.batch.len() as u64;
-                self.batch.clear();
+                self.dispatched -= self.t.batch.len() as u64;
+                self.t.batch.clear();
                 return any;
             }
-            for &(phys, reg, _) in &self.batch {
+            for &(phys, reg, _) in &self.t.batch {
                 a.write_reg(phys, Reg::Dmb, reg);
             }
             if self.trace.is_some() {
                 self.trace_dispatched(started, at);
             }
-            self.batch.clear();
+            self.t.batch.clear();
         }
         any
     }
@@ -483,15 +519,15 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
     /// Record the dispatch of every subtask of this pass's batch, and the pass itself.
     #[cold]
     fn trace_dispatched(&mut self, started: u64, at: u64) {
-        let batch = core::mem::take(&mut self.batch);
+        let batch = core::mem::take(&mut self.t.batch);
         for &(_, reg, i) in &batch {
-            let c = &self.cores[i as usize];
+            let c = &self.t.cores[i as usize];
             let sub = [c.running, c.pending].into_iter().flatten().find(|s| s.reg == reg);
             if let Some(sub) = sub {
                 self.trace_sub(trace_kind::DISPATCH, c.w, sub, at);
             }
         }
-        self.batch = batch;
+        self.t.batch = batch;
         let now = self.a.now_ticks();
         if let Some(t) = &mut self.trace {
             t.phase(self.a, trace_kind::DISPATCHING, started, now);
@@ -502,7 +538,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         match shape {
             Shape::Aic | Shape::Aiv => {
                 let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
-                !self.idle[ty as usize].is_empty() || self.cores.iter().any(|c| c.ty == ty && c.can_pend())
+                !self.t.idle[ty as usize].is_empty() || self.t.cores.iter().any(|c| c.ty == ty && c.can_pend())
             }
             Shape::Mix => self.free_cluster().is_some(),
             Shape::Dummy => false,
@@ -511,21 +547,21 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
 
     /// A cluster whose three cores all have a free slot; all-idle clusters first.
     fn free_cluster(&self) -> Option<usize> {
-        let n = self.cores.len() / 3;
-        let free = |i: usize| self.cores[i].is_idle() || self.cores[i].can_pend();
+        let n = self.t.cores.len() / 3;
+        let free = |i: usize| self.t.cores[i].is_idle() || self.t.cores[i].can_pend();
         (0..n)
-            .find(|&k| (0..3).all(|l| self.cores[3 * k + l].is_idle()))
+            .find(|&k| (0..3).all(|l| self.t.cores[3 * k + l].is_idle()))
             .or_else(|| (0..n).find(|&k| (0..3).all(|l| free(3 * k + l))))
     }
 
     fn take_core(&mut self, ty: CoreType) -> Option<usize> {
-        while let Some(i) = self.idle[ty as usize].pop() {
-            self.cores[i].listed = false;
-            if self.cores[i].is_idle() {
+        while let Some(i) = self.t.idle[ty as usize].pop() {
+            self.t.cores[i].listed = false;
+            if self.t.cores[i].is_idle() {
                 return Some(i);
             }
         }
-        self.cores.iter().position(|c| c.ty == ty && c.can_pend())
+        self.t.cores.iter().position(|c| c.ty == ty && c.can_pend())
     }
 
     /// Place as many blocks of task `t` as this thread has room for; requeue the rest.
@@ -582,20 +618,20 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
 
     /// Blocks of `shape` this thread could start right now on idle cores.
     fn idle_capacity(&self, shape: Shape) -> u32 {
-        let idle = |ty: CoreType| self.cores.iter().filter(|c| c.ty == ty && c.is_idle()).count() as u32;
+        let idle = |ty: CoreType| self.t.cores.iter().filter(|c| c.ty == ty && c.is_idle()).count() as u32;
         match shape {
             Shape::Aic => idle(CoreType::Aic),
             Shape::Aiv => idle(CoreType::Aiv),
             Shape::Mix => {
-                let n = self.cores.len() / 3;
-                (0..n).filter(|&k| (0..3).all(|l| self.cores[3 * k + l].is_idle())).count() as u32
+                let n = self.t.cores.len() / 3;
+                (0..n).filter(|&k| (0..3).all(|l| self.t.cores[3 * k + l].is_idle())).count() as u32
             }
             Shape::Dummy => 0,
         }
     }
 
     fn assign(&mut self, i: usize, t: u32, info: &TaskInfo, block: u32, lane: u8, sub_block: u32) {
-        let c = &mut self.cores[i];
+        let c = &mut self.t.cores[i];
         c.seq = regs::next_id(c.seq);
         let reg = c.seq;
         let p = DispatchPayload {
@@ -623,7 +659,12 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         } else {
             c.pending = Some(sub);
         }
-        self.batch.push((c.phys, reg, i as u32));
+        if let Err((phys, reg, _)) = self.t.batch.push((c.phys, reg, i as u32)) {
+            // Never: a pass gives a core at most one subtask and the batch has a place per
+            // core. Were it full, the dispatch is written now rather than lost.
+            self.a.wmb();
+            self.a.write_reg(phys, Reg::Dmb, reg);
+        }
         self.dispatched += 1;
     }
 }

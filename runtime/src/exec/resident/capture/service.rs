@@ -19,18 +19,19 @@
 //! reservation out ([`Blocked::ReservationOpen`](pto_hal::Blocked::ReservationOpen)) and the lane unpublished until it is resumed
 //! and committed or abandoned.
 
-use alloc::vec::Vec;
+use alloc::boxed::Box;
 
 use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr};
 
 use super::rendezvous::{Ack, write_ack};
 use crate::dump::{DumpLevel, GmLane, Suspended, next_capture};
+use crate::fixed::PerCore;
 use crate::layout::{
     CaptureLayout, capture_header, capture_phase, capture_request, capture_slot, capture_status, dump_stage,
 };
 
 /// A request as the service tracks it.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, Default)]
 struct Req {
     task: u32,
     phase: u64,
@@ -48,7 +49,7 @@ struct Req {
 }
 
 /// One served core.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, Default)]
 struct Served {
     w: u32,
     /// The request tick last read from its line.
@@ -79,7 +80,7 @@ pub struct ServiceStats {
 }
 
 /// The boundary-capture service of one AICPU thread.
-pub struct Service<'a, A> {
+pub struct Service<'a, A: AicpuAgent> {
     a: &'a A,
     l: CaptureLayout,
     lane: GmLane<'a, A>,
@@ -88,7 +89,11 @@ pub struct Service<'a, A> {
     epoch: u64,
     /// Each task's argument record (GM address), by task id.
     args: &'a [u64],
-    cores: Vec<Served>,
+    /// The served cores' request state, one place per core of the platform's bound
+    /// (`A::MaxClusters`): allocated once, when the service is made, and never grown. On the
+    /// heap, not in the thread's frame: some 10 KiB at the simulator's bound, held for the whole
+    /// run beside the thread's scheduler (see `Scheduler`).
+    cores: Box<PerCore<Served, A::MaxClusters>>,
     next_observe: u64,
     /// The open (suspended) reservation and the index in `cores` of the request it serves.
     open: Option<(usize, Suspended)>,
@@ -113,10 +118,15 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         threads: u32,
     ) -> Service<'a, A> {
         let threads = threads.max(1);
-        let cores = (0..l.workers())
-            .filter(|&w| crate::exec::resident::state::seat(w, l.clusters).0 % threads == t)
-            .map(|w| Served { w, seen: 0, req: None })
-            .collect();
+        let mut cores = Box::new(PerCore::new());
+        // Boot refused a launch of more clusters than the bound, so every served core fits;
+        // were one not to, it would go unserved (its budget ends its wait), never indexed past
+        // the table.
+        for w in (0..l.workers()).filter(|&w| crate::exec::resident::state::seat(w, l.clusters).0 % threads == t) {
+            if cores.push(Served { w, seen: 0, req: None }).is_err() {
+                break;
+            }
+        }
         let max_bytes = a.query(GmAddr(l.header(capture_header::MAX_BYTES))).max(1);
         Service {
             a,
