@@ -30,6 +30,12 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         Ok(s) => s,
         Err(status) => return status,
     };
+    if shared.base().refused {
+        // More clusters than this platform's tables hold: no scheduler, the cores cancelled.
+        lifecycle::refuse(a, &shared.base().map, launch.thread_idx, launch.thread_count);
+        shared.depart(a);
+        return STATUS_BAD_DESC;
+    }
 
     let mut sched = Scheduler::new(a, &*shared, launch.thread_idx, launch.thread_count);
     sched.handshake();
@@ -215,6 +221,11 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
         return None;
     }
     let map = RunMap { desc, cfg };
+    if lifecycle::over_bound(a, &map) {
+        let mut s = Shared::failed(a, map);
+        s.base.refused = true;
+        return Some(s);
+    }
     match load_graph(a, &cfg).and_then(|g| check_resident(&cfg, g)) {
         Ok(g) => {
             let s = Shared::new(a, map, g);

@@ -79,6 +79,10 @@ pub enum DeviceFault {
     /// rendezvous slot was still being initialised by its claimer (nothing was written to the
     /// slot; the run ends).
     ArgsCaptureInitLost = 208,
+    /// The launch descriptor names more clusters than this platform's AICPU programs hold
+    /// (their per-core tables are sized by the platform's bound, `AicpuAgent::MaxClusters`):
+    /// the launch is refused, every core's window cancelled, nothing run.
+    TopologyBound = 209,
 }
 
 /// Any device-side error code.
@@ -246,6 +250,11 @@ impl ErrorCode {
                 "ARGS_CAPTURE_TIMEOUT",
                 "a core waited at a task boundary past its budget for the args dump to seal the boundary's capture; nothing was sealed and the dump's accounting is unknown",
                 "the host did not drain the dump (raise DumpConfig's arena or wait budget) or an AICPU thread stopped serving; the site says which boundary",
+            ),
+            ErrorCode::Device(D::TopologyBound) => (
+                "TOPOLOGY_BOUND",
+                "the launch names more clusters than this platform's AICPU programs are built for (their per-core tables are sized at compile time by the platform's bound); nothing ran. The detail is the clusters launched (high 32 bits) and the bound (low 32 bits)",
+                "launch at most the bound's clusters (RunConfig::clusters), or use the device library built for this chip: the board's topology exceeds its platform's bound",
             ),
             ErrorCode::Device(D::ArgsCaptureInitLost) => (
                 "ARGS_CAPTURE_INIT_LOST",

@@ -253,6 +253,38 @@ pub fn wait_window<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, deadline: Ticks)
     }
 }
 
+/// AICPU, at boot: whether launch `map` names more clusters than this platform's AICPU
+/// programs hold (`A::MaxClusters`, which sizes their per-core tables). If it does, the launch
+/// is refused: `TOPOLOGY_BOUND` is latched (site `Boot`, detail: the clusters launched in the
+/// high 32 bits, the bound in the low ones) and every thread then leaves through [`refuse`].
+pub fn over_bound<A: AicpuAgent>(a: &A, map: &RunMap) -> bool {
+    let clusters = map.cfg.clusters;
+    if clusters <= A::MAX_CLUSTERS {
+        return false;
+    }
+    error!("launch: {} clusters named, this platform's programs hold at most {}", clusters, A::MAX_CLUSTERS);
+    let f = Fault {
+        code: ErrorCode::Device(crate::codes::DeviceFault::TopologyBound),
+        site: Site::Boot,
+        task: None,
+        core: None,
+        detail: ((clusters as u64) << 32) | A::MAX_CLUSTERS as u64,
+    };
+    latch(a, map.desc, f, "");
+    true
+}
+
+/// AICPU thread `t` of `threads` of a refused launch ([`over_bound`]): cancel the windows of
+/// its share of the workers (`t`, `t + threads`, …: together the threads cover every one), so
+/// no core waits out its budget for a window that will not open, and count the thread done.
+/// No table is involved: a refused launch is exactly one the tables cannot hold.
+pub fn refuse<A: AicpuAgent>(a: &A, map: &RunMap, t: u32, threads: u32) {
+    for w in (t..map.cfg.workers).step_by(threads.max(1) as usize) {
+        cancel_window(a, map, w);
+    }
+    a.fetch_add(map.desc.offset(offsets::RUN_THREADS_DONE), 1);
+}
+
 /// AICPU: cancel a core whose window was never opened, so it leaves its window wait now.
 pub fn cancel_window<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) {
     a.store_direct(map.gate(w), cancel_value(map.cfg.epoch));

@@ -244,11 +244,23 @@ impl<P: HostPlatform> Device<P> {
 
     /// Take ownership of a device of a platform whose device half runs in this process (the
     /// simulator, the on-target harness): install the runtime's device programs, then
-    /// [`Device::new`].
+    /// [`Device::new`]. A device of more clusters than the platform's AICPU agent holds
+    /// ([`pto_hal::AicpuAgent::MaxClusters`]) is refused ([`Error::Config`]).
     pub fn new_in_process(dev: P::Device, timeouts: Timeouts) -> Result<Device<P>, Error>
     where
         P: pto_hal::Platform,
     {
+        // The device programs about to be installed hold at most the AICPU agent's bound of
+        // clusters (their per-core tables are sized by it): a device with more is refused here,
+        // by name, rather than each of its launches at boot (`TOPOLOGY_BOUND`).
+        let topo = P::topology(&dev);
+        let bound = <P::Aicpu as pto_hal::AicpuAgent>::MAX_CLUSTERS;
+        if topo.clusters > bound {
+            return Err(Error::Config(std::format!(
+                "the device has {} clusters, but this platform's AICPU programs hold at most {bound} (AicpuAgent::MaxClusters)",
+                topo.clusters
+            )));
+        }
         crate::programs::install::<P>(&dev).map_err(platform("device program install"))?;
         Device::new(dev, timeouts)
     }

@@ -97,6 +97,13 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         Ok(s) => s,
         Err(status) => return status,
     };
+    if shared.base().refused {
+        // More clusters than this platform's tables hold: no orchestration, no scheduler, the
+        // cores cancelled.
+        lifecycle::refuse(a, &shared.base().map, launch.thread_idx, launch.thread_count);
+        shared.depart(a);
+        return STATUS_BAD_DESC;
+    }
     if launch.thread_idx == orch_thread {
         let mut trace = crate::trace::TraceRing::open(&shared.base().map.cfg, false, orch_thread);
         let started = if trace.is_some() { a.now_ticks() } else { 0 };
@@ -135,6 +142,22 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr, threads: u32) -> Option<Shared> {
         return None;
     }
     let map = RunMap { desc, cfg };
+    if lifecycle::over_bound(a, &map) {
+        // Refused: an empty state, so every thread learns it and leaves (`lifecycle::refuse`).
+        let mut base = Base::new(a, map, [1; crate::layout::Shape::QUEUED]);
+        base.refused = true;
+        base.stop.store(true, Ordering::Release);
+        return Some(Shared {
+            base,
+            rings: Vec::new(),
+            funcs: Vec::new(),
+            image: OrchImage::default(),
+            tensors: Vec::new(),
+            scalars: Vec::new(),
+            submitted: AtomicU64::new(0),
+            orch_done: AtomicBool::new(true),
+        });
+    }
     let (image, funcs, tensors, scalars, detail) = match load_image(a, &cfg) {
         Ok((i, f, t, s)) => (i, f, t, s, None),
         Err(d) => (OrchImage::default(), Vec::new(), Vec::new(), Vec::new(), Some(d)),

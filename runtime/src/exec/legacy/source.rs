@@ -62,6 +62,10 @@ pub struct Base {
     /// Set when a fault is latched: every thread stops dispatching and retires its cores.
     pub stop: AtomicBool,
     pub(super) progress_tick: AtomicU64,
+    /// The launch names more clusters than the platform's bound
+    /// ([`lifecycle::over_bound`]): no scheduler is made; each thread cancels its share of the
+    /// cores ([`lifecycle::refuse`]) and leaves.
+    pub refused: bool,
 }
 
 impl Base {
@@ -73,6 +77,7 @@ impl Base {
             completed: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             progress_tick: AtomicU64::new(a.now_ticks()),
+            refused: false,
         }
     }
 
