@@ -303,3 +303,82 @@ fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
     let extra = c.args.iter().map(|(_, h)| (h.predicate, h.flags & args_flags::SYNC_START != 0)).collect();
     Ok(Graph { tasks: c.tasks, fanout: c.fanout, funcs: c.funcs, args, extra })
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    extern crate std;
+
+    use pto_hal::{AicpuAgent, GmAtomic};
+    use zerocopy::{FromZeros, IntoBytes};
+
+    use super::*;
+    use crate::codes::ErrorCode;
+    use crate::layout::{LaunchDesc, RUNTIME_HBG, RUNTIME_TRB, executor_mode};
+    use crate::test_words::WordsAicpu;
+
+    /// Run AICPU program `entry` on two threads over a descriptor naming `clusters` clusters;
+    /// the agent's bound is two.
+    fn launch(entry: fn(&WordsAicpu, AicpuLaunch<'_>) -> i32, runtime: u32, clusters: u32) -> (WordsAicpu, [i32; 2]) {
+        let a = WordsAicpu::default();
+        let desc = GmAddr(0x1_0000);
+        let cfg = LaunchConfig {
+            magic: DESC_MAGIC,
+            version: LAYOUT_VERSION,
+            epoch: 7,
+            clusters,
+            workers: 3 * clusters,
+            aicpu_threads: 2,
+            physical_cores: 3 * clusters,
+            runtime,
+            handshakes: 0x2_0000,
+            gates: 0x3_0000,
+            payloads: 0x4_0000,
+            watchdog_ticks: 1 << 40,
+            exit_ticks: 1 << 40,
+            core_wait_ticks: 1 << 40,
+            executor: executor_mode::LEGACY_GRAPH,
+            ..LaunchConfig::default()
+        };
+        a.write(desc, cfg.as_bytes());
+        #[allow(clippy::disallowed_types, reason = "the HAL's scratch cell")]
+        let scratch = core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+        let status = std::thread::scope(|s| {
+            let run = |t| {
+                let (a, scratch) = (&a, &scratch);
+                s.spawn(move || entry(a, AicpuLaunch { thread_idx: t, thread_count: 2, args: desc, scratch }))
+            };
+            let (t0, t1) = (run(0), run(1));
+            [t0.join().unwrap(), t1.join().unwrap()]
+        });
+        assert!(scratch.into_inner().is_null(), "the launch left its scratch cell ready for the next");
+        (a, status)
+    }
+
+    /// A descriptor naming more clusters than the agent's bound is refused on both runtimes:
+    /// `TOPOLOGY_BOUND` latched at boot with the clusters and the bound, every core's window
+    /// cancelled (none waits out its budget), both threads counted, and the descriptor status.
+    #[test]
+    fn a_launch_over_the_bound_is_refused_by_name() {
+        assert_eq!(WordsAicpu::MAX_CLUSTERS, 2);
+        for (entry, runtime) in [
+            (aicpu_entry::<WordsAicpu> as fn(&WordsAicpu, AicpuLaunch<'_>) -> i32, RUNTIME_HBG),
+            (crate::trb::aicpu_entry::<WordsAicpu>, RUNTIME_TRB),
+        ] {
+            let (a, status) = launch(entry, runtime, 3);
+            assert_eq!(status, [STATUS_BAD_DESC; 2], "runtime {runtime}");
+            let mut d = LaunchDesc::new_zeroed();
+            a.read(GmAddr(0x1_0000), d.as_mut_bytes());
+            let f = lifecycle::decode_latch(&d).expect("a latched fault").fault.expect("a known code");
+            assert_eq!(f.code, ErrorCode::Device(DeviceFault::TopologyBound));
+            assert_eq!(f.code.name(), "TOPOLOGY_BOUND");
+            assert_eq!((f.site, f.task, f.core), (Site::Boot, None, None));
+            assert_eq!(f.detail, (3 << 32) | 2, "clusters launched, then the bound");
+            let map = RunMap { desc: GmAddr(0x1_0000), cfg: d.config };
+            for w in 0..9 {
+                assert_eq!(a.query(map.gate(w)), lifecycle::cancel_value(7), "worker {w}'s window cancelled");
+            }
+            assert_eq!(d.run.threads_done, 2);
+            assert_eq!(d.run.cores_ready, 0);
+        }
+    }
+}
