@@ -107,6 +107,7 @@ pub fn share<'l, A: AicpuAgent, S: TaskSource>(
     // The booting thread boots within the watchdog of this run (read here, not trusted from it).
     let cfg = lifecycle::read_config(a, launch.args);
     let deadline = a.now_ticks().saturating_add(cfg.watchdog_ticks.max(a.ticks_from_micros(1_000)));
+    let mut backoff = crate::backoff::Backoff::new();
     loop {
         let give_up = a.now_ticks() >= deadline;
         match cell.attach(give_up) {
@@ -115,7 +116,7 @@ pub fn share<'l, A: AicpuAgent, S: TaskSource>(
                 warn!("launch: thread {} got no launch state (boot failed or timed out)", launch.thread_idx);
                 return Err(STATUS_NO_BOOT);
             }
-            Attach::Pending => a.wait_for_event(deadline),
+            Attach::Pending => backoff.idle(a, deadline),
         }
     }
 }

@@ -26,6 +26,7 @@ pub use half;
 
 pub mod aicpu;
 pub mod args;
+pub mod backoff;
 pub mod breakage;
 pub mod codes;
 pub mod dump;

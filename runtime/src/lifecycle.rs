@@ -235,6 +235,7 @@ pub enum NoWindow {
 /// core's teardown gate, or for the budget to run out.
 pub fn wait_window<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, deadline: Ticks) -> Result<u32, NoWindow> {
     let gate = map.gate(w);
+    let mut backoff = crate::backoff::Backoff::new();
     loop {
         let v = a.read_dmb();
         if v != 0 {
@@ -249,7 +250,7 @@ pub fn wait_window<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, deadline: Ticks)
             return Err(NoWindow::Timeout);
         }
         // A DMB write wakes this core as well as a store to its gate.
-        a.wait_for_word(gate, g, deadline);
+        backoff.wait_word(a, gate, g, deadline);
     }
 }
 
@@ -310,6 +311,7 @@ pub fn wait_release<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, budget: Ticks) 
     let epoch = map.cfg.epoch;
     let mut deadline = a.now_ticks().saturating_add(budget);
     let mut escalated = false;
+    let mut backoff = crate::backoff::Backoff::new();
     loop {
         let v = a.query(gate);
         if v == epoch || (v != 0 && v & (1 << 63) == 0 && crate::breakage::broken(crate::breakage::GATE_ANY_EPOCH)) {
@@ -337,7 +339,7 @@ pub fn wait_release<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, budget: Ticks) 
             }
             deadline = now.saturating_add(budget.max(1));
         }
-        a.wait_for_word(gate, v, deadline);
+        backoff.wait_word(a, gate, v, deadline);
     }
 }
 
@@ -432,7 +434,9 @@ pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], ex
     for e in exited.iter_mut() {
         *e = false;
     }
+    let mut backoff = crate::backoff::Backoff::new();
     while left > 0 {
+        let before = left;
         for (i, &(_, phys)) in cores.iter().enumerate() {
             if !exited[i] && a.read_reg(phys, Reg::Cond) == regs::COND_EXITED {
                 exited[i] = true;
@@ -442,7 +446,10 @@ pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], ex
         if left == 0 || a.now_ticks() >= deadline {
             break;
         }
-        a.wait_for_event(deadline);
+        if left < before {
+            backoff.reset();
+        }
+        backoff.idle(a, deadline);
     }
     if crate::breakage::broken(crate::breakage::STALL_RETIRE | crate::breakage::STALL_RETIRE_LONG) {
         stall(a, map);
@@ -484,12 +491,13 @@ fn stall<A: AicpuAgent>(a: &A, map: &RunMap) {
     let until = a.now_ticks().saturating_add(map.cfg.core_wait_ticks.saturating_mul(4));
     let claimed = map.desc.offset(offsets::FATAL_CLAIMED);
     let long = crate::breakage::broken(crate::breakage::STALL_RETIRE_LONG);
+    let mut backoff = crate::backoff::Backoff::new();
     loop {
         let now = a.now_ticks();
         let seen = a.query(claimed);
         if now >= until || (seen != 0 && !long) {
             return;
         }
-        a.wait_for_word(claimed, seen, until);
+        backoff.wait_word(a, claimed, seen, until);
     }
 }

@@ -234,6 +234,7 @@ impl<'a, A: AicpuAgent> Dumper<'a, A> {
         let a = self.lane.agent();
         let deadline = a.now_ticks().saturating_add(self.wait_ticks);
         let slice = a.ticks_from_micros(20).max(1);
+        let mut backoff = crate::backoff::Backoff::new();
         loop {
             match self.lane.try_begin(c) {
                 Begin::Accepted(mut r) => {
@@ -248,7 +249,7 @@ impl<'a, A: AicpuAgent> Dumper<'a, A> {
                         self.lane.drop_records(1);
                         return false;
                     }
-                    a.wait_for_event(now.saturating_add(slice).min(deadline));
+                    backoff.idle(a, now.saturating_add(slice).min(deadline));
                 }
             }
         }

@@ -103,6 +103,7 @@ enum Go {
 fn resident_ready<A: AicoreAgent>(a: &A, map: &RunMap, w: u32) -> Go {
     let at = map.desc.offset(offsets::RUN_RESIDENT_READY);
     let deadline = a.now_ticks().saturating_add(map.cfg.core_wait_ticks);
+    let mut backoff = crate::backoff::Backoff::new();
     loop {
         if a.read_dmb() == regs::DMB_EXIT {
             return Go::Exit;
@@ -123,6 +124,6 @@ fn resident_ready<A: AicoreAgent>(a: &A, map: &RunMap, w: u32) -> Go {
             lifecycle::latch(a, map.desc, f, "");
             return Go::Timeout;
         }
-        a.wait_for_word(at, v, deadline.min(now.saturating_add(a.ticks_from_micros(1_000))));
+        backoff.wait_word(a, at, v, deadline.min(now.saturating_add(a.ticks_from_micros(1_000))));
     }
 }

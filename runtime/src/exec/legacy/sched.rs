@@ -155,6 +155,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             // As many places as the table has cores.
             let _ = waiting.push(i);
         }
+        let mut backoff = crate::backoff::Backoff::new();
         loop {
             let before = waiting.len();
             waiting.retain(|&i| {
@@ -209,7 +210,9 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                     );
                     break;
                 }
-                a.wait_for_event(deadline);
+                backoff.idle(a, deadline);
+            } else {
+                backoff.reset();
             }
         }
         // Cores never opened (the run stopped first, or they never reported): cancel them so

@@ -92,6 +92,8 @@ pub fn serve<A: AicoreAgent>(
     let mut deadline = a.now_ticks().saturating_add(budget);
     let mut seen = a.query(GmAddr(l.completed()));
     let late = crate::breakage::broken(crate::breakage::WAKE_SEEN_LATE);
+    // Spaces the doorbell polls of an idle core (on the chip, whose word wait is a spin hint).
+    let mut backoff = crate::backoff::Backoff::new();
     loop {
         if a.read_dmb() == regs::DMB_EXIT {
             return Served::Exit;
@@ -113,11 +115,13 @@ pub fn serve<A: AicoreAgent>(
                 }
                 core.settle();
                 deadline = a.now_ticks().saturating_add(budget);
+                backoff.reset();
                 continue;
             }
             let again = core.try_dispatch(c, lane);
             core.settle();
             if again == Some(true) {
+                backoff.reset();
                 continue;
             }
         }
@@ -149,7 +153,7 @@ pub fn serve<A: AicoreAgent>(
         }
         // In slices: EXIT arrives through a register, not through the watched word.
         let until = deadline.min(now.saturating_add(a.ticks_from_micros(IDLE_SLICE_US)));
-        a.wait_for_word(GmAddr(l.doorbell(c)), bell, until);
+        backoff.wait_word(a, GmAddr(l.doorbell(c)), bell, until);
     }
 }
 

@@ -27,6 +27,7 @@ pub fn supervise<A: AicpuAgent>(
     let completed = GmAddr(l.completed());
     let mut seen = a.query(completed);
     let mut last_progress = a.now_ticks();
+    let mut backoff = crate::backoff::Backoff::new();
     loop {
         let c = a.query(completed);
         if c >= total || latch_seen(a, map) || stop.load(crate::sync::Ordering::Acquire) {
@@ -49,6 +50,7 @@ pub fn supervise<A: AicpuAgent>(
         if c != seen || stepped.1 {
             seen = c;
             last_progress = now;
+            backoff.reset();
         } else if now.saturating_sub(last_progress) > watchdog {
             let running = (0..l.workers()).find_map(|w| match a.query(GmAddr(l.running(w))) {
                 0 => None,
@@ -80,9 +82,9 @@ pub fn supervise<A: AicpuAgent>(
         let until = last_progress.saturating_add(watchdog + 1);
         if service.is_some() {
             // Requests and completions both send an event.
-            a.wait_for_event(until.min(now.saturating_add(a.ticks_from_micros(1_000))));
+            backoff.idle(a, until.min(now.saturating_add(a.ticks_from_micros(1_000))));
         } else {
-            a.wait_for_word(completed, c, until.min(now.saturating_add(a.ticks_from_micros(10_000))));
+            backoff.wait_word(a, completed, c, until.min(now.saturating_add(a.ticks_from_micros(10_000))));
         }
     }
 }

@@ -25,12 +25,14 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
         }
         let budget = self.s.image.wait_ticks;
         let mut deadline = self.a.now_ticks().saturating_add(budget);
+        let mut backoff = crate::backoff::Backoff::new();
         loop {
             let c = &mut self.cursors[ring];
             let freed = c.advance(&self.s.rings[ring]);
             if freed > 0 {
                 deadline = self.a.now_ticks().saturating_add(budget);
                 self.note_reclaimed(freed);
+                backoff.reset();
             }
             let c = &mut self.cursors[ring];
             let Some(lack) = c.lack(heap, edges) else { return Ok(()) };
@@ -68,7 +70,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                 return Err(self.stop_with(code(OrchError::FlowControlDeadlock), window as u64, &text));
             }
             self.wake(true);
-            self.a.wait_for_event(now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
+            backoff.idle(self.a, now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
         }
     }
 
@@ -91,6 +93,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
             let region = a.tensor.region();
             let budget = self.s.image.wait_ticks;
             let mut deadline = self.a.now_ticks().saturating_add(budget);
+            let mut backoff = crate::backoff::Backoff::new();
             loop {
                 if self.map.insert(&region, key).is_ok() {
                     break;
@@ -103,6 +106,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                 freed += self.map.prune(|p| Self::retired(cursors, p)) as u32;
                 if freed > 0 {
                     deadline = self.a.now_ticks().saturating_add(budget);
+                    backoff.reset();
                     continue;
                 }
                 self.live()?;
@@ -113,7 +117,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                     return Err(self.stop_with(OrchError::TensormapOverflow, cap, &text));
                 }
                 self.wake(true);
-                self.a.wait_for_event(now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
+                backoff.idle(self.a, now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
             }
         }
         Ok(())
@@ -137,6 +141,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
         let deadline = self.a.now_ticks().saturating_add(self.s.image.wait_ticks);
         for p in prods {
             let (ring, l) = ((p >> 32) as usize, p as u32);
+            let mut backoff = crate::backoff::Backoff::new();
             loop {
                 let slot = self.slot(ring, l);
                 let done = l < self.cursors[ring].last_alive
@@ -153,7 +158,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                     return Err(self.stop_with(OrchError::TensorWaitTimeout, id as u64, &text));
                 }
                 self.wake(true);
-                self.a.wait_for_event(now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
+                backoff.idle(self.a, now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
             }
         }
         Ok(())

@@ -7,7 +7,7 @@
 //! acknowledgement line the serving AICPU thread's; both are also touched word by word,
 //! device-direct.
 
-use pto_hal::{AicoreAgent, Barriers, GmAddr, GmAtomic};
+use pto_hal::{AicoreAgent, Barriers, DelayNs, GmAddr, GmAtomic};
 
 use crate::layout::{CaptureLayout, capture_ack, capture_header, capture_phase, capture_request, capture_slot, regs};
 
@@ -249,6 +249,8 @@ pub struct Boundary {
     tick: core::cell::Cell<u64>,
     /// `(slot, phase, mask, occupancy)` of the phase this core published last.
     last: core::cell::Cell<Option<(GmAddr, u64, u64, u64)>>,
+    /// Spaces this core's looks at a word that did not change ([`Boundary::pause`]).
+    backoff: core::cell::Cell<crate::backoff::Backoff>,
 }
 
 /// A waiter's budget: its deadline, whether it already ran out once (and marked the slot
@@ -278,6 +280,7 @@ impl Boundary {
             seq: core::cell::Cell::new(0),
             tick: core::cell::Cell::new(0),
             last: core::cell::Cell::new(None),
+            backoff: core::cell::Cell::new(crate::backoff::Backoff::new()),
         }
     }
 
@@ -363,9 +366,13 @@ impl Boundary {
 
     /// Wait a slice (or until `deadline`) for `word` to change from `seen`, the value the
     /// caller's last look was based on (so a store landing since then ends the wait at once).
+    /// A look that finds the same word with the same value as the last one backs off
+    /// ([`Backoff::wait_word`](crate::backoff::Backoff::wait_word)).
     fn pause<A: AicoreAgent>(&self, a: &A, word: GmAddr, seen: u64, deadline: u64) {
         let until = deadline.min(a.now_ticks().saturating_add(a.ticks_from_micros(SLICE_US)));
-        a.wait_for_word(word, seen, until);
+        let mut b = self.backoff.get();
+        b.wait_word(a, word, seen, until);
+        self.backoff.set(b);
     }
 
     /// The budget ran out: the first time, mark the slot aborted (the waiter whose
@@ -454,9 +461,10 @@ impl Boundary {
                     crate::layout::capture_status::ABORTED => return Ok(false),
                     status => {
                         if status == crate::layout::capture_status::WOULD_BLOCK {
-                            // The lane cannot take the record yet: ask again after a while.
-                            let until = a.now_ticks().saturating_add(a.ticks_from_micros(RETRY_US));
-                            a.wait_for_event(until.min(w.deadline));
+                            // The lane cannot take the record yet: ask again after a while (a
+                            // pause of time alone, within the budget: nothing signals room).
+                            let left = w.deadline.saturating_sub(a.now_ticks()).min(a.ticks_from_micros(RETRY_US));
+                            a.delay().delay_us(a.micros_from_ticks(left) as u32);
                         }
                         r.arg_index = ack.arg_index;
                         r.cursor = ack.cursor;
