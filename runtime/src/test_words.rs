@@ -55,7 +55,7 @@ impl pto_hal::Barriers for Words {
 #[derive(Default)]
 pub(crate) struct WordsAicpu {
     pub gm: Words,
-    clock: std::sync::atomic::AtomicU64,
+    clock: crate::sync::AtomicU64,
 }
 
 impl pto_hal::GmAtomic for WordsAicpu {
@@ -125,7 +125,7 @@ impl pto_hal::Registers for WordsAicpu {
 
 impl pto_hal::Clock for WordsAicpu {
     fn now_ticks(&self) -> pto_hal::Ticks {
-        self.clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        self.clock.fetch_add(1, crate::sync::Ordering::Relaxed)
     }
     fn freq_hz(&self) -> u64 {
         1_000_000

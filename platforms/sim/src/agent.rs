@@ -184,8 +184,12 @@ pub const MAX_CLUSTERS: u32 = 42;
 /// Agents (AICPU threads and AICores) a simulated device has at most.
 pub(crate) const MAX_AGENTS: u32 = 127;
 
+/// AICPU threads of the largest device: one.
+const MIN_THREADS: u32 = 1;
+
 // The largest device of `MAX_CLUSTERS` clusters fits the agents, one more cluster does not.
-const _: () = assert!(3 * MAX_CLUSTERS + 1 <= MAX_AGENTS && 3 * (MAX_CLUSTERS + 1) + 1 > MAX_AGENTS);
+const _: () =
+    assert!(3 * MAX_CLUSTERS + MIN_THREADS <= MAX_AGENTS && 3 * (MAX_CLUSTERS + 1) + MIN_THREADS > MAX_AGENTS);
 
 /// Delays below this yield the thread until the time has passed; longer ones sleep (the
 /// host's sleep overshoots by tens of microseconds, which is small beside them).
