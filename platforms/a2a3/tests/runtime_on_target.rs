@@ -90,3 +90,18 @@ fn chain513_args_dump_on_both_runtimes() {
     let _one = one_at_a_time();
     dump_chain513::<A2a3>(small_topology(3));
 }
+
+/// A device of more clusters than the chip's AICPU agent holds (`MaxClusters`: the chip's own
+/// 24) is refused by name when the runtime takes it: the AICPU programs' per-core tables could
+/// not hold a launch of it.
+#[test]
+fn a_device_over_the_chips_bound_is_refused() {
+    use pto_hal::AicpuAgent;
+    assert_eq!(<A2a3Aicpu<'static> as AicpuAgent>::MAX_CLUSTERS, pto_a2a3::CLUSTERS);
+    let topology = pto_hal::Topology { clusters: pto_a2a3::CLUSTERS + 1, aicpu_threads: 2 };
+    match pto_target_harness::workloads::open::<A2a3>(topology) {
+        Err(pto_runtime::host::Error::Config(m)) => assert!(m.contains("at most 24"), "{m}"),
+        Err(e) => panic!("refused, but not as a configuration error: {e}"),
+        Ok(_) => panic!("a device of 25 clusters was taken over a 24-cluster agent"),
+    }
+}
