@@ -29,7 +29,7 @@ pub trait Events {
 ///
 /// [`Events`] ends a wait when something may have changed; a [`Pause`] delay waits for time
 /// alone, for code that has to let time pass whatever happens: the back-off between two polls
-/// of a budgeted wait that saw nothing new, or "ask again after a while". The runtime never
+/// of a budgeted wait that saw nothing new. The runtime never
 /// asks for more than its callers' budgets allow (deadlines stay in device ticks; a delay is
 /// cut to what is left of one). Agents are shared (`&self`) and `DelayNs` takes `&mut self`,
 /// so the agent hands out a delay value rather than being one.

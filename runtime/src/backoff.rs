@@ -12,7 +12,10 @@
 //! The back-off reads no clock and touches no shared memory: a deadline is still checked by the
 //! caller, in ticks, before every wait, and is overshot by at most [`MAX_NS`]. It is not used
 //! on the dispatch hot paths (the legacy scheduler's pass loop, an AICore's dispatch wait),
-//! whose latency is the executor's and whose waits are event waits already.
+//! whose latency is the executor's, nor where the resident capture service answers requests
+//! (the supervisor's event wait with the dump on, a publisher's wait after WOULD_BLOCK), whose
+//! timing against the publisher's next look is left as it was (`docs/architecture.md`,
+//! "Waiting").
 
 use pto_hal::{DelayNs, Events, GmAddr, Pause, Ticks};
 

@@ -81,8 +81,12 @@ pub fn supervise<A: AicpuAgent>(
         }
         let until = last_progress.saturating_add(watchdog + 1);
         if service.is_some() {
-            // Requests and completions both send an event.
-            backoff.idle(a, until.min(now.saturating_add(a.ticks_from_micros(1_000))));
+            // Requests and completions both send an event. No back-off here: a serving thread
+            // that spins in a delay instead of sleeping answers a request sooner, and a
+            // capture publisher that reads its acknowledgement after the answer to a WOULD_BLOCK
+            // re-requests without looking at its budget (`capture::rendezvous`), so the
+            // answer's timing is left as it was.
+            a.wait_for_event(until.min(now.saturating_add(a.ticks_from_micros(1_000))));
         } else {
             backoff.wait_word(a, completed, c, until.min(now.saturating_add(a.ticks_from_micros(10_000))));
         }

@@ -7,7 +7,7 @@
 //! acknowledgement line the serving AICPU thread's; both are also touched word by word,
 //! device-direct.
 
-use pto_hal::{AicoreAgent, Barriers, DelayNs, GmAddr, GmAtomic};
+use pto_hal::{AicoreAgent, Barriers, GmAddr, GmAtomic};
 
 use crate::layout::{CaptureLayout, capture_ack, capture_header, capture_phase, capture_request, capture_slot, regs};
 
@@ -461,10 +461,9 @@ impl Boundary {
                     crate::layout::capture_status::ABORTED => return Ok(false),
                     status => {
                         if status == crate::layout::capture_status::WOULD_BLOCK {
-                            // The lane cannot take the record yet: ask again after a while (a
-                            // pause of time alone, within the budget: nothing signals room).
-                            let left = w.deadline.saturating_sub(a.now_ticks()).min(a.ticks_from_micros(RETRY_US));
-                            a.delay().delay_us(a.micros_from_ticks(left) as u32);
+                            // The lane cannot take the record yet: ask again after a while.
+                            let until = a.now_ticks().saturating_add(a.ticks_from_micros(RETRY_US));
+                            a.wait_for_event(until.min(w.deadline));
                         }
                         r.arg_index = ack.arg_index;
                         r.cursor = ack.cursor;
