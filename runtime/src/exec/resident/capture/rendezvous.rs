@@ -465,12 +465,19 @@ impl Boundary {
                             let until = a.now_ticks().saturating_add(a.ticks_from_micros(RETRY_US));
                             a.wait_for_event(until.min(w.deadline));
                         }
-                        r.arg_index = ack.arg_index;
-                        r.cursor = ack.cursor;
-                        r.tick = self.next_tick();
-                        write_request(a, line, &r);
-                        a.send_event();
-                        continue;
+                        // Ask again only within the budget and while the phase is not aborted:
+                        // out of budget, the wait below expires it; aborted (by this core or a
+                        // peer), the service answers ABORTED to the tick it has, and a new
+                        // request would only be a second phase to abort.
+                        let aborted = w.expired || a.query(slot.offset(capture_slot::ABORTED)) != 0;
+                        if !aborted && a.now_ticks() < w.deadline {
+                            r.arg_index = ack.arg_index;
+                            r.cursor = ack.cursor;
+                            r.tick = self.next_tick();
+                            write_request(a, line, &r);
+                            a.send_event();
+                            continue;
+                        }
                     }
                 }
             }
