@@ -59,3 +59,35 @@ pub fn decide(cond: u32, running: Option<u32>, pending: Option<u32>) -> Decision
     }
     d
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::regs::{ack, fin};
+
+    #[test]
+    fn the_four_completion_cases() {
+        // Case 1: pending id seen with FIN: both done.
+        assert_eq!(
+            decide(fin(6), Some(5), Some(6)),
+            Decision { running_done: true, pending_done: true, promote: false, running_acked: false }
+        );
+        // Case 1': pending id seen with ACK: running done, pending promoted and acknowledged.
+        assert_eq!(
+            decide(ack(6), Some(5), Some(6)),
+            Decision { running_done: true, pending_done: false, promote: true, running_acked: true }
+        );
+        // Case 2: running FIN with a pending: running done, pending promoted (not yet acked).
+        assert_eq!(
+            decide(fin(5), Some(5), Some(6)),
+            Decision { running_done: true, pending_done: false, promote: true, running_acked: false }
+        );
+        // Case 2': running FIN, nothing pending: core idle.
+        assert_eq!(decide(fin(5), Some(5), None), Decision { running_done: true, ..Decision::default() });
+        // Case 3: running ACK: only the acknowledgement.
+        assert_eq!(decide(ack(5), Some(5), None), Decision { running_acked: true, ..Decision::default() });
+        // Case 4: idle or stale values change nothing.
+        assert_eq!(decide(regs::COND_IDLE, Some(5), None), Decision::default());
+        assert_eq!(decide(fin(3), Some(5), Some(6)), Decision::default());
+    }
+}
