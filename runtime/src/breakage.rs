@@ -42,7 +42,9 @@ pub const STALL_RETIRE: u64 = 1 << 10;
 /// host's fence to give up on the AICPU program.
 pub const STALL_RETIRE_LONG: u64 = 1 << 11;
 /// The args dump publishes a buffer without writing back its payload and record lines (the
-/// host reads memory, so on a2a3 it would read stale bytes).
+/// host reads memory, so on a2a3 it would read stale bytes). To force the interleaving in
+/// which the host reads them dirty, the lane then waits (up to a second) until the host gave
+/// the buffer back.
 pub const SKIP_DUMP_CLEAN: u64 = 1 << 12;
 /// The args dump stores a lane's ready tail before the ready entry it publishes (the host may
 /// take the entry before it is written: a stale buffer index, count and end).
@@ -130,9 +132,9 @@ pub const CAPTURE_STALL_CLAIMING: u64 = 1 << 37;
 /// waits out its own budgets and leaves unacknowledged).
 pub const CAPTURE_PEER_IGNORES_ABORTED: u64 = 1 << 38;
 /// Fault injection (a forced schedule): the AICPU capture service answers the open
-/// reservation's aborted phase only after it answered another phase ABORTED, or once the run
-/// stops — so a request waiting behind the open reservation is aborted with no reservation of
-/// its own open.
+/// reservation's aborted phase only after it answered another phase ABORTED (never first, even
+/// once the run stops) — so the first abort it answers is one of a request waiting behind the
+/// open reservation, with no reservation of its own open.
 pub const CAPTURE_ABORT_OWNER_LAST: u64 = 1 << 39;
 /// The fault path as it was: a faulted subtask completes like any other — the legacy core
 /// reports a plain FIN after a caught fault (so its AICPU thread counts it done, records it

@@ -284,6 +284,16 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
         }
         self.current = None;
         self.count = 0;
+        if crate::breakage::broken(crate::breakage::SKIP_DUMP_CLEAN) {
+            // The interleaving forced: the host reads the buffer while its lines are still
+            // dirty here (it gives the buffer back once read), or a second passes.
+            let freed = a.query(self.ack(word::ACK_FREE_TAIL));
+            let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
+            while a.query(self.ack(word::ACK_FREE_TAIL)) == freed && a.now_ticks() < until {
+                let slice = a.now_ticks().saturating_add(a.ticks_from_micros(1_000));
+                a.wait_for_word(self.ack(word::ACK_FREE_TAIL), freed, slice.min(until));
+            }
+        }
         true
     }
 

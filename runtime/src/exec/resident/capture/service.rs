@@ -163,7 +163,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// anything.
     pub fn step(&mut self) -> bool {
         self.scan();
-        let mut answered = self.abort_aborted(true);
+        let mut answered = self.abort_aborted();
         // The open reservation's owner first: it keeps advancing.
         let owner = self.open.as_ref().map(|(i, _)| *i);
         let stalled = crate::breakage::broken(crate::breakage::CAPTURE_STALL_OPEN);
@@ -220,7 +220,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// Answer the aborted phases only (the run is stopping: nothing else is served).
     pub fn answer_aborts(&mut self) -> bool {
         self.scan();
-        self.abort_aborted(false)
+        self.abort_aborted()
     }
 
     /// Read every served core's request line once; a new phase is stamped with the next
@@ -265,11 +265,9 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// Answer every request whose slot is marked aborted: finish nothing more, abandon its
     /// reservation if it holds the open one (the only case a record is charged), acknowledge
     /// ABORTED with the full identity.
-    /// (`running`: the run goes on, as opposed to stopping.)
-    fn abort_aborted(&mut self, running: bool) -> bool {
+    fn abort_aborted(&mut self) -> bool {
         let mut any = false;
-        let owner_last =
-            running && self.stats.aborted == 0 && crate::breakage::broken(crate::breakage::CAPTURE_ABORT_OWNER_LAST);
+        let owner_last = self.stats.aborted == 0 && crate::breakage::broken(crate::breakage::CAPTURE_ABORT_OWNER_LAST);
         for i in 0..self.cores.len() {
             let Some(r) = self.cores[i].req else { continue };
             let slot = GmAddr(self.l.slot(r.slot.0, r.slot.1));
