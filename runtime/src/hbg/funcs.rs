@@ -47,6 +47,10 @@ impl FuncTable {
     pub fn get(&self, id: u16) -> Option<&FuncInfo> {
         self.entries.get(id as usize)?.as_ref()
     }
+    /// The name of the func one of whose binaries is `bin` (a kernel fault's detail word).
+    pub fn name_of_binary(&self, bin: u64) -> Option<&str> {
+        self.entries.iter().flatten().find(|f| f.aic == Some(bin) || f.aiv == Some(bin)).map(|f| f.name.as_str())
+    }
     /// Number of slots (highest id + 1).
     pub fn len(&self) -> usize {
         self.entries.len()

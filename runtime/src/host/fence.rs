@@ -471,11 +471,7 @@ impl<P: HostPlatform> InFlight<P> {
             };
             // A kernel's fault names its binary in the detail word: name the kernel.
             if err.site == Site::Kernel && err.code == ErrorCode::Device(DeviceFault::KernelFault) {
-                let funcs = inner.funcs.lock();
-                err.kernel = (0..crate::layout::MAX_FUNC_ID as u16)
-                    .filter_map(|id| funcs.0.get(id))
-                    .find(|f| f.aic == Some(err.detail) || f.aiv == Some(err.detail))
-                    .map(|f| f.name.clone());
+                err.kernel = inner.funcs.lock().0.name_of_binary(err.detail).map(std::string::String::from);
             }
             // The trace of a failed run is a diagnostic: one that cannot be read is left out.
             err.trace = trace().ok().flatten().map(std::boxed::Box::new);
