@@ -44,6 +44,7 @@ pub use generic_array::typenum;
 mod addr;
 mod barrier;
 mod cache;
+pub mod check;
 mod clock;
 mod dump;
 mod error;

@@ -5,6 +5,7 @@ use core::sync::atomic::AtomicPtr;
 use generic_array::ArrayLength;
 use generic_array::typenum::Unsigned;
 
+use crate::check::{Checks, GraphNotes};
 use crate::{
     AicoreCache, AicoreStream, AicpuCache, AicpuStream, Barriers, Clock, Contract, CoreRegisters, CoreType,
     DeviceMemory, ErrorType, Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Pause,
@@ -69,6 +70,32 @@ pub trait AicpuAgent: GmAtomic + GmMemory + AicpuCache + Barriers + Registers + 
     // A fault is the rare path and the HAL has no allocator: its text travels inline.
     #[allow(clippy::result_large_err)]
     fn run_program(&self, body: &mut dyn FnMut()) -> Result<(), KernelFault>;
+
+    /// Checks ([`crate::check`]): the device-side runtime submitted `task`, which depends on
+    /// every task in `producers` (discovered through the tensor map, given explicitly, or
+    /// implied by a scope), in submission order. Ignored unless the platform checks.
+    fn note_task(&self, task: u32, producers: &mut dyn Iterator<Item = u32>) {
+        let _ = (task, producers);
+    }
+    /// Checks: the device-side runtime retired `task` (completed, and its slot reclaimed): it
+    /// forgets the task's writes, so every task submitted from now on counts as ordered after
+    /// it. Ignored unless the platform checks.
+    fn note_retired(&self, task: u32) {
+        let _ = task;
+    }
+    /// Checks: the device-side runtime handed out `len` bytes at `addr` as a fresh tensor
+    /// owned by `owner`; they are uninitialised until written, and what earlier tasks did to
+    /// that memory no longer concerns the tasks that use the new tensor. Ignored unless the
+    /// platform checks.
+    fn note_allocation(&self, owner: u32, addr: GmAddr, len: u64) {
+        let _ = (owner, addr, len);
+    }
+    /// Checks: the orchestration itself read (`write == false`) or wrote `len` bytes at
+    /// `addr` (an element access), at this point of its submission order. Ignored unless the
+    /// platform checks.
+    fn note_orchestration_access(&self, addr: GmAddr, len: u64, write: bool) {
+        let _ = (addr, len, write);
+    }
 }
 
 /// What an AICore can do: GM, its cache, barriers, its own registers, time, events and timed
@@ -197,6 +224,32 @@ pub trait HostPlatform: 'static {
     /// Create the two distinct streams of a run. The types make "both programs on one stream"
     /// (which deadlocks: the AICPU program waits for the AICore program) unrepresentable.
     fn create_streams(device: &Self::Device) -> Result<(Self::AicpuStream, Self::AicoreStream), Self::Error>;
+
+    /// Switch the checks ([`crate::check`]) a device runs from the next launch on; `false`
+    /// when the platform cannot check (the default: only the simulator can), so that asking
+    /// for a check is never silently ignored. Switching every check off always succeeds.
+    fn set_checks(device: &Self::Device, checks: Checks) -> bool {
+        let _ = device;
+        !checks.any()
+    }
+    /// The checks a device runs now.
+    fn checks(device: &Self::Device) -> Checks {
+        let _ = device;
+        Checks::OFF
+    }
+    /// Checks: the run whose launch descriptor is at `launch` is of a host-built graph; its
+    /// tasks, edges and fresh memory. Called before the run's programs are launched. Ignored
+    /// unless the platform checks.
+    fn note_graph(device: &Self::Device, launch: GmAddr, graph: &GraphNotes<'_>) {
+        let _ = (device, launch, graph);
+    }
+    /// Checks (initcheck): the first byte of `[addr, addr + len)` nothing wrote since it was
+    /// handed out, when the device tracks that; `None` when every byte was written or the
+    /// device does not track it. The runtime asks before it reads a tensor back.
+    fn first_unwritten(device: &Self::Device, addr: GmAddr, len: u64) -> Option<GmAddr> {
+        let _ = (device, addr, len);
+        None
+    }
 }
 
 /// The device half of a platform: what its AICPU threads and AICores are, and its coherence

@@ -242,12 +242,25 @@ pub struct SimAicpu<C: Contract> {
     shared: Arc<Shared>,
     idx: u32,
     stores: std::sync::atomic::AtomicU64,
+    /// The launch descriptor of the job this thread runs (the checks' run key).
+    launch: std::sync::atomic::AtomicU64,
     _c: PhantomData<fn() -> C>,
 }
 
 impl<C: Contract> SimAicpu<C> {
     pub(crate) fn new(shared: Arc<Shared>, idx: u32) -> Self {
-        SimAicpu { shared, idx, stores: std::sync::atomic::AtomicU64::new(0), _c: PhantomData }
+        SimAicpu {
+            shared,
+            idx,
+            stores: std::sync::atomic::AtomicU64::new(0),
+            launch: Default::default(),
+            _c: PhantomData,
+        }
+    }
+
+    /// This thread now runs a job of the launch whose descriptor is at `args`.
+    pub(crate) fn set_launch(&self, args: GmAddr) {
+        self.launch.store(args.0, Ordering::Relaxed);
     }
 
     #[inline]
@@ -343,6 +356,35 @@ impl<C: Contract> AicpuAgent for SimAicpu<C> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
             .map_err(|p| KernelFault::new(&crate::panics::take_message(&*p)))
     }
+
+    fn note_task(&self, task: u32, producers: &mut dyn Iterator<Item = u32>) {
+        let c = &self.shared.checker;
+        if c.on() {
+            c.note_task(self.launch.load(Ordering::Relaxed), task, producers);
+        }
+    }
+
+    fn note_retired(&self, task: u32) {
+        let c = &self.shared.checker;
+        if c.on() {
+            c.note_retired(self.launch.load(Ordering::Relaxed), task);
+        }
+    }
+
+    fn note_allocation(&self, owner: u32, addr: GmAddr, len: u64) {
+        let c = &self.shared.checker;
+        if c.on() {
+            let _ = owner;
+            c.note_fresh(self.launch.load(Ordering::Relaxed), addr.0, addr.0.saturating_add(len));
+        }
+    }
+
+    fn note_orchestration_access(&self, addr: GmAddr, len: u64, write: bool) {
+        let c = &self.shared.checker;
+        if c.on() {
+            c.note_orchestration(self.launch.load(Ordering::Relaxed), addr.0, addr.0.saturating_add(len), write);
+        }
+    }
 }
 
 /// An AICore of the simulated device.
@@ -350,6 +392,8 @@ pub struct SimCore<C: Contract> {
     shared: Arc<Shared>,
     worker: u32,
     stores: std::sync::atomic::AtomicU64,
+    /// The launch descriptor of the job this core runs (the checks' run key).
+    launch: std::sync::atomic::AtomicU64,
     phys: u32,
     core_type: CoreType,
     _c: PhantomData<fn() -> C>,
@@ -359,7 +403,20 @@ impl<C: Contract> SimCore<C> {
     pub(crate) fn new(shared: Arc<Shared>, worker: u32) -> Self {
         let phys = shared.physical_id(worker);
         let core_type = shared.topo.core_type(worker);
-        SimCore { shared, worker, phys, core_type, stores: std::sync::atomic::AtomicU64::new(0), _c: PhantomData }
+        SimCore {
+            shared,
+            worker,
+            phys,
+            core_type,
+            stores: std::sync::atomic::AtomicU64::new(0),
+            launch: Default::default(),
+            _c: PhantomData,
+        }
+    }
+
+    /// This core now runs a job of the launch whose descriptor is at `args`.
+    pub(crate) fn set_launch(&self, args: GmAddr) {
+        self.launch.store(args.0, Ordering::Relaxed);
     }
 
     #[inline]
@@ -472,8 +529,16 @@ impl<C: Contract> AicoreAgent for SimCore<C> {
 
     fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
         crate::panics::install_quiet_hook();
+        let checker = &self.shared.checker;
+        if checker.on() {
+            let mut log = crate::check::BlockLog::default();
+            let task = ctx.task_id();
+            let r = crate::protect::run_kernel(kernel, ctx, Some(&mut log));
+            checker.kernel_ran(self.launch.load(Ordering::Relaxed), task, kernel as usize, log);
+            return r;
+        }
         if self.shared.protect.load(Ordering::Relaxed) {
-            return crate::protect::run_kernel(kernel, ctx);
+            return crate::protect::run_kernel(kernel, ctx, None);
         }
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel(ctx)))
             .map_err(|p| KernelFault::new(&crate::panics::take_message(&*p)))

@@ -36,6 +36,12 @@ pub struct SimConfig {
     /// open, and [`SimDevice::set_protection`](crate::SimDevice::set_protection) switches it
     /// between runs.
     pub protect: bool,
+    /// The schedule-independent checks (`crate::check`): racecheck and initcheck of each
+    /// run's task graph, off by default. The environment variable `PTO_SIM_CHECK=race,init`
+    /// (or `race`, `init`, `off`) overrides it at open, and
+    /// [`SimDevice::set_checks`](crate::SimDevice::set_checks) switches them between runs. A
+    /// check runs kernels behind the memory-protection guard, which sees their accesses.
+    pub check: pto_hal::check::Checks,
 }
 
 impl Default for SimConfig {
@@ -49,6 +55,7 @@ impl Default for SimConfig {
             cache: CacheModel::Coherent,
             aicpu_writes: None,
             protect: true,
+            check: pto_hal::check::Checks::OFF,
         }
     }
 }

@@ -99,16 +99,17 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
                 if let Some(f) = shared.model() {
                     f.job_start(id, launch.start_vc.get().map_or(&[][..], |v| &v[..]), &launch);
                 }
+                agent.set_launch(args);
                 let (s, m) = crate::panics::run_guarded(|| {
                     entry(&agent, AicpuLaunch { thread_idx, thread_count, args, scratch: &launch.scratch })
                 });
                 if let Some(f) = shared.model() {
                     launch.join_end(&f.job_end(id, &shared.gm));
                 }
-                launch.finish_one(s, m, &shared.active_launches);
+                launch.finish_one(s, m, shared);
             }
             Some(Job::Aicore { launch, .. }) => {
-                launch.finish_one(-1, Some("AICore job on an AICPU thread".into()), &shared.active_launches)
+                launch.finish_one(-1, Some("AICore job on an AICPU thread".into()), shared)
             }
             None => {
                 if shared.shutdown.load(Ordering::Acquire) {
@@ -130,7 +131,7 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
             Some(Job::Aicore { entry, args, block_idx, launch }) => {
                 if inner.take_silent(w) {
                     // Injected fault: this core never runs its program (never reports).
-                    launch.finish_one(0, None, &shared.active_launches);
+                    launch.finish_one(0, None, shared);
                     continue;
                 }
                 // Like the hardware, every kernel launch resets the core's registers: DMB = 0
@@ -149,14 +150,15 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                 if let Some(f) = shared.model() {
                     f.job_start(id, launch.start_vc.get().map_or(&[][..], |v| &v[..]), &launch);
                 }
+                agent.set_launch(args);
                 let (s, m) = crate::panics::run_guarded(|| entry(&agent, launch_info));
                 if let Some(f) = shared.model() {
                     launch.join_end(&f.job_end(id, &shared.gm));
                 }
-                launch.finish_one(s, m, &shared.active_launches);
+                launch.finish_one(s, m, shared);
             }
             Some(Job::Aicpu { launch, .. }) => {
-                launch.finish_one(-1, Some("AICPU job on an AICore thread".into()), &shared.active_launches)
+                launch.finish_one(-1, Some("AICPU job on an AICore thread".into()), shared)
             }
             None => {
                 if shared.shutdown.load(Ordering::Acquire) {
@@ -200,8 +202,9 @@ impl<C: Contract> SimDevice<C> {
             .or(config.aicpu_writes)
             .unwrap_or(AicpuWritePolicy::for_contract(C::HOST_COHERENT));
         let protect = crate::config::protection_from_env()?.unwrap_or(config.protect);
+        let checks = crate::check::checks_from_env()?.unwrap_or(config.check);
         let inner = Arc::new(Inner {
-            shared: Arc::new(Shared::new(topo, config, model, writes, protect, C::HOST_COHERENT)),
+            shared: Arc::new(Shared::new(topo, config, model, writes, protect, checks, C::HOST_COHERENT)),
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),
             core_jobs: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
             device_programs: RwLock::new(DevicePrograms::new()),
@@ -285,6 +288,21 @@ impl<C: Contract> SimDevice<C> {
         }
         self.shared().protect.store(on, Ordering::Release);
         Ok(())
+    }
+
+    /// Switch the schedule-independent checks (`crate::check`) between runs: refused while a
+    /// launch is active.
+    pub fn set_checks(&self, checks: pto_hal::check::Checks) -> Result<(), SimError> {
+        if self.shared().active_launches.load(Ordering::Acquire) != 0 {
+            return Err(SimError::InvalidArgument("the checks cannot change while a launch is active"));
+        }
+        self.shared().checker.set(checks);
+        Ok(())
+    }
+
+    /// The checks on now.
+    pub fn checks(&self) -> pto_hal::check::Checks {
+        self.shared().checker.checks()
     }
 
     /// Whether memory protection is on.

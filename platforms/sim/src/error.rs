@@ -51,6 +51,10 @@ pub enum SimError {
     /// The faithful cache model found a coherence violation the host would have observed.
     #[error("coherence violation: {0}")]
     Coherence(Violation),
+    /// A schedule-independent check (`PTO_SIM_CHECK`) found a race or an uninitialised read in
+    /// the run: the first finding, and how many there were.
+    #[error("check failed: {0}")]
+    Check(Box<crate::check::CheckReport>),
     /// The device was closed.
     #[error("the simulated device is closed")]
     Closed,
@@ -69,7 +73,7 @@ impl pto_hal::Error for SimError {
             SimError::InvalidAddress { .. } | SimError::BadFree(_) => ErrorKind::InvalidAddress,
             SimError::InvalidArgument(_) | SimError::Environment { .. } => ErrorKind::Other,
             SimError::Timeout(_) => ErrorKind::Timeout,
-            SimError::DeviceFault { .. } | SimError::Coherence(_) => ErrorKind::DeviceFault,
+            SimError::DeviceFault { .. } | SimError::Coherence(_) | SimError::Check(_) => ErrorKind::DeviceFault,
             SimError::Closed => ErrorKind::Closed,
             SimError::NotInstalled(_) => ErrorKind::Unsupported,
         }

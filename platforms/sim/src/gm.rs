@@ -61,9 +61,9 @@ impl Gm {
         Ok(GmAddr(at))
     }
 
-    /// Free an allocation.
-    pub fn free(&self, addr: GmAddr) -> Result<(), SimError> {
-        self.heap.lock().free(addr.0).map(|_| ()).map_err(|_| SimError::BadFree(addr))
+    /// Free an allocation; returns its length.
+    pub fn free(&self, addr: GmAddr) -> Result<u64, SimError> {
+        self.heap.lock().free(addr.0).map_err(|_| SimError::BadFree(addr))
     }
 
     /// Bytes currently allocated.

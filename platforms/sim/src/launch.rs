@@ -4,12 +4,17 @@
 
 use parking_lot::Mutex;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
 use pto_inproc::{Completion, Launch};
 
+use crate::check::CheckReport;
 use crate::error::SimError;
+use crate::shared::Shared;
 use crate::violation::{COHERENCE_STATUS, Violation};
+
+/// Status a launch reports when a check (`PTO_SIM_CHECK`) found something in its run.
+pub const CHECK_STATUS: i32 = -78;
 
 /// Completion state of one launch on a stream.
 pub(crate) struct LaunchState {
@@ -25,11 +30,16 @@ pub(crate) struct LaunchState {
     message: Mutex<Option<String>>,
     /// The faithful model's violation, when that is what failed the launch.
     violation: Mutex<Option<Violation>>,
+    /// What the checks found, when that is what failed the launch.
+    check: Mutex<Option<Box<CheckReport>>>,
+    /// The run this launch belongs to, when the checks record it (its launch descriptor).
+    check_key: Option<u64>,
     pub scratch: AtomicPtr<()>,
 }
 
 impl LaunchState {
-    pub fn new(agents: u32, vc_len: usize) -> Arc<LaunchState> {
+    /// A launch of `agents` agents; `check_key`: the run the checks record it under.
+    pub fn new(agents: u32, vc_len: usize, check_key: Option<u64>) -> Arc<LaunchState> {
         Arc::new(LaunchState {
             end_vc: Mutex::new(vec![0; vc_len]),
             start_vc: std::sync::OnceLock::new(),
@@ -37,6 +47,8 @@ impl LaunchState {
             status: AtomicI32::new(0),
             message: Mutex::new(None),
             violation: Mutex::new(None),
+            check: Mutex::new(None),
+            check_key,
             scratch: AtomicPtr::new(std::ptr::null_mut()),
         })
     }
@@ -53,13 +65,27 @@ impl LaunchState {
     /// One agent finished its program. The last one retires the launch from the device's
     /// `active` count (before a waiter can see the launch done), wakes waiters, and starts
     /// the stream's next launch.
-    pub fn finish_one(&self, status: i32, message: Option<String>, active: &AtomicU32) {
+    ///
+    /// When the checks record the launch's run and this was the run's last launch, the run is
+    /// analysed first, and a finding fails the launch (when nothing else did).
+    pub fn finish_one(&self, status: i32, message: Option<String>, shared: &Shared) {
         if status != 0 && self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             *self.message.lock() = message;
         }
         self.completion.arrive(|| {
-            active.fetch_sub(1, Ordering::AcqRel);
+            if let Some(report) = self.check_key.and_then(|k| shared.checker.launch_finished(k)) {
+                self.fail_with_check(report);
+            }
+            shared.active_launches.fetch_sub(1, Ordering::AcqRel);
         });
+    }
+
+    /// Mark the launch failed by a check's finding (first failure wins).
+    fn fail_with_check(&self, report: CheckReport) {
+        if self.status.compare_exchange(0, CHECK_STATUS, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            *self.message.lock() = Some(report.to_string());
+            *self.check.lock() = Some(Box::new(report));
+        }
     }
 
     /// Join an agent's end-of-program clock.
@@ -82,6 +108,11 @@ impl Launch for LaunchState {
     /// device fault with its status and message.
     fn failure(&self) -> Option<SimError> {
         let status = self.status.load(Ordering::Acquire);
+        if status == CHECK_STATUS {
+            if let Some(r) = self.check.lock().clone() {
+                return Some(SimError::Check(r));
+            }
+        }
         if status == COHERENCE_STATUS {
             if let Some(v) = self.violation.lock().clone() {
                 return Some(SimError::Coherence(v));

@@ -27,6 +27,7 @@
 //! ```
 
 mod agent;
+pub mod check;
 mod config;
 mod device;
 mod error;

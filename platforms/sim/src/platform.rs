@@ -3,6 +3,7 @@
 
 use std::marker::PhantomData;
 
+use pto_hal::check::{Checks, GraphNotes};
 use pto_hal::{
     AicoreEntry, AicpuEntry, Clock, Contract, DeviceMemory, DevicePlatform, ErrorType, GmAddr, Handle, HostPlatform,
     KernelSource, Loader, OrchestrationSource, Platform, ProgramKind, Ticks, Topology,
@@ -32,6 +33,25 @@ impl<C: Contract> HostPlatform for Sim<C> {
             return Err(SimError::Closed);
         }
         Ok((SimAicpuStream::new(device.inner.clone()), SimAicoreStream::new(device.inner.clone())))
+    }
+
+    fn set_checks(device: &SimDevice<C>, checks: Checks) -> bool {
+        device.set_checks(checks).is_ok()
+    }
+
+    fn checks(device: &SimDevice<C>) -> Checks {
+        device.checks()
+    }
+
+    fn note_graph(device: &SimDevice<C>, launch: GmAddr, graph: &GraphNotes<'_>) {
+        let c = &device.shared().checker;
+        if c.on() {
+            c.note_graph(launch.0, graph);
+        }
+    }
+
+    fn first_unwritten(device: &SimDevice<C>, addr: GmAddr, len: u64) -> Option<GmAddr> {
+        device.shared().checker.first_unwritten(addr.0, addr.0.saturating_add(len)).map(GmAddr)
     }
 }
 
@@ -80,14 +100,19 @@ impl<C: Contract> SimDevice<C> {
 
 impl<C: Contract> DeviceMemory for SimDevice<C> {
     fn alloc(&self, size: u64, align: u64) -> Result<GmAddr, SimError> {
-        self.shared().gm.alloc(size, align)
+        let at = self.shared().gm.alloc(size, align)?;
+        self.shared().checker.host_alloc(at.0, at.0.saturating_add(size));
+        Ok(at)
     }
     fn free(&self, addr: GmAddr) -> Result<(), SimError> {
-        self.shared().gm.free(addr)
+        let len = self.shared().gm.free(addr)?;
+        self.shared().checker.host_wrote(addr.0, addr.0.saturating_add(len));
+        Ok(())
     }
     fn copy_h2d(&self, dst: GmAddr, src: &[u8]) -> Result<(), SimError> {
         let off = self.host_range(dst, src.len() as u64)?;
         self.shared().gm.write_bytes(off, src);
+        self.shared().checker.host_wrote(dst.0, dst.0 + src.len() as u64);
         if let Some(f) = self.shared().model() {
             f.host_write(dst.0, src.len() as u64);
         }
@@ -104,6 +129,7 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
     fn memset(&self, dst: GmAddr, byte: u8, len: u64) -> Result<(), SimError> {
         let off = self.host_range(dst, len)?;
         self.shared().gm.fill(off, byte, len);
+        self.shared().checker.host_wrote(dst.0, dst.0 + len);
         if let Some(f) = self.shared().model() {
             f.host_write(dst.0, len);
         }
@@ -145,6 +171,7 @@ impl<C: Contract> Loader for SimDevice<C> {
             .function
             .ok_or_else(|| SimError::NotInstalled(format!("kernel {} has no Rust body", kernel.name)))?;
         let core = kernel.core;
+        self.shared().checker.name_kernel(f as usize, kernel.name);
         let mut t = self.shared().kernels.write();
         t.find_or_push((f, core), |&(g, c)| std::ptr::fn_addr_eq(g, f) && c == core)
             .map_err(|_| SimError::InvalidArgument("too many kernels loaded"))

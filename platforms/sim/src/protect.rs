@@ -19,9 +19,10 @@
 //! Every size and offset is computed with checked arithmetic; a view whose extent does not fit
 //! the address space covers nothing (the runtime rejects such views before any kernel runs).
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::check::BlockLog;
 use pto_hal::{CoreType, GmAddr, GmMemory, KernelContext, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg};
 
 /// Views kept on the stack; a task with more tensor arguments spills to the heap.
@@ -202,6 +203,8 @@ pub(crate) struct CheckedGm<'a> {
     inner: &'a dyn GmMemory,
     views: &'a [View],
     first: OnceCell<String>,
+    /// Where the checks (`crate::check`) record each access that lands, when they are on.
+    log: Option<RefCell<&'a mut BlockLog>>,
 }
 
 impl CheckedGm<'_> {
@@ -221,8 +224,11 @@ impl GmMemory for CheckedGm<'_> {
         if len == 0 {
             return;
         }
-        if !self.views.iter().any(|v| v.covers(addr.0, len)) {
+        let Some(arg) = self.views.iter().position(|v| v.covers(addr.0, len)) else {
             self.refuse(false, addr.0, len);
+        };
+        if let Some(log) = &self.log {
+            log.borrow_mut().push(arg as u32, false, addr.0, len);
         }
         self.inner.read(addr, dst)
     }
@@ -232,8 +238,11 @@ impl GmMemory for CheckedGm<'_> {
         if len == 0 {
             return;
         }
-        if !self.views.iter().any(|v| v.writable && v.covers(addr.0, len)) {
+        let Some(arg) = self.views.iter().position(|v| v.writable && v.covers(addr.0, len)) else {
             self.refuse(true, addr.0, len);
+        };
+        if let Some(log) = &self.log {
+            log.borrow_mut().push(arg as u32, true, addr.0, len);
         }
         self.inner.write(addr, src)
     }
@@ -286,10 +295,16 @@ fn view_at(ctx: &dyn KernelContext, i: usize) -> View {
 }
 
 /// Run `kernel` behind a [`Guard`]: a panic, or any illegal access (even one whose panic the
-/// kernel caught), is the kernel's fault; the first illegal access is the one reported.
+/// kernel caught), is the kernel's fault; the first illegal access is the one reported. With
+/// `log`, every access that lands is recorded there (with the argument it went through), and
+/// so is each argument's view.
 // The fault is the rare path; it is the HAL's inline type (see `AicoreAgent::run_kernel`).
 #[allow(clippy::result_large_err)]
-pub(crate) fn run_kernel(kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+pub(crate) fn run_kernel(
+    kernel: KernelFn,
+    ctx: &mut dyn KernelContext,
+    log: Option<&mut BlockLog>,
+) -> Result<(), KernelFault> {
     let ctx: &dyn KernelContext = ctx;
     let n = ctx.tensor_count();
     let mut inline = [View::EMPTY; INLINE_VIEWS];
@@ -303,7 +318,13 @@ pub(crate) fn run_kernel(kernel: KernelFn, ctx: &mut dyn KernelContext) -> Resul
         heap = (0..n).map(|i| view_at(ctx, i)).collect();
         &heap
     };
-    let mut guard = Guard { ctx, gm: CheckedGm { inner: ctx.gm(), views, first: OnceCell::new() } };
+    let log = log.map(|l| {
+        l.views = (0..n)
+            .map(|i| ctx.tensor(i).map_or((0, 0, false), |t| (t.addr.0, t.elem_bytes, t.is_contiguous())))
+            .collect();
+        RefCell::new(l)
+    });
+    let mut guard = Guard { ctx, gm: CheckedGm { inner: ctx.gm(), views, first: OnceCell::new(), log } };
     let r = catch_unwind(AssertUnwindSafe(|| kernel(&mut guard)));
     if let Some(msg) = guard.gm.first.get() {
         // Drop the message the panic hook recorded for the refused access (the kernel may
@@ -585,21 +606,21 @@ mod tests {
             std::thread::Builder::new()
                 .name("pto-aicore-test".into())
                 .spawn_scoped(s, || {
-                    assert_eq!(run_kernel(legal, &mut ctx), Ok(()));
+                    assert_eq!(run_kernel(legal, &mut ctx, None), Ok(()));
                     assert_eq!(&ctx.mem.0.borrow()[..8], &[0xee, 0xee, 0xee, 0xee, 1, 2, 3, 4]);
 
-                    let e = run_kernel(write_input, &mut ctx).unwrap_err();
+                    let e = run_kernel(write_input, &mut ctx, None).unwrap_err();
                     assert_eq!(e.as_str(), "write 0x1014+4 outside writable views; arg 2 [0x1014,0x1018) input-only");
                     assert_eq!(&ctx.mem.0.borrow()[0x14..0x18], &[0xee; 4], "nothing landed");
 
-                    let e = run_kernel(caught, &mut ctx).unwrap_err();
+                    let e = run_kernel(caught, &mut ctx, None).unwrap_err();
                     assert!(e.as_str().starts_with("write 0x1108+4 outside views; nearest arg 19"), "{}", e.as_str());
                     assert!(ctx.mem.0.borrow().iter().skip(8).all(|&b| b == 0xee), "nothing landed");
 
                     // Few arguments: the inline path.
                     let mut small = Ctx::new(3);
                     assert_eq!(
-                        run_kernel(write_input, &mut small).unwrap_err().as_str().get(..14),
+                        run_kernel(write_input, &mut small, None).unwrap_err().as_str().get(..14),
                         Some("write 0x1014+4")
                     );
                 })

@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     pub faithful_on: AtomicBool,
     /// Whether kernels run behind the memory-protection guard (`crate::protect`).
     pub protect: AtomicBool,
+    /// The schedule-independent checks and what they record.
+    pub checker: crate::check::Checker,
     /// AICPU cache maintenance issued so far: `[invalidate_range, flush_range]` calls.
     pub aicpu_cache_ops: [AtomicU64; 2],
     /// Launches not yet finished (the cache model may change only when this is zero).
@@ -71,7 +73,7 @@ const PROGRAM_CAPACITY: u64 = 0x1000_0000;
 
 impl Shared {
     /// The state of a device of `topo` opened with `config`, once the environment has been
-    /// read: cache `model`, AICPU `writes` policy and `protect` as resolved at open, under a
+    /// read: cache `model`, AICPU `writes` policy, `protect` and `checks` as resolved at open, under a
     /// host-coherent contract when `host_coherent`.
     pub fn new(
         topo: Topology,
@@ -79,6 +81,7 @@ impl Shared {
         model: CacheModel,
         writes: AicpuWritePolicy,
         protect: bool,
+        checks: pto_hal::check::Checks,
         host_coherent: bool,
     ) -> Shared {
         let workers = topo.workers() as usize;
@@ -109,6 +112,9 @@ impl Shared {
             },
             faithful_on: AtomicBool::new(matches!(model, CacheModel::Faithful { .. })),
             protect: AtomicBool::new(protect),
+            // Two writers of one line are a hazard where caches are not coherent with each
+            // other's write-backs (the host-non-coherent contract, a2a3).
+            checker: crate::check::Checker::new(checks, !host_coherent),
             active_launches: AtomicU32::new(0),
             aicpu_cache_ops: [AtomicU64::new(0), AtomicU64::new(0)],
             shutdown: AtomicBool::new(false),
@@ -147,6 +153,16 @@ impl Shared {
             Some(f) => f.host_release(),
             None => Vec::new(),
         }
+    }
+
+    /// The run key the checks record a launch with descriptor `args` under, when a check is
+    /// on (the launch is counted in its run until it finishes).
+    pub fn check_launch(&self, args: pto_hal::GmAddr) -> Option<u64> {
+        if !self.checker.on() {
+            return None;
+        }
+        self.checker.launch_submitted(args.0);
+        Some(args.0)
     }
 
     /// Number of vector-clock entries (device agents + host).

@@ -130,7 +130,7 @@ impl<C: Contract> AicpuStream for SimAicpuStream<C> {
         if threads == 0 || threads > inner.shared.topo.aicpu_threads {
             return Err(SimError::InvalidArgument("AICPU launch thread count outside 1..=board threads"));
         }
-        let launch = LaunchState::new(threads, inner.shared.vc_len());
+        let launch = LaunchState::new(threads, inner.shared.vc_len(), inner.shared.check_launch(args));
         let (inner2, l2) = (inner.clone(), launch.clone());
         self.core.submit(launch, move || {
             for t in 0..threads {
@@ -154,7 +154,7 @@ impl<C: Contract> AicoreStream for SimAicoreStream<C> {
             return Err(SimError::InvalidArgument("AICore launch cluster count outside 1..=board clusters"));
         }
         let topo = inner.shared.topo;
-        let launch = LaunchState::new(clusters * 3, inner.shared.vc_len());
+        let launch = LaunchState::new(clusters * 3, inner.shared.vc_len(), inner.shared.check_launch(args));
         let (inner2, l2) = (inner.clone(), launch.clone());
         self.core.submit(launch, move || {
             // The launch numbers its workers by the launched clusters (AIC `0..k`, AIV

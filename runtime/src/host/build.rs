@@ -33,6 +33,8 @@ pub(crate) struct GraphCore<P: HostPlatform> {
     pub(crate) dev: Arc<Inner<P>>,
     pub(crate) image: Vec<u8>,
     heap: Option<GmAddr>,
+    /// Bytes of the heap.
+    heap_bytes: u64,
     pub(crate) task_count: u32,
     first: [Option<u32>; 3],
     sync_max: [Option<(u32, u32)>; 3],
@@ -180,7 +182,8 @@ impl<P: HostPlatform> Device<P> {
         let mut b = GraphBuilder::new(&funcs, graph_id).with_tensor_check(&check);
         f(&mut b)?;
         b.check_acyclic()?;
-        let heap = match b.heap_bytes() {
+        let heap_bytes = b.heap_bytes();
+        let heap = match heap_bytes {
             0 => None,
             // Not cleared: a runtime-allocated tensor is written by its producer before any
             // consumer reads it (the dependency guarantees it), as on the reference's heap.
@@ -215,6 +218,7 @@ impl<P: HostPlatform> Device<P> {
                 dev: self.inner.clone(),
                 image,
                 heap,
+                heap_bytes,
                 task_count,
                 first,
                 sync_max,
@@ -223,6 +227,19 @@ impl<P: HostPlatform> Device<P> {
                 plan,
             }),
         })
+    }
+}
+
+impl<P: HostPlatform> GraphCore<P> {
+    /// Tell a checking platform about a run of this graph at launch descriptor `launch`: its
+    /// tasks, edges, and its heap (fresh at every run).
+    pub(crate) fn note_run(&self, launch: GmAddr) {
+        let fresh: &[(GmAddr, u64)] = match self.heap {
+            Some(h) => &[(h, self.heap_bytes)],
+            None => &[],
+        };
+        let notes = pto_hal::check::GraphNotes { tasks: self.task_count, edges: &self.plan.edges, fresh };
+        P::note_graph(&self.dev.dev, launch, &notes);
     }
 }
 

@@ -131,6 +131,11 @@ pub struct RunConfig {
     /// [`MIN_ARENA`](super::dump::MIN_ARENA)`..=`[`MAX_ARENA`](super::dump::MAX_ARENA)).
     /// An argument larger than half the arena is truncated to that, and its record says so.
     pub dump_arena: Option<u64>,
+    /// The schedule-independent checks to run from this run on (racecheck and initcheck:
+    /// `docs/sanitizers.md`); `None` (the default) keeps the device's setting (on the
+    /// simulator: `PTO_SIM_CHECK`, else off). A platform that cannot check refuses a run that
+    /// asks for a check.
+    pub check: Option<pto_hal::check::Checks>,
 }
 
 impl RunConfig {
@@ -188,6 +193,11 @@ impl RunConfig {
     /// `per_thread` records per AICPU thread (each at least 1).
     pub fn with_trace_records(mut self, per_core: u32, per_thread: u32) -> Self {
         self.trace_records = Some((per_core, per_thread));
+        self
+    }
+    /// The same configuration with the checks `checks` (see [`RunConfig::check`]).
+    pub fn with_check(mut self, checks: pto_hal::check::Checks) -> Self {
+        self.check = Some(checks);
         self
     }
     /// The same configuration with ring sizes `rings`.
@@ -296,6 +306,14 @@ impl<P: pto_hal::HostPlatform> super::Device<P> {
         }
         if let Some(w) = cfg.watchdog_us {
             core_wait_us(w, inner.timeouts.exit_us, inner.timeouts.stream_us)?;
+        }
+        if let Some(c) = cfg.check.filter(|&c| c != P::checks(&inner.dev)) {
+            if !P::set_checks(&inner.dev, c) {
+                return Err(Error::Config(format!(
+                    "checks {}: this platform cannot run them, or another run is in flight on the device",
+                    c.name()
+                )));
+            }
         }
         Ok((clusters, threads))
     }

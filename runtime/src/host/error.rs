@@ -248,6 +248,17 @@ pub enum Error {
         /// The host data's element type.
         host: &'static str,
     },
+    /// initcheck: the host read a tensor back whose bytes nothing wrote since it was
+    /// allocated (neither the host nor a task).
+    #[error(
+        "uninitialised read-back: element {element} (byte {addr:#x}) of the tensor was never written since it was allocated [initcheck]"
+    )]
+    Uninitialised {
+        /// The first unwritten byte.
+        addr: u64,
+        /// Its element's index in the tensor.
+        element: u64,
+    },
     /// A run configuration the board cannot satisfy.
     #[error("bad run configuration: {0}")]
     Config(String),

@@ -522,6 +522,7 @@ impl<P: HostPlatform> InFlight<P> {
             },
             legacy_reason: super::LegacyReason::from_code(d.config.executor_reason, d.config.executor_detail),
             capture: capture_report(&inner.dev, &d.config)?,
+            checks: P::checks(&inner.dev),
             orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
                 .then(|| Duration::from_micros(micros)),
         })

@@ -177,13 +177,25 @@ impl<P: HostPlatform> Device<P> {
     /// Allocate a zeroed device tensor of `shape` and element type `dtype`. A shape whose
     /// byte size overflows is [`GraphError::ShapeTooLarge`](crate::graph::GraphError::ShapeTooLarge).
     pub fn alloc_dtype(&self, dtype: DType, shape: &[u32]) -> Result<DeviceTensor<P>, Error> {
+        self.alloc_with(dtype, shape, true)
+    }
+
+    /// Allocate a device tensor of `shape` and element type `T` without clearing it: its
+    /// contents are undefined until the host or a task writes them (on the simulator they read
+    /// as zero), and with initcheck on ([`RunConfig::check`](super::RunConfig::check)) a kernel
+    /// or a read-back that reads an element nothing wrote is reported.
+    pub fn alloc_uninit<T: Element>(&self, shape: &[u32]) -> Result<DeviceTensor<P>, Error> {
+        self.alloc_with(T::DTYPE, shape, false)
+    }
+
+    fn alloc_with(&self, dtype: DType, shape: &[u32], zero: bool) -> Result<DeviceTensor<P>, Error> {
         self.inner.check_usable()?;
         let bytes = crate::graph::shape_bytes(dtype, shape)?;
         // Check the shape (strides fit 32 bits) before any memory is taken.
         let probe = BufferRef { device: 0, id: 0, placement: Placement::Heap(0), bytes, dtype };
         Tensor::whole(probe, shape)?;
         let addr = self.inner.dev.alloc(bytes, 64).map_err(platform("tensor allocation"))?;
-        if let Err(e) = self.inner.dev.memset(addr, 0, bytes) {
+        if let Err(e) = if zero { self.inner.dev.memset(addr, 0, bytes) } else { Ok(()) } {
             let _ = self.inner.dev.free(addr);
             return Err(platform("tensor zeroing")(e));
         }
@@ -250,12 +262,19 @@ impl<P: HostPlatform> DeviceTensor<P> {
         self.dev.dev.copy_h2d(self.addr, bytemuck::cast_slice(data)).map_err(platform("tensor upload"))
     }
 
-    /// Copy all elements back from the device.
+    /// Copy all elements back from the device. With initcheck on
+    /// ([`RunConfig::check`](super::RunConfig::check)), reading bytes that nothing wrote since
+    /// the tensor was allocated is [`Error::Uninitialised`].
     pub fn read<T: Element>(&self) -> Result<Vec<T>, Error> {
         self.check::<T>(None)?;
         let n = usize::try_from(self.tensor.elem_count()).map_err(|_| {
             Error::Config(std::format!("a {}-element tensor does not fit host memory", self.tensor.elem_count()))
         })?;
+        let bytes = self.tensor.elem_count() * core::mem::size_of::<T>() as u64;
+        if let Some(at) = P::first_unwritten(&self.dev.dev, self.addr, bytes) {
+            let element = (at.0 - self.addr.0) / core::mem::size_of::<T>().max(1) as u64;
+            return Err(Error::Uninitialised { addr: at.0, element });
+        }
         let mut out = std::vec![T::zeroed(); n];
         self.dev.dev.copy_d2h(bytemuck::cast_slice_mut(&mut out), self.addr).map_err(platform("tensor download"))?;
         Ok(out)

@@ -229,6 +229,9 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                 mem.dump.take().map(|d| Dumping { collector: Mutex::new(Some(d.collector)), failed: Mutex::new(None) });
             (mem.arena, dump)
         };
+        if let Some(g) = &self.graph {
+            g.note_run(desc);
+        }
         let started = Instant::now();
         let mut s = inner.lock_streams();
         let launched = (|| {

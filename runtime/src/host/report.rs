@@ -43,6 +43,9 @@ pub struct RunReport {
     pub legacy_reason: Option<super::LegacyReason>,
     /// The resident route's boundary capture, when the run was resident with the dump on.
     pub capture: Option<CaptureReport>,
+    /// The schedule-independent checks the device ran on this run (`docs/sanitizers.md`);
+    /// a run they found something in fails instead of reporting.
+    pub checks: pto_hal::check::Checks,
 }
 
 /// What the resident route's boundary capture did in one run (the counters of its control

@@ -95,7 +95,7 @@ fn host_dma_is_visible_to_the_aicpu_only_under_the_coherent_contract() {
         f.load(CPU, a, off, &mut b, &gm); // the AICPU caches the line
         gm.write_bytes(off, &[5; 8]);
         f.host_write(a, 8);
-        let launch = LaunchState::new(1, 4);
+        let launch = LaunchState::new(1, 4, None);
         f.job_start(CPU, &f.host_release(), &launch);
         f.load(CPU, a, off, &mut b, &gm);
         if coherent {

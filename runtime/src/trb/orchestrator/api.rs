@@ -75,6 +75,11 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         let (local, off, first_edge) = self.cursors[ring].allocate(heap, edges, scope_id);
         let id = task_id(ring, local);
         let args_addr = self.s.image.rings[ring].heap_base + off;
+        // The checks see every producer the task names, retired ones included (the wiring
+        // below skips those).
+        let explicit = task.explicit_deps().iter().map(|d| d.0);
+        let found = self.producers.iter().map(|&p| task_id((p >> 32) as usize, p as u32));
+        self.a.note_task(id, &mut explicit.chain(found));
 
         // The argument record: AICPU stores, read by the cores after the register hand-off.
         let mut rec = core::mem::take(&mut self.record);
@@ -180,6 +185,9 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         self.reserve(ring, heap, 0)?;
         let scope_id = self.scopes.last().map_or(0, |s| s.id);
         let (local, off, first_edge) = self.cursors[ring].allocate(heap, 0, scope_id);
+        let addr = GmAddr(self.s.image.rings[ring].heap_base + off);
+        self.a.note_task(task_id(ring, local), &mut core::iter::empty());
+        self.a.note_allocation(task_id(ring, local), addr, bytes);
         let slot = self.slot(ring, local);
         slot.local.store(local, Ordering::Relaxed);
         slot.refs.store(1, Ordering::Relaxed);
@@ -197,10 +205,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         let buffer = BufferRef {
             device: 0,
             id: RING_BUFFER_BIT | self.next_buffer,
-            placement: Placement::Ring {
-                addr: GmAddr(self.s.image.rings[ring].heap_base + off),
-                owner: TaskId(task_id(ring, local)),
-            },
+            placement: Placement::Ring { addr, owner: TaskId(task_id(ring, local)) },
             bytes,
             dtype,
         };
@@ -235,6 +240,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         self.wait_producers(&region)?;
         crate::observe_host::<A>(self.a, GmAddr(addr), out.len() as u64);
         self.a.read(GmAddr(addr), out);
+        self.a.note_orchestration_access(GmAddr(addr), out.len() as u64, false);
         Ok(())
     }
 
@@ -243,6 +249,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         let (addr, region) = self.element(t, index, bytes.len())?;
         self.wait_producers(&region)?;
         self.a.write(GmAddr(addr), bytes);
+        self.a.note_orchestration_access(GmAddr(addr), bytes.len() as u64, true);
         // Consumers (AICores) and the host read it: publish by the contract.
         if !crate::breakage::broken(crate::breakage::SKIP_ELEMENT_CLEAN) {
             crate::lifecycle::publish_aicpu(self.a, GmAddr(addr), bytes.len() as u64);

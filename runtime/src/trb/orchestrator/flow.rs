@@ -27,8 +27,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
         let mut deadline = self.a.now_ticks().saturating_add(budget);
         let mut backoff = crate::backoff::Backoff::new();
         loop {
-            let c = &mut self.cursors[ring];
-            let freed = c.advance(&self.s.rings[ring]);
+            let freed = self.advance(ring);
             if freed > 0 {
                 deadline = self.a.now_ticks().saturating_add(budget);
                 self.note_reclaimed(freed);
@@ -74,6 +73,19 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
         }
     }
 
+    /// Reclaim `ring`'s consumed tasks from the oldest on; returns how many. Each retired task
+    /// is noted for the checks: the tensor map forgets it, so later tasks are ordered after it
+    /// by its retirement instead of by an edge.
+    fn advance(&mut self, ring: usize) -> u32 {
+        let c = &mut self.cursors[ring];
+        let from = c.last_alive;
+        let freed = c.advance(&self.s.rings[ring]);
+        for k in 0..freed {
+            self.a.note_retired(task_id(ring, from.wrapping_add(k)));
+        }
+        freed
+    }
+
     /// Sweep the tensor map's retired entries every [`PRUNE_EVERY`] reclaimed tasks, so it
     /// holds entries of live tasks only (and lookups stay short).
     fn note_reclaimed(&mut self, n: u32) {
@@ -99,8 +111,8 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                     break;
                 }
                 let mut freed = 0;
-                for (r, c) in self.cursors.iter_mut().enumerate() {
-                    freed += c.advance(&self.s.rings[r]);
+                for r in 0..self.cursors.len() {
+                    freed += self.advance(r);
                 }
                 let cursors = &self.cursors;
                 freed += self.map.prune(|p| Self::retired(cursors, p)) as u32;

@@ -1,0 +1,84 @@
+//! What the checks record while a run goes on: each kernel run's accesses (coalesced), and
+//! the run's submission order, edges and fresh memory. Analysed once the run has ended.
+
+use std::collections::HashMap;
+
+/// One coalesced kernel access: consecutive accesses through one argument in one direction
+/// that continue each other are one range.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Access {
+    pub arg: u32,
+    pub write: bool,
+    pub lo: u64,
+    pub hi: u64,
+}
+
+/// The accesses of one kernel run (one block of a task), in program order.
+#[derive(Default, Debug)]
+pub(crate) struct BlockLog {
+    /// Per tensor argument: the view's first byte, its element size, and whether it is dense
+    /// (so an element index is a byte offset over the element size).
+    pub views: Vec<(u64, u32, bool)>,
+    pub accesses: Vec<Access>,
+}
+
+impl BlockLog {
+    /// Record an access of `len > 0` bytes at `addr` through argument `arg`.
+    #[inline]
+    pub fn push(&mut self, arg: u32, write: bool, addr: u64, len: u64) {
+        let hi = addr.saturating_add(len);
+        if let Some(last) = self.accesses.last_mut()
+            && last.arg == arg
+            && last.write == write
+            && last.hi == addr
+        {
+            last.hi = hi;
+            return;
+        }
+        self.accesses.push(Access { arg, write, lo: addr, hi });
+    }
+}
+
+/// Something the run did, in submission order.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A task was submitted (its producers are in [`RunLog::preds`]).
+    Task(u32),
+    /// A task retired: every task submitted after this point is ordered after it.
+    Retired(u32),
+    /// Fresh memory was handed out.
+    Fresh { lo: u64, hi: u64 },
+    /// The orchestration read or wrote an element.
+    Orchestration { lo: u64, hi: u64, write: bool },
+}
+
+/// A task's kernel runs: the kernel and each block's log.
+#[derive(Default, Debug)]
+pub(crate) struct TaskRuns {
+    pub kernel: usize,
+    pub blocks: Vec<BlockLog>,
+}
+
+/// One run's record (a run is identified by its launch descriptor's address).
+#[derive(Default, Debug)]
+pub(crate) struct RunLog {
+    /// Launches of the run submitted and not yet finished.
+    pub pending: u32,
+    pub order: Vec<Event>,
+    pub preds: HashMap<u32, Vec<u32>>,
+    pub runs: HashMap<u32, TaskRuns>,
+}
+
+impl RunLog {
+    pub fn note_task(&mut self, task: u32, producers: &mut dyn Iterator<Item = u32>) {
+        self.order.push(Event::Task(task));
+        let p = self.preds.entry(task).or_default();
+        p.extend(producers.filter(|&x| x != task));
+    }
+
+    pub fn kernel_ran(&mut self, task: u32, kernel: usize, block: BlockLog) {
+        let t = self.runs.entry(task).or_default();
+        t.kernel = kernel;
+        t.blocks.push(block);
+    }
+}
