@@ -309,3 +309,32 @@ fn a_bad_check_list_is_refused_by_name() {
         assert_eq!(Checks::parse(bad), None, "{bad:?}");
     }
 }
+
+/// x = 1 in a scope of its own; then enough other scopes to retire it (the tensor map forgets
+/// it); then x += 1, which the device-side runtime orders after the fill by its retirement.
+fn reads_after_a_retired_writer(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    let (x, y) = (a.t(0)?, a.t(1)?);
+    o.scope(|s| s.submit(Task::aiv(f::FILL1).output(&x)).map(|_| ()))?;
+    for i in 0..32 {
+        o.scope(|s| s.submit(Task::aiv(f::ADD1).inout(&y.view(&[i, 0], &[1, 16])?)).map(|_| ()))?;
+    }
+    o.submit(Task::aiv(f::ADD1).inout(&x))?;
+    Ok(())
+}
+
+#[test]
+fn a_retired_producer_still_orders_later_tasks() {
+    let (dev, _k) = device();
+    let (x, y) = (tensor(&dev, 16), dev.tensor_from(&[32, 16], &[0.0f32; 512]).unwrap());
+    let p = dev.register_orchestration("reads_after_a_retired_writer", reads_after_a_retired_writer).unwrap();
+    let rings = RingConfig::uniform(4, 64 << 10, 64);
+    for _ in 0..REPS {
+        let c = RunConfig::default()
+            .with_runtime(RuntimeKind::TensormapRing)
+            .with_rings(rings.clone())
+            .with_check(Checks::ALL);
+        let r = dev.run_program(&p, &OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()), &c);
+        r.unwrap_or_else(|e| panic!("the fill retired before x += 1 was submitted: ordered, not a race: {e}"));
+        assert_eq!(x.read::<f32>().unwrap(), vec![2.0; 16]);
+    }
+}
