@@ -15,7 +15,8 @@
 //! `Full` (with records/s and MB/s; `--dump-cost` runs that section alone, the host-built graph
 //! on the `--executor` given), and the host-built
 //! graph on the legacy against the resident executor at N=1000 (`--executor-cost` runs that
-//! section alone). `--executor` chooses the host-built graph's executor for the main table
+//! section alone), and the schedule-independent checks at N=1000: off, race, init and both
+//! (`--check-cost` runs that section alone). `--executor` chooses the host-built graph's executor for the main table
 //! (default `auto`: resident where it can run the graph). `--help` prints the
 //! usage (clap); anything else on the command line is refused with the usage (exit status 2).
 //!
@@ -25,6 +26,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use pto::hal::check::Checks;
 use pto::prelude::*;
 use pto_testkit::ShapeKind;
 use serde::Serialize;
@@ -77,6 +79,9 @@ struct Cli {
     /// Run only the legacy / resident executor section.
     #[arg(long)]
     executor_cost: bool,
+    /// Run only the section of the schedule-independent checks (off, race, init, both).
+    #[arg(long)]
+    check_cost: bool,
     /// Passed by `cargo bench` to every bench binary; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -105,6 +110,10 @@ fn main() {
     });
     if trace_cost_only {
         print_cost(TRACE_TITLE, &TRACE_NAMES, &tracing_cost(&dev, &k, &runtimes, rounds));
+        return;
+    }
+    if cli.check_cost {
+        print_cost(CHECK_TITLE, &CHECK_NAMES, &check_cost(&dev, &k, &runtimes, rounds));
         return;
     }
     if executor_cost_only {
@@ -169,6 +178,7 @@ fn main() {
     let isolated = isolated_submission(&dev, &k);
     let cache_ratio = cache_model_cost(&dev, &k, rounds);
     let protect_ratio = protection_cost(&dev, &k, &runtimes, rounds);
+    let check_ratio = check_cost(&dev, &k, &runtimes, rounds);
     let trace_ratio = tracing_cost(&dev, &k, &runtimes, rounds);
     let (dump_rows, dump_full) = dump_cost(&dev, &k, &runtimes, rounds, cli.executor);
     let executor_ratio =
@@ -244,6 +254,7 @@ fn main() {
         );
     }
     print_cost(PROTECT_TITLE, &PROTECT_NAMES, &protect_ratio);
+    print_cost(CHECK_TITLE, &CHECK_NAMES, &check_ratio);
     print_cost(TRACE_TITLE, &TRACE_NAMES, &trace_ratio);
     print_cost(EXECUTOR_TITLE, &EXECUTOR_NAMES, &executor_ratio);
     print_dump_cost(&dump_rows, &dump_full, cli.executor);
@@ -276,6 +287,7 @@ fn main() {
             })
             .collect(),
         protection_cost: protect_ratio.iter().map(OnOffCost::from_row).collect(),
+        check_cost: check_ratio.iter().map(CheckCost::from_row).collect(),
         tracing_cost: trace_ratio.iter().map(OnOffCost::from_row).collect(),
         dump_cost: dump_rows.iter().map(DumpCost::from_row).collect(),
         executor_cost: executor_ratio.iter().map(ExecutorCost::from_row).collect(),
@@ -407,6 +419,17 @@ fn protection_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKi
     rows
 }
 
+/// The checks off (variant 0), racecheck (1), initcheck (2) and both (3).
+fn check_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind], rounds: usize) -> Vec<CostRow> {
+    let checks = [Checks::OFF, Checks { race: true, init: false }, Checks { race: false, init: true }, Checks::ALL];
+    let cfg = |i: usize, rt| RunConfig::default().with_runtime(rt).with_check(checks[i]);
+    let rows = interleaved_cost(dev, k, (runtimes, rounds), 4, &|_| {}, &cfg, &mut |i, rep, _| {
+        assert_eq!(rep.checks, checks[i], "the run ran the checks asked for");
+    });
+    dev.platform().set_checks(Checks::OFF).expect("no launch is active");
+    rows
+}
+
 /// The host-built graph on the legacy executor (variant 0) and on the resident one (1).
 fn executor_cost(dev: &Device, k: &pto_testkit::Kernels, rounds: usize) -> Vec<CostRow> {
     let execs = [Executor::Legacy, Executor::Resident];
@@ -475,6 +498,8 @@ fn dump_cost(
 const PROTECT_TITLE: &str =
     "memory protection on / off, run time at N=1000 (same device, same graph, rounds interleaved):";
 const PROTECT_NAMES: [&str; 2] = ["off", "on"];
+const CHECK_TITLE: &str = "schedule-independent checks, run time at N=1000 (same device, same graph, rounds interleaved; incl. the analysis at the end of the run):";
+const CHECK_NAMES: [&str; 4] = ["off", "race", "init", "race,init"];
 const TRACE_TITLE: &str = "tracing on / off, run time at N=1000 (same device, same graph, rounds interleaved; host wall incl. trace read-back):";
 const TRACE_NAMES: [&str; 2] = ["off", "on"];
 const DUMP_NAMES: [&str; 3] = ["off", "partial-unmarked", "full"];
@@ -543,6 +568,8 @@ struct BenchReport {
     cache_model_cost: Vec<CacheModelCost>,
     /// Memory protection off versus on.
     protection_cost: Vec<OnOffCost>,
+    /// The schedule-independent checks: off, racecheck, initcheck, both.
+    check_cost: Vec<CheckCost>,
     /// Tracing off versus on.
     tracing_cost: Vec<OnOffCost>,
     /// The args dump off, partial with nothing marked, and full.
@@ -638,6 +665,41 @@ impl OnOffCost {
             on_us: us(on),
             on_min_us: us(on_min),
             on_ratio: on.as_secs_f64() / off.as_secs_f64(),
+        }
+    }
+}
+
+/// A row of the checks' cost ([`CHECK_NAMES`]): median run time in µs per setting, and each
+/// setting's median over the `off` median.
+#[derive(Serialize)]
+struct CheckCost {
+    shape: &'static str,
+    runtime: &'static str,
+    n: u32,
+    off_us: f64,
+    race_us: f64,
+    race_ratio: f64,
+    init_us: f64,
+    init_ratio: f64,
+    both_us: f64,
+    both_ratio: f64,
+}
+
+impl CheckCost {
+    fn from_row(&(shape, rt, ref stats): &CostRow) -> CheckCost {
+        let (off, race, init, both) = (stats[0][1], stats[1][1], stats[2][1], stats[3][1]);
+        let r = |d: Duration| d.as_secs_f64() / off.as_secs_f64();
+        CheckCost {
+            shape,
+            runtime: rt.name(),
+            n: 1000,
+            off_us: us(off),
+            race_us: us(race),
+            race_ratio: r(race),
+            init_us: us(init),
+            init_ratio: r(init),
+            both_us: us(both),
+            both_ratio: r(both),
         }
     }
 }

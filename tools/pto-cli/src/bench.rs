@@ -105,7 +105,7 @@ where
     B::Platform: Platform,
     <B::Platform as HostPlatform>::Device: SimControl,
 {
-    let (dev, k) = open::<B>(None)?;
+    let (dev, k) = open::<B>(None, None)?;
     let rts = a.target.runtime.list();
     let bars = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos}/{len} {msg}")

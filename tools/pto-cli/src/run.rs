@@ -23,6 +23,10 @@ pub(crate) struct RunArgs {
     /// The simulator's cache model: coherent, faithful or faithful:SEED (as PTO_SIM_CACHE).
     #[arg(long, value_parser = parse_cache)]
     cache: Option<CacheModel>,
+    /// The simulator's schedule-independent checks: race, init, race,init or off (as
+    /// PTO_SIM_CHECK; docs/sanitizers.md). A run they find something in fails, naming it.
+    #[arg(long, value_name = "LIST", value_parser = crate::target::parse_checks)]
+    check: Option<pto::hal::check::Checks>,
     /// Write the Chrome trace-event JSON (Perfetto) here; with both runtimes this is the
     /// host-built graph's, and the device-side runtime's gets `.trb` before the extension.
     #[arg(long, value_name = "FILE.json")]
@@ -45,7 +49,7 @@ pub(crate) struct RunArgs {
 }
 
 /// Version of the `pto run --json` object; bumped on any change of its fields.
-pub(crate) const RUN_FORMAT_VERSION: u32 = 1;
+pub(crate) const RUN_FORMAT_VERSION: u32 = 2;
 
 /// One run as `pto run --json` prints it (one object per line, per runtime).
 #[derive(serde::Serialize, Debug)]
@@ -62,6 +66,8 @@ pub(crate) struct RunLine {
     executor: String,
     /// The cache model in effect (`coherent`, `faithful:SEED`).
     cache_model: String,
+    /// The checks in effect (`off`, `race`, `init`, `race,init`).
+    checks: &'static str,
     /// Tasks run (0 when the run failed).
     tasks: u64,
     /// Host graph build (host-built graph), microseconds.
@@ -83,9 +89,14 @@ enum Example {
     Vector,
     Chain513,
     Mix,
+    // Spelt as the cargo examples and the benchmark spell them (the hyphenated form is an
+    // alias).
+    #[value(name = "tiny_rings", alias = "tiny-rings")]
     TinyRings,
+    #[value(name = "manual_scope", alias = "manual-scope")]
     ManualScope,
     Bgemm,
+    #[value(name = "paged_attention_small", alias = "paged-attention-small")]
     PagedAttentionSmall,
 }
 
@@ -130,11 +141,12 @@ where
     B::Platform: Platform,
     <B::Platform as HostPlatform>::Device: SimControl,
 {
-    let (dev, k) = open::<B>(a.cache)?;
+    let (dev, k) = open::<B>(a.cache, a.check)?;
     let (name, w) = workload::<B::Platform>(a.example);
     let rts = a.target.runtime.list();
     let tracing = a.trace.is_some() || a.svg.is_some();
     let cache = cache_name(dev.platform().cache());
+    let checks = dev.platform().checks();
     let mut failed = 0;
     for &rt in &rts {
         let started = std::time::SystemTime::now();
@@ -151,6 +163,7 @@ where
                     runtime: rt.name(),
                     executor: o.report.executor.to_string(),
                     cache_model: cache.clone(),
+                    checks: checks.name(),
                     tasks: o.report.tasks,
                     build_us: (rt == pto::runtime::orch::RuntimeKind::HostBuiltGraph).then(|| us(o.build)),
                     orchestration_us: o.report.orchestration.map(us),
@@ -166,6 +179,7 @@ where
                     runtime: rt.name(),
                     executor: a.target.executor.pto().to_string(),
                     cache_model: cache.clone(),
+                    checks: checks.name(),
                     tasks: 0,
                     build_us: None,
                     orchestration_us: None,
@@ -180,7 +194,7 @@ where
         match outcome {
             Ok(o) => {
                 if !a.json {
-                    println!("{} cache={cache}", o.summary(B::NAME));
+                    println!("{} cache={cache} check={}", o.summary(B::NAME), checks.name());
                 }
                 if tracing {
                     let several = rts.len() > 1;

@@ -3,6 +3,7 @@
 
 use clap::ValueEnum;
 use pto::board::Board;
+use pto::hal::check::Checks;
 use pto::hal::{HostPlatform, Platform};
 use pto::runtime::orch::RuntimeKind;
 use pto_sim::CacheModel;
@@ -80,6 +81,8 @@ impl Executor {
 pub(crate) trait SimControl {
     fn set_cache(&self, m: CacheModel) -> Result<(), String>;
     fn cache(&self) -> CacheModel;
+    fn set_checks(&self, c: Checks) -> Result<(), String>;
+    fn checks(&self) -> Checks;
 }
 
 impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
@@ -89,6 +92,17 @@ impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
     fn cache(&self) -> CacheModel {
         self.cache_model()
     }
+    fn set_checks(&self, c: Checks) -> Result<(), String> {
+        pto_sim::SimDevice::set_checks(self, c).map_err(|e| e.to_string())
+    }
+    fn checks(&self) -> Checks {
+        pto_sim::SimDevice::checks(self)
+    }
+}
+
+/// Parse `--check` (as `PTO_SIM_CHECK`: `race`, `init`, `race,init` or `off`).
+pub(crate) fn parse_checks(s: &str) -> Result<Checks, String> {
+    Checks::parse(s).ok_or_else(|| format!("{s:?}: expected {}", Checks::SYNTAX))
 }
 
 /// A cache model as `--cache` and `PTO_SIM_CACHE` spell it (`coherent`, `faithful:SEED`).
@@ -99,9 +113,12 @@ pub(crate) fn cache_name(m: CacheModel) -> String {
     }
 }
 
-/// Open board `B` (every sim board's device half runs in this process), set its cache model,
-/// register the workloads' kernels.
-pub(crate) fn open<B: Board>(cache: Option<CacheModel>) -> Result<(Device<B::Platform>, Kernels), Fail>
+/// Open board `B` (every sim board's device half runs in this process), set its cache model
+/// and checks, register the workloads' kernels.
+pub(crate) fn open<B: Board>(
+    cache: Option<CacheModel>,
+    checks: Option<Checks>,
+) -> Result<(Device<B::Platform>, Kernels), Fail>
 where
     B::Platform: Platform,
     <B::Platform as HostPlatform>::Device: SimControl,
@@ -109,6 +126,9 @@ where
     let dev = pto::open_board::<B>().map_err(|e| Fail(format!("cannot open board {}: {e}", B::NAME), 1))?;
     if let Some(m) = cache {
         dev.platform().set_cache(m).map_err(|e| Fail(format!("cannot set the cache model: {e}"), 1))?;
+    }
+    if let Some(c) = checks {
+        dev.platform().set_checks(c).map_err(|e| Fail(format!("cannot set the checks: {e}"), 1))?;
     }
     let k = Kernels::register(&dev)?;
     Ok((dev, k))

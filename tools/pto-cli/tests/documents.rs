@@ -189,7 +189,8 @@ fn run_json_is_one_object_per_runtime() {
         text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect();
     assert_eq!(lines.len(), 2, "{text}");
     for (l, rt) in lines.iter().zip(["hbg", "trb"]) {
-        assert_eq!(l["format_version"], 1, "{l}");
+        assert_eq!(l["format_version"], 2, "{l}");
+        assert_eq!(l["checks"], "off", "{l}");
         assert_eq!(l["workload"], "vector", "{l}");
         assert_eq!(l["board"], "sim-mini", "{l}");
         assert_eq!(l["runtime"], rt, "{l}");
@@ -203,4 +204,15 @@ fn run_json_is_one_object_per_runtime() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("trace"), "the trace line went to stderr");
     let _ = std::fs::remove_file(&trace);
     let _ = std::fs::remove_file(trace.with_extension("trb.json"));
+}
+
+#[test]
+fn run_json_names_the_checks_that_ran() {
+    let o = pto(&["run", "manual_scope", "--runtime", "trb", "--check", "race,init", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let l: Value = serde_json::from_str(String::from_utf8(o.stdout).unwrap().trim()).unwrap();
+    assert_eq!((l["checks"].as_str(), l["result"].as_str()), (Some("race,init"), Some("PASS")), "{l}");
+    let o = pto(&["run", "vector", "--check", "race,,init"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("race,,init"));
 }
