@@ -531,7 +531,7 @@ impl<C: Contract> AicoreAgent for SimCore<C> {
         crate::panics::install_quiet_hook();
         let checker = &self.shared.checker;
         if checker.on() {
-            let mut log = crate::check::BlockLog::default();
+            let mut log = crate::check::BlockLog { block: (ctx.block_idx(), ctx.sub_block_id()), ..Default::default() };
             let task = ctx.task_id();
             let r = crate::protect::run_kernel(kernel, ctx, Some(&mut log));
             checker.kernel_ran(self.launch.load(Ordering::Relaxed), task, kernel as usize, log);

@@ -276,3 +276,113 @@ impl Analysis<'_> {
         self.lines.insert(lines, me);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::log::BlockLog;
+
+    /// A run of tasks `0..n` in order with `edges`, each task's accesses given as
+    /// `(task, write, lo, hi)` through argument 0.
+    fn run(n: u32, edges: &[(u32, u32)], accesses: &[(u32, bool, u64, u64)]) -> RunLog {
+        let mut log = RunLog::default();
+        for t in 0..n {
+            let mut ps = edges.iter().filter(|e| e.1 == t).map(|e| e.0);
+            log.note_task(t, &mut ps);
+        }
+        for &(t, write, lo, hi) in accesses {
+            let mut b = BlockLog { views: vec![(lo & !63, 4, true)], ..BlockLog::default() };
+            b.push(0, write, lo, hi - lo);
+            log.kernel_ran(t, 0, b);
+        }
+        log
+    }
+
+    fn check(log: &RunLog, checks: Checks, line_hazard: bool) -> Outcome {
+        analyse(log, checks, line_hazard, &mut RangeSet::new(), &|_| "k".to_string())
+    }
+
+    const RACE: Checks = Checks { race: true, init: false };
+
+    #[test]
+    fn a_path_through_other_tasks_orders_two_writers() {
+        // 0 -> 1 -> 2, and 0 and 2 write the same bytes: ordered through 1.
+        let log = run(3, &[(0, 1), (1, 2)], &[(0, true, 0, 64), (2, true, 0, 64)]);
+        assert!(check(&log, RACE, true).first.is_none());
+        // Without the edge 1 -> 2 they race.
+        let log = run(3, &[(0, 1)], &[(0, true, 0, 64), (2, true, 0, 64)]);
+        let out = check(&log, RACE, true);
+        assert!(
+            matches!(&out.first, Some(Finding::DataRace { first, second, range: (0, 64) })
+            if first.task == 0 && second.task == 2),
+            "{:?}",
+            out.first
+        );
+    }
+
+    #[test]
+    fn readers_race_with_a_later_unordered_writer_only() {
+        // Two readers of one range (no race), then a writer ordered after one of them only.
+        let log = run(3, &[(0, 2)], &[(0, false, 0, 8), (1, false, 0, 8), (2, true, 4, 12)]);
+        let out = check(&log, RACE, false);
+        assert_eq!(out.findings, 1);
+        assert!(matches!(&out.first, Some(Finding::DataRace { first, range: (4, 8), .. }) if first.task == 1));
+    }
+
+    #[test]
+    fn different_bytes_of_one_line_race_only_under_the_hazard() {
+        let log = run(2, &[], &[(0, true, 0, 32), (1, true, 32, 64)]);
+        assert!(check(&log, RACE, false).first.is_none());
+        let out = check(&log, RACE, true);
+        assert!(matches!(&out.first, Some(Finding::LineRace { first, line: 0, .. }) if first.range == (0, 32)));
+        // Overlapping bytes are one data race, not a line race too.
+        let log = run(2, &[], &[(0, true, 0, 32), (1, true, 16, 48)]);
+        let out = check(&log, RACE, true);
+        assert_eq!(out.findings, 1);
+        assert!(matches!(out.first, Some(Finding::DataRace { .. })));
+    }
+
+    #[test]
+    fn a_retired_task_orders_every_later_submission() {
+        let mut log = run(1, &[], &[(0, true, 0, 64)]);
+        log.order.push(Event::Retired(0));
+        log.note_task(1, &mut core::iter::empty());
+        let mut b = BlockLog::default();
+        b.push(0, true, 0, 64);
+        log.kernel_ran(1, 0, b);
+        assert!(check(&log, RACE, true).first.is_none());
+    }
+
+    #[test]
+    fn fresh_memory_is_uninitialised_until_written_and_forgets_earlier_tasks() {
+        let init = Checks { race: true, init: true };
+        // Task 0 reads [0,64) before anything wrote it.
+        let mut log = RunLog::default();
+        log.order.push(Event::Fresh { lo: 0, hi: 128 });
+        log.note_task(0, &mut core::iter::empty());
+        let mut b = BlockLog { views: vec![(0, 4, true)], ..BlockLog::default() };
+        b.push(0, true, 0, 16);
+        b.push(0, false, 0, 64);
+        log.kernel_ran(0, 0, b);
+        let mut uninit = RangeSet::new();
+        let out = analyse(&log, init, true, &mut uninit, &|_| "k".to_string());
+        assert!(
+            matches!(
+                &out.first,
+                Some(Finding::Uninitialised { reader: Reader::Kernel { element: Some(4), .. }, addr: 16 })
+            ),
+            "{:?}",
+            out.first
+        );
+        assert_eq!(uninit.iter().cloned().collect::<Vec<_>>(), vec![16..128]);
+        // Fresh memory handed out again: an unordered task writing it later is not a race with
+        // the earlier task, which used the memory as another tensor.
+        let mut log = run(1, &[], &[(0, true, 0, 64)]);
+        log.order.push(Event::Fresh { lo: 0, hi: 64 });
+        log.note_task(1, &mut core::iter::empty());
+        let mut b = BlockLog::default();
+        b.push(0, true, 0, 64);
+        log.kernel_ran(1, 0, b);
+        assert!(check(&log, RACE, true).first.is_none());
+    }
+}

@@ -16,6 +16,9 @@ pub(crate) struct Access {
 /// The accesses of one kernel run (one block of a task), in program order.
 #[derive(Default, Debug)]
 pub(crate) struct BlockLog {
+    /// The run's block index and lane: a task's blocks are analysed in this order, whatever
+    /// order they ran in.
+    pub block: (u32, u32),
     /// Per tensor argument: the view's first byte, its element size, and whether it is dense
     /// (so an element index is a byte offset over the element size).
     pub views: Vec<(u64, u32, bool)>,
@@ -79,6 +82,7 @@ impl RunLog {
     pub fn kernel_ran(&mut self, task: u32, kernel: usize, block: BlockLog) {
         let t = self.runs.entry(task).or_default();
         t.kernel = kernel;
-        t.blocks.push(block);
+        let at = t.blocks.partition_point(|b| b.block <= block.block);
+        t.blocks.insert(at, block);
     }
 }
