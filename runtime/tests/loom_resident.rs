@@ -45,7 +45,7 @@
 //! after a pass, and a core's own dispatch pass setting its idle bit after its look, are left
 //! out: the steal model starts with the bit set), the cores' reads of the
 //! image and the kernels (plain data, covered by the simulator's faithful cache model in
-//! `tests/coherence.rs` and `tests/resident.rs`), dummies and multi-block tasks, the
+//! `testkits/breakage-suites/tests/coherence.rs` and `tests/resident.rs`), dummies and multi-block tasks, the
 //! `completed` count and `supervise`'s watchdog, the DMB EXIT and the fault latch, and the
 //! teardown, which is the legacy executor's own (`tests/loom.rs`, with the resident-relevant
 //! `retire_ignores_the_release_a_previous_run_left` and its reproducer `GATE_ANY_EPOCH`). The lane's wait and the
