@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use pto_hal::{
     AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, Contract, CoreRegisters, CoreType, DelayNs,
-    Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Pause, Reg, Registers, Ticks,
+    Events, GmAddr, GmAtomic, GmMemory, Kernel, KernelContext, KernelFault, Pause, Reg, Registers, Ticks,
 };
 
 use crate::gm::GM_BASE;
@@ -464,13 +464,24 @@ impl<C: Contract> Events for SimCore<C> {
 }
 
 impl<C: Contract> AicoreAgent for SimCore<C> {
-    fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
+    fn resolve_kernel(&self, bin: u64) -> Option<Kernel> {
         let table = self.shared.kernels.read();
         let &(f, ty) = table.get(pto_hal::Handle(bin)).ok()?;
         (ty == self.core_type).then_some(f)
     }
 
-    fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+    fn run_kernel(&self, kernel: Kernel, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+        let kernel = match kernel {
+            Kernel::Rust(f) => f,
+            Kernel::Native { entry, id } => {
+                let who = self.shared.natives.describe(id);
+                let raw = |addr: GmAddr, dst: &mut [u8]| {
+                    let off = self.shared.gm.checked(addr, dst.len() as u64);
+                    self.shared.gm.read_bytes(off, dst);
+                };
+                return crate::native::call(entry, &who, ctx, &raw);
+            }
+        };
         crate::panics::install_quiet_hook();
         if self.shared.protect.load(Ordering::Relaxed) {
             return crate::protect::run_kernel(kernel, ctx);
