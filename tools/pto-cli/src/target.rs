@@ -106,10 +106,22 @@ where
     B::Platform: Platform,
     <B::Platform as HostPlatform>::Device: SimControl,
 {
+    open_with::<B>(cache, pto_testkit::KernelChoice::Rust)
+}
+
+/// [`open`] with the kernels of `kernels` (the Rust ones, or the native ones where they exist).
+pub(crate) fn open_with<B: Board>(
+    cache: Option<CacheModel>,
+    kernels: pto_testkit::KernelChoice,
+) -> Result<(Device<B::Platform>, Kernels), Fail>
+where
+    B::Platform: Platform,
+    <B::Platform as HostPlatform>::Device: SimControl,
+{
     let dev = pto::open_board::<B>().map_err(|e| Fail(format!("cannot open board {}: {e}", B::NAME), 1))?;
     if let Some(m) = cache {
         dev.platform().set_cache(m).map_err(|e| Fail(format!("cannot set the cache model: {e}"), 1))?;
     }
-    let k = Kernels::register(&dev)?;
+    let k = Kernels::register_with(&dev, kernels)?;
     Ok((dev, k))
 }
