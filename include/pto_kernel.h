@@ -6,8 +6,9 @@
  * pto_tensor, 128 bytes), args[T..T+S) its S scalars (64 bits each; an f32 scalar is in the
  * low 32 bits), args[48] the address of a struct pto_local_context (this dispatch's block) and
  * args[49] the address of a struct pto_global_context (the AIV lane in a MIX task). The layout
- * is the reference runtime's; the sizes and offsets are checked against pto-rt's Rust
- * definitions (pto_hal::native) by the generated include/pto_abi_check.c.
+ * is the reference runtime's; the structures come from include/pto_abi.h, generated from
+ * pto-rt's Rust definitions (pto_hal::native), whose sizes and offsets the generated
+ * include/pto_abi_check.c asserts.
  *
  * No vendor header is needed. See docs/kernels-in-c.md.
  */
@@ -17,56 +18,18 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The structures (struct pto_tensor, pto_local_context, pto_global_context) and the slots. */
+#include "pto_abi.h"
+
 #ifdef __cplusplus
 #define PTO_KERNEL extern "C" __attribute__((visibility("default")))
 #else
 #define PTO_KERNEL __attribute__((visibility("default")))
 #endif
 
-#define PTO_MAX_TENSOR_DIMS 5
-#define PTO_LOCAL_CONTEXT_SLOT 48
-#define PTO_GLOBAL_CONTEXT_SLOT 49
-#define PTO_ARG_SLOTS 50
-
 /* Element types, in the reference's numbering (pto_tensor.dtype). */
 enum { PTO_FLOAT32 = 0, PTO_FLOAT16 = 1, PTO_INT32 = 2, PTO_INT16 = 3, PTO_INT8 = 4, PTO_UINT8 = 5,
        PTO_BFLOAT16 = 6, PTO_INT64 = 7, PTO_UINT64 = 8, PTO_DTYPE_OTHER = 255 };
-
-struct pto_buffer {
-    uint64_t addr; /* the buffer's first byte, as the kernel dereferences it */
-    uint64_t size; /* bytes */
-};
-
-/* A tensor view: element (i0..in) is at buffer.addr + (start_offset + sum ik*strides[k]) * size. */
-struct __attribute__((aligned(64))) pto_tensor {
-    struct pto_buffer buffer;
-    uint64_t owner_task_id;
-    uint64_t start_offset; /* elements */
-    int32_t version;
-    uint32_t ndims;
-    uint8_t dtype;
-    uint8_t manual_dep;
-    uint8_t is_contiguous;
-    uint8_t address_space;
-    uint32_t shapes[PTO_MAX_TENSOR_DIMS];
-    uint64_t extent_elem;
-    uint32_t strides[PTO_MAX_TENSOR_DIMS]; /* elements */
-    uint32_t reserved[9];
-};
-
-struct pto_local_context {
-    int32_t block_idx;
-    int32_t block_num;
-    uint64_t async_ctx[5]; /* the reference's deferred-completion context: zero on pto-rt */
-};
-
-struct pto_global_context {
-    int32_t sub_block_id;
-    uint32_t pad;
-    uint64_t l2_cache_offset; /* 0: no uncached alias */
-    int32_t status;           /* pto-rt: nonzero when the kernel has failed (pto_fail) */
-    uint32_t reserved;
-};
 
 static inline const struct pto_tensor *pto_tensor_arg(const int64_t *args, int i) {
     return (const struct pto_tensor *)(uintptr_t)args[i];

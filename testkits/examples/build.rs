@@ -14,6 +14,7 @@ fn main() {
     std::fs::create_dir_all(&out).expect("create the native kernel directory");
     println!("cargo:rerun-if-changed={}", kernels.display());
     println!("cargo:rerun-if-changed={}", include.join("pto_kernel.h").display());
+    println!("cargo:rerun-if-changed={}", include.join("pto_abi.h").display());
     let compiler = cc::Build::new().cpp(true).cargo_metadata(false).opt_level(2).get_compiler();
     let mut sources: Vec<PathBuf> = std::fs::read_dir(&kernels)
         .expect("read kernels/")
