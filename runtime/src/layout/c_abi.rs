@@ -239,8 +239,9 @@ pub fn check() -> Result<String, String> {
         for f in &s.fields {
             let _ = writeln!(
                 c,
-                "_Static_assert(offsetof(struct {0}, {1}) == {2}, \"offset of {0}.{1}\");",
-                s.name, f.name, f.offset
+                "_Static_assert(offsetof(struct {0}, {1}) == {2} && sizeof(((struct {0} *)0)->{1}) == {3}, \
+                 \"offset and size of {0}.{1}\");",
+                s.name, f.name, f.offset, f.size
             );
         }
     }
