@@ -75,62 +75,181 @@ macro_rules! c_struct {
 /// Every structure of the device ABI, each after the ones it contains.
 pub fn structs() -> Vec<CStruct> {
     alloc::vec![
-        c_struct!("pto_launch_config", "The launch descriptor's configuration line(s): written by the host.", LaunchConfig {
-            magic: "uint32_t", version: "uint32_t", epoch: "uint64_t", clusters: "uint32_t", workers: "uint32_t",
-            aicpu_threads: "uint32_t", task_count: "uint32_t", physical_cores: "uint32_t", runtime: "uint32_t",
-            image: "uint64_t", image_len: "uint64_t", handshakes: "uint64_t", gates: "uint64_t", payloads: "uint64_t",
-            watchdog_ticks: "uint64_t", exit_ticks: "uint64_t", core_wait_ticks: "uint64_t", trace: "uint64_t",
-            trace_core_records: "uint32_t", trace_thread_records: "uint32_t", dump: "uint64_t", executor: "uint32_t",
-            executor_reason: "uint32_t", executor_detail: "uint32_t", resident_entries: "uint32_t",
-            resident: "uint64_t", capture: "uint64_t", reserved: "uint64_t"[4],
-        }),
-        c_struct!("pto_fatal_line", "The fatal latch: the first fault of a run.", FatalLine {
-            claimed: "uint64_t", code: "uint64_t", site: "uint64_t", task: "uint64_t", core: "uint64_t",
-            detail: "uint64_t", complete: "uint64_t", reserved: "uint64_t",
-        }),
-        c_struct!("pto_run_line", "The run's counters.", RunLine {
-            completed: "uint64_t", dispatched: "uint64_t", cores_ready: "uint64_t", cores_released: "uint64_t",
-            threads_done: "uint64_t", orch_ticks: "uint64_t", resident_ready: "uint64_t", reserved: "uint64_t",
-        }),
-        c_struct!("pto_fault_text", "The fault's text (UTF-8, NUL-padded).", FaultText { bytes: "uint8_t"[FAULT_TEXT_BYTES] }),
-        c_struct!("pto_launch_desc", "The launch descriptor: the argument of both device programs.", LaunchDesc {
-            config: "struct pto_launch_config", fatal: "struct pto_fatal_line", run: "struct pto_run_line",
-            fault_text: "struct pto_fault_text",
-        }),
-        c_struct!("pto_handshake", "A worker's handshake line: written only by its AICore.", Handshake {
-            aicore_done: "uint32_t", core_type: "uint32_t", physical_core_id: "uint32_t", reserved0: "uint32_t",
-            report_epoch: "uint64_t", reserved: "uint64_t"[5],
-        }),
-        c_struct!("pto_teardown_gate", "A worker's teardown gate line.", TeardownGate {
-            release: "uint64_t", reserved: "uint64_t"[7],
-        }),
-        c_struct!("pto_dispatch_payload", "One of a worker's two dispatch payload lines.", DispatchPayload {
-            bin: "uint64_t", args: "uint64_t", task_id: "uint32_t", block_idx: "uint32_t", block_num: "uint32_t",
-            lane: "uint32_t", reg_task_id: "uint32_t", reserved0: "uint32_t", reserved: "uint64_t"[3],
-        }),
-        c_struct!("pto_args_header", "Head of a task's argument record; then tensor descriptors, then scalars.", ArgsHeader {
-            tensors: "uint32_t", scalars: "uint32_t", predicate: "uint64_t", flags: "uint32_t",
-            dump_scalars: "uint32_t", funcs: "uint16_t"[3], reserved: "uint16_t",
-        }),
-        c_struct!("pto_tensor_desc", "A tensor argument of an argument record.", TensorDesc {
-            addr: "uint64_t", dtype: "uint32_t", elem_bytes: "uint32_t", ndims: "uint32_t", shape: "uint32_t"[5],
-            strides: "uint32_t"[5], flags: "uint32_t",
-        }),
-        c_struct!("pto_buffer", "Native kernel ABI: the buffer a tensor descriptor views.", NativeBuffer {
-            addr: "uint64_t", size: "uint64_t",
-        }),
-        c_struct!("pto_tensor", "Native kernel ABI: the kernel tensor descriptor (args[0..T)).", NativeTensor {
-            buffer: "struct pto_buffer", owner_task_id: "uint64_t", start_offset: "uint64_t", version: "int32_t",
-            ndims: "uint32_t", dtype: "uint8_t", manual_dep: "uint8_t", is_contiguous: "uint8_t",
-            address_space: "uint8_t", shapes: "uint32_t"[5], extent_elem: "uint64_t", strides: "uint32_t"[5],
-            reserved: "uint32_t"[9],
-        }),
-        c_struct!("pto_local_context", "Native kernel ABI: this dispatch's block (args[48]).", NativeLocalContext {
-            block_idx: "int32_t", block_num: "int32_t", async_ctx: "uint64_t"[5],
-        }),
-        c_struct!("pto_global_context", "Native kernel ABI: the core's lane, and pto-rt's status word (args[49]).", NativeGlobalContext {
-            sub_block_id: "int32_t", pad: "uint32_t", l2_cache_offset: "uint64_t", status: "int32_t", reserved: "uint32_t",
-        }),
+        c_struct!(
+            "pto_launch_config",
+            "The launch descriptor's configuration line(s): written by the host.",
+            LaunchConfig {
+                magic: "uint32_t",
+                version: "uint32_t",
+                epoch: "uint64_t",
+                clusters: "uint32_t",
+                workers: "uint32_t",
+                aicpu_threads: "uint32_t",
+                task_count: "uint32_t",
+                physical_cores: "uint32_t",
+                runtime: "uint32_t",
+                image: "uint64_t",
+                image_len: "uint64_t",
+                handshakes: "uint64_t",
+                gates: "uint64_t",
+                payloads: "uint64_t",
+                watchdog_ticks: "uint64_t",
+                exit_ticks: "uint64_t",
+                core_wait_ticks: "uint64_t",
+                trace: "uint64_t",
+                trace_core_records: "uint32_t",
+                trace_thread_records: "uint32_t",
+                dump: "uint64_t",
+                executor: "uint32_t",
+                executor_reason: "uint32_t",
+                executor_detail: "uint32_t",
+                resident_entries: "uint32_t",
+                resident: "uint64_t",
+                capture: "uint64_t",
+                reserved: "uint64_t"[4],
+            }
+        ),
+        c_struct!(
+            "pto_fatal_line",
+            "The fatal latch: the first fault of a run.",
+            FatalLine {
+                claimed: "uint64_t",
+                code: "uint64_t",
+                site: "uint64_t",
+                task: "uint64_t",
+                core: "uint64_t",
+                detail: "uint64_t",
+                complete: "uint64_t",
+                reserved: "uint64_t",
+            }
+        ),
+        c_struct!(
+            "pto_run_line",
+            "The run's counters.",
+            RunLine {
+                completed: "uint64_t",
+                dispatched: "uint64_t",
+                cores_ready: "uint64_t",
+                cores_released: "uint64_t",
+                threads_done: "uint64_t",
+                orch_ticks: "uint64_t",
+                resident_ready: "uint64_t",
+                reserved: "uint64_t",
+            }
+        ),
+        c_struct!(
+            "pto_fault_text",
+            "The fault's text (UTF-8, NUL-padded).",
+            FaultText { bytes: "uint8_t"[FAULT_TEXT_BYTES] }
+        ),
+        c_struct!(
+            "pto_launch_desc",
+            "The launch descriptor: the argument of both device programs.",
+            LaunchDesc {
+                config: "struct pto_launch_config",
+                fatal: "struct pto_fatal_line",
+                run: "struct pto_run_line",
+                fault_text: "struct pto_fault_text",
+            }
+        ),
+        c_struct!(
+            "pto_handshake",
+            "A worker's handshake line: written only by its AICore.",
+            Handshake {
+                aicore_done: "uint32_t",
+                core_type: "uint32_t",
+                physical_core_id: "uint32_t",
+                reserved0: "uint32_t",
+                report_epoch: "uint64_t",
+                reserved: "uint64_t"[5],
+            }
+        ),
+        c_struct!(
+            "pto_teardown_gate",
+            "A worker's teardown gate line.",
+            TeardownGate { release: "uint64_t", reserved: "uint64_t"[7] }
+        ),
+        c_struct!(
+            "pto_dispatch_payload",
+            "One of a worker's two dispatch payload lines.",
+            DispatchPayload {
+                bin: "uint64_t",
+                args: "uint64_t",
+                task_id: "uint32_t",
+                block_idx: "uint32_t",
+                block_num: "uint32_t",
+                lane: "uint32_t",
+                reg_task_id: "uint32_t",
+                reserved0: "uint32_t",
+                reserved: "uint64_t"[3],
+            }
+        ),
+        c_struct!(
+            "pto_args_header",
+            "Head of a task's argument record; then tensor descriptors, then scalars.",
+            ArgsHeader {
+                tensors: "uint32_t",
+                scalars: "uint32_t",
+                predicate: "uint64_t",
+                flags: "uint32_t",
+                dump_scalars: "uint32_t",
+                funcs: "uint16_t"[3],
+                reserved: "uint16_t",
+            }
+        ),
+        c_struct!(
+            "pto_tensor_desc",
+            "A tensor argument of an argument record.",
+            TensorDesc {
+                addr: "uint64_t",
+                dtype: "uint32_t",
+                elem_bytes: "uint32_t",
+                ndims: "uint32_t",
+                shape: "uint32_t"[5],
+                strides: "uint32_t"[5],
+                flags: "uint32_t",
+            }
+        ),
+        c_struct!(
+            "pto_buffer",
+            "Native kernel ABI: the buffer a tensor descriptor views.",
+            NativeBuffer { addr: "uint64_t", size: "uint64_t" }
+        ),
+        c_struct!(
+            "pto_tensor",
+            "Native kernel ABI: the kernel tensor descriptor (args[0..T)).",
+            NativeTensor {
+                buffer: "struct pto_buffer",
+                owner_task_id: "uint64_t",
+                start_offset: "uint64_t",
+                version: "int32_t",
+                ndims: "uint32_t",
+                dtype: "uint8_t",
+                manual_dep: "uint8_t",
+                is_contiguous: "uint8_t",
+                address_space: "uint8_t",
+                shapes: "uint32_t"[5],
+                extent_elem: "uint64_t",
+                strides: "uint32_t"[5],
+                reserved: "uint32_t"[9],
+            }
+        ),
+        c_struct!(
+            "pto_local_context",
+            "Native kernel ABI: this dispatch's block (args[48]).",
+            NativeLocalContext { block_idx: "int32_t", block_num: "int32_t", async_ctx: "uint64_t"[5] }
+        ),
+        c_struct!(
+            "pto_global_context",
+            "Native kernel ABI: the core's lane, and pto-rt's status word (args[49]).",
+            NativeGlobalContext {
+                sub_block_id: "int32_t",
+                pad: "uint32_t",
+                l2_cache_offset: "uint64_t",
+                status: "int32_t",
+                reserved: "uint32_t",
+            }
+        ),
     ]
 }
 
@@ -181,10 +300,16 @@ pub fn validate(all: &[CStruct]) -> Result<(), String> {
         for f in &s.fields {
             let one = c_size(f.cty, &all[..i]).ok_or(format!("{}.{}: unknown C type {}", s.name, f.name, f.cty))?;
             if one * f.count.max(1) != f.size {
-                return Err(format!("{}.{}: {} x{} is not the Rust field's {} bytes", s.name, f.name, f.cty, f.count, f.size));
+                return Err(format!(
+                    "{}.{}: {} x{} is not the Rust field's {} bytes",
+                    s.name, f.name, f.cty, f.count, f.size
+                ));
             }
             if f.offset != end {
-                return Err(format!("{}.{}: at offset {}, expected {end} (a field is missing or out of order)", s.name, f.name, f.offset));
+                return Err(format!(
+                    "{}.{}: at offset {}, expected {end} (a field is missing or out of order)",
+                    s.name, f.name, f.offset
+                ));
             }
             end = f.offset + f.size;
         }

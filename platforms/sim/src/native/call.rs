@@ -123,6 +123,8 @@ impl Staged {
 
 /// Call `entry` (the native kernel `who`) with the arguments of `ctx`; `raw` reads GM as
 /// memory holds it, without the cache model (the baseline of write-only views).
+// The fault is the rare path; it is the HAL's inline type (see `AicoreAgent::run_kernel`).
+#[allow(clippy::result_large_err)]
 pub(crate) fn call(
     entry: NativeEntry,
     who: &str,
