@@ -1,7 +1,7 @@
 //! Native kernels: C and C++ kernels compiled for the host as shared objects, called by the
 //! simulated AICores through the native kernel ABI ([`pto_hal::native`]).
 //!
-//! [`Natives`] keeps every loaded object for the life of the device (an entry point stays
+//! `Natives` keeps every loaded object for the life of the device (an entry point stays
 //! valid as long as its object is loaded), `call` stages a kernel's views and calls it, and
 //! [`native_accesses`] says what a native kernel is given.
 
