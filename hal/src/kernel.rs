@@ -123,6 +123,12 @@ pub trait KernelContext {
         let _ = i;
         true
     }
+    /// Whether the task may read through tensor argument `i` (it was passed as an input,
+    /// input-output or untracked argument). Contexts that do not know say `true`.
+    fn readable(&self, i: usize) -> bool {
+        let _ = i;
+        true
+    }
     /// GM as this core's load/store unit sees it.
     fn gm(&self) -> &dyn GmMemory;
 }
@@ -150,3 +156,18 @@ impl<T: KernelContext + ?Sized> KernelContextExt for T {}
 
 /// A kernel as the AICore runs it.
 pub type KernelFn = fn(&mut dyn KernelContext);
+
+/// A loaded kernel as an AICore resolves it: a Rust function, or a native entry point (see
+/// [`crate::native`]) with the loader's index of it (for the platform to name it in faults).
+#[derive(Copy, Clone, Debug)]
+pub enum Kernel {
+    /// A Rust body, called with the kernel context.
+    Rust(KernelFn),
+    /// A C/C++ entry point, called with an argument block in the native kernel ABI.
+    Native {
+        /// The entry point.
+        entry: crate::native::NativeEntry,
+        /// The platform's index of the loaded kernel (its name and binary).
+        id: u32,
+    },
+}

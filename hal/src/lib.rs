@@ -52,6 +52,7 @@ mod event;
 mod gm;
 mod kernel;
 mod memory;
+pub mod native;
 mod platform;
 mod regs;
 mod stream;
@@ -64,7 +65,9 @@ pub use dump::{Begin, Blocked, DumpLane, DumpReservation, Refusal};
 pub use error::{Error, ErrorKind, ErrorType};
 pub use event::{Events, Pause};
 pub use gm::{GmAtomic, GmMemory, GmMemoryExt};
-pub use kernel::{CoreType, KernelContext, KernelContextExt, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg};
+pub use kernel::{
+    CoreType, Kernel, KernelContext, KernelContextExt, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg,
+};
 pub use memory::DeviceMemory;
 pub use platform::{
     AicoreAgent, AicoreEntry, AicoreLaunch, AicpuAgent, AicpuEntry, AicpuLaunch, DevicePlatform, Handle, HostPlatform,

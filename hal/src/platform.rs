@@ -8,7 +8,7 @@ use generic_array::typenum::Unsigned;
 use crate::check::{Checks, GraphNotes};
 use crate::{
     AicoreCache, AicoreStream, AicpuCache, AicpuStream, Barriers, Clock, Contract, CoreRegisters, CoreType,
-    DeviceMemory, ErrorType, Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Pause,
+    DeviceMemory, ErrorType, Events, GmAddr, GmAtomic, GmMemory, Kernel, KernelContext, KernelFault, KernelFn, Pause,
     Registers,
 };
 
@@ -102,12 +102,12 @@ pub trait AicpuAgent: GmAtomic + GmMemory + AicpuCache + Barriers + Registers + 
 /// pauses, and run kernels.
 pub trait AicoreAgent: GmAtomic + GmMemory + AicoreCache + Barriers + CoreRegisters + Clock + Events + Pause {
     /// The kernel loaded as `bin` by [`Loader::load_kernel`], if any.
-    fn resolve_kernel(&self, bin: u64) -> Option<KernelFn>;
-    /// Run `kernel` on this core. A kernel that panics (simulator) or traps is reported as a
-    /// [`KernelFault`]; the core stays usable.
+    fn resolve_kernel(&self, bin: u64) -> Option<Kernel>;
+    /// Run `kernel` on this core. A kernel that panics (simulator), traps, or (native) reports
+    /// a failure code is reported as a [`KernelFault`]; the core stays usable.
     // A fault is the rare path and the HAL has no allocator: its text travels inline.
     #[allow(clippy::result_large_err)]
-    fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault>;
+    fn run_kernel(&self, kernel: Kernel, ctx: &mut dyn KernelContext) -> Result<(), KernelFault>;
     /// GM as this core's load/store unit sees it, for kernels.
     fn as_gm(&self) -> &dyn GmMemory;
 }
@@ -172,7 +172,9 @@ pub struct KernelSource<'a> {
     pub core: CoreType,
     /// The Rust body, for platforms that run kernels as functions.
     pub function: Option<KernelFn>,
-    /// Path of the compiled kernel, for hardware.
+    /// Path of the compiled kernel: a device binary for hardware; on the simulator, a host
+    /// shared object whose entry (the symbol `name`, else `kernel_entry`) follows the native
+    /// kernel ABI ([`crate::native`]). The simulator prefers it over `function`.
     pub binary: Option<&'a str>,
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use pto_hal::{
     AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, Contract, CoreRegisters, CoreType, DelayNs,
-    Events, GmAddr, GmAtomic, GmMemory, KernelContext, KernelFault, KernelFn, Pause, Reg, Registers, Ticks,
+    Events, GmAddr, GmAtomic, GmMemory, Kernel, KernelContext, KernelFault, Pause, Reg, Registers, Ticks,
 };
 
 use crate::gm::GM_BASE;
@@ -521,13 +521,46 @@ impl<C: Contract> Events for SimCore<C> {
 }
 
 impl<C: Contract> AicoreAgent for SimCore<C> {
-    fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
+    fn resolve_kernel(&self, bin: u64) -> Option<Kernel> {
         let table = self.shared.kernels.read();
         let &(f, ty) = table.get(pto_hal::Handle(bin)).ok()?;
         (ty == self.core_type).then_some(f)
     }
 
-    fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+    fn run_kernel(&self, kernel: Kernel, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+        let kernel = match kernel {
+            Kernel::Rust(f) => f,
+            Kernel::Native { entry, id } => {
+                let who = self.shared.natives.describe(id);
+                let raw = |addr: GmAddr, dst: &mut [u8]| {
+                    let off = self.shared.gm.checked(addr, dst.len() as u64);
+                    self.shared.gm.read_bytes(off, dst);
+                };
+                let r = crate::native::call(entry, &who, ctx, &raw);
+                let checker = &self.shared.checker;
+                if checker.on() {
+                    // Native code is seen at its boundary: its views as declared, inputs read
+                    // and outputs written whole.
+                    let mut log =
+                        crate::check::BlockLog { block: (ctx.block_idx(), ctx.sub_block_id()), ..Default::default() };
+                    log.views = (0..ctx.tensor_count())
+                        .map(|i| ctx.tensor(i).map_or((0, 0, false), |t| (t.addr.0, t.elem_bytes, t.is_contiguous())))
+                        .collect();
+                    for a in crate::native::native_accesses(ctx) {
+                        let len = a.range.end - a.range.start;
+                        if a.read && len > 0 {
+                            log.push(a.arg as u32, false, a.range.start, len);
+                        }
+                        if a.write && len > 0 {
+                            log.push(a.arg as u32, true, a.range.start, len);
+                        }
+                    }
+                    let key = crate::check::kernel_key(&Kernel::Native { entry, id });
+                    checker.kernel_ran(self.launch.load(Ordering::Relaxed), ctx.task_id(), key, log);
+                }
+                return r;
+            }
+        };
         crate::panics::install_quiet_hook();
         let checker = &self.shared.checker;
         if checker.on() {

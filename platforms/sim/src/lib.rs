@@ -34,6 +34,7 @@ mod error;
 mod faithful;
 mod gm;
 mod launch;
+pub mod native;
 mod panics;
 mod park;
 mod platform;

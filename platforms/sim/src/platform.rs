@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use pto_hal::check::{Checks, GraphNotes};
 use pto_hal::{
     AicoreEntry, AicpuEntry, Clock, Contract, DeviceMemory, DevicePlatform, ErrorType, GmAddr, Handle, HostPlatform,
-    KernelSource, Loader, OrchestrationSource, Platform, ProgramKind, Ticks, Topology,
+    Kernel, KernelSource, Loader, OrchestrationSource, Platform, ProgramKind, Ticks, Topology,
 };
 
 use crate::agent::{SimAicpu, SimCore};
@@ -167,13 +167,26 @@ impl<C: Contract> Loader for SimDevice<C> {
     }
 
     fn load_kernel(&self, kernel: &KernelSource<'_>) -> Result<Handle, SimError> {
-        let f = kernel
-            .function
-            .ok_or_else(|| SimError::NotInstalled(format!("kernel {} has no Rust body", kernel.name)))?;
+        // A binary is a native kernel (a host shared object); it wins over a Rust body.
+        let k = match (kernel.binary, kernel.function) {
+            (Some(path), _) => {
+                let (id, entry) = self.shared().natives.load(kernel.name, path)?;
+                Kernel::Native { entry, id }
+            }
+            (None, Some(f)) => Kernel::Rust(f),
+            (None, None) => {
+                return Err(SimError::NotInstalled(format!("kernel {} has no Rust body and no binary", kernel.name)));
+            }
+        };
         let core = kernel.core;
-        self.shared().checker.name_kernel(f as usize, kernel.name);
+        self.shared().checker.name_kernel(crate::check::kernel_key(&k), kernel.name);
+        let same = |a: &Kernel, b: &Kernel| match (a, b) {
+            (Kernel::Rust(f), Kernel::Rust(g)) => std::ptr::fn_addr_eq(*f, *g),
+            (Kernel::Native { id: i, .. }, Kernel::Native { id: j, .. }) => i == j,
+            _ => false,
+        };
         let mut t = self.shared().kernels.write();
-        t.find_or_push((f, core), |&(g, c)| std::ptr::fn_addr_eq(g, f) && c == core)
+        t.find_or_push((k, core), |(g, c)| same(g, &k) && *c == core)
             .map_err(|_| SimError::InvalidArgument("too many kernels loaded"))
     }
 

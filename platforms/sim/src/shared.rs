@@ -9,7 +9,7 @@ use parking_lot::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use pto_hal::{CoreType, KernelFn, Ticks, Topology};
+use pto_hal::{CoreType, Kernel, Ticks, Topology};
 use pto_inproc::HandleTable;
 
 use crate::config::{AicpuWritePolicy, CacheModel, SimConfig};
@@ -42,7 +42,9 @@ pub(crate) struct Shared {
     /// How many agents may spin at once (the host's CPU count).
     pub spin_permits: SpinPermits,
     /// Loaded kernels and the core type each was loaded for; handles from [`KERNEL_BASE`].
-    pub kernels: RwLock<HandleTable<(KernelFn, CoreType)>>,
+    pub kernels: RwLock<HandleTable<(Kernel, CoreType)>>,
+    /// The native kernels' shared objects, kept loaded while the device lives.
+    pub natives: crate::native::Natives,
     /// Loaded orchestration programs; handles from [`PROGRAM_BASE`].
     pub programs: RwLock<HandleTable<Box<dyn std::any::Any + Send + Sync>>>,
     /// Per agent (AICPU threads, then cores): the GM word it waits on, 0 when none.
@@ -98,6 +100,7 @@ impl Shared {
                 std::thread::available_parallelism().map_or(1, |n| n.get() as u64).min(config.max_spinners as u64),
             ),
             kernels: RwLock::new(HandleTable::new("kernel", KERNEL_BASE, PROGRAM_BASE - KERNEL_BASE)),
+            natives: crate::native::Natives::default(),
             programs: RwLock::new(HandleTable::new("orchestration", PROGRAM_BASE, PROGRAM_CAPACITY)),
             monitors: (0..nthreads + workers).map(|_| AtomicU64::new(0)).collect(),
             monitoring: AtomicU32::new(0),

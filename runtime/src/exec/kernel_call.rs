@@ -5,7 +5,9 @@
 use pto_hal::{AicoreAgent, CoreType, GmAddr, GmMemory, KernelContext, MAX_TENSOR_DIMS, TensorArg};
 use zerocopy::IntoBytes;
 
-use crate::layout::{ArgsHeader, DispatchPayload, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, TENSOR_WRITTEN, TensorDesc};
+use crate::layout::{
+    ArgsHeader, DispatchPayload, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, TENSOR_READ, TENSOR_WRITTEN, TensorDesc,
+};
 
 /// What a kernel sees: its payload's arguments, read once from the image.
 pub(crate) struct CoreCtx<'a> {
@@ -124,6 +126,9 @@ impl KernelContext for CoreCtx<'_> {
     }
     fn writable(&self, i: usize) -> bool {
         i < self.nt && self.tensors[i].flags & TENSOR_WRITTEN != 0
+    }
+    fn readable(&self, i: usize) -> bool {
+        i < self.nt && self.tensors[i].flags & TENSOR_READ != 0
     }
 
     fn gm(&self) -> &dyn GmMemory {

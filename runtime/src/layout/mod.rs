@@ -14,10 +14,12 @@
 //! | [`capture`] | the resident route's boundary-capture control region |
 //! | [`trace`] | the per-core and per-thread trace rings |
 //! | [`dump`] | the args-dump region and its lanes |
+//! | [`c_abi`] | not a protocol: these structures as C (`include/pto_abi.h`), generated |
 //!
 //! Everything is re-exported here, so `crate::layout::LaunchConfig` and
 //! `crate::layout::launch::LaunchConfig` name the same item.
 
+pub mod c_abi;
 pub mod capture;
 pub mod dump;
 pub mod image;

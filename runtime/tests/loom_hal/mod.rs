@@ -26,8 +26,8 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 use pto_hal::{
     AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, CoreRegisters, DelayNs, Events, GmAddr,
-    GmAtomic, GmMemory, GmMemoryExt, HostCoherent, KernelContext, KernelContextExt, KernelFault, KernelFn, Pause, Reg,
-    Registers, Ticks,
+    GmAtomic, GmMemory, GmMemoryExt, HostCoherent, Kernel, KernelContext, KernelContextExt, KernelFault, KernelFn,
+    Pause, Reg, Registers, Ticks,
 };
 use pto_runtime::layout::{DESC_MAGIC, LAYOUT_VERSION, LaunchConfig, LaunchDesc};
 use pto_runtime::lifecycle::RunMap;
@@ -462,11 +462,14 @@ fn record_kernel(ctx: &mut dyn KernelContext) {
 pub const KERNEL_BIN: u64 = 0xB1B0;
 
 impl AicoreAgent for LoomCore {
-    fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
-        (bin == KERNEL_BIN).then_some(record_kernel as KernelFn)
+    fn resolve_kernel(&self, bin: u64) -> Option<Kernel> {
+        (bin == KERNEL_BIN).then_some(Kernel::Rust(record_kernel as KernelFn))
     }
-    fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
-        kernel(ctx);
+    fn run_kernel(&self, kernel: Kernel, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+        match kernel {
+            Kernel::Rust(f) => f(ctx),
+            Kernel::Native { .. } => return Err(KernelFault::new("the loom device runs no native kernels")),
+        }
         Ok(())
     }
     fn as_gm(&self) -> &dyn GmMemory {

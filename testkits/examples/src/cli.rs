@@ -1,10 +1,11 @@
-//! The examples' command line (`--runtime`, `--executor`, `--trace`, `--svg`, `--dump`,
-//! `--dump-dir`), parsed by clap into [`ExampleArgs`].
+//! The examples' command line (`--runtime`, `--executor`, `--kernels`, `--trace`, `--svg`,
+//! `--dump`, `--dump-dir`), parsed by clap into [`ExampleArgs`].
 
 use pto_runtime::dump::DumpLevel;
 use pto_runtime::host::Executor;
 use pto_runtime::orch::RuntimeKind;
 
+use crate::native::KernelChoice;
 use crate::run::RUNTIMES;
 
 /// Which runtimes a command line names (`--runtime hbg|trb|both`).
@@ -47,6 +48,9 @@ struct ExampleCli {
     /// The host-built graph's executor: auto, legacy or resident.
     #[arg(long, value_name = "EXECUTOR", value_parser = parse_executor, default_value = "auto")]
     executor: Executor,
+    /// The kernels: rust, or native (the C++ kernels, through the native kernel ABI).
+    #[arg(long, value_enum, default_value_t = KernelChoice::Rust)]
+    kernels: KernelChoice,
     /// Write each run's Chrome trace-event JSON (Perfetto) here.
     #[arg(long, value_name = "FILE.json")]
     trace: Option<std::path::PathBuf>,
@@ -62,7 +66,7 @@ struct ExampleCli {
 }
 
 /// An example's command line: `[--runtime hbg|trb|both] [--executor auto|legacy|resident]
-/// [--trace FILE.json] [--svg FILE.svg] [--dump partial|hybrid|full [--dump-dir DIR]]`,
+/// [--kernels rust|native] [--trace FILE.json] [--svg FILE.svg] [--dump partial|hybrid|full [--dump-dir DIR]]`,
 /// parsed by clap.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExampleArgs {
@@ -70,6 +74,8 @@ pub struct ExampleArgs {
     pub runtimes: Vec<RuntimeKind>,
     /// The executor of the host-built-graph runs (default auto).
     pub executor: Executor,
+    /// The kernels the runs register (default the Rust ones).
+    pub kernels: KernelChoice,
     /// Where to write the Chrome trace-event JSON of each run.
     pub trace: Option<std::path::PathBuf>,
     /// Where to write the SVG swimlane of each run.
@@ -106,6 +112,7 @@ impl ExampleArgs {
             Ok(c) => Ok(ExampleArgs {
                 runtimes: c.runtime.list(),
                 executor: c.executor,
+                kernels: c.kernels,
                 trace: c.trace,
                 svg: c.svg,
                 dump: c.dump,
@@ -200,6 +207,10 @@ mod example_args_tests {
         let a = parse(&["--runtime", "trb", "--executor", "resident"]).unwrap();
         assert_eq!((a.runtimes, a.executor), (vec![RuntimeKind::TensormapRing], Executor::Resident));
         assert_eq!(parse(&[]).unwrap().executor, Executor::Auto);
+        assert_eq!(parse(&[]).unwrap().kernels, KernelChoice::Rust);
+        assert_eq!(parse(&["--kernels", "native"]).unwrap().kernels, KernelChoice::Native);
+        let e = parse(&["--kernels", "cuda"]).unwrap_err();
+        assert!(e.contains("'cuda'") && e.contains("--kernels"), "{e}");
         let e = parse(&["--runtime", "xyz"]).unwrap_err();
         assert!(e.contains("'xyz'") && e.contains("--runtime"), "{e}");
         let e = parse(&["--executor", "fast"]).unwrap_err();

@@ -6,8 +6,9 @@ use pto_runtime::host::Error;
 
 use crate::Device;
 use crate::cli::{ExampleArgs, example_usage};
+use crate::native::{KernelChoice, NATIVE_EXAMPLES};
 use crate::outputs::{dump_summary, failed_dump_summary, trace_path, write_trace};
-use crate::registry::setup;
+use crate::registry::setup_with;
 use crate::run::{dumped, executed, traced};
 use crate::workloads::Workload;
 
@@ -32,9 +33,13 @@ pub fn example_main<P: HostPlatform>(
             return std::process::ExitCode::from(2);
         }
     };
+    if args.kernels == KernelChoice::Native && !NATIVE_EXAMPLES.contains(&name) {
+        eprintln!("{name}: has no native kernels (--kernels native runs {})", NATIVE_EXAMPLES.join(", "));
+        return std::process::ExitCode::from(2);
+    }
     let tracing = args.trace.is_some() || args.svg.is_some();
     let several = args.runtimes.len() > 1;
-    let (dev, k) = match setup(open) {
+    let (dev, k) = match setup_with(open, args.kernels) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("{name}: cannot open the device: {e}");
@@ -47,7 +52,8 @@ pub fn example_main<P: HostPlatform>(
         let run = || executed(args.executor, || traced(tracing, || workload(&dev, &k, rt)));
         match dumped(args.dump, args.dump_dir.clone(), run) {
             Ok(o) => {
-                println!("{}", o.summary(board));
+                let native = if args.kernels == KernelChoice::Native { " kernels=native" } else { "" };
+                println!("{}{native}", o.summary(board));
                 if tracing {
                     let json = args.trace.as_deref().map(|p| trace_path(p, rt, several));
                     let svg = args.svg.as_deref().map(|p| trace_path(p, rt, several));

@@ -18,6 +18,7 @@ mod cli;
 mod every_dtype;
 mod example;
 mod kernels;
+pub mod native;
 mod orchestrations;
 mod outcome;
 mod outputs;
@@ -37,12 +38,13 @@ pub use kernels::{
     add1_chain, f, k_accumulate, k_add, k_add_scalar, k_add1, k_fill1, k_inc0, k_mix_matmul, k_mix_vec_half, k_mul,
     k_panic,
 };
+pub use native::KernelChoice;
 pub use orchestrations::{
     ShapeKind, orch_chain513, orch_manual_scope, orch_mix, orch_shape, orch_tiny_rings, orch_vector,
 };
 pub use outcome::{Failure, Outcome};
 pub use outputs::{dump_summary, failed_dump_summary, trace_path, write_trace};
-pub use registry::{Kernels, Programs, setup};
+pub use registry::{Kernels, Programs, setup, setup_with};
 pub use run::{RUNTIMES, dumped, dumped_with_arena, executed, run_on, traced};
 pub use shapes::{Prepared, build_shape};
 pub use workloads::{

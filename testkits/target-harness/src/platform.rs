@@ -37,7 +37,7 @@ use pto_aarch64::{GmRegion, ProgramTable};
 use pto_hal::{
     AicoreAgent, AicoreCache, AicoreEntry, AicoreLaunch, AicoreStream, AicpuAgent, AicpuCache, AicpuEntry, AicpuLaunch,
     AicpuStream, Barriers, Clock, Contract, CoreRegisters, CoreType, DeviceMemory, DevicePlatform, ErrorKind,
-    ErrorType, Events, GmAddr, GmAtomic, GmMemory, Handle, HostPlatform, KernelContext, KernelFault, KernelFn,
+    ErrorType, Events, GmAddr, GmAtomic, GmMemory, Handle, HostPlatform, Kernel, KernelContext, KernelFault, KernelFn,
     KernelSource, LINE_BYTES, Loader, OrchestrationSource, Pause, Platform, ProgramKind, Stream, Ticks, Topology,
 };
 use pto_inproc::{HandleTable, Heap, HeapError, Registry, WorkerFault, WorkerStream, panic_message};
@@ -686,10 +686,13 @@ impl<C: Chip> Pause for TargetAicore<C> {
 }
 
 impl<C: Chip> AicoreAgent for TargetAicore<C> {
-    fn resolve_kernel(&self, bin: u64) -> Option<KernelFn> {
-        self.shared.kernels.read().get(Handle(bin)).ok().map(|k| k.0)
+    fn resolve_kernel(&self, bin: u64) -> Option<Kernel> {
+        self.shared.kernels.read().get(Handle(bin)).ok().map(|k| Kernel::Rust(k.0))
     }
-    fn run_kernel(&self, kernel: KernelFn, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+    fn run_kernel(&self, kernel: Kernel, ctx: &mut dyn KernelContext) -> Result<(), KernelFault> {
+        let Kernel::Rust(kernel) = kernel else {
+            return Err(KernelFault::new("the target harness runs Rust kernels only (no native kernel ABI here)"));
+        };
         catch_unwind(AssertUnwindSafe(|| kernel(ctx))).map_err(|p| KernelFault::new(&panic_message(&*p)))
     }
     fn as_gm(&self) -> &dyn GmMemory {

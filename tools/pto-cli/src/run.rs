@@ -11,7 +11,7 @@ use pto_sim::CacheModel;
 use pto_testkit::Workload;
 
 use crate::Fail;
-use crate::target::{BoardName, SimControl, Target, cache_name, open};
+use crate::target::{BoardName, SimControl, Target, cache_name, open_with};
 
 #[derive(Parser, Debug)]
 pub(crate) struct RunArgs {
@@ -20,6 +20,10 @@ pub(crate) struct RunArgs {
     example: Example,
     #[command(flatten)]
     target: Target,
+    /// The kernels: rust, or native (the C++ kernels, through the native kernel ABI; vector,
+    /// chain513, mix, bgemm, manual_scope and tiny_rings have them).
+    #[arg(long, value_enum, default_value_t = pto_testkit::KernelChoice::Rust)]
+    kernels: pto_testkit::KernelChoice,
     /// The simulator's cache model: coherent, faithful or faithful:SEED (as PTO_SIM_CACHE).
     #[arg(long, value_parser = parse_cache)]
     cache: Option<CacheModel>,
@@ -141,8 +145,12 @@ where
     B::Platform: Platform,
     <B::Platform as HostPlatform>::Device: SimControl,
 {
-    let (dev, k) = open::<B>(a.cache, a.check)?;
     let (name, w) = workload::<B::Platform>(a.example);
+    if a.kernels == pto_testkit::KernelChoice::Native && !pto_testkit::native::NATIVE_EXAMPLES.contains(&name) {
+        let have = pto_testkit::native::NATIVE_EXAMPLES.join(", ");
+        return Err(Fail(format!("{name} has no native kernels (--kernels native runs {have})"), 2));
+    }
+    let (dev, k) = open_with::<B>(a.cache, a.check, a.kernels)?;
     let rts = a.target.runtime.list();
     let tracing = a.trace.is_some() || a.svg.is_some();
     let cache = cache_name(dev.platform().cache());
@@ -194,7 +202,8 @@ where
         match outcome {
             Ok(o) => {
                 if !a.json {
-                    println!("{} cache={cache} check={}", o.summary(B::NAME), checks.name());
+                    let native = if a.kernels == pto_testkit::KernelChoice::Native { " kernels=native" } else { "" };
+                    println!("{} cache={cache} check={}{native}", o.summary(B::NAME), checks.name());
                 }
                 if tracing {
                     let several = rts.len() > 1;

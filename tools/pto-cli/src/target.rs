@@ -123,6 +123,19 @@ where
     B::Platform: Platform,
     <B::Platform as HostPlatform>::Device: SimControl,
 {
+    open_with::<B>(cache, checks, pto_testkit::KernelChoice::Rust)
+}
+
+/// [`open`] with the kernels of `kernels` (the Rust ones, or the native ones where they exist).
+pub(crate) fn open_with<B: Board>(
+    cache: Option<CacheModel>,
+    checks: Option<Checks>,
+    kernels: pto_testkit::KernelChoice,
+) -> Result<(Device<B::Platform>, Kernels), Fail>
+where
+    B::Platform: Platform,
+    <B::Platform as HostPlatform>::Device: SimControl,
+{
     let dev = pto::open_board::<B>().map_err(|e| Fail(format!("cannot open board {}: {e}", B::NAME), 1))?;
     if let Some(m) = cache {
         dev.platform().set_cache(m).map_err(|e| Fail(format!("cannot set the cache model: {e}"), 1))?;
@@ -130,6 +143,6 @@ where
     if let Some(c) = checks {
         dev.platform().set_checks(c).map_err(|e| Fail(format!("cannot set the checks: {e}"), 1))?;
     }
-    let k = Kernels::register(&dev)?;
+    let k = Kernels::register_with(&dev, kernels)?;
     Ok((dev, k))
 }

@@ -47,6 +47,15 @@ pub fn checks_from_env() -> Result<Option<Checks>, SimError> {
     }
 }
 
+/// The key the checks name a loaded kernel by: a Rust body's address, or a native kernel's
+/// loader index with the top bit set.
+pub(crate) fn kernel_key(k: &pto_hal::Kernel) -> usize {
+    match *k {
+        pto_hal::Kernel::Rust(f) => f as usize,
+        pto_hal::Kernel::Native { id, .. } => (1 << (usize::BITS - 1)) | id as usize,
+    }
+}
+
 /// The checks of one simulated device.
 pub(crate) struct Checker {
     race: AtomicBool,
