@@ -338,3 +338,35 @@ fn a_retired_producer_still_orders_later_tasks() {
         assert_eq!(x.read::<f32>().unwrap(), vec![2.0; 16]);
     }
 }
+
+// --- native kernels ----------------------------------------------------------------------------
+
+/// Native kernels are seen at their boundary (their views as declared, inputs read and outputs
+/// written whole): the racy graphs are caught with them too, and the examples that have native
+/// kernels are clean.
+#[test]
+fn native_kernels_are_checked_at_their_boundary() {
+    let (dev, k) = pto_testkit::setup_with(pto::open, pto_testkit::KernelChoice::Native).unwrap();
+    let x = tensor(&dev, 16);
+    let args = || OrchArgs::new().tensor(x.tensor());
+    let racy = dev.register_orchestration("two_untracked_writers", two_untracked_writers).unwrap();
+    let race = Checks { race: true, init: false };
+    for r in caught_every_time(&dev, &racy, &args, race, |f| matches!(f, Finding::DataRace { .. })) {
+        let Finding::DataRace { first, second, .. } = &r.first else { unreachable!() };
+        assert_eq!((first.kernel.as_str(), second.kernel.as_str()), ("add1", "add1"), "{r}");
+    }
+    let (a, b, c) = (tensor(&dev, 256), tensor(&dev, 256), tensor(&dev, 256));
+    let args3 = || OrchArgs::new().tensor(a.tensor()).tensor(b.tensor()).tensor(c.tensor());
+    let missing =
+        dev.register_orchestration("manual_scope_missing_dependency", manual_scope_missing_dependency).unwrap();
+    caught_every_time(&dev, &missing, &args3, Checks::ALL, |f| matches!(f, Finding::DataRace { .. }));
+    assert!(<pto::SelectedPlatform as HostPlatform>::set_checks(dev.platform(), Checks::ALL));
+    for (name, w) in pto_testkit::examples::<pto::SelectedPlatform>() {
+        if !pto_testkit::native::NATIVE_EXAMPLES.contains(&name) {
+            continue;
+        }
+        for rt in RUNTIMES {
+            w(&dev, &k, rt).unwrap_or_else(|e| panic!("{name} with native kernels on {}: {e}", rt.name()));
+        }
+    }
+}

@@ -539,20 +539,20 @@ impl<C: Contract> AicoreAgent for SimCore<C> {
                 let r = crate::native::call(entry, &who, ctx, &raw);
                 let checker = &self.shared.checker;
                 if checker.on() {
-                    // Native code is seen at its boundary: its views as declared, inputs read
-                    // and outputs written whole.
+                    // Native code is seen at its boundary: the elements of its views, inputs
+                    // read and outputs written whole.
                     let mut log =
                         crate::check::BlockLog { block: (ctx.block_idx(), ctx.sub_block_id()), ..Default::default() };
                     log.views = (0..ctx.tensor_count())
                         .map(|i| ctx.tensor(i).map_or((0, 0, false), |t| (t.addr.0, t.elem_bytes, t.is_contiguous())))
                         .collect();
                     for a in crate::native::native_accesses(ctx) {
-                        let len = a.range.end - a.range.start;
-                        if a.read && len > 0 {
-                            log.push(a.arg as u32, false, a.range.start, len);
+                        let Some(t) = ctx.tensor(a.arg) else { continue };
+                        if a.read {
+                            log.push_view(a.arg as u32, false, &t);
                         }
-                        if a.write && len > 0 {
-                            log.push(a.arg as u32, true, a.range.start, len);
+                        if a.write {
+                            log.push_view(a.arg as u32, true, &t);
                         }
                     }
                     let key = crate::check::kernel_key(&Kernel::Native { entry, id });

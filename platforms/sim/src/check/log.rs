@@ -42,6 +42,53 @@ impl BlockLog {
     }
 }
 
+impl BlockLog {
+    /// Elements of a view beyond which [`BlockLog::push_view`] records the view's bounding range
+    /// instead of its elements.
+    pub const VIEW_ELEMENTS: u64 = 1 << 22;
+
+    /// Record every element of view `t` as accessed through argument `arg` (a kernel seen only
+    /// at its boundary: what it was given, not what it touched). Elements are visited with the
+    /// largest stride outermost, so a dense or transposed view is one range and a tile of a
+    /// matrix one range per row.
+    pub fn push_view(&mut self, arg: u32, write: bool, t: &pto_hal::TensorArg) {
+        let nd = (t.ndims as usize).min(pto_hal::MAX_TENSOR_DIMS);
+        let elem = t.elem_bytes as u64;
+        if elem == 0 || t.shape[..nd].contains(&0) {
+            return;
+        }
+        let mut dims: Vec<(u64, u64)> = (0..nd)
+            .map(|k| (t.strides[k] as u64 * elem, t.shape[k] as u64))
+            .filter(|&(stride, ext)| stride > 0 && ext > 1)
+            .collect();
+        dims.sort_unstable_by_key(|d| std::cmp::Reverse(d.0));
+        let count: u64 = dims.iter().map(|d| d.1).product();
+        if count > Self::VIEW_ELEMENTS {
+            let last: u64 = dims.iter().map(|&(s, e)| s * (e - 1)).sum();
+            self.push(arg, write, t.addr.0, last + elem);
+            return;
+        }
+        let mut idx = vec![0u64; dims.len()];
+        loop {
+            let off: u64 = idx.iter().zip(&dims).map(|(i, d)| i * d.0).sum();
+            self.push(arg, write, t.addr.0 + off, elem);
+            // Next index, innermost (smallest stride) first.
+            let mut k = dims.len();
+            loop {
+                if k == 0 {
+                    return;
+                }
+                k -= 1;
+                idx[k] += 1;
+                if idx[k] < dims[k].1 {
+                    break;
+                }
+                idx[k] = 0;
+            }
+        }
+    }
+}
+
 /// Something the run did, in submission order.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
@@ -84,5 +131,44 @@ impl RunLog {
         t.kernel = kernel;
         let at = t.blocks.partition_point(|b| b.block <= block.block);
         t.blocks.insert(at, block);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pto_hal::{GmAddr, TensorArg};
+
+    fn view(shape: &[u32], strides: &[u32]) -> TensorArg {
+        let mut t = TensorArg {
+            addr: GmAddr(0x1000),
+            dtype: 0,
+            elem_bytes: 4,
+            ndims: shape.len() as u32,
+            shape: [0; 5],
+            strides: [0; 5],
+        };
+        t.shape[..shape.len()].copy_from_slice(shape);
+        t.strides[..strides.len()].copy_from_slice(strides);
+        t
+    }
+
+    fn ranges(t: &TensorArg) -> Vec<(u64, u64)> {
+        let mut b = BlockLog::default();
+        b.push_view(0, true, t);
+        b.accesses.iter().map(|a| (a.lo, a.hi)).collect()
+    }
+
+    #[test]
+    fn a_view_is_its_elements_in_as_few_ranges_as_they_make() {
+        // Dense, and the same matrix seen transposed: one range.
+        assert_eq!(ranges(&view(&[4, 8], &[8, 1])), vec![(0x1000, 0x1080)]);
+        assert_eq!(ranges(&view(&[8, 4], &[1, 8])), vec![(0x1000, 0x1080)]);
+        // A 2x3 tile of a 4x8 matrix: one range per row, the gaps left out.
+        assert_eq!(ranges(&view(&[2, 3], &[8, 1])), vec![(0x1000, 0x100c), (0x1020, 0x102c)]);
+        // A column: one element per row.
+        assert_eq!(ranges(&view(&[3, 1], &[8, 1])), vec![(0x1000, 0x1004), (0x1020, 0x1024), (0x1040, 0x1044)]);
+        // An empty view touches nothing.
+        assert!(ranges(&view(&[0, 4], &[4, 1])).is_empty());
     }
 }
