@@ -237,6 +237,16 @@ pub enum Failure {
     Exit,
 }
 
+/// What a peer's look at its phase's answer found.
+enum Look {
+    /// The phase is sealed.
+    Sealed,
+    /// The phase was answered ABORTED.
+    Aborted,
+    /// No answer yet: the word to wait on and the value seen (`None`: no publisher yet).
+    Pending(Option<(GmAddr, u64)>),
+}
+
 /// One core's boundary captures: its seat, its counters and the phase it published last
 /// (whose acknowledgement line it may reuse only after that phase's departures).
 pub struct Boundary {
@@ -514,38 +524,18 @@ impl Boundary {
         let word = slot.offset(capture_slot::PUBLISHER + 8 * phase);
         let mut publisher_seen = None;
         loop {
-            if publisher_seen.is_none() {
-                publisher_seen = publisher(a, slot, phase);
-            }
-            // What to wait on, and the value the look was based on; `None`: the line changed
-            // during the read (look again at once).
-            let mut wait = Some((word, 0));
-            if let Some((p, seq)) = publisher_seen {
-                let seq = if crate::breakage::broken(crate::breakage::CAPTURE_PEER_OWN_SEQ) {
-                    // Broken on purpose: the peer's own counter proves nothing about this phase.
-                    self.seq.get() % 0xFFFF_FFFF + 1
-                } else {
-                    seq
-                };
-                let line = GmAddr(self.l.ack(p));
-                // A line being rewritten (tick 0): wait for its new tick.
-                wait = Some((line.offset(capture_ack::TICK), 0));
-                if let Some(ack) = read_ack(a, line) {
-                    if ack.identity == (self.epoch, task as u64, seq) {
-                        match ack.status {
-                            crate::layout::capture_status::SEALED => return Ok(true),
-                            crate::layout::capture_status::ABORTED
-                                if !crate::breakage::broken(crate::breakage::CAPTURE_PEER_IGNORES_ABORTED) =>
-                            {
-                                return Ok(false);
-                            }
-                            _ => {}
-                        }
-                    }
-                    wait = Some((line.offset(capture_ack::TICK), ack.tick));
-                }
-            }
+            let (on, seen) = match self.look(a, slot, phase, task, &mut publisher_seen) {
+                Look::Sealed => return Ok(true),
+                Look::Aborted => return Ok(false),
+                Look::Pending(wait) => wait.unwrap_or((word, 0)),
+            };
             if a.read_dmb() == regs::DMB_EXIT {
+                // The run's stop may have overtaken the last look: an ABORTED answer written
+                // before the stop (the publisher's abort latched the fault that stopped the
+                // run) is visible to a look after it, and is this peer's to take.
+                if let Look::Aborted = self.look(a, slot, phase, task, &mut publisher_seen) {
+                    return Ok(false);
+                }
                 return Err(Failure::Exit);
             }
             // Until the last participant arrived (no publisher yet) it may still be running its
@@ -558,11 +548,47 @@ impl Boundary {
             if a.now_ticks() >= deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
-            match wait {
-                Some((on, seen)) => self.pause(a, on, seen, deadline),
-                None => crate::sync::spin_hint(),
+            self.pause(a, on, seen, deadline);
+        }
+    }
+
+    /// One look at the phase's answer: the publisher (found once), then its acknowledgement
+    /// line for this phase's identity.
+    fn look<A: AicoreAgent>(
+        &self,
+        a: &A,
+        slot: GmAddr,
+        phase: u64,
+        task: u32,
+        publisher_seen: &mut Option<(u32, u64)>,
+    ) -> Look {
+        if publisher_seen.is_none() {
+            *publisher_seen = publisher(a, slot, phase);
+        }
+        let Some((p, seq)) = *publisher_seen else { return Look::Pending(None) };
+        let seq = if crate::breakage::broken(crate::breakage::CAPTURE_PEER_OWN_SEQ) {
+            // Broken on purpose: the peer's own counter proves nothing about this phase.
+            self.seq.get() % 0xFFFF_FFFF + 1
+        } else {
+            seq
+        };
+        let line = GmAddr(self.l.ack(p));
+        let Some(ack) = read_ack(a, line) else {
+            // A line being rewritten (tick 0): wait for its new tick.
+            return Look::Pending(Some((line.offset(capture_ack::TICK), 0)));
+        };
+        if ack.identity == (self.epoch, task as u64, seq) {
+            match ack.status {
+                crate::layout::capture_status::SEALED => return Look::Sealed,
+                crate::layout::capture_status::ABORTED
+                    if !crate::breakage::broken(crate::breakage::CAPTURE_PEER_IGNORES_ABORTED) =>
+                {
+                    return Look::Aborted;
+                }
+                _ => {}
             }
         }
+        Look::Pending(Some((line.offset(capture_ack::TICK), ack.tick)))
     }
 
     fn next_tick(&self) -> u64 {
