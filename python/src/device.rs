@@ -511,6 +511,14 @@ impl PyDevice {
             dump: parse_dump(dump)?,
             dump_dir,
         };
+        // The workloads take the executor for their host-built-graph runs only; refuse what the
+        // device-side runtime cannot do as `run` does, rather than run it on the legacy one.
+        if s.runtime == RuntimeKind::TensormapRing && s.executor == Executor::Resident {
+            return Err(config_error(
+                "executor = resident cannot run on the device-side runtime (trb): it schedules on the AICPU \
+                 (the resident executor runs host-built graphs)",
+            ));
+        }
         let dev = self.dev.clone();
         let n = name.to_string();
         let rt = s.runtime;
