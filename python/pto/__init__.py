@@ -27,6 +27,16 @@ from ._errors import (
     KernelError,
     PtoError,
 )
+try:
+    from . import _native  # noqa: F401
+except ImportError as e:  # the source tree's pto/ shadows the installed package
+    raise ImportError(
+        f"the pto extension (pto._native) is not in {__path__[0]}: that is the source folder of the "
+        "package, which shadows the installed one when Python runs from python/. Install it with "
+        "`pip install ./python` and run from elsewhere (the repository root: "
+        "`python -m pytest python/tests`)"
+    ) from e
+
 from ._native import (
     Arg,
     Device,
