@@ -16,7 +16,7 @@ use pto::{Error, Executor, Program, RunConfig, RunReport};
 use pto_sim::{AicpuWritePolicy, CacheModel};
 use pto_testkit::{Failure, Kernels, Outcome};
 
-use crate::graph;
+use crate::spec;
 
 /// The simulated boards, by the name `pto run --board` uses.
 pub(crate) const BOARDS: [&str; 3] = [SimA2a3::NAME, SimA5::NAME, SimMini::NAME];
@@ -151,12 +151,8 @@ pub(crate) trait DynDevice: Send + Sync {
     fn run_workload(&self, name: &str, s: &WorkloadSettings) -> Result<Outcome, Failure>;
     /// Run a graph built from Python: `ext` are its device tensors (in the order the graph
     /// numbered them). Returns the report and the host graph build time.
-    fn run_graph(
-        &self,
-        spec: Arc<graph::Spec>,
-        ext: &[Tensor],
-        cfg: &RunConfig,
-    ) -> Result<(RunReport, Duration), Error>;
+    fn run_graph(&self, spec: Arc<spec::Spec>, ext: &[Tensor], cfg: &RunConfig)
+    -> Result<(RunReport, Duration), Error>;
     /// Apply the simulator's switches.
     fn configure(&self, s: &SimSettings) -> Result<(), String>;
     /// The cache model in effect.
@@ -206,7 +202,7 @@ impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
 struct SimBoard<B: Board> {
     dev: pto_testkit::Device<B::Platform>,
     kernels: Kernels,
-    /// The orchestration that replays a graph built from Python ([`graph::orch_python`]).
+    /// The orchestration that replays a graph built from Python ([`spec::orch_python`]).
     program: Program,
 }
 
@@ -256,11 +252,11 @@ where
 
     fn run_graph(
         &self,
-        spec: Arc<graph::Spec>,
+        spec: Arc<spec::Spec>,
         ext: &[Tensor],
         cfg: &RunConfig,
     ) -> Result<(RunReport, Duration), Error> {
-        let entry = graph::Registered::new(spec);
+        let entry = spec::Registered::new(spec);
         let args = ext.iter().fold(OrchArgs::new(), |a, t| a.tensor(*t)).scalar(entry.id());
         pto_testkit::run_on(&self.dev, &self.program, &args, cfg.runtime, cfg)
     }
@@ -311,7 +307,7 @@ where
     let board = SimBoard::<B> {
         kernels: Kernels::register(&dev).map_err(|e| format!("cannot register the examples' kernels: {e}"))?,
         program: dev
-            .register_orchestration(graph::PROGRAM, graph::orch_python)
+            .register_orchestration(spec::PROGRAM, spec::orch_python)
             .map_err(|e| format!("cannot register the graph program: {e}"))?,
         dev,
     };

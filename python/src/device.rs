@@ -12,10 +12,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::board::{self, DynDevice, SimSettings, WorkloadSettings, cache_name, parse_cache};
+use crate::dtype::{dtype_of_numpy, parse_dtype};
 use crate::errors::{IntoPy, config_error, failure_to_py};
 use crate::graph::{PyGraph, PyKernel};
 use crate::report::{PyRunReport, PyWorkloadResult};
-use crate::tensor::{PyTensor, dtype_of_numpy, host_array, parse_dtype};
+use crate::tensor::{PyTensor, host_array};
 
 /// The native (Rust) kernels the package ships, by name: the examples' kernels
 /// (`pto-testkit`), with the core type each runs on by default.

@@ -6,9 +6,11 @@
 
 mod board;
 mod device;
+mod dtype;
 mod errors;
 mod graph;
 mod report;
+mod spec;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -46,7 +48,7 @@ fn kernels(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 /// Every element type's name.
 #[pyfunction]
 fn dtypes() -> Vec<&'static str> {
-    tensor::DTYPES.iter().map(|d| d.name()).collect()
+    dtype::DTYPES.iter().map(|d| d.name()).collect()
 }
 
 /// bf16 bits (uint16, same shape) of float values, rounded to nearest, ties to even.
@@ -81,7 +83,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::PyGraph>()?;
     m.add_class::<graph::PyKernel>()?;
     m.add_class::<graph::PyLocal>()?;
-    m.add_class::<graph::PyView>()?;
+    m.add_class::<tensor::PyView>()?;
     m.add_class::<graph::PyArg>()?;
     m.add_class::<report::PyRunReport>()?;
     m.add_class::<report::PyTrace>()?;

@@ -13,7 +13,7 @@ use pyo3::exceptions::{PyIOError, PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::tensor::parse_dtype;
+use crate::dtype::numpy_name;
 
 /// `json.loads(text)`.
 fn json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -330,7 +330,7 @@ impl PyDump {
         let Some(dtype) = r.dtype else {
             return Err(PyValueError::new_err(format!("record {index} is a scalar's (see its \"value\")")));
         };
-        let np_name = crate::tensor::numpy_name(parse_dtype(dtype.name())?);
+        let np_name = numpy_name(dtype);
         u8s.call_method1("view", (np_name,))
     }
     fn __len__(&self) -> usize {

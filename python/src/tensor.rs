@@ -14,75 +14,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::board::{DynDevice, DynTensor, HostData, with_data};
+use crate::dtype::numpy_name;
 use crate::errors::IntoPy;
-use crate::graph::PyView;
-
-/// Every element type, by the name the runtime gives it.
-pub(crate) const DTYPES: [DType; 12] = [
-    DType::F32,
-    DType::F16,
-    DType::BF16,
-    DType::I32,
-    DType::I64,
-    DType::U32,
-    DType::U8,
-    DType::I8,
-    DType::F64,
-    DType::U64,
-    DType::I16,
-    DType::U16,
-];
-
-/// The element type named `name` (`f32`, `bf16`, ...; numpy's names `float32`, `int64`,
-/// `bfloat16`, ... too).
-pub(crate) fn parse_dtype(name: &str) -> PyResult<DType> {
-    let n = match name {
-        "float32" => "f32",
-        "float16" | "half" => "f16",
-        "bfloat16" => "bf16",
-        "float64" | "double" => "f64",
-        "int8" => "i8",
-        "int16" => "i16",
-        "int32" => "i32",
-        "int64" => "i64",
-        "uint8" => "u8",
-        "uint16" => "u16",
-        "uint32" => "u32",
-        "uint64" => "u64",
-        other => other,
-    };
-    DTYPES.into_iter().find(|d| d.name() == n).ok_or_else(|| {
-        let names: Vec<&str> = DTYPES.iter().map(|d| d.name()).collect();
-        PyTypeError::new_err(format!("unknown element type {name:?}: expected one of {}", names.join(", ")))
-    })
-}
-
-/// The numpy dtype name that holds `dtype` on the host (`bf16`: its bits, uint16).
-pub(crate) fn numpy_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "float32",
-        DType::F16 => "float16",
-        DType::BF16 => "uint16",
-        DType::I32 => "int32",
-        DType::I64 => "int64",
-        DType::U32 => "uint32",
-        DType::U8 => "uint8",
-        DType::I8 => "int8",
-        DType::F64 => "float64",
-        DType::U64 => "uint64",
-        DType::I16 => "int16",
-        DType::U16 => "uint16",
-    }
-}
-
-/// The element type of a numpy array's dtype (`bfloat16` is `ml_dtypes`'), if the runtime has one.
-pub(crate) fn dtype_of_numpy(name: &str) -> Option<DType> {
-    match name {
-        "bfloat16" => Some(DType::BF16),
-        "bool" => None,
-        n => parse_dtype(n).ok(),
-    }
-}
 
 /// A typed host vector from a numpy array already of the host dtype of `dtype` and contiguous.
 fn host_data(arr: &Bound<'_, PyUntypedArray>, dtype: DType) -> PyResult<HostData> {
@@ -355,5 +288,25 @@ impl PyTensor {
 
     fn __repr__(&self) -> String {
         format!("Tensor(shape={:?}, dtype={}, board={})", self.shape, self.dtype.name(), self.device.board())
+    }
+}
+
+/// A view of a device tensor or a local: `shape` elements from `offsets`, as a task argument.
+#[pyclass(name = "View", module = "pto", frozen)]
+#[derive(Debug)]
+pub(crate) struct PyView {
+    pub(crate) base: Py<PyAny>,
+    /// Offsets of the view's first element, per dimension.
+    #[pyo3(get)]
+    pub(crate) offsets: Vec<u32>,
+    /// Extents of the view.
+    #[pyo3(get)]
+    pub(crate) shape: Vec<u32>,
+}
+
+impl PyView {
+    /// A view of `base` (a `Tensor` or a `Local`).
+    pub(crate) fn new(base: Py<PyAny>, offsets: Vec<u32>, shape: Vec<u32>) -> PyView {
+        PyView { base, offsets, shape }
     }
 }
