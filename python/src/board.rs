@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use pto::board::{Board, SimA2a3, SimA5, SimMini};
 use pto::dump::DumpLevel;
+use pto::hal::check::Checks;
 use pto::hal::{CoreType, HostPlatform, KernelFn, Platform, Topology};
 use pto::half::{bf16, f16};
 use pto::runtime::graph::{DType, FuncId, Tensor};
@@ -115,6 +116,8 @@ pub(crate) struct SimSettings {
     pub(crate) aicpu_writes: Option<AicpuWritePolicy>,
     /// Memory protection of kernel accesses.
     pub(crate) protect: Option<bool>,
+    /// The schedule-independent checks (racecheck, initcheck).
+    pub(crate) check: Option<Checks>,
 }
 
 /// What a workload run is asked for (the workloads build their own run configuration; these
@@ -147,6 +150,9 @@ pub(crate) trait DynDevice: Send + Sync {
     fn func(&self, name: &str) -> Option<FuncId>;
     /// Register `kernel` under `name` for `core`.
     fn register(&self, name: &str, core: CoreType, kernel: KernelFn) -> Result<FuncId, Error>;
+    /// Register the native kernel `name` (C/C++ in the native kernel ABI) from the host shared
+    /// object at `path`, for `core`.
+    fn register_library(&self, name: &str, core: CoreType, path: &str) -> Result<FuncId, Error>;
     /// Run the built-in workload `name` (one of [`pto_testkit::examples`]), golden checked.
     fn run_workload(&self, name: &str, s: &WorkloadSettings) -> Result<Outcome, Failure>;
     /// Run a graph built from Python: `ext` are its device tensors (in the order the graph
@@ -175,6 +181,7 @@ pub(crate) trait SimControl {
     fn writes(&self) -> AicpuWritePolicy;
     fn set_protect(&self, on: bool) -> Result<(), String>;
     fn protect(&self) -> bool;
+    fn set_checks(&self, c: Checks) -> Result<(), String>;
 }
 
 impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
@@ -195,6 +202,9 @@ impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
     }
     fn protect(&self) -> bool {
         self.protection()
+    }
+    fn set_checks(&self, c: Checks) -> Result<(), String> {
+        pto_sim::SimDevice::set_checks(self, c).map_err(|e| e.to_string())
     }
 }
 
@@ -238,6 +248,11 @@ where
         self.dev.register_kernel(name, core, kernel)
     }
 
+    fn register_library(&self, name: &str, core: CoreType, path: &str) -> Result<FuncId, Error> {
+        let source = pto::hal::KernelSource { name, core, function: None, binary: Some(path) };
+        self.dev.register_kernel_source(&source)
+    }
+
     fn run_workload(&self, name: &str, s: &WorkloadSettings) -> Result<Outcome, Failure> {
         let (_, w) = pto_testkit::examples::<B::Platform>()
             .into_iter()
@@ -271,6 +286,9 @@ where
         }
         if let Some(on) = s.protect {
             d.set_protect(on)?;
+        }
+        if let Some(c) = s.check {
+            d.set_checks(c)?;
         }
         Ok(())
     }

@@ -7,7 +7,7 @@ use pto::dump::DumpLevel;
 use pto::hal::{CoreType, KernelFn};
 use pto::runtime::orch::RuntimeKind;
 use pto::{Executor, RingConfig, RunConfig};
-use pyo3::exceptions::{PyNotImplementedError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -85,9 +85,6 @@ pub(crate) const KERNELS: [(&str, CoreType, KernelFn, &str); 18] = [
         "attention workloads: final normalisation",
     ),
 ];
-
-/// The issue that brings C/C++ kernels (shared objects) to the simulator.
-const NATIVE_KERNELS_ISSUE: &str = "issue 24 (C and C++ kernels in the reference's kernel ABI)";
 
 fn core_of(name: &str) -> PyResult<CoreType> {
     match name {
@@ -212,15 +209,16 @@ const OPENED_WITH: [(&str, CoreType); 9] = [
 /// `PTO_SIM_CACHE` when set. `aicpu_writes`: `through` or `back` (the faithful model's AICPU
 /// write policy). `protect`: memory protection of kernel accesses (default on).
 #[pyfunction]
-#[pyo3(signature = (board = "sim-a2a3", *, cache = None, aicpu_writes = None, protect = None))]
+#[pyo3(signature = (board = "sim-a2a3", *, cache = None, aicpu_writes = None, protect = None, check = None))]
 pub(crate) fn open(
     py: Python<'_>,
     board: &str,
     cache: Option<&str>,
     aicpu_writes: Option<&str>,
     protect: Option<bool>,
+    check: Option<&str>,
 ) -> PyResult<PyDevice> {
-    let settings = sim_settings(cache, aicpu_writes, protect)?;
+    let settings = sim_settings(cache, aicpu_writes, protect, check)?;
     let name = board.to_string();
     let opened = py.allow_threads(move || board::open(&name, &settings));
     let dev = match opened {
@@ -236,8 +234,18 @@ pub(crate) fn open(
     Ok(d)
 }
 
-fn sim_settings(cache: Option<&str>, aicpu_writes: Option<&str>, protect: Option<bool>) -> PyResult<SimSettings> {
+fn sim_settings(
+    cache: Option<&str>,
+    aicpu_writes: Option<&str>,
+    protect: Option<bool>,
+    check: Option<&str>,
+) -> PyResult<SimSettings> {
     let mut s = SimSettings { protect, ..SimSettings::default() };
+    if let Some(c) = check {
+        let parsed = pto::hal::check::Checks::parse(c);
+        let why = || format!("check {c:?}: expected {}", pto::hal::check::Checks::SYNTAX);
+        s.check = Some(parsed.ok_or_else(|| config_error(why()))?);
+    }
     if let Some(c) = cache {
         let (m, p) = parse_cache(c).map_err(config_error)?;
         s.cache = Some(m);
@@ -291,9 +299,15 @@ impl PyDevice {
     }
 
     /// Change the simulator's switches between runs (same spellings as `pto.open`).
-    #[pyo3(signature = (*, cache = None, aicpu_writes = None, protect = None))]
-    fn configure(&self, cache: Option<&str>, aicpu_writes: Option<&str>, protect: Option<bool>) -> PyResult<()> {
-        let s = sim_settings(cache, aicpu_writes, protect)?;
+    #[pyo3(signature = (*, cache = None, aicpu_writes = None, protect = None, check = None))]
+    fn configure(
+        &self,
+        cache: Option<&str>,
+        aicpu_writes: Option<&str>,
+        protect: Option<bool>,
+        check: Option<&str>,
+    ) -> PyResult<()> {
+        let s = sim_settings(cache, aicpu_writes, protect, check)?;
         self.dev.configure(&s).map_err(config_error)
     }
 
@@ -364,8 +378,10 @@ impl PyDevice {
 
     /// Register a kernel the package ships under `name`: `kernel` is its catalog name (default:
     /// `name`, see `pto.kernels()`), `core` `"aiv"` or `"aic"` (default: the kernel's own).
-    /// Registering a name again for the other core type gives the same func id. `library=`
-    /// (a C/C++ shared object) is not supported yet.
+    /// Registering a name again for the other core type gives the same func id. With
+    /// `library=` (the path of a C/C++ shared object in the native kernel ABI, see
+    /// `docs/kernels-in-c.md`) the kernel is the object's symbol `name`, else its
+    /// `kernel_entry`, on `core` (default `"aiv"`).
     #[pyo3(signature = (name, kernel = None, *, core = None, library = None))]
     fn register_kernel(
         &self,
@@ -376,11 +392,17 @@ impl PyDevice {
         library: Option<PathBuf>,
     ) -> PyResult<PyKernel> {
         if let Some(lib) = library {
-            return Err(PyNotImplementedError::new_err(format!(
-                "kernels from shared objects ({}) come with {NATIVE_KERNELS_ISSUE}, which has not landed; \
-                 register one of the Rust kernels the package ships (pto.kernels())",
-                lib.display()
-            )));
+            // A native kernel (C/C++ in the native kernel ABI): the shared object's symbol
+            // `name`, else `kernel_entry`.
+            let core = core_of(core.unwrap_or("aiv"))?;
+            let path =
+                lib.to_str().ok_or_else(|| config_error(format!("library path {} is not Unicode", lib.display())))?;
+            let (dev, n, p) = (self.dev.clone(), name.to_string(), path.to_string());
+            py.allow_threads(move || dev.register_library(&n, core, &p)).py()?;
+            self.note(name, core);
+            return self
+                .kernel_object(name)
+                .ok_or_else(|| crate::errors::kernel_error(format!("kernel {name:?} vanished")));
         }
         let catalog = kernel.unwrap_or(name);
         let (_, default_core, f, _) = KERNELS.iter().find(|k| k.0 == catalog).copied().ok_or_else(|| {
