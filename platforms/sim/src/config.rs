@@ -1,7 +1,7 @@
 //! The settings of a simulated device, and the environment variables that override them at
-//! open: the cache model (`PTO_SIM_CACHE`), the AICPU write policy (`PTO_SIM_AICPU_WRITES`) and
-//! memory protection (`PTO_SIM_PROTECT`). Each variable is read strictly: a value outside its
-//! syntax is an error naming it.
+//! open: the cache model (`PTO_SIM_CACHE`), the AICPU write policy (`PTO_SIM_AICPU_WRITES`),
+//! memory protection (`PTO_SIM_PROTECT`) and the checks (`PTO_SIM_CHECK`). Each variable is read
+//! strictly: a value outside its syntax is an error naming it.
 
 use crate::error::SimError;
 
@@ -198,6 +198,17 @@ pub(crate) fn protection_from_env() -> Result<Option<bool>, SimError> {
         Some("on") => Ok(Some(true)),
         Some("off") => Ok(Some(false)),
         Some(v) => Err(bad_env("PTO_SIM_PROTECT", v.into(), "on or off")),
+    }
+}
+
+/// The checks named by `PTO_SIM_CHECK` (see
+/// [`Checks::parse`](pto_hal::check::Checks::parse)): `Ok(None)` when unset, an error naming the
+/// value when it is outside the syntax.
+pub(crate) fn checks_from_env() -> Result<Option<pto_hal::check::Checks>, SimError> {
+    use pto_hal::check::Checks;
+    match env("PTO_SIM_CHECK")? {
+        None => Ok(None),
+        Some(v) => Checks::parse(&v).map(Some).ok_or_else(|| bad_env("PTO_SIM_CHECK", v, Checks::SYNTAX)),
     }
 }
 

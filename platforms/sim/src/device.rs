@@ -202,7 +202,7 @@ impl<C: Contract> SimDevice<C> {
             .or(config.aicpu_writes)
             .unwrap_or(AicpuWritePolicy::for_contract(C::HOST_COHERENT));
         let protect = crate::config::protection_from_env()?.unwrap_or(config.protect);
-        let checks = crate::check::checks_from_env()?.unwrap_or(config.check);
+        let checks = crate::config::checks_from_env()?.unwrap_or(config.check);
         let inner = Arc::new(Inner {
             shared: Arc::new(Shared::new(topo, config, model, writes, protect, checks, C::HOST_COHERENT)),
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),

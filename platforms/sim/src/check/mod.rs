@@ -6,7 +6,7 @@
 //! argument and direction), the run's tasks in submission order with their producers (from the
 //! host for a host-built graph, from the AICPU for the device-side runtime), the memory handed
 //! out fresh, and the orchestration's element accesses. When the run's last launch ends, the
-//! record is analysed ([`analyze`]) and a finding fails that launch like a coherence violation
+//! record is analysed (`analyze.rs`) and a finding fails that launch like a coherence violation
 //! does: the host's error carries it as data ([`SimError::Check`](crate::SimError::Check)).
 //!
 //! The device keeps, across runs, the set of bytes handed out and not yet written (initcheck):
@@ -27,25 +27,6 @@ use rangemap::RangeSet;
 pub use finding::{CheckReport, Finding, Reader, TaskAccess};
 pub(crate) use log::BlockLog;
 use log::{Event, RunLog};
-
-use crate::error::SimError;
-
-/// The checks named by `PTO_SIM_CHECK` (see [`Checks::parse`]): `Ok(None)` when unset, an
-/// error naming the value when it is outside the syntax.
-pub fn checks_from_env() -> Result<Option<Checks>, SimError> {
-    match std::env::var("PTO_SIM_CHECK") {
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Ok(v) => match Checks::parse(&v) {
-            Some(c) => Ok(Some(c)),
-            None => Err(SimError::Environment { var: "PTO_SIM_CHECK", value: v, expected: Checks::SYNTAX }),
-        },
-        Err(std::env::VarError::NotUnicode(v)) => Err(SimError::Environment {
-            var: "PTO_SIM_CHECK",
-            value: v.to_string_lossy().into_owned(),
-            expected: "Unicode text",
-        }),
-    }
-}
 
 /// The key the checks name a loaded kernel by: a Rust body's address, or a native kernel's
 /// loader index with the top bit set.
