@@ -48,43 +48,22 @@ impl BlockLog {
     pub const VIEW_ELEMENTS: u64 = 1 << 22;
 
     /// Record every element of view `t` as accessed through argument `arg` (a kernel seen only
-    /// at its boundary: what it was given, not what it touched). Elements are visited with the
-    /// largest stride outermost, so a dense or transposed view is one range and a tile of a
-    /// matrix one range per row.
+    /// at its boundary: what it was given, not what it touched), as the view's contiguous runs
+    /// in address order, so a dense or transposed view is one range and a tile of a matrix one
+    /// range per row. A view of more than [`BlockLog::VIEW_ELEMENTS`] elements is recorded as
+    /// its bounding range.
     pub fn push_view(&mut self, arg: u32, write: bool, t: &pto_hal::TensorArg) {
-        let nd = (t.ndims as usize).min(pto_hal::MAX_TENSOR_DIMS);
-        let elem = t.elem_bytes as u64;
-        if elem == 0 || t.shape[..nd].contains(&0) {
-            return;
-        }
-        let mut dims: Vec<(u64, u64)> = (0..nd)
-            .map(|k| (t.strides[k] as u64 * elem, t.shape[k] as u64))
-            .filter(|&(stride, ext)| stride > 0 && ext > 1)
-            .collect();
-        dims.sort_unstable_by_key(|d| std::cmp::Reverse(d.0));
-        let count: u64 = dims.iter().map(|d| d.1).product();
-        if count > Self::VIEW_ELEMENTS {
-            let last: u64 = dims.iter().map(|&(s, e)| s * (e - 1)).sum();
-            self.push(arg, write, t.addr.0, last + elem);
-            return;
-        }
-        let mut idx = vec![0u64; dims.len()];
-        loop {
-            let off: u64 = idx.iter().zip(&dims).map(|(i, d)| i * d.0).sum();
-            self.push(arg, write, t.addr.0 + off, elem);
-            // Next index, innermost (smallest stride) first.
-            let mut k = dims.len();
-            loop {
-                if k == 0 {
-                    return;
-                }
-                k -= 1;
-                idx[k] += 1;
-                if idx[k] < dims[k].1 {
-                    break;
-                }
-                idx[k] = 0;
+        if t.elem_count() > Self::VIEW_ELEMENTS {
+            let s = crate::native::span(t);
+            if s.start < s.end {
+                self.push(arg, write, s.start, s.end - s.start);
             }
+            return;
+        }
+        let mut runs = crate::native::runs(t);
+        runs.sort_unstable();
+        for (off, len) in runs {
+            self.push(arg, write, t.addr.0 + off, len);
         }
     }
 }

@@ -11,6 +11,7 @@ mod views;
 pub use call::FILL;
 pub(crate) use call::call;
 pub use views::{NativeAccess, native_accesses};
+pub(crate) use views::{runs, span};
 
 use parking_lot::RwLock;
 
