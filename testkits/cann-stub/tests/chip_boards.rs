@@ -103,7 +103,6 @@ fn run_vector<B: ChipBoard>(stub: &Stub) -> (Result<(), Failure>, Vec<Call>) {
     (result, parse(&stub.log()))
 }
 
-
 fn register<P: pto_hal::HostPlatform>(dev: &Device<P>) -> Result<Kernels, Error> {
     let bin = dir().join("kernels.o").display().to_string();
     let mut ids = Vec::new();
@@ -213,7 +212,9 @@ fn vector_is_recorded<B: ChipBoard>() {
             && c.arg("funcName") == Some("pto_hbg_aicpu")
             && c.arg("kernelName") == Some("pto_hbg_aicpu")
     });
-    let i = next(&calls, i, "pto_trb_aicpu", |c| c.name == "aclrtRegisterCpuFunc" && c.arg("funcName") == Some("pto_trb_aicpu"));
+    let i = next(&calls, i, "pto_trb_aicpu", |c| {
+        c.name == "aclrtRegisterCpuFunc" && c.arg("funcName") == Some("pto_trb_aicpu")
+    });
     let i = next(&calls, i, "pto_legacy_aicore", |c| {
         c.name == "aclrtBinaryGetFunction" && c.arg("name") == Some("pto_legacy_aicore")
     });
@@ -224,7 +225,9 @@ fn vector_is_recorded<B: ChipBoard>() {
     assert_ne!(cpu_stream, core_stream, "two distinct streams");
 
     // The register-window table, then every kernel by its device entry for its core type.
-    let i = next(&calls, i, "the window table", |c| c.name == "aclrtMalloc" && c.arg("size") == Some(&*format!("{}", topo.workers() * 8)));
+    let i = next(&calls, i, "the window table", |c| {
+        c.name == "aclrtMalloc" && c.arg("size") == Some(&*format!("{}", topo.workers() * 8))
+    });
     let table = ptr(&calls[i], "ptr");
     let mut j = next(&calls, i, "the kernels' binary", |c| {
         c.name == "aclrtBinaryLoadFromFile" && c.arg("path").is_some_and(|p| p.ends_with("kernels.o"))
@@ -260,6 +263,21 @@ fn vector_is_recorded<B: ChipBoard>() {
     assert_eq!(hex_le(block, 8, 8), desc, "the same descriptor");
     let (gm_base, gm_len) = (hex_le(block, 16, 8), hex_le(block, 24, 8));
     assert!(gm_base <= desc && desc < gm_base + gm_len, "GM covers the descriptor");
+    let mut live = BTreeMap::new();
+    for c in &calls[..l2] {
+        match (c.name.as_str(), c.code) {
+            ("aclrtMalloc", 0) => {
+                live.insert(ptr(c, "ptr"), c.arg("size").and_then(|n| n.parse::<u64>().ok()).expect("size"));
+            }
+            ("aclrtFree", 0) => {
+                live.remove(&ptr(c, "ptr"));
+            }
+            _ => {}
+        }
+    }
+    let lo = *live.keys().next().expect("allocations");
+    let hi = live.iter().map(|(b, n)| b + n).max().expect("allocations");
+    assert_eq!((gm_base, gm_len), (lo, hi - lo), "GM is the span of the device's live allocations");
     assert_eq!(hex_le(block, 32, 8), table, "the window table");
     assert_eq!(hex_le(block, 40, 4), topo.workers() as u64, "its entries");
     let e2 = next(&calls, l2, "the AICPU event", |c| c.name == "aclrtRecordEvent");

@@ -123,8 +123,10 @@ impl CannDevice {
     /// needs to know of the chip (each chip crate has its `cann::CHIP`).
     pub fn open(id: i32, chip: ChipFacts, images: &DeviceImages<'_>) -> Result<CannDevice, CannError> {
         let api = VendorRuntime::get()?.api();
-        let aicpu_bytes = std::fs::read(std::path::Path::new(&*images.aicpu_library.to_string_lossy()))
-            .map_err(|_| CannError::InvalidArgument("the AICPU library cannot be read (DeviceImages::aicpu_library)"))?;
+        let aicpu_bytes =
+            std::fs::read(std::path::Path::new(&*images.aicpu_library.to_string_lossy())).map_err(|_| {
+                CannError::InvalidArgument("the AICPU library cannot be read (DeviceImages::aicpu_library)")
+            })?;
         // SAFETY: plain integer argument.
         check("aclrtSetDevice", unsafe { (api.aclrtSetDevice)(id) })?;
         // From here on, dropping `shared` resets the device (and unloads what was loaded).

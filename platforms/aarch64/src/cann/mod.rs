@@ -59,7 +59,10 @@ use std::sync::OnceLock;
 use pto_hal::{ErrorKind, ProgramKind, Topology};
 
 pub use device::{CannDevice, DeviceImages};
-pub use stream::{CannAicoreStream, CannAicpuStream, CannEvent, CannHost, CannStream, LAUNCH_BYTES, LAUNCH_MAGIC, LAUNCH_VERSION, launch_block};
+pub use stream::{
+    CannAicoreStream, CannAicpuStream, CannEvent, CannHost, CannStream, LAUNCH_BYTES, LAUNCH_MAGIC, LAUNCH_VERSION,
+    launch_block,
+};
 
 /// Errors of the vendor-runtime host side.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,7 +124,9 @@ impl fmt::Display for CannError {
             CannError::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             CannError::Unsupported(what) => write!(f, "unsupported: {what}"),
             CannError::Library(what) => write!(f, "vendor runtime library: {what}"),
-            CannError::UnknownProgram { name, call, code: 0 } => write!(f, "{name:?} is not in the device images ({call})"),
+            CannError::UnknownProgram { name, call, code: 0 } => {
+                write!(f, "{name:?} is not in the device images ({call})")
+            }
             CannError::UnknownProgram { name, call, code } => {
                 write!(f, "{name:?} not found in the device images ({call}: aclError {code})")
             }

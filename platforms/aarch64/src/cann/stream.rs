@@ -42,7 +42,12 @@ impl CannStream {
     /// # Safety
     ///
     /// `func` is a live function handle of this stream's device.
-    unsafe fn launch_raw(&mut self, func: ffi::AclrtFuncHandle, block_dim: u32, args: &mut [u8]) -> Result<(), CannError> {
+    unsafe fn launch_raw(
+        &mut self,
+        func: ffi::AclrtFuncHandle,
+        block_dim: u32,
+        args: &mut [u8],
+    ) -> Result<(), CannError> {
         if block_dim == 0 {
             return Err(CannError::InvalidArgument("kernel launch on zero cores"));
         }
