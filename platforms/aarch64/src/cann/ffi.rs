@@ -14,7 +14,7 @@
 //! `uint32_t` is `u32`, `size_t` is `usize`. Handles (`aclrtStream`, `aclrtEvent`,
 //! `aclrtBinHandle`, `aclrtFuncHandle`) are `void *`.
 //!
-//! The functions are not linked at build time: [`Acl::load`] opens the vendor library
+//! The functions are not linked at build time: [`VendorRuntime::load`](super::VendorRuntime::load) opens the vendor library
 //! (`libascendcl.so`) with `dlopen` and looks every one of them up by name, so a build without
 //! the vendor SDK links, and a library that lacks one of them is refused at open naming it.
 
