@@ -6,16 +6,17 @@ use core::ffi::{CStr, c_void};
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::rc::Rc;
-use std::string::{String, ToString};
+use std::string::ToString;
 use std::time::Instant;
 use std::vec::Vec;
 
 use pto_hal::{
-    Clock, CoreType, DeviceMemory, ErrorType, GmAddr, Handle, KernelSource, Loader, OrchestrationSource, ProgramKind,
-    Ticks,
+    Clock, CoreType, DeviceMemory, ErrorType, GmAddr, Handle, HostPlatform, KernelSource, Loader, OrchestrationSource,
+    ProgramKind, Ticks, Topology,
 };
 
-use super::stream::CannStream;
+use super::shared::{Program, Shared};
+use super::stream::{CannAicoreStream, CannAicpuStream, CannStream};
 use super::{CannError, ChipFacts, VendorRuntime, check, ffi};
 
 /// What a board loads onto a device when it opens it.
@@ -32,82 +33,6 @@ pub struct DeviceImages<'a> {
     /// order its `install_programs` table lists them): orchestration `name` is handle
     /// `1 + index`.
     pub orchestrations: &'a [&'a str],
-}
-
-/// A device program found in the device images: handle `h` is entry `h - 1`.
-#[derive(Debug)]
-struct Program {
-    kind: ProgramKind,
-    name: String,
-    func: ffi::AclrtFuncHandle,
-}
-
-/// What a device and its streams share: the device is reset, and its binaries unloaded, when
-/// the last of them is dropped (so no stream outlives its device). Not `Send`: the device was
-/// selected (`aclrtSetDevice`) for the thread that opened it.
-#[derive(Debug)]
-pub(super) struct Shared {
-    pub(super) api: &'static ffi::Acl,
-    id: i32,
-    /// The chip's facts (topology, counter frequency).
-    pub(super) chip: ChipFacts,
-    aicpu_bin: Option<ffi::AclrtBinHandle>,
-    aicore_bin: Option<ffi::AclrtBinHandle>,
-    /// The kernels' binaries, by path, loaded on first use.
-    kernel_bins: RefCell<Vec<(String, ffi::AclrtBinHandle)>>,
-    /// The AICPU image's orchestration programs, in table order.
-    orchestrations: Vec<String>,
-    /// Device programs looked up so far.
-    programs: RefCell<Vec<Program>>,
-    /// Live allocations (base → bytes), for the GM span an AICPU launch names.
-    allocs: RefCell<BTreeMap<u64, u64>>,
-    /// The AICore register-window table in device memory (address, entries), and whether this
-    /// binding allocated it.
-    pub(super) reg_windows: RefCell<Option<(u64, u32)>>,
-    /// When the device was opened (the origin of the host-side [`Clock`]).
-    opened: Instant,
-}
-
-impl Shared {
-    /// The function of program `handle`, if it is a program of `kind`.
-    pub(super) fn function(&self, kind: ProgramKind, handle: Handle) -> Option<ffi::AclrtFuncHandle> {
-        let programs = self.programs.borrow();
-        let p = programs.get(usize::try_from(handle.0.checked_sub(1)?).ok()?)?;
-        (p.kind == kind).then_some(p.func)
-    }
-
-    /// The span of this device's live allocations, `(base, bytes)`, if any.
-    pub(super) fn gm_span(&self) -> Option<(u64, u64)> {
-        let allocs = self.allocs.borrow();
-        let (&lo, _) = allocs.first_key_value()?;
-        let hi = allocs.iter().map(|(&b, &n)| b.saturating_add(n)).max()?;
-        Some((lo, hi - lo))
-    }
-
-    fn free_raw(&self, addr: u64) -> Result<(), CannError> {
-        // SAFETY: the vendor runtime validates that `addr` is a live allocation of this device
-        // and returns an error otherwise; no host memory is touched.
-        check("aclrtFree", unsafe { (self.api.aclrtFree)(addr as usize as *mut c_void) })?;
-        self.allocs.borrow_mut().remove(&addr);
-        Ok(())
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        if let Some((table, _)) = self.reg_windows.borrow_mut().take() {
-            let _ = self.free_raw(table);
-        }
-        let bins = self.kernel_bins.borrow_mut().drain(..).map(|(_, b)| b).collect::<Vec<_>>();
-        for bin in bins.into_iter().chain(self.aicore_bin.take()).chain(self.aicpu_bin.take()) {
-            // SAFETY: `bin` is a live handle loaded by this device, unloaded once; every
-            // function looked up in it dies with this table.
-            let _ = unsafe { (self.api.aclrtBinaryUnLoad)(bin) };
-        }
-        // SAFETY: plain integer argument; the device was set by `open`. A failure cannot be
-        // reported from drop and leaves nothing to clean up.
-        let _ = unsafe { (self.api.aclrtResetDevice)(self.id) };
-    }
 }
 
 /// The host's handle on one device: selected with `aclrtSetDevice`, released (after its last
@@ -406,5 +331,26 @@ impl DeviceMemory for CannDevice {
             usize::try_from(len).map_err(|_| CannError::InvalidArgument("memset longer than the address space"))?;
         // SAFETY: device pointer and sizes only; the vendor runtime validates the range.
         check("aclrtMemset", unsafe { (self.shared.api.aclrtMemset)(Self::dev_ptr(dst), len, byte as i32, len) })
+    }
+}
+
+/// The host half of the chip over the vendor runtime: a [`HostPlatform`] whose device is a
+/// [`CannDevice`]. Its topology is the chip's. There is no device half here
+/// (the AICore side is compiled by the vendor toolchain; the AICPU side is `pto-device`).
+#[derive(Debug)]
+pub enum CannHost {}
+
+impl HostPlatform for CannHost {
+    type Error = CannError;
+    type Device = CannDevice;
+    type AicpuStream = CannAicpuStream;
+    type AicoreStream = CannAicoreStream;
+
+    fn topology(device: &CannDevice) -> Topology {
+        device.shared.chip.topology
+    }
+
+    fn create_streams(device: &CannDevice) -> Result<(CannAicpuStream, CannAicoreStream), CannError> {
+        Ok((CannAicpuStream(device.create_stream()?), CannAicoreStream(device.create_stream()?)))
     }
 }

@@ -49,6 +49,7 @@
 
 mod device;
 pub mod ffi;
+mod shared;
 mod stream;
 
 use core::ffi::{CStr, c_char};
@@ -58,10 +59,9 @@ use std::sync::OnceLock;
 
 use pto_hal::{ErrorKind, ProgramKind, Topology};
 
-pub use device::{CannDevice, DeviceImages};
+pub use device::{CannDevice, CannHost, DeviceImages};
 pub use stream::{
-    CannAicoreStream, CannAicpuStream, CannEvent, CannHost, CannStream, LAUNCH_BYTES, LAUNCH_MAGIC, LAUNCH_VERSION,
-    launch_block,
+    CannAicoreStream, CannAicpuStream, CannEvent, CannStream, LAUNCH_BYTES, LAUNCH_MAGIC, LAUNCH_VERSION, launch_block,
 };
 
 /// Errors of the vendor-runtime host side.

@@ -1,14 +1,14 @@
 //! [`CannStream`]: a vendor stream with its events; the two streams of a run and their
-//! launches; [`CannHost`].
+//! launches.
 
 use core::ffi::c_int;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use pto_hal::{AicoreStream, AicpuStream, ErrorType, GmAddr, Handle, HostPlatform, ProgramKind, Stream, Topology};
+use pto_hal::{AicoreStream, AicpuStream, ErrorType, GmAddr, Handle, ProgramKind, Stream};
 
-use super::device::Shared;
+use super::shared::Shared;
 use super::{CannError, check, ffi, timeout_ms};
 
 /// A completion event of a [`CannStream`]: the `seq`-th event recorded on it.
@@ -184,11 +184,11 @@ impl Stream for CannStream {
     }
 }
 
-/// The stream of a run that carries the AICPU program (see [`CannHost::create_streams`]).
+/// The stream of a run that carries the AICPU program (see [`CannHost::create_streams`](super::CannHost)).
 #[derive(Debug)]
 pub struct CannAicpuStream(pub CannStream);
 
-/// The stream of a run that carries the AICore program (see [`CannHost::create_streams`]).
+/// The stream of a run that carries the AICore program (see [`CannHost::create_streams`](super::CannHost)).
 #[derive(Debug)]
 pub struct CannAicoreStream(pub CannStream);
 
@@ -280,26 +280,5 @@ impl AicoreStream for CannAicoreStream {
         // SAFETY: `func` was looked up in the AICore binary this stream's `Shared` keeps
         // loaded, so it is live for the call.
         unsafe { self.0.launch_raw(func, clusters, &mut args.0.to_le_bytes()) }
-    }
-}
-
-/// The host half of the chip over the vendor runtime: a [`HostPlatform`] whose device is a
-/// [`CannDevice`](super::CannDevice). Its topology is the chip's. There is no device half here
-/// (the AICore side is compiled by the vendor toolchain; the AICPU side is `pto-device`).
-#[derive(Debug)]
-pub enum CannHost {}
-
-impl HostPlatform for CannHost {
-    type Error = CannError;
-    type Device = super::CannDevice;
-    type AicpuStream = CannAicpuStream;
-    type AicoreStream = CannAicoreStream;
-
-    fn topology(device: &super::CannDevice) -> Topology {
-        device.shared.chip.topology
-    }
-
-    fn create_streams(device: &super::CannDevice) -> Result<(CannAicpuStream, CannAicoreStream), CannError> {
-        Ok((CannAicpuStream(device.create_stream()?), CannAicoreStream(device.create_stream()?)))
     }
 }
