@@ -2,9 +2,9 @@
 //!
 //! Task-graph runtimes for Ascend-style NPUs, written once against a small HAL and run on a
 //! simulator (the hardware platforms' AICPU primitives exist and are tested under qemu, with the
-//! runtime's AICPU programs run over them; their host half over the vendor runtime is
-//! type-checked only and has not run a program). This facade re-exports the layers and picks
-//! the board chosen by cargo feature as [`board::Selected`].
+//! runtime's AICPU programs run over them; their host half over the vendor runtime has run only
+//! against a recording stand-in for the vendor library, never on a chip). This facade
+//! re-exports the layers and picks the board chosen by cargo feature as [`board::Selected`].
 //!
 //! ```no_run
 //! use pto::prelude::*;

@@ -136,21 +136,41 @@ impl Board for SimMini {
 
 /// Budgets of hardware boards: the reference's 10 s watchdog, a 1 s exit budget and a 50 s host
 /// budget.
-#[cfg(any(feature = "board-a2a3", feature = "board-a5"))]
+#[cfg(any(feature = "a2a3-cann", feature = "a5-cann"))]
 pub const CHIP_TIMEOUTS: BoardTimeouts =
     BoardTimeouts { watchdog_us: 10_000_000, exit_us: 1_000_000, stream_us: 50_000_000 };
 
-/// The device library the hardware boards load the runtime's AICPU programs from: the path in
-/// `PTO_DEVICE_LIBRARY` (the `libpto_device.so` that `pto-device` builds for the chip).
-#[cfg(any(feature = "board-a2a3", feature = "board-a5"))]
-fn device_library() -> Result<std::ffi::CString, &'static str> {
-    let path = std::env::var("PTO_DEVICE_LIBRARY")
-        .map_err(|_| "PTO_DEVICE_LIBRARY is not set: point it at libpto_device.so built for this chip")?;
-    std::ffi::CString::new(path).map_err(|_| "PTO_DEVICE_LIBRARY contains a NUL byte")
+/// The device images a hardware board loads, from the environment:
+///
+/// * `PTO_DEVICE_LIBRARY` — the AICPU library (`libpto_device.so` that `pto-device` builds for
+///   the chip);
+/// * `PTO_AICORE_BINARY` — the AICore binary holding the runtime's AICore program (the executor
+///   compiled by the vendor toolchain);
+/// * `PTO_DEVICE_PROGRAMS` — the orchestration programs of the AICPU image's program table, in
+///   table order, separated by commas (empty or unset: none).
+#[cfg(any(feature = "a2a3-cann", feature = "a5-cann"))]
+fn device_images() -> Result<(std::ffi::CString, std::ffi::CString, Vec<String>), &'static str> {
+    let path = |var: &str, missing: &'static str, nul: &'static str| {
+        let p = std::env::var(var).map_err(|_| missing)?;
+        std::ffi::CString::new(p).map_err(|_| nul)
+    };
+    let aicpu = path(
+        "PTO_DEVICE_LIBRARY",
+        "PTO_DEVICE_LIBRARY is not set: point it at libpto_device.so built for this chip",
+        "PTO_DEVICE_LIBRARY contains a NUL byte",
+    )?;
+    let aicore = path(
+        "PTO_AICORE_BINARY",
+        "PTO_AICORE_BINARY is not set: point it at the AICore binary built by the vendor toolchain",
+        "PTO_AICORE_BINARY contains a NUL byte",
+    )?;
+    let programs = std::env::var("PTO_DEVICE_PROGRAMS").unwrap_or_default();
+    let programs = programs.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
+    Ok((aicpu, aicore, programs))
 }
 
 /// Device id the hardware boards open: `PTO_DEVICE_ID` (default 0).
-#[cfg(any(feature = "board-a2a3", feature = "board-a5"))]
+#[cfg(any(feature = "a2a3-cann", feature = "a5-cann"))]
 fn device_id() -> Result<i32, &'static str> {
     match std::env::var("PTO_DEVICE_ID") {
         Ok(v) => v.parse().map_err(|_| "PTO_DEVICE_ID is not a device number"),
@@ -172,9 +192,15 @@ macro_rules! chip_board {
             const TOPOLOGY: Topology = $chip::TOPOLOGY;
             fn open() -> Result<$chip::cann::CannDevice, $chip::cann::CannError> {
                 use $chip::cann::CannError;
-                let lib = device_library().map_err(CannError::InvalidArgument)?;
+                let (aicpu, aicore, programs) = device_images().map_err(CannError::InvalidArgument)?;
                 let id = device_id().map_err(CannError::InvalidArgument)?;
-                $chip::cann::CannDevice::open_with_library(id, $chip::cann::CHIP, &lib)
+                let programs: Vec<&str> = programs.iter().map(String::as_str).collect();
+                let images = $chip::cann::DeviceImages {
+                    aicpu_library: &aicpu,
+                    aicore_binary: &aicore,
+                    orchestrations: &programs,
+                };
+                $chip::cann::CannDevice::open(id, $chip::cann::CHIP, &images)
             }
             fn timeouts() -> BoardTimeouts {
                 CHIP_TIMEOUTS
@@ -184,12 +210,14 @@ macro_rules! chip_board {
 }
 
 chip_board!(
-    /// A real a2a3 chip over the vendor runtime: the host half is `pto_a2a3::cann::CannHost`,
-    /// the AICPU programs come from `PTO_DEVICE_LIBRARY`, the device from `PTO_DEVICE_ID`.
-    /// Type-checked only in this repository (no SDK, no chip).
-    A2a3, "board-a2a3", pto_a2a3, "a2a3"
+    /// A real a2a3 chip over the vendor runtime (`libascendcl.so`, or the library
+    /// `PTO_ASCENDCL_LIBRARY` names): the host half is `pto_a2a3::cann::CannHost`, the device
+    /// images come from `PTO_DEVICE_LIBRARY`, `PTO_AICORE_BINARY` and `PTO_DEVICE_PROGRAMS`,
+    /// the device from `PTO_DEVICE_ID`. Run in this repository against a recording stand-in
+    /// for the vendor library (`testkits/cann-stub`), never on a chip.
+    A2a3, "a2a3-cann", pto_a2a3, "a2a3"
 );
 chip_board!(
-    /// A real a5 chip over the vendor runtime (see [`A2a3`]). Type-checked only.
-    A5, "board-a5", pto_a5, "a5"
+    /// A real a5 chip over the vendor runtime (see [`A2a3`]).
+    A5, "a5-cann", pto_a5, "a5"
 );

@@ -26,13 +26,14 @@ pub trait Stream: ErrorType {
 pub trait AicpuStream: Stream {
     /// Launch the AICPU program `program` (a [`Loader::load_program`](crate::Loader::load_program)
     /// handle of kind [`ProgramKind::Aicpu`](crate::ProgramKind::Aicpu)) on `threads` AICPU
-    /// threads with argument `args`.
+    /// threads with argument `args`. A launch that returns an error submitted nothing.
     fn launch_aicpu(&mut self, program: Handle, args: GmAddr, threads: u32) -> Result<(), Self::Error>;
 }
 
 /// The stream that carries AICore programs.
 pub trait AicoreStream: Stream {
     /// Launch the AICore program `program` (of kind [`ProgramKind::Aicore`](crate::ProgramKind::Aicore))
-    /// on the cores of `clusters` clusters (`3 * clusters` workers).
+    /// on the cores of `clusters` clusters (`3 * clusters` workers). A launch that returns an
+    /// error submitted nothing.
     fn launch_aicore(&mut self, program: Handle, args: GmAddr, clusters: u32) -> Result<(), Self::Error>;
 }

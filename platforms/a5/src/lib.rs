@@ -10,11 +10,11 @@
 //!   functions, and — on aarch64 only — `dsb`/`dmb` barriers, the generic timer
 //!   (`GenericTimer`, also an embedded-hal `DelayNs`) and spin-hint waits. On other targets
 //!   (host builds) only the portable traits exist, so the type is not an `AicpuAgent` there.
-//! * **Host side** — behind the `cann` feature, the `cann` module: device memory and streams
-//!   over the vendor runtime. It is **untested**: this repository has neither the vendor SDK
-//!   nor a device, so it is only type-checked (`cargo check --features cann`). What the HAL
-//!   asks that a real device cannot do — launch a host function pointer — is an `Unsupported`
-//!   error naming what is missing, never a fake success.
+//! * **Host side** — behind the `cann` feature, the `cann` module: device memory, streams, both
+//!   launches and the loader over the vendor runtime (AscendCL, opened at run time), checked
+//!   against the public headers and run against a recording stand-in for the vendor library
+//!   (`testkits/cann-stub`); never on a chip. What it cannot do honestly is an error naming
+//!   what is missing, never a fake success.
 //!
 //! The AICore side of real hardware is compiled by the vendor toolchain, not Rust. There is no
 //! `Platform` for real a5 hardware in this crate yet.
@@ -35,13 +35,13 @@ pub use pto_aarch64::arm::GenericTimer;
 pub use pto_aarch64::{GmRegion, MmioOp, Observer, ProgramTable, install_programs, resolve_program};
 
 /// Host side over the vendor runtime (feature `cann`): `pto_aarch64::cann` with this chip's
-/// facts. **Untested** (no SDK, no device): only type-checked.
+/// facts. Run against a recording stand-in for the vendor library, never on a chip.
 #[cfg(feature = "cann")]
 pub mod cann {
     pub use pto_aarch64::cann::*;
 
     /// What the host side needs to know of this chip: open a device with
-    /// `CannDevice::open(id, CHIP)`.
+    /// `CannDevice::open(id, CHIP, &images)`.
     pub const CHIP: ChipFacts = ChipFacts { topology: crate::TOPOLOGY, counter_hz: crate::COUNTER_HZ };
 }
 

@@ -14,9 +14,10 @@
 //!   into an AICPU image, by handle.
 //! * [`devlog`]: the device's log ring in GM; with the `defmt` feature, the process's
 //!   `#[defmt::global_logger]`, writing the runtime's defmt frames into it.
-//! * `cann` (feature `cann`): device memory, streams and the loader over the vendor runtime,
-//!   parametrised by the chip's facts (`cann::ChipFacts`). **Untested** (no SDK, no device):
-//!   only type-checked.
+//! * `cann` (feature `cann`): device memory, streams, both launches and the loader over the
+//!   vendor runtime (AscendCL, opened at run time), parametrised by the chip's facts
+//!   (`cann::ChipFacts`); checked against the public headers and run against a recording
+//!   stand-in for the vendor library (`testkits/cann-stub`), never on a chip.
 //!
 //! What differs between the chips — register offsets, the window open/close sequences, cache
 //! maintenance and the contract — lives in `pto-a2a3` and `pto-a5`, which build their agents on

@@ -234,8 +234,13 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
         }
         let started = Instant::now();
         let mut s = inner.lock_streams();
+        // Whether anything reached the device: a launch that returns an error submitted nothing
+        // (`pto_hal::AicoreStream`), so a failure of the first submission leaves no program
+        // of this run on either stream.
+        let mut submitted = false;
         let launched = (|| {
             s.aicore.launch_aicore(inner.programs.aicore, desc, self.clusters).map_err(platform("AICore launch"))?;
+            submitted = true;
             let core_ev = s.aicore.record_event().map_err(platform("AICore event"))?;
             let entry = match self.runtime {
                 RuntimeKind::HostBuiltGraph => inner.programs.hbg,
@@ -274,6 +279,15 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                 };
                 *inner.in_flight[slot].lock() = Some(run);
                 Ok(RunHandle { dev: self.dev, slot, epoch: self.epoch, waited: false })
+            }
+            Err(e) if !submitted => {
+                // Nothing of this run reached the device: it ends as a prepared run that was
+                // never launched — its slot, pins and graph are given back, the device stays
+                // usable.
+                log::debug!(target: "pto::host", "launch: slot {} refused before submission: {e}", reserved.slot);
+                inner.free_slot(&reserved);
+                inner.release_pins(pins);
+                Err(e)
             }
             Err(e) => {
                 // A half-submitted launch cannot be proven complete: the device is unusable,
