@@ -240,8 +240,9 @@ pub trait HostPlatform: 'static {
         Checks::OFF
     }
     /// Checks: the run whose launch descriptor is at `launch` is of a host-built graph; its
-    /// tasks, edges and fresh memory. Called before the run's programs are launched. Ignored
-    /// unless the platform checks.
+    /// tasks, edges and fresh memory. Called once the run's AICore program is submitted and
+    /// before its AICPU program is (so before the run can end). Ignored unless the platform
+    /// checks.
     fn note_graph(device: &Self::Device, launch: GmAddr, graph: &GraphNotes<'_>) {
         let _ = (device, launch, graph);
     }

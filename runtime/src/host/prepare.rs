@@ -229,9 +229,6 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                 mem.dump.take().map(|d| Dumping { collector: Mutex::new(Some(d.collector)), failed: Mutex::new(None) });
             (mem.arena, dump)
         };
-        if let Some(g) = &self.graph {
-            g.note_run(desc);
-        }
         let started = Instant::now();
         let mut s = inner.lock_streams();
         // Whether anything reached the device: a launch that returns an error submitted nothing
@@ -241,6 +238,12 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
         let launched = (|| {
             s.aicore.launch_aicore(inner.programs.aicore, desc, self.clusters).map_err(platform("AICore launch"))?;
             submitted = true;
+            // The graph for a checking platform, once the run exists on the device (a launch
+            // refused before submission leaves no record behind); its AICore launch cannot end
+            // before the AICPU launch below has run.
+            if let Some(g) = &self.graph {
+                g.note_run(desc);
+            }
             let core_ev = s.aicore.record_event().map_err(platform("AICore event"))?;
             let entry = match self.runtime {
                 RuntimeKind::HostBuiltGraph => inner.programs.hbg,
