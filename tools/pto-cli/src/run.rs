@@ -52,6 +52,9 @@ pub(crate) struct RunArgs {
     json: bool,
 }
 
+/// The schedule every run has today: the host OS schedules the simulated agents' threads.
+const SCHEDULE: &str = "os";
+
 /// Version of the `pto run --json` object; bumped on any change of its fields.
 pub(crate) const RUN_FORMAT_VERSION: u32 = 2;
 
@@ -72,6 +75,9 @@ pub(crate) struct RunLine {
     cache_model: String,
     /// The checks in effect (`off`, `race`, `init`, `race,init`).
     checks: &'static str,
+    /// Who scheduled the simulated agents: [`SCHEDULE`] (the host OS runs every agent as a
+    /// thread; the simulator has no scheduler of its own yet).
+    schedule: &'static str,
     /// Tasks run (0 when the run failed).
     tasks: u64,
     /// Host graph build (host-built graph), microseconds.
@@ -172,6 +178,7 @@ where
                     executor: o.report.executor.to_string(),
                     cache_model: cache.clone(),
                     checks: checks.name(),
+                    schedule: SCHEDULE,
                     tasks: o.report.tasks,
                     build_us: (rt == pto::runtime::orch::RuntimeKind::HostBuiltGraph).then(|| us(o.build)),
                     orchestration_us: o.report.orchestration.map(us),
@@ -188,6 +195,7 @@ where
                     executor: a.target.executor.pto().to_string(),
                     cache_model: cache.clone(),
                     checks: checks.name(),
+                    schedule: SCHEDULE,
                     tasks: 0,
                     build_us: None,
                     orchestration_us: None,
@@ -203,7 +211,11 @@ where
             Ok(o) => {
                 if !a.json {
                     let native = if a.kernels == pto_testkit::KernelChoice::Native { " kernels=native" } else { "" };
-                    println!("{} cache={cache} check={}{native}", o.summary(B::NAME), checks.name());
+                    println!(
+                        "{} cache={cache} check={} schedule={SCHEDULE}{native}",
+                        o.summary(B::NAME),
+                        checks.name()
+                    );
                 }
                 if tracing {
                     let several = rts.len() > 1;

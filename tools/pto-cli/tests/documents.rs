@@ -191,6 +191,7 @@ fn run_json_is_one_object_per_runtime() {
     for (l, rt) in lines.iter().zip(["hbg", "trb"]) {
         assert_eq!(l["format_version"], 2, "{l}");
         assert_eq!(l["checks"], "off", "{l}");
+        assert_eq!(l["schedule"], "os", "{l}");
         assert_eq!(l["workload"], "vector", "{l}");
         assert_eq!(l["board"], "sim-mini", "{l}");
         assert_eq!(l["runtime"], rt, "{l}");
