@@ -422,7 +422,7 @@ mod tests {
         assert_eq!(ev[2]["cat"], "aicpu");
         assert_eq!(ev[2]["name"], "supervise");
         assert_eq!(ev[4]["bp"], "e");
-        assert_eq!((&ev[6]["cat"], &ev[6]["name"], &ev[6]["pid"]), (&"host".into(), &"dump_drain".into(), &3.into()));
+        assert_eq!((&ev[5]["cat"], &ev[5]["name"], &ev[5]["pid"]), (&"host".into(), &"dump_drain".into(), &3.into()));
         assert_eq!(v["displayTimeUnit"], "ns");
         assert_eq!(v["otherData"]["format_version"], 2);
         assert_eq!(v["otherData"]["flows"], "complete: from the host-built graph image");

@@ -317,7 +317,7 @@ fn phase_grey(p: Phase) -> (&'static str, &'static str) {
 
 /// Saturated task colours (HSL saturation at least 0.6, so none reads as a phase's grey).
 const PALETTE: [&str; 12] = [
-    "#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#bfef45", "#ffe119", "#9a6324",
+    "#e6194b", "#22aa22", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#bfef45", "#ffe119", "#9a6324",
     "#800000", "#000075",
 ];
 
