@@ -325,11 +325,14 @@ impl<P: HostPlatform> InFlight<P> {
                 };
                 let dumping = Instant::now();
                 let dumped = self.dump.is_some();
-                let mut result = tracing::debug_span!(target: "pto::host", "dump", slot, epoch = self.epoch)
-                    .in_scope(|| self.finish_dump(inner, result, true));
-                if dumped {
+                let mut result = if dumped {
+                    let span = tracing::debug_span!(target: "pto::host", "dump", slot, epoch = self.epoch);
+                    let r = span.in_scope(|| self.finish_dump(inner, result, true));
                     self.host.get_mut().until_now(HostPhase::Dump, dumping);
-                }
+                    r
+                } else {
+                    result
+                };
                 // The trace (of a run that passed, or the diagnostic one of a latched fault)
                 // gets the host's phases, on the device's axis.
                 let trace = match &mut result {

@@ -13,7 +13,7 @@ use crate::run::{dumped, executed, traced};
 use crate::workloads::Workload;
 
 /// Install the `tracing` subscriber of the examples and of `pto`: events (and, with `spans`,
-/// every span as it closes, with its time) on standard error, filtered by `RUST_LOG` when it
+/// every span as it closes, with its time) on standard error (coloured when it is a terminal), filtered by `RUST_LOG` when it
 /// is set (`RUST_LOG=pto::host=debug` for the host's phases), else by `default` (`"warn"`,
 /// `"pto=debug"`). `log` records come in through the subscriber's `log` bridge: the device
 /// half's lines, when the facade's `device-log` feature is on. A second call does nothing.
@@ -25,6 +25,7 @@ pub fn init_logging(default: &str, spans: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_span_events(spans)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
 }
