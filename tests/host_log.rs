@@ -1,5 +1,8 @@
-//! The host's phase log: one `debug` line per phase of a run (prepare, publish, launch,
-//! fence, collect) under the target `pto::host`, each naming the run's slot and epoch.
+//! The host's phase log as a `log` logger sees it (no `tracing` subscriber installed: the
+//! runtime's `tracing` events and spans reach `log` through tracing's `log` feature): one
+//! `debug` line per phase of a run (prepare, publish, launch, fence, collect) under the target
+//! `pto::host`, each naming the run's slot and epoch, and a line per phase span as it opens
+//! (`fence; slot=0 epoch=7`).
 
 use parking_lot::Mutex;
 
@@ -43,8 +46,15 @@ fn a_run_logs_each_phase_once_with_its_slot_and_epoch() {
     };
     let i: Vec<usize> = phases.iter().map(|p| at(p)).collect();
     assert!(i[0].max(i[1]) < i[2] && i[2] < i[3] && i[3] < i[4], "phases out of order: {lines:#?}");
-    for l in &lines {
+    for l in lines.iter().filter(|l| phases.iter().any(|p| l.starts_with(&format!("DEBUG {p}: ")))) {
         assert!(l.contains(&format!("epoch {}", report.epoch)), "line without the epoch: {l}");
         assert!(l.contains("slot "), "line without the slot: {l}");
     }
+    // The spans, as they open: the run's carry its epoch.
+    for span in ["launch", "fence", "collect"] {
+        let opened = format!("DEBUG {span}; slot=");
+        let l = lines.iter().find(|l| l.starts_with(&opened)).unwrap_or_else(|| panic!("no {span} span: {lines:#?}"));
+        assert!(l.ends_with(&format!(" epoch={}", report.epoch)), "{l}");
+    }
+    assert!(lines.iter().any(|l| l.starts_with("DEBUG build; graph=")), "no build span: {lines:#?}");
 }

@@ -4,13 +4,13 @@
 //! for Perfetto, a well-formed SVG). Run it under `PTO_SIM_CACHE=faithful:1` too: tracing keeps
 //! the one-writer-per-line rule.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use pto::prelude::*;
 use pto::runtime::host::Trace;
 use pto::runtime::host::documents::DocumentError;
 use pto::runtime::host::documents::chrome::{self, ChromeTrace, Event, Flows, Metadata};
-use pto::runtime::host::trace::Phase;
+use pto::runtime::host::trace::{Phase, SvgOptions};
 use pto_testkit::RUNTIMES;
 
 fn device() -> (pto::Device, pto_testkit::Kernels) {
@@ -38,9 +38,13 @@ fn check_json(t: &Trace, tasks: u64) -> Vec<Event> {
             _ => None,
         })
         .collect();
-    assert_eq!(procs.len(), 2, "one AICore and one AICPU process");
+    assert_eq!(procs, HashSet::from([chrome::AICORE_PID, chrome::AICPU_PID, chrome::HOST_PID]), "AICore, AICPU, host");
     let mut seen: HashMap<(u32, u32, u8), u32> = HashMap::new();
     let mut task_ids: HashSet<u32> = HashSet::new();
+    for h in doc.host_phases() {
+        assert!(tracks.contains(&(h.pid, h.tid)), "slice on an unnamed track: {h:?}");
+        assert!(h.ts >= 0.0 && h.dur >= 0.0, "start <= end: {h:?}");
+    }
     for p in doc.phases() {
         assert!(tracks.contains(&(p.pid, p.tid)), "slice on an unnamed track: {p:?}");
         assert!(p.ts >= 0.0 && p.dur >= 0.0, "start <= end: {p:?}");
@@ -267,7 +271,7 @@ fn a_written_trace_reads_back_through_its_types() {
         }
         // Every track named, and the arrows: one pair per edge between tasks that ran.
         let names: Vec<(u32, u32, &str)> = doc.track_names().collect();
-        assert_eq!(names.len() as u32, t.workers() + t.threads);
+        assert_eq!(names.len() as u32, t.workers() + t.threads + 1, "the cores, the threads, the host's run");
         assert!(names.contains(&(chrome::AICORE_PID, 0, t.core_name(0).as_str())));
         let ran: HashSet<u32> = t.subtasks.iter().map(|s| s.task).collect();
         let edges = t.edges.as_ref().unwrap().iter().filter(|(p, c)| ran.contains(p) && ran.contains(c)).count();
@@ -293,12 +297,12 @@ fn a_trace_of_another_version_or_missing_a_field_is_refused_by_name() {
         std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
         (ChromeTrace::read(&p).unwrap_err(), p)
     };
-    let (e, p) = edited("v2.json", r#""format_version":1"#, r#""format_version":2"#);
-    assert!(matches!(&e, DocumentError::Version { found: Some(v), expected: 1, .. } if v == "2"), "{e:?}");
+    let (e, p) = edited("v1.json", r#""format_version":2"#, r#""format_version":1"#);
+    assert!(matches!(&e, DocumentError::Version { found: Some(v), expected: 2, .. } if v == "1"), "{e:?}");
     let m = e.to_string();
-    assert!(m.contains(&p.display().to_string()) && m.contains("otherData.format_version is 2"), "{m}");
-    assert!(m.contains("reads version 1"), "{m}");
-    let (e, _) = edited("v0.json", r#""format_version":1,"#, "");
+    assert!(m.contains(&p.display().to_string()) && m.contains("otherData.format_version is 1"), "{m}");
+    assert!(m.contains("reads version 2"), "{m}");
+    let (e, _) = edited("v0.json", r#""format_version":2,"#, "");
     assert!(matches!(&e, DocumentError::Version { found: None, .. }), "{e:?}");
     assert!(e.to_string().contains("no otherData.format_version"), "{e}");
     let hz = format!(r#""counter_hz":{},"#, t.freq_hz);
@@ -308,4 +312,153 @@ fn a_trace_of_another_version_or_missing_a_field_is_refused_by_name() {
     assert!(m.contains(&p.display().to_string()) && m.contains("missing field `counter_hz`"), "{m}");
     let (e, _) = edited("extra.json", r#""producer":"pto-rt""#, r#""producer":"pto-rt","colour":"red""#);
     assert!(e.to_string().contains("unknown field `colour`"), "{e}");
+}
+
+/// The elements of `svg` whose `class` attribute is `class`.
+fn classed<'a>(doc: &'a roxmltree::Document<'a>, class: &str) -> Vec<roxmltree::Node<'a, 'a>> {
+    doc.descendants().filter(|n| n.attribute("class") == Some(class)).collect()
+}
+
+/// The text of a node and its children, without its `<title>`.
+fn text_of(n: roxmltree::Node<'_, '_>) -> String {
+    n.children().filter(|c| c.is_text()).filter_map(|c| c.text()).collect()
+}
+
+/// HSL saturation of a `#rrggbb` colour.
+fn saturation(c: &str) -> f64 {
+    assert!(c.len() == 7 && c.starts_with('#'), "a solid colour: {c}");
+    let v: Vec<f64> =
+        (0..3).map(|i| u8::from_str_radix(&c[1 + 2 * i..3 + 2 * i], 16).unwrap() as f64 / 255.0).collect();
+    let (max, min) = (v.iter().cloned().fold(0.0, f64::max), v.iter().cloned().fold(1.0, f64::min));
+    if max == min { 0.0 } else { (max - min) / (1.0 - (max + min - 1.0).abs()) }
+}
+
+/// The SVG swimlane: the idle lanes folded into one summary line (every lane with the option),
+/// an arrow per dependency between traced subtasks (producer end before consumer start), every
+/// AICPU phase drawn named in the legend, phases hatched and task colours saturated, and the
+/// title line's span the same as `pto trace --summary`'s (`ChromeTrace::span`).
+#[test]
+fn the_svg_folds_idle_lanes_draws_dependencies_and_names_the_phases() {
+    let runs = [(RuntimeKind::HostBuiltGraph, Executor::Legacy), (RuntimeKind::TensormapRing, Executor::Auto)];
+    for (rt, e) in runs {
+        let (_, t, _) = traced_vector(rt, e);
+        let svg = t.to_svg();
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+        // Lanes: the busy ones, then one line for the idle rest.
+        let busy: BTreeSet<u32> = t.subtasks.iter().map(|s| s.core).collect();
+        let threads: BTreeSet<u32> = t.phases.iter().map(|p| p.thread).collect();
+        let lanes: Vec<String> = classed(&doc, "lane").into_iter().map(text_of).collect();
+        let mut want: Vec<String> = busy.iter().map(|&w| t.core_name(w)).collect();
+        want.extend(threads.iter().map(|&th| t.thread_name(th)));
+        assert_eq!(lanes, want, "{rt}: one lane per busy core and thread");
+        let idle = classed(&doc, "lane idle");
+        assert_eq!(idle.len(), 1, "{rt}: one summary line");
+        let idle_cores = t.workers() as usize - busy.len();
+        assert!(idle_cores > 60, "{rt}: five tasks leave most of the board idle");
+        assert!(text_of(idle[0]).starts_with(&format!("{idle_cores} idle cores")), "{rt}: {}", text_of(idle[0]));
+        let all = t.to_svg_with(&SvgOptions::default().with_all_lanes(true));
+        let all = roxmltree::Document::parse(&all).expect("well-formed SVG");
+        assert_eq!(classed(&all, "lane").len() as u32, t.workers() + t.threads, "{rt}: every lane");
+        assert!(classed(&all, "lane idle").is_empty(), "{rt}");
+        // Arrows: one per edge between traced tasks, from the producer's end to the consumer's start.
+        let ran: HashSet<u32> = t.subtasks.iter().map(|s| s.task).collect();
+        let edges = t.edges.as_ref().unwrap().iter().filter(|(p, c)| ran.contains(p) && ran.contains(c)).count();
+        let deps = classed(&doc, "dep");
+        assert_eq!((deps.len(), edges), (6, 6), "{rt}: one arrow per edge");
+        for d in &deps {
+            let x = |a: &str| d.attribute(a).unwrap().parse::<f64>().unwrap();
+            assert!(x("x1") <= x("x2") + 0.01, "{rt}: the producer ends before the consumer starts: {d:?}");
+        }
+        // The legend names every phase drawn; phases are hatched, tasks saturated.
+        let drawn: BTreeSet<String> = t.phases.iter().map(|p| format!("AICPU {}", p.phase.name())).collect();
+        let legend: BTreeSet<String> = classed(&doc, "legend-phase")
+            .into_iter()
+            .map(|g| g.descendants().filter(|n| n.is_text()).filter_map(|n| n.text()).collect())
+            .collect();
+        assert_eq!(legend, drawn, "{rt}");
+        assert!(drawn.len() >= 2, "{rt}: {drawn:?}");
+        for p in classed(&doc, "phase") {
+            let fill = p.attribute("fill").unwrap();
+            assert!(fill.starts_with("url(#phase-"), "{rt}: a phase is hatched: {fill}");
+        }
+        let tasks = classed(&doc, "task");
+        assert_eq!(tasks.len(), t.subtasks.len());
+        for r in tasks {
+            let fill = r.attribute("fill").unwrap();
+            assert!(saturation(fill) >= 0.5, "{rt}: a task colour is saturated: {fill}");
+        }
+        // One span: the title line's is the summary's.
+        let chrome = ChromeTrace::parse("to_chrome_json", &t.to_chrome_json()).unwrap();
+        let (a, b) = chrome.span().unwrap();
+        let title = doc.descendants().find(|n| n.has_tag_name("text")).unwrap().text().unwrap().to_string();
+        assert!(title.contains(&format!("span {:.3} us", b - a)), "{rt}: {title} vs {}", b - a);
+        let (s0, s1) = t.span().unwrap();
+        assert_eq!(s0, t.subtasks.iter().map(|s| s.start).min().unwrap());
+        assert_eq!(s1, t.subtasks.iter().map(|s| s.end).max().unwrap());
+    }
+}
+
+/// The Chrome trace's host process: the run's phases in order, on the device's axis — the
+/// launch starts before the device's first record and the fence ends after its last — and
+/// within the trace's time range; a dumping run adds its dump phase.
+#[test]
+fn the_chrome_trace_puts_the_host_phases_on_the_devices_axis() {
+    use pto::runtime::dump::DumpLevel;
+    use pto::runtime::host::trace::HostPhase::*;
+    let (dev, k) = device();
+    let runs = [
+        (RuntimeKind::HostBuiltGraph, Executor::Legacy, None),
+        (RuntimeKind::HostBuiltGraph, Executor::Resident, None),
+        (RuntimeKind::TensormapRing, Executor::Auto, None),
+        (RuntimeKind::HostBuiltGraph, Executor::Legacy, Some(DumpLevel::Full)),
+    ];
+    for (rt, e, dump) in runs {
+        let dir = tmp(&format!("host-{rt}-{e}-dump"));
+        let o = pto_testkit::dumped(dump, Some(dir), || {
+            pto_testkit::executed(e, || pto_testkit::traced(true, || pto_testkit::vector(&dev, &k, rt)))
+        })
+        .unwrap_or_else(|err| panic!("{rt} {e}: {err}"));
+        let t = o.report.trace.expect("trace");
+        let doc = ChromeTrace::parse("to_chrome_json", &t.to_chrome_json()).unwrap();
+        let host_name = doc.trace_events.iter().find_map(|ev| match ev {
+            Event::Metadata(Metadata::ProcessName(n)) if n.pid == chrome::HOST_PID => Some(n.args.name.as_str()),
+            _ => None,
+        });
+        assert_eq!(host_name, Some("host"), "{rt} {e}");
+        let run: Vec<&chrome::HostSlice> = doc.host_phases().filter(|h| h.tid == 0).collect();
+        let names: Vec<_> = run.iter().map(|h| h.name).collect();
+        let mut want = vec![Build, Reserve, Publish, Launch, Fence, Collect];
+        if dump.is_some() {
+            want.push(Dump);
+        }
+        assert_eq!(names, want, "{rt} {e}");
+        for w in run.windows(2) {
+            assert!(w[0].ts + w[0].dur <= w[1].ts + 0.05, "{rt} {e}: {:?} ends before {:?} starts", w[0], w[1]);
+        }
+        // The run's time range: every slice between time 0 and the trace's last tick.
+        let end = t.micros(t.last());
+        for h in doc.host_phases() {
+            assert!(h.ts >= 0.0 && h.ts + h.dur <= end + 1e-6, "{rt} {e}: {h:?} outside 0..{end}");
+        }
+        // Host and device on one axis: the device's records lie between the launch and the
+        // fence's end.
+        let (first, last) = t.device_window();
+        let (first, last) = (t.micros(first), t.micros(last));
+        let launch = run.iter().find(|h| h.name == Launch).unwrap();
+        let fence = run.iter().find(|h| h.name == Fence).unwrap();
+        assert!(launch.ts <= first, "{rt} {e}: launch at {} us, the device's first record at {first} us", launch.ts);
+        assert!(
+            fence.ts + fence.dur >= last,
+            "{rt} {e}: fence ends {} us, the device's last record {last} us",
+            fence.ts + fence.dur
+        );
+        assert!(fence.ts <= last, "{rt} {e}: the fence waits while the device runs");
+        if dump.is_some() {
+            // In-flight drains (when any took something) are on the host's second track, inside the fence.
+            for d in doc.host_phases().filter(|h| h.tid == 1) {
+                assert_eq!(d.name, DumpDrain);
+                assert!(d.ts >= launch.ts && d.ts + d.dur <= fence.ts + fence.dur + 0.05, "{rt} {e}: {d:?}");
+            }
+        }
+    }
 }

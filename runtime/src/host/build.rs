@@ -39,6 +39,9 @@ pub(crate) struct GraphCore<P: HostPlatform> {
     first: [Option<u32>; 3],
     sync_max: [Option<(u32, u32)>; 3],
     build_time: Duration,
+    /// When the build started and ended, until the graph's first run takes it (a host phase of
+    /// that run's trace).
+    built: parking_lot::Mutex<Option<(Instant, Instant)>>,
     /// Every external buffer the graph names, with the first task and argument naming it.
     pub(crate) externals: Vec<(BufferRef, u32, u32)>,
     /// The executor eligibility, edges and resident initial states, decided at build.
@@ -172,6 +175,7 @@ impl<P: HostPlatform> Device<P> {
         let started = Instant::now();
         let funcs = self.inner.funcs.lock().0.clone();
         let graph_id = self.inner.next_graph.fetch_add(1, Ordering::Relaxed);
+        let _span = tracing::debug_span!(target: "pto::host", "build", graph = graph_id).entered();
         let seen: RefCell<HashMap<u64, (BufferRef, u32, u32)>> = RefCell::new(HashMap::new());
         let allocs = &self.inner.allocs;
         let check = |b: &BufferRef, task: u32, arg: u32| {
@@ -213,6 +217,13 @@ impl<P: HostPlatform> Device<P> {
         drop(b);
         let mut externals: Vec<_> = seen.into_inner().into_values().collect();
         externals.sort_unstable_by_key(|&(_, task, arg)| (task, arg));
+        let ended = Instant::now();
+        tracing::debug!(
+            target: "pto::host",
+            "build: graph {graph_id} {task_count} tasks, image {} bytes, in {} us",
+            image.len(),
+            (ended - started).as_micros()
+        );
         Ok(Graph {
             core: Arc::new(GraphCore {
                 dev: self.inner.clone(),
@@ -222,7 +233,8 @@ impl<P: HostPlatform> Device<P> {
                 task_count,
                 first,
                 sync_max,
-                build_time: started.elapsed(),
+                build_time: ended - started,
+                built: parking_lot::Mutex::new(Some((started, ended))),
                 externals,
                 plan,
             }),
@@ -231,6 +243,11 @@ impl<P: HostPlatform> Device<P> {
 }
 
 impl<P: HostPlatform> GraphCore<P> {
+    /// The build's start and end, the first time it is asked (by the graph's first run).
+    pub(crate) fn take_build(&self) -> Option<(Instant, Instant)> {
+        self.built.lock().take()
+    }
+
     /// Tell a checking platform about a run of this graph at launch descriptor `launch`: its
     /// tasks, edges, and its heap (fresh at every run).
     pub(crate) fn note_run(&self, launch: GmAddr) {

@@ -19,6 +19,7 @@ use crate::lifecycle;
 use crate::orch::RuntimeKind;
 
 use super::report::{RunReport, capture_report, collect_error};
+use super::trace::{HostPhase, HostTimeline};
 use super::turns::Reserved;
 
 /// A launched run. [`RunHandle::wait`] is its completion fence; dropping the handle waits too.
@@ -51,6 +52,8 @@ pub(crate) struct InFlight<P: HostPlatform> {
     pub(super) graph: Option<std::sync::Arc<super::build::GraphCore<P>>>,
     /// The args-dump region and its collector, when the run dumps.
     pub(super) dump: Option<Dumping>,
+    /// The run's host phases so far, and the device-counter anchors (the launch's taken).
+    pub(super) host: Mutex<HostTimeline>,
 }
 
 /// A dumping run's collector and what it has met so far (the lanes belong to the slot).
@@ -61,20 +64,23 @@ pub(super) struct Dumping {
 }
 
 impl Dumping {
-    /// Drain what the lanes published (a no-op after a failure).
-    fn drain<D: DeviceMemory>(&self, dev: &D)
+    /// Drain what the lanes published (a no-op after a failure); how many buffers it took.
+    fn drain<D: DeviceMemory>(&self, dev: &D) -> usize
     where
         D::Error: std::error::Error + Send + Sync + 'static,
     {
         let mut failed = self.failed.lock();
         if failed.is_some() {
-            return;
+            return 0;
         }
         let mut c = self.collector.lock();
-        if let Some(c) = c.as_mut() {
-            if let Err(e) = c.drain(dev) {
+        match c.as_mut().map(|c| c.drain(dev)) {
+            Some(Ok(n)) => n,
+            Some(Err(e)) => {
                 *failed = Some(collect_error(e));
+                0
             }
+            None => 0,
         }
     }
 }
@@ -146,7 +152,7 @@ impl<P: HostPlatform> super::Inner<P> {
         };
         let Some(rec) = rec else { return false };
         let epoch = rec.epoch;
-        log::debug!(target: "pto::host", "fence: run {epoch} in slot {slot} fenced by the device (its handle let it be)");
+        tracing::debug!(target: "pto::host", "fence: run {epoch} in slot {slot} fenced by the device (its handle let it be)");
         let outcome = rec.finish(self);
         let mut kept = self.fenced.lock();
         if kept.len() >= KEPT_OUTCOMES {
@@ -189,7 +195,7 @@ impl<P: HostPlatform> super::Inner<P> {
             if u.as_deref() == Some(why.as_str()) && stuck.is_empty() {
                 *u = None;
             }
-            log::debug!(target: "pto::host", "recovered: run {} ended at last; {why}", run.epoch);
+            tracing::debug!(target: "pto::host", "recovered: run {} ended at last; {why}", run.epoch);
         }
     }
 }
@@ -201,12 +207,21 @@ const KEPT_OUTCOMES: usize = 16;
 impl<P: HostPlatform> InFlight<P> {
     /// Have both boundaries completed? (Drains a dumping run's lanes first.)
     fn is_done(&self, inner: &super::Inner<P>) -> Result<bool, Error> {
-        if let Some(d) = &self.dump {
-            d.drain(&inner.dev);
-        }
+        self.drain_dump(inner);
         let s = inner.lock_streams();
         Ok(s.aicpu.query_event(self.cpu_ev).map_err(platform("AICPU event query"))?
             && s.aicore.query_event(self.core_ev).map_err(platform("AICore event query"))?)
+    }
+
+    /// Drain a dumping run's lanes while it is in flight; a drain that took something is a
+    /// host phase of the run (`dump_drain`).
+    fn drain_dump(&self, inner: &super::Inner<P>) {
+        let Some(d) = &self.dump else { return };
+        let started = Instant::now();
+        let span = tracing::trace_span!(target: "pto::host", "dump_drain", epoch = self.epoch);
+        if span.in_scope(|| d.drain(&inner.dev)) > 0 {
+            self.host.lock().until_now(HostPhase::DumpDrain, started);
+        }
     }
 
     /// Wait for one boundary, at most `budget_us`, in short chunks (the stream lock is not
@@ -218,9 +233,7 @@ impl<P: HostPlatform> InFlight<P> {
         // lifts while the run is in flight.
         let chunk = if self.dump.is_some() { 200u64 } else { 2_000u64 };
         loop {
-            if let Some(d) = &self.dump {
-                d.drain(&inner.dev);
-            }
+            self.drain_dump(inner);
             let left = deadline.saturating_duration_since(Instant::now()).as_micros() as u64;
             let s = inner.lock_streams();
             let r = if aicpu {
@@ -273,23 +286,34 @@ impl<P: HostPlatform> InFlight<P> {
     /// programs ended; marks the device unusable (and keeps them) when they did not.
     fn finish(mut self, inner: &super::Inner<P>) -> Result<RunReport, Error> {
         let slot = self.slot.slot;
-        let fenced = self.fence(inner);
+        let fencing = Instant::now();
+        let span = tracing::debug_span!(target: "pto::host", "fence", slot, epoch = self.epoch);
+        let fenced = span.in_scope(|| self.fence(inner));
         let wall = self.started.elapsed();
-        log::debug!(
-            target: "pto::host",
-            "fence: slot {} epoch {} {} after {} us",
-            slot,
-            self.epoch,
-            match &fenced {
-                Fenced::Done(None) => "ended",
-                Fenced::Done(Some(_)) => "ended with a platform failure",
-                Fenced::Never(_) => "never ended",
-            },
-            wall.as_micros()
-        );
+        let host = self.host.get_mut();
+        host.anchor(&inner.dev);
+        host.until_now(HostPhase::Fence, fencing);
+        span.in_scope(|| {
+            tracing::debug!(
+                target: "pto::host",
+                "fence: slot {} epoch {} {} after {} us",
+                slot,
+                self.epoch,
+                match &fenced {
+                    Fenced::Done(None) => "ended",
+                    Fenced::Done(Some(_)) => "ended with a platform failure",
+                    Fenced::Never(_) => "never ended",
+                },
+                wall.as_micros()
+            )
+        });
         match fenced {
             Fenced::Done(failure) => {
-                let result = match (self.collect(inner, slot, wall), failure) {
+                let collecting = Instant::now();
+                let span = tracing::debug_span!(target: "pto::host", "collect", slot, epoch = self.epoch);
+                let collected = span.in_scope(|| self.collect(inner, slot, wall));
+                self.host.get_mut().until_now(HostPhase::Collect, collecting);
+                let result = match (collected, failure) {
                     (Err(Error::Device(mut d)), Some(f)) => {
                         d.also = Some(std::boxed::Box::new(f));
                         Err(Error::Device(d))
@@ -299,9 +323,28 @@ impl<P: HostPlatform> InFlight<P> {
                     (Err(Error::Unusable(_)), Some(f)) => Err(f),
                     (r, _) => r,
                 };
-                let result = self.finish_dump(inner, result, true);
-                match &result {
-                    Ok(r) => log::debug!(
+                let dumping = Instant::now();
+                let dumped = self.dump.is_some();
+                let mut result = if dumped {
+                    let span = tracing::debug_span!(target: "pto::host", "dump", slot, epoch = self.epoch);
+                    let r = span.in_scope(|| self.finish_dump(inner, result, true));
+                    self.host.get_mut().until_now(HostPhase::Dump, dumping);
+                    r
+                } else {
+                    result
+                };
+                // The trace (of a run that passed, or the diagnostic one of a latched fault)
+                // gets the host's phases, on the device's axis.
+                let trace = match &mut result {
+                    Ok(r) => r.trace.as_mut(),
+                    Err(Error::Device(d)) => d.trace.as_deref_mut(),
+                    Err(_) => None,
+                };
+                if let Some(t) = trace {
+                    self.host.get_mut().attach(t);
+                }
+                span.in_scope(|| match &result {
+                    Ok(r) => tracing::debug!(
                         target: "pto::host",
                         "collect: slot {} epoch {} ok, {} tasks",
                         slot,
@@ -309,9 +352,9 @@ impl<P: HostPlatform> InFlight<P> {
                         r.tasks
                     ),
                     Err(e) => {
-                        log::debug!(target: "pto::host", "collect: slot {} epoch {} failed: {e}", slot, self.epoch)
+                        tracing::debug!(target: "pto::host", "collect: slot {} epoch {} failed: {e}", slot, self.epoch)
                     }
-                }
+                });
                 inner.free_slot(&self.slot);
                 if let Some(p) = self.pins.take() {
                     inner.release_pins(p);

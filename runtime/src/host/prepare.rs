@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use super::fence::{Dumping, InFlight, RunHandle, timeout_or};
 use super::report::RunReport;
+use super::trace::{HostPhase, HostTimeline};
 use super::turns::Reserved;
 
 impl<P: HostPlatform> Device<P> {
@@ -69,14 +70,18 @@ impl<P: HostPlatform> Device<P> {
                 let (clusters, threads, wait_us) = self.check_trb_config(cfg)?;
                 self.check_program(program)?;
                 self.check_program_args(args)?;
-                let image = self.orch_image(program, args, cfg, wait_us)?;
+                let building = Instant::now();
+                let image = tracing::debug_span!(target: "pto::host", "build", runtime = "trb")
+                    .in_scope(|| self.orch_image(program, args, cfg, wait_us))?;
+                let mut host = HostTimeline::default();
+                host.until_now(HostPhase::Build, building);
                 // The program's tensors stay allocated until the run's fence.
                 let pins = self
                     .inner
                     .allocs
                     .pin(args.tensors().iter().map(|t| &t.buffer))
                     .map_err(|(i, why)| GraphError::UnusableProgramArg { arg: i as u32, why })?;
-                let mut prepared = self.prepare_in_slot(clusters, threads, None, true, pins, |slot| {
+                let mut prepared = self.prepare_in_slot(clusters, threads, None, true, pins, host, |slot| {
                     self.publish_trb(slot, image, clusters, threads, cfg)
                 })?;
                 prepared.runtime = RuntimeKind::TensormapRing;
@@ -118,7 +123,12 @@ impl<P: HostPlatform> Device<P> {
             GraphError::UnusableTensor { task, arg, why }
         })?;
         let tasks = Some(graph.task_count);
-        let mut prepared = self.prepare_in_slot(clusters, threads, tasks, wait, pins, |slot| {
+        // The graph's build is a host phase of its first run.
+        let mut host = HostTimeline::default();
+        if let Some((start, end)) = graph.take_build() {
+            host.record(HostPhase::Build, start, end);
+        }
+        let mut prepared = self.prepare_in_slot(clusters, threads, tasks, wait, pins, host, |slot| {
             let what = Publish {
                 bytes: &graph.image,
                 plan: Some(&graph.plan),
@@ -134,7 +144,9 @@ impl<P: HostPlatform> Device<P> {
     }
 
     /// Reserve a pipeline slot and `publish` the run's launch image into it (returning the
-    /// epoch); the slot and the pins are given back when anything fails.
+    /// epoch); the slot and the pins are given back when anything fails. Both are host phases
+    /// of the run, added to `host`.
+    #[allow(clippy::too_many_arguments)]
     fn prepare_in_slot<'d>(
         &'d self,
         clusters: u32,
@@ -142,19 +154,28 @@ impl<P: HostPlatform> Device<P> {
         tasks: Option<u32>,
         wait: bool,
         pins: Pins,
+        mut host: HostTimeline,
         publish: impl FnOnce(usize) -> Result<u64, Error>,
     ) -> Result<PreparedRun<'d, P>, Error> {
-        let reserved = match self.inner.reserve_slot(wait) {
+        let reserving = Instant::now();
+        let reserved = match tracing::debug_span!(target: "pto::host", "reserve", wait)
+            .in_scope(|| self.inner.reserve_slot(wait))
+        {
             Ok(r) => r,
             Err(e) => {
                 self.inner.release_pins(pins);
                 return Err(e);
             }
         };
-        match publish(reserved.slot) {
+        host.until_now(HostPhase::Reserve, reserving);
+        let publishing = Instant::now();
+        let published = tracing::debug_span!(target: "pto::host", "publish", slot = reserved.slot)
+            .in_scope(|| publish(reserved.slot));
+        match published {
             Ok(epoch) => {
+                host.until_now(HostPhase::Publish, publishing);
                 self.inner.start_lease(&reserved);
-                log::debug!(
+                tracing::debug!(
                     target: "pto::host",
                     "prepare: slot {} epoch {epoch} clusters {clusters} threads {threads} tasks {tasks:?}",
                     reserved.slot
@@ -169,10 +190,11 @@ impl<P: HostPlatform> Device<P> {
                     runtime: RuntimeKind::HostBuiltGraph,
                     graph: None,
                     pins: Some(pins),
+                    host,
                 })
             }
             Err(e) => {
-                log::debug!(target: "pto::host", "prepare: slot {} refused: {e}", reserved.slot);
+                tracing::debug!(target: "pto::host", "prepare: slot {} refused: {e}", reserved.slot);
                 self.inner.free_slot(&reserved);
                 self.inner.release_pins(pins);
                 Err(e)
@@ -195,6 +217,8 @@ pub struct PreparedRun<'d, P: HostPlatform> {
     graph: Option<Arc<GraphCore<P>>>,
     /// The device tensors this run names, held until its fence.
     pins: Option<Pins>,
+    /// The run's host phases so far (build, reserve, publish).
+    host: HostTimeline,
 }
 
 impl<'d, P: HostPlatform> PreparedRun<'d, P> {
@@ -229,6 +253,11 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                 mem.dump.take().map(|d| Dumping { collector: Mutex::new(Some(d.collector)), failed: Mutex::new(None) });
             (mem.arena, dump)
         };
+        let span = tracing::debug_span!(target: "pto::host", "launch", slot = reserved.slot, epoch = self.epoch);
+        let _entered = span.enter();
+        let mut host = core::mem::take(&mut self.host);
+        // The launch anchor: the device counter as the host submits (see `trace::host`).
+        host.anchor(&inner.dev);
         let started = Instant::now();
         let mut s = inner.lock_streams();
         // Whether anything reached the device: a launch that returns an error submitted nothing
@@ -257,7 +286,8 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
         match launched {
             Ok((cpu_ev, core_ev)) => {
                 inner.launched(&reserved);
-                log::debug!(
+                host.until_now(HostPhase::Launch, started);
+                tracing::debug!(
                     target: "pto::host",
                     "launch: slot {} epoch {} runtime {} clusters {} threads {}",
                     reserved.slot,
@@ -279,6 +309,7 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                     pins: Some(pins),
                     graph: self.graph.take(),
                     dump,
+                    host: Mutex::new(host),
                 };
                 *inner.in_flight[slot].lock() = Some(run);
                 Ok(RunHandle { dev: self.dev, slot, epoch: self.epoch, waited: false })
@@ -287,7 +318,7 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
                 // Nothing of this run reached the device: it ends as a prepared run that was
                 // never launched — its slot, pins and graph are given back, the device stays
                 // usable.
-                log::debug!(target: "pto::host", "launch: slot {} refused before submission: {e}", reserved.slot);
+                tracing::debug!(target: "pto::host", "launch: slot {} refused before submission: {e}", reserved.slot);
                 inner.free_slot(&reserved);
                 inner.release_pins(pins);
                 Err(e)

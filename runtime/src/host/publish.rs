@@ -330,7 +330,7 @@ impl<P: HostPlatform> Device<P> {
             reserved: [0; 4],
         };
         LaunchImage::prepare(config, what.bytes).publish(dev, arena, image)?;
-        log::debug!(
+        tracing::debug!(
             target: "pto::host",
             "publish: slot {slot} epoch {epoch} image {} bytes at {:#x}, trace {}, dump {:?}, executor {}",
             what.bytes.len(),

@@ -12,10 +12,29 @@ use crate::registry::setup_with;
 use crate::run::{dumped, executed, traced};
 use crate::workloads::Workload;
 
+/// Install the `tracing` subscriber of the examples and of `pto`: events (and, with `spans`,
+/// every span as it closes, with its time) on standard error (coloured when it is a terminal), filtered by `RUST_LOG` when it
+/// is set (`RUST_LOG=pto::host=debug` for the host's phases), else by `default` (`"warn"`,
+/// `"pto=debug"`). `log` records come in through the subscriber's `log` bridge: the device
+/// half's lines, when the facade's `device-log` feature is on. A second call does nothing.
+pub fn init_logging(default: &str, spans: bool) {
+    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::fmt::format::FmtSpan;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let spans = if spans { FmtSpan::CLOSE } else { FmtSpan::NONE };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_span_events(spans)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 /// The `main` of a single-workload example: open the board named `board` with `open`
 /// (`pto::open` for the selected board), run `workload` on the runtimes the command line names
 /// (both by default), print each summary (or the failure) and exit accordingly. With `--dump`
-/// each run records its arguments ([`dumped`]) and a line says what its dump wrote.
+/// each run records its arguments ([`dumped`]) and a line says what its dump wrote. `RUST_LOG`
+/// turns on the host's phase log ([`init_logging`]).
 pub fn example_main<P: HostPlatform>(
     name: &str,
     board: &str,
@@ -37,6 +56,7 @@ pub fn example_main<P: HostPlatform>(
         eprintln!("{name}: has no native kernels (--kernels native runs {})", NATIVE_EXAMPLES.join(", "));
         return std::process::ExitCode::from(2);
     }
+    init_logging("warn", std::env::var_os("RUST_LOG").is_some());
     let tracing = args.trace.is_some() || args.svg.is_some();
     let several = args.runtimes.len() > 1;
     let (dev, k) = match setup_with(open, args.kernels) {

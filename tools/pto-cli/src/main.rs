@@ -30,8 +30,10 @@ use trace::TraceArgs;
 #[derive(Parser, Debug)]
 #[command(name = "pto", version, about = "pto-rt: run, trace and bench task-graph runtimes on simulated boards")]
 struct Cli {
-    /// Print the host's phase log (prepare, publish, launch, fence, collect, with slot and
-    /// epoch) on standard error; `RUST_LOG` chooses finer filters.
+    /// Print the host's phases on standard error: each span (build, reserve, publish, launch,
+    /// fence, collect, dump) as it closes, with its time, and the phase lines (slot, epoch).
+    /// `RUST_LOG` chooses other filters (`RUST_LOG=pto::host=trace` adds the args-dump
+    /// drains).
     #[arg(short, long, global = true)]
     verbose: bool,
     #[command(subcommand)]
@@ -61,8 +63,8 @@ impl<E: std::fmt::Display> From<E> for Fail {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let default = if cli.verbose { "pto=debug" } else { "warn" };
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default)).init();
+    // The host's phases on standard error (`RUST_LOG` wins over `-v`): pto-testkit's subscriber.
+    pto_testkit::init_logging(if cli.verbose { "pto=debug" } else { "warn" }, cli.verbose);
     let r = match cli.cmd {
         Cmd::Run(a) => run::run(&a),
         Cmd::Bench(a) => bench::bench(&a),

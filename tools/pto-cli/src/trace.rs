@@ -1,5 +1,6 @@
 //! `pto trace FILE.json`: read a Chrome trace-event JSON written by `pto run --trace` back, and
-//! with `--summary` print per-core utilisation, time per AICPU phase and the critical path.
+//! with `--summary` print per-core utilisation, time per AICPU phase, the host's phases and the
+//! critical path.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -37,9 +38,8 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
         }
     }
     let tasks: Vec<&chrome::TaskSlice> = doc.tasks().collect();
-    let start = tasks.iter().map(|s| s.ts).fold(f64::INFINITY, f64::min);
-    let end = tasks.iter().map(|s| s.ts + s.dur).fold(0.0, f64::max);
-    let span = if tasks.is_empty() { 0.0 } else { end - start };
+    // The span, as the SVG's title line has it: first subtask start to last subtask end.
+    let span = doc.span().map_or(0.0, |(start, end)| end - start);
     let other = &doc.other_data;
     println!(
         "{}: runtime={} {} subtasks on {} cores, span {:.3} us, counter {} Hz, {} records dropped",
@@ -54,7 +54,7 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
     if !full {
         return Ok(());
     }
-    println!("\nper-core utilisation (busy time / span of the run's subtasks):");
+    println!("\nper-core utilisation (busy time / span: first subtask start to last subtask end):");
     let mut busy: BTreeMap<u32, (f64, usize)> = BTreeMap::new();
     for s in &tasks {
         let b = busy.entry(s.tid).or_default();
@@ -67,6 +67,26 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
     }
     let cores = names.keys().filter(|(p, _)| *p == chrome::AICORE_PID).count();
     println!("  ({} of {} cores ran nothing)", cores.saturating_sub(busy.len()), cores);
+    let host: Vec<&chrome::HostSlice> = doc.host_phases().collect();
+    if !host.is_empty() {
+        // In order of start (drains are summed).
+        println!("\nhost (time per phase, on the device's time axis):");
+        let mut per: Vec<(chrome::HostPhase, f64, f64, usize)> = Vec::new();
+        for h in &host {
+            match per.iter_mut().find(|p| p.0 == h.name) {
+                Some(p) => {
+                    p.2 += h.dur;
+                    p.3 += 1;
+                }
+                None => per.push((h.name, h.ts, h.dur, 1)),
+            }
+        }
+        per.sort_by(|a, b| a.1.total_cmp(&b.1));
+        for (phase, at, t, n) in per {
+            let times = if n > 1 { format!(" ({n} times)") } else { String::new() };
+            println!("  {:<12} from {at:>12.3} us {t:>12.3} us{times}", phase.name());
+        }
+    }
     println!("\nAICPU threads (time per phase):");
     let mut phases: BTreeMap<(u32, &'static str), f64> = BTreeMap::new();
     for p in doc.phases() {

@@ -6,6 +6,9 @@
 //! reads a file back (`pto trace` does), refusing another [`FORMAT_VERSION`] and any field it
 //! does not know or misses.
 //!
+//! Three processes: the AICores ([`AICORE_PID`]), the AICPU threads ([`AICPU_PID`]) and the
+//! host's phases of the run ([`HOST_PID`]), all on one time axis (the device's counter).
+//!
 //! The events use the trace-event format's own keys: `ph` (the event type: `M` metadata, `X` a
 //! complete slice, `s` / `f` the two ends of a flow arrow), `pid` / `tid` (the track), `ts` /
 //! `dur` (microseconds from [`OtherData::origin_tick`]), `cat`, `name`, `args`.
@@ -52,24 +55,73 @@ impl Phase {
         }
     }
 }
+/// What the host was doing for a run: the host's own track in the trace. The trace document
+/// names it as [`HostPhase::name`] spells it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostPhase {
+    /// Building the run's launch image: the host-built graph (on the graph's first run), or
+    /// the device-side runtime's orchestration image.
+    Build,
+    /// Taking a pipeline slot (waiting while other runs hold both).
+    Reserve,
+    /// Uploading the launch image and descriptor into the slot.
+    Publish,
+    /// Submitting the AICore and AICPU programs.
+    Launch,
+    /// Waiting for both programs to end (the completion fence).
+    Fence,
+    /// Reading the descriptor, the counters and the trace back.
+    Collect,
+    /// Closing the args dump: the final drain and the manifest.
+    Dump,
+    /// One drain of the args dump's lanes while the run was in flight (on its own track).
+    DumpDrain,
+}
+
+impl HostPhase {
+    /// The phase's name, as exported (and as its `tracing` span is named).
+    pub fn name(self) -> &'static str {
+        match self {
+            HostPhase::Build => "build",
+            HostPhase::Reserve => "reserve",
+            HostPhase::Publish => "publish",
+            HostPhase::Launch => "launch",
+            HostPhase::Fence => "fence",
+            HostPhase::Collect => "collect",
+            HostPhase::Dump => "dump",
+            HostPhase::DumpDrain => "dump_drain",
+        }
+    }
+
+    /// The host track the phase is drawn on: 0 for the run's phases, 1 for the args dump's
+    /// in-flight drains.
+    pub fn track(self) -> u32 {
+        u32::from(self == HostPhase::DumpDrain)
+    }
+}
+
 use crate::orch::RuntimeKind;
 
 /// The trace document's format version, in `otherData.format_version`: raised whenever a field
 /// is renamed, removed, added or changes meaning (this reader refuses any field it does not
 /// know, so an added field needs a new version too).
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The `pid` of the AICore process (one track per worker, `tid` = the worker index).
 pub const AICORE_PID: u32 = 1;
 /// The `pid` of the AICPU process (one track per AICPU thread, `tid` = the thread index).
 pub const AICPU_PID: u32 = 2;
+/// The `pid` of the host process (track 0: the run's phases; track 1: the args dump's
+/// in-flight drains).
+pub const HOST_PID: u32 = 3;
 
 /// A whole trace file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChromeTrace {
     /// Every event: the tracks' names and order, then the subtasks' slices, the AICPU phases'
-    /// slices, and the flow arrows.
+    /// slices, the host phases' slices, and the flow arrows.
     #[serde(rename = "traceEvents")]
     pub trace_events: Vec<Event>,
     /// How viewers display times (`"ns"`); `ts` and `dur` are microseconds regardless.
@@ -100,7 +152,8 @@ pub struct OtherData {
     pub runtime: RuntimeKind,
     /// The board's counter frequency: ticks per second.
     pub counter_hz: u64,
-    /// The tick that is `ts` 0: the earliest tick the trace recorded.
+    /// The tick that is `ts` 0: the earliest tick of the trace (device records and host
+    /// phases).
     pub origin_tick: u64,
     /// Clusters launched (worker `w < clusters` is an AIC, the others AIVs).
     pub clusters: u32,
@@ -180,7 +233,7 @@ pub enum Event {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "name", rename_all = "snake_case")]
 pub enum Metadata {
-    /// `process_name`: the process `pid`'s name (`AICore`, `AICPU`).
+    /// `process_name`: the process `pid`'s name (`AICore`, `AICPU`, `host`).
     ProcessName(Named),
     /// `process_sort_index`: the process's place among processes.
     ProcessSortIndex(Sorted),
@@ -241,6 +294,9 @@ pub enum Slice {
     /// `"aicpu"`: one phase of one AICPU thread.
     #[serde(rename = "aicpu")]
     Phase(PhaseSlice),
+    /// `"host"`: one phase of the host's work for the run.
+    #[serde(rename = "host")]
+    Host(HostSlice),
 }
 
 /// One subtask (a block of one lane of one task) as it ran on a core.
@@ -308,6 +364,22 @@ pub struct PhaseSlice {
     /// [`AICPU_PID`].
     pub pid: u32,
     /// The AICPU thread.
+    pub tid: u32,
+    /// Start, in microseconds from the origin tick.
+    pub ts: f64,
+    /// Duration in microseconds.
+    pub dur: f64,
+}
+
+/// One phase of the host's work for the run, on the device's time axis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSlice {
+    /// What the host was doing.
+    pub name: HostPhase,
+    /// [`HOST_PID`].
+    pub pid: u32,
+    /// The host track ([`HostPhase::track`]).
     pub tid: u32,
     /// Start, in microseconds from the origin tick.
     pub ts: f64,
@@ -403,6 +475,23 @@ impl ChromeTrace {
             Event::Slice(Slice::Phase(p)) => Some(p),
             _ => None,
         })
+    }
+
+    /// The host phases' slices, in file order.
+    pub fn host_phases(&self) -> impl Iterator<Item = &HostSlice> {
+        self.trace_events.iter().filter_map(|e| match e {
+            Event::Slice(Slice::Host(h)) => Some(h),
+            _ => None,
+        })
+    }
+
+    /// The run's span, in microseconds from the origin tick: `(first subtask start, last
+    /// subtask end)` over the subtasks' slices (`None` without subtasks). The same span as
+    /// `Trace::span`, which the SVG's title line prints.
+    pub fn span(&self) -> Option<(f64, f64)> {
+        let start = self.tasks().map(|s| s.ts).reduce(f64::min)?;
+        let end = self.tasks().map(|s| s.ts + s.dur).reduce(f64::max)?;
+        Some((start, end))
     }
 
     /// The tracks' names: `(pid, tid, name)` of every `thread_name` event.

@@ -383,6 +383,13 @@ mod tests {
                     tid: 31,
                     ts: 4.0,
                 }),
+                Event::Slice(Slice::Host(HostSlice {
+                    name: HostPhase::DumpDrain,
+                    pid: HOST_PID,
+                    tid: 1,
+                    ts: 0.5,
+                    dur: 0.25,
+                })),
             ],
             display_time_unit: TimeUnit::Nanoseconds,
             other_data: OtherData {
@@ -415,22 +422,26 @@ mod tests {
         assert_eq!(ev[2]["cat"], "aicpu");
         assert_eq!(ev[2]["name"], "supervise");
         assert_eq!(ev[4]["bp"], "e");
+        assert_eq!((&ev[5]["cat"], &ev[5]["name"], &ev[5]["pid"]), (&"host".into(), &"dump_drain".into(), &3.into()));
         assert_eq!(v["displayTimeUnit"], "ns");
-        assert_eq!(v["otherData"]["format_version"], 1);
+        assert_eq!(v["otherData"]["format_version"], 2);
         assert_eq!(v["otherData"]["flows"], "complete: from the host-built graph image");
         assert_eq!(parse_trace(&text).unwrap(), t);
         assert_eq!(t.tasks().count(), 1);
         assert_eq!(t.phases().count(), 1);
+        assert_eq!(t.host_phases().count(), 1);
+        // The span: the subtasks' first start to their last end (not the host's phase).
+        assert_eq!(t.span(), Some((1.5, 3.5)));
         assert_eq!(t.track_names().collect::<Vec<_>>(), vec![(1, 30, "AIV 30 (cluster 3)")]);
     }
 
     #[test]
     fn a_trace_of_another_version_or_with_a_bad_field_is_refused_by_name() {
         let text = trace().to_json();
-        let e = parse_trace(&edit(&text, r#""format_version":1"#, r#""format_version":0"#)).unwrap_err();
-        assert_eq!(e.to_string(), "t.json: otherData.format_version is 0, this reader reads version 1");
-        let e = parse_trace(&edit(&text, r#""format_version":1,"#, "")).unwrap_err();
-        assert_eq!(e.to_string(), "t.json: no otherData.format_version (this reader reads version 1)");
+        let e = parse_trace(&edit(&text, r#""format_version":2"#, r#""format_version":0"#)).unwrap_err();
+        assert_eq!(e.to_string(), "t.json: otherData.format_version is 0, this reader reads version 2");
+        let e = parse_trace(&edit(&text, r#""format_version":2,"#, "")).unwrap_err();
+        assert_eq!(e.to_string(), "t.json: no otherData.format_version (this reader reads version 2)");
         let e = parse_trace("[]").unwrap_err();
         assert!(matches!(e, DocumentError::Version { found: None, .. }), "{e:?}");
         let e = parse_trace("{").unwrap_err();
@@ -446,6 +457,7 @@ mod tests {
         refused(r#""ph":"X","cat":"task""#, r#""ph":"B","cat":"task""#, "unknown variant `B`");
         refused(r#""cat":"aicpu""#, r#""cat":"gpu""#, "unknown variant `gpu`");
         refused(r#""name":"supervise""#, r#""name":"nap""#, "unknown variant `nap`");
+        refused(r#""name":"dump_drain""#, r#""name":"nap""#, "unknown variant `nap`");
         refused(r#""bp":"e""#, r#""bp":"s""#, "unknown variant `s`");
         refused(r#""counter_hz":50000000,"#, "", "missing field `counter_hz`");
         refused(r#""displayTimeUnit":"ns""#, r#""displayTimeUnit":"ms""#, "unknown variant `ms`");

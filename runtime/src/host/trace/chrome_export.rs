@@ -7,16 +7,18 @@ use std::vec::Vec;
 
 use super::{SubtaskTrace, Trace};
 use crate::host::documents::chrome::{
-    self, AICORE_PID, AICPU_PID, BindingPoint, ChromeTrace, Dep, Event, FlowEnd, FlowStart, Flows, Metadata, NameArgs,
-    Named, OtherData, PhaseSlice, Producer, Slice, SortArgs, Sorted, TaskArgs, TaskSlice, TimeUnit,
+    self, AICORE_PID, AICPU_PID, BindingPoint, ChromeTrace, Dep, Event, FlowEnd, FlowStart, Flows, HOST_PID, HostPhase,
+    HostSlice, Metadata, NameArgs, Named, OtherData, PhaseSlice, Producer, Slice, SortArgs, Sorted, TaskArgs,
+    TaskSlice, TimeUnit,
 };
 use crate::orch::RuntimeKind;
 
 impl Trace {
     /// The Chrome trace-event document (the object form, [`ChromeTrace`]): one process for the
     /// AICores with a track per core, one for the AICPU with a track per thread, a complete
-    /// (`X`) slice per subtask and per phase, times in microseconds from the first recorded
-    /// tick, and a flow arrow (`s` → `f`, `bp: "e"`) per producer → consumer edge when the
+    /// (`X`) slice per subtask and per phase, one `host` process (when the host's phases are
+    /// known) with a slice per host phase on the same axis, times in microseconds from the
+    /// first tick of the trace ([`Trace::origin`]), and a flow arrow (`s` → `f`, `bp: "e"`) per producer → consumer edge when the
     /// edges are known. `otherData` carries the format version, the counter frequency, drops and whether
     /// flows are known.
     pub fn to_chrome(&self) -> ChromeTrace {
@@ -28,6 +30,14 @@ impl Trace {
         ev.push(Event::Metadata(Metadata::ProcessSortIndex(sorted(AICORE_PID, 0, 1))));
         ev.push(Event::Metadata(Metadata::ProcessName(named(AICPU_PID, 0, "AICPU".into()))));
         ev.push(Event::Metadata(Metadata::ProcessSortIndex(sorted(AICPU_PID, 0, 2))));
+        if !self.host.is_empty() {
+            ev.push(Event::Metadata(Metadata::ProcessName(named(HOST_PID, 0, "host".into()))));
+            ev.push(Event::Metadata(Metadata::ProcessSortIndex(sorted(HOST_PID, 0, 0))));
+            ev.push(Event::Metadata(Metadata::ThreadName(named(HOST_PID, 0, "run".into()))));
+            if self.host.iter().any(|h| h.phase.track() == 1) {
+                ev.push(Event::Metadata(Metadata::ThreadName(named(HOST_PID, 1, "args dump drains".into()))));
+            }
+        }
         for w in 0..self.workers() {
             ev.push(Event::Metadata(Metadata::ThreadName(named(AICORE_PID, w, self.core_name(w)))));
             ev.push(Event::Metadata(Metadata::ThreadSortIndex(sorted(AICORE_PID, w, w))));
@@ -64,6 +74,15 @@ impl Trace {
                 tid: p.thread,
                 ts: self.us(origin, p.start),
                 dur: self.us(p.start, p.end),
+            })));
+        }
+        for h in &self.host {
+            ev.push(Event::Slice(Slice::Host(HostSlice {
+                name: h.phase,
+                pid: HOST_PID,
+                tid: HostPhase::track(h.phase),
+                ts: self.us(origin, h.start),
+                dur: self.us(h.start, h.end),
             })));
         }
         if let Some(edges) = &self.edges {

@@ -6,10 +6,13 @@
 //! Turn it on per run with [`RunConfig::with_trace`](super::RunConfig::with_trace); the trace
 //! arrives in [`RunReport::trace`](super::RunReport::trace).
 //!
-//! The rooms: `readback` (reading the rings back and assembling the [`Trace`]), `chrome_export`
-//! ([`Trace::to_chrome`]) and `svg` ([`Trace::to_svg`]); this file holds the trace itself.
+//! The rooms: `readback` (reading the rings back and assembling the [`Trace`]), `host` (the
+//! host's phases of the run and how their instants map onto the device's ticks),
+//! `chrome_export` ([`Trace::to_chrome`]) and `svg` ([`Trace::to_svg`]); this file holds the
+//! trace itself.
 
 mod chrome_export;
+mod host;
 mod readback;
 mod svg;
 
@@ -18,10 +21,12 @@ use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
-pub use super::documents::chrome::Phase;
+pub use super::documents::chrome::{HostPhase, Phase};
 use crate::orch::RuntimeKind;
 
+pub(super) use host::HostTimeline;
 pub(super) use readback::collect;
+pub use svg::SvgOptions;
 
 /// Records per AICore ring when [`RunConfig::trace_records`](super::RunConfig::trace_records)
 /// is not set.
@@ -63,6 +68,19 @@ pub struct PhaseTrace {
     pub thread: u32,
     /// What it did.
     pub phase: Phase,
+    /// First tick.
+    pub start: u64,
+    /// Last tick.
+    pub end: u64,
+}
+
+/// One phase of the host's work for the run, on the device's time axis: its instants mapped
+/// to device ticks through the samples of the device counter the host took at launch and
+/// after the fence (see `docs/profiling.md`, "Host and device on one axis").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostPhaseTrace {
+    /// What the host did.
+    pub phase: HostPhase,
     /// First tick.
     pub start: u64,
     /// Last tick.
@@ -116,6 +134,9 @@ pub struct Trace {
     pub edges: Option<Vec<(u32, u32)>>,
     /// Every ring: records, drops, whether it was closed.
     pub rings: Vec<RingStatus>,
+    /// The host's phases of the run (build, reserve, publish, launch, fence, collect, dump),
+    /// by start tick, on the device's time axis.
+    pub host: Vec<HostPhaseTrace>,
 }
 
 impl Trace {
@@ -152,16 +173,37 @@ impl Trace {
         self.clusters * 3
     }
 
-    /// The earliest tick in the trace (the time origin of the exports).
-    pub fn origin(&self) -> u64 {
+    /// The earliest and latest device tick of the trace: subtasks (with their dispatch and
+    /// completion ticks) and AICPU phases (`(0, 0)` when nothing was recorded). The SVG's time
+    /// axis.
+    pub fn device_window(&self) -> (u64, u64) {
         let s = self.subtasks.iter().map(|s| s.dispatch.unwrap_or(s.start).min(s.start));
-        s.chain(self.phases.iter().map(|p| p.start)).min().unwrap_or(0)
+        let first = s.chain(self.phases.iter().map(|p| p.start)).min().unwrap_or(0);
+        let s = self.subtasks.iter().map(|s| s.completion.unwrap_or(s.end).max(s.end));
+        let last = s.chain(self.phases.iter().map(|p| p.end)).max().unwrap_or(0);
+        (first, last)
     }
 
-    /// The latest tick in the trace.
+    /// The earliest tick in the trace, device records and host phases alike (the time origin
+    /// of the Chrome export).
+    pub fn origin(&self) -> u64 {
+        let host = self.host.iter().map(|h| h.start).min();
+        let device = (!self.subtasks.is_empty() || !self.phases.is_empty()).then(|| self.device_window().0);
+        host.into_iter().chain(device).min().unwrap_or(0)
+    }
+
+    /// The latest tick in the trace, device records and host phases alike.
     pub fn last(&self) -> u64 {
-        let s = self.subtasks.iter().map(|s| s.completion.unwrap_or(s.end).max(s.end));
-        s.chain(self.phases.iter().map(|p| p.end)).max().unwrap_or(0)
+        self.host.iter().map(|h| h.end).chain([self.device_window().1]).max().unwrap_or(0)
+    }
+
+    /// The run's span: from the start of its first subtask to the end of its last (`None`
+    /// without subtasks). What "span" means in the SVG's title line and in `pto trace
+    /// --summary` ([`ChromeTrace::span`](super::documents::chrome::ChromeTrace::span)).
+    pub fn span(&self) -> Option<(u64, u64)> {
+        let start = self.subtasks.iter().map(|s| s.start).min()?;
+        let end = self.subtasks.iter().map(|s| s.end).max()?;
+        Some((start, end))
     }
 
     /// Microseconds from the origin to `tick`.

@@ -155,5 +155,6 @@ where
         funcs: names,
         edges,
         rings,
+        host: Vec::new(),
     })
 }
