@@ -4,7 +4,8 @@
 //! clean with both checks on.
 //!
 //! Each racy graph also runs once without the checks: the run passes (the schedule hid the
-//! bug), which is what the checks exist for.
+//! bug), which is what the checks exist for. The devices run the coherent cache model (see
+//! [`coherent`]); CI also runs the examples with the checks under the faithful one.
 
 use pto::hal::check::Checks;
 use pto::hal::{DevicePlatform, HostPlatform};
@@ -17,8 +18,17 @@ use pto_testkit::{RUNTIMES, f};
 /// Runs per case: every one must catch the bug, with the same report.
 const REPS: usize = 5;
 
+/// The selected board under the coherent cache model: the checks judge the graph whatever
+/// the model, and under the faithful one (the small board's default) the model itself may
+/// catch a racy graph in the interleaving that ran, which would hide what these tests show.
+fn coherent<T>(opened: Result<(Device, T), pto::Error>) -> (Device, T) {
+    let (dev, k) = opened.expect("open the selected board");
+    dev.platform().set_cache_model(pto_sim::CacheModel::Coherent).expect("no launch is active");
+    (dev, k)
+}
+
 fn device() -> (Device, pto_testkit::Kernels) {
-    pto_testkit::setup(pto::open).expect("open the selected board")
+    coherent(pto_testkit::setup(pto::open))
 }
 
 /// The runtime × executor combinations (the device-side runtime runs on the legacy executor).
@@ -346,7 +356,7 @@ fn a_retired_producer_still_orders_later_tasks() {
 /// kernels are clean.
 #[test]
 fn native_kernels_are_checked_at_their_boundary() {
-    let (dev, k) = pto_testkit::setup_with(pto::open, pto_testkit::KernelChoice::Native).unwrap();
+    let (dev, k) = coherent(pto_testkit::setup_with(pto::open, pto_testkit::KernelChoice::Native));
     let x = tensor(&dev, 16);
     let args = || OrchArgs::new().tensor(x.tensor());
     let racy = dev.register_orchestration("two_untracked_writers", two_untracked_writers).unwrap();
