@@ -42,6 +42,17 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in the order the trace's legend lists them.
+    pub const ALL: [Phase; 7] = [
+        Phase::Orchestration,
+        Phase::Dispatch,
+        Phase::Completion,
+        Phase::Idle,
+        Phase::Handshake,
+        Phase::Retire,
+        Phase::Supervise,
+    ];
+
     /// The phase's name, as exported.
     pub fn name(self) -> &'static str {
         match self {
@@ -55,6 +66,7 @@ impl Phase {
         }
     }
 }
+
 /// What the host was doing for a run: the host's own track in the trace. The trace document
 /// names it as [`HostPhase::name`] spells it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]

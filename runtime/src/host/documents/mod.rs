@@ -194,15 +194,7 @@ mod tests {
             assert_eq!(name(r), r.name());
             assert_eq!(back::<RuntimeKind>(r.name()), r);
         }
-        for p in [
-            Phase::Orchestration,
-            Phase::Dispatch,
-            Phase::Completion,
-            Phase::Idle,
-            Phase::Handshake,
-            Phase::Retire,
-            Phase::Supervise,
-        ] {
+        for p in Phase::ALL {
             assert_eq!(name(p), p.name());
         }
         for s in [Stage::BeforeDispatch, Stage::AfterCompletion] {

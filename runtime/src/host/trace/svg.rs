@@ -84,7 +84,7 @@ impl Trace {
                 Lane::Idle { .. } => {}
             }
         }
-        let phases: Vec<Phase> = ALL_PHASES.into_iter().filter(|&p| self.phases.iter().any(|q| q.phase == p)).collect();
+        let phases: Vec<Phase> = Phase::ALL.into_iter().filter(|&p| self.phases.iter().any(|q| q.phase == p)).collect();
         let legend_items = self.funcs.len() + phases.len() + 1;
         let h = TOP + lanes.len() as f64 * LANE + 40.0 + 16.0 * legend_items.div_ceil(4) as f64;
         let mut s = String::new();
@@ -280,7 +280,7 @@ fn defs() -> String {
     let mut s = String::from(
         "<defs>\n<marker id=\"arrow\" viewBox=\"0 0 6 6\" refX=\"6\" refY=\"3\" markerWidth=\"5\" markerHeight=\"5\" orient=\"auto\"><path d=\"M0,0 L6,3 L0,6 z\" fill=\"#222\"/></marker>\n",
     );
-    for p in ALL_PHASES {
+    for p in Phase::ALL {
         let (bg, fg) = phase_grey(p);
         let _ = writeln!(
             s,
@@ -291,16 +291,6 @@ fn defs() -> String {
     s.push_str("</defs>\n");
     s
 }
-
-const ALL_PHASES: [Phase; 7] = [
-    Phase::Orchestration,
-    Phase::Dispatch,
-    Phase::Completion,
-    Phase::Idle,
-    Phase::Handshake,
-    Phase::Retire,
-    Phase::Supervise,
-];
 
 /// A phase's greys: (background, stripes and outline). Greys only: no task colour is grey.
 fn phase_grey(p: Phase) -> (&'static str, &'static str) {
@@ -379,11 +369,11 @@ mod tests {
         for c in PALETTE {
             assert!(saturation(c) >= 0.6, "{c}: {}", saturation(c));
         }
-        for p in ALL_PHASES {
+        for p in Phase::ALL {
             let (bg, fg) = phase_grey(p);
             assert_eq!((saturation(bg), saturation(fg)), (0.0, 0.0), "{p:?}");
         }
-        let names: BTreeSet<&str> = ALL_PHASES.iter().map(|p| p.name()).collect();
-        assert_eq!(names.len(), ALL_PHASES.len(), "one pattern per phase");
+        let names: BTreeSet<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
+        assert_eq!(names.len(), Phase::ALL.len(), "one pattern per phase");
     }
 }
