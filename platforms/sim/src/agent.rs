@@ -541,11 +541,7 @@ impl<C: Contract> AicoreAgent for SimCore<C> {
                 if checker.on() {
                     // Native code is seen at its boundary: the elements of its views, inputs
                     // read and outputs written whole.
-                    let mut log =
-                        crate::check::BlockLog { block: (ctx.block_idx(), ctx.sub_block_id()), ..Default::default() };
-                    log.views = (0..ctx.tensor_count())
-                        .map(|i| ctx.tensor(i).map_or((0, 0, false), |t| (t.addr.0, t.elem_bytes, t.is_contiguous())))
-                        .collect();
+                    let mut log = crate::check::BlockLog::of(ctx);
                     for a in crate::native::native_accesses(ctx) {
                         let Some(t) = ctx.tensor(a.arg) else { continue };
                         if a.read {
@@ -564,7 +560,7 @@ impl<C: Contract> AicoreAgent for SimCore<C> {
         crate::panics::install_quiet_hook();
         let checker = &self.shared.checker;
         if checker.on() {
-            let mut log = crate::check::BlockLog { block: (ctx.block_idx(), ctx.sub_block_id()), ..Default::default() };
+            let mut log = crate::check::BlockLog::of(ctx);
             let task = ctx.task_id();
             let r = crate::protect::run_kernel(kernel, ctx, Some(&mut log));
             checker.kernel_ran(self.launch.load(Ordering::Relaxed), task, kernel as usize, log);

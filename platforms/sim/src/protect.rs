@@ -296,8 +296,7 @@ fn view_at(ctx: &dyn KernelContext, i: usize) -> View {
 
 /// Run `kernel` behind a [`Guard`]: a panic, or any illegal access (even one whose panic the
 /// kernel caught), is the kernel's fault; the first illegal access is the one reported. With
-/// `log`, every access that lands is recorded there (with the argument it went through), and
-/// so is each argument's view.
+/// `log`, every access that lands is recorded there (with the argument it went through).
 // The fault is the rare path; it is the HAL's inline type (see `AicoreAgent::run_kernel`).
 #[allow(clippy::result_large_err)]
 pub(crate) fn run_kernel(
@@ -318,12 +317,7 @@ pub(crate) fn run_kernel(
         heap = (0..n).map(|i| view_at(ctx, i)).collect();
         &heap
     };
-    let log = log.map(|l| {
-        l.views = (0..n)
-            .map(|i| ctx.tensor(i).map_or((0, 0, false), |t| (t.addr.0, t.elem_bytes, t.is_contiguous())))
-            .collect();
-        RefCell::new(l)
-    });
+    let log = log.map(RefCell::new);
     let mut guard = Guard { ctx, gm: CheckedGm { inner: ctx.gm(), views, first: OnceCell::new(), log } };
     let r = catch_unwind(AssertUnwindSafe(|| kernel(&mut guard)));
     if let Some(msg) = guard.gm.first.get() {

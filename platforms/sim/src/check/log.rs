@@ -26,6 +26,14 @@ pub(crate) struct BlockLog {
 }
 
 impl BlockLog {
+    /// An empty log of the kernel run `ctx` describes: its block and lane, and its views.
+    pub fn of(ctx: &dyn pto_hal::KernelContext) -> BlockLog {
+        let views = (0..ctx.tensor_count())
+            .map(|i| ctx.tensor(i).map_or((0, 0, false), |t| (t.addr.0, t.elem_bytes, t.is_contiguous())))
+            .collect();
+        BlockLog { block: (ctx.block_idx(), ctx.sub_block_id()), views, accesses: Vec::new() }
+    }
+
     /// Record an access of `len > 0` bytes at `addr` through argument `arg`.
     #[inline]
     pub fn push(&mut self, arg: u32, write: bool, addr: u64, len: u64) {
