@@ -257,6 +257,13 @@ impl<L: Launch> StreamQueue<L> {
         }
     }
 
+    /// Non-blocking and without retiring anything: is every launch before `event` done? (A
+    /// platform that runs its launches only while the host waits looks at this between
+    /// slices of running them.)
+    pub fn is_complete(&self, event: u64) -> bool {
+        self.q.lock().live.iter().take_while(|(s, _)| *s < event).all(|(_, l)| l.completion().is_done())
+    }
+
     /// Non-blocking: is every launch before `event` done? Retires the done ones.
     pub fn query(&self, event: u64) -> bool {
         let mut q = self.q.lock();

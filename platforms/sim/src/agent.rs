@@ -8,7 +8,6 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{Ordering, fence};
-use std::time::{Duration, Instant};
 
 use pto_hal::{
     AicoreAgent, AicoreCache, AicpuAgent, AicpuCache, Barriers, Clock, Contract, CoreRegisters, CoreType, DelayNs,
@@ -37,6 +36,12 @@ macro_rules! impl_common {
                 self.stores.load(Ordering::Relaxed)
             }
 
+            /// A switch point: the engine may run another agent before this operation.
+            #[inline(always)]
+            fn sp(&self, op: &'static str) {
+                self.shared.engine.switch_point(self.slot(), op);
+            }
+
             #[inline]
             fn direct_written(&self, addr: GmAddr, rmw: bool) {
                 self.stores.fetch_add(1, Ordering::Relaxed);
@@ -50,6 +55,7 @@ macro_rules! impl_common {
         impl<C: Contract> GmAtomic for $ty<C> {
             #[inline]
             fn query(&self, addr: GmAddr) -> u64 {
+                self.sp("query");
                 let v = word(&self.shared, addr).load(Ordering::Acquire);
                 if let Some(f) = self.shared.model() {
                     f.word_load(self.fid(), addr.0 - GM_BASE, addr.0);
@@ -58,11 +64,13 @@ macro_rules! impl_common {
             }
             #[inline]
             fn store_direct(&self, addr: GmAddr, value: u64) {
+                self.sp("store_direct");
                 word(&self.shared, addr).store(value, Ordering::Release);
                 self.direct_written(addr, false);
             }
             #[inline]
             fn store_direct_u32(&self, addr: GmAddr, value: u32) {
+                self.sp("store_direct_u32");
                 if addr.0 % 4 != 0 {
                     panic!("misaligned 32-bit GM store at {:#x}", addr.0);
                 }
@@ -76,18 +84,21 @@ macro_rules! impl_common {
             }
             #[inline]
             fn swap(&self, addr: GmAddr, value: u64) -> u64 {
+                self.sp("swap");
                 let old = word(&self.shared, addr).swap(value, Ordering::AcqRel);
                 self.direct_written(addr, true);
                 old
             }
             #[inline]
             fn fetch_add(&self, addr: GmAddr, value: u64) -> u64 {
+                self.sp("fetch_add");
                 let old = word(&self.shared, addr).fetch_add(value, Ordering::AcqRel);
                 self.direct_written(addr, true);
                 old
             }
             #[inline]
             fn compare_exchange(&self, addr: GmAddr, expected: u64, desired: u64) -> u64 {
+                self.sp("compare_exchange");
                 match word(&self.shared, addr).compare_exchange(expected, desired, Ordering::AcqRel, Ordering::Acquire)
                 {
                     Ok(v) => {
@@ -107,6 +118,7 @@ macro_rules! impl_common {
         impl<C: Contract> GmMemory for $ty<C> {
             #[inline]
             fn read(&self, addr: GmAddr, dst: &mut [u8]) {
+                self.sp("gm_read");
                 let off = self.shared.gm.checked(addr, dst.len() as u64);
                 match self.shared.model() {
                     Some(f) => f.load(self.fid(), addr.0, off, dst, &self.shared.gm),
@@ -115,6 +127,7 @@ macro_rules! impl_common {
             }
             #[inline]
             fn write(&self, addr: GmAddr, src: &[u8]) {
+                self.sp("gm_write");
                 let off = self.shared.gm.checked(addr, src.len() as u64);
                 match self.shared.model() {
                     Some(f) => f.store(self.fid(), addr.0, off, src, &self.shared.gm),
@@ -126,18 +139,22 @@ macro_rules! impl_common {
         impl<C: Contract> Barriers for $ty<C> {
             #[inline(always)]
             fn rmb(&self) {
+                self.sp("rmb");
                 fence(Ordering::Acquire)
             }
             #[inline(always)]
             fn wmb(&self) {
+                self.sp("wmb");
                 fence(Ordering::Release)
             }
             #[inline(always)]
             fn store_store(&self) {
+                self.sp("store_store");
                 fence(Ordering::Release)
             }
             #[inline(always)]
             fn full(&self) {
+                self.sp("full_barrier");
                 fence(Ordering::SeqCst);
                 if let Some(f) = self.shared.model() {
                     f.fence(self.fid());
@@ -145,6 +162,7 @@ macro_rules! impl_common {
             }
             #[inline(always)]
             fn store_barrier(&self) {
+                self.sp("store_barrier");
                 fence(Ordering::SeqCst);
                 if let Some(f) = self.shared.model() {
                     f.fence(self.fid());
@@ -152,18 +170,19 @@ macro_rules! impl_common {
             }
         }
 
-        /// [`SimDelay`]: the thread yields until the time has passed.
+        /// [`SimDelay`]: the agent waits until the device time has passed.
         impl<C: Contract> Pause for $ty<C> {
             type Delay = SimDelay;
             #[inline(always)]
             fn delay(&self) -> SimDelay {
-                SimDelay
+                SimDelay { agent: Some((self.shared.clone(), self.slot())) }
             }
         }
 
         impl<C: Contract> Clock for $ty<C> {
             #[inline]
             fn now_ticks(&self) -> Ticks {
+                self.sp("clock");
                 self.shared.now_ticks()
             }
             #[inline]
@@ -191,28 +210,28 @@ const MIN_THREADS: u32 = 1;
 const _: () =
     assert!(3 * MAX_CLUSTERS + MIN_THREADS <= MAX_AGENTS && 3 * (MAX_CLUSTERS + 1) + MIN_THREADS > MAX_AGENTS);
 
-/// Delays below this yield the thread until the time has passed; longer ones sleep (the
-/// host's sleep overshoots by tens of microseconds, which is small beside them).
-const SLEEP_FROM: Duration = Duration::from_micros(100);
+/// The simulated agents' `DelayNs` ([`Pause`]): waits at least the time asked for in device
+/// time. On the thread engine short delays yield the thread between looks at the clock (a
+/// back-off of a few microseconds costs one or two yields, never a sleep of a scheduler
+/// quantum) and long ones sleep; on the coroutine engine the agent gives up its host thread
+/// until the time has passed (virtual time on a seeded schedule).
+#[derive(Clone, Default)]
+pub struct SimDelay {
+    /// The device and the agent's engine slot (`None`: a plain host delay).
+    agent: Option<(Arc<Shared>, usize)>,
+}
 
-/// The simulated agents' `DelayNs` ([`Pause`]): waits at least the time asked for on the host's
-/// monotonic clock (the one the simulated counter runs on). Short delays yield the thread
-/// between looks at the clock rather than park it, so a back-off of a few microseconds costs
-/// one or two yields, never a sleep of a scheduler quantum; the runtime asks for long ones
-/// (a retry after a while) only where a sleep is what it means.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct SimDelay;
+impl core::fmt::Debug for SimDelay {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SimDelay").field("slot", &self.agent.as_ref().map(|a| a.1)).finish()
+    }
+}
 
 impl DelayNs for SimDelay {
     fn delay_ns(&mut self, ns: u32) {
-        let d = Duration::from_nanos(u64::from(ns));
-        if d >= SLEEP_FROM {
-            std::thread::sleep(d);
-            return;
-        }
-        let start = Instant::now();
-        while start.elapsed() < d {
-            std::thread::yield_now();
+        match &self.agent {
+            Some((shared, slot)) => shared.engine.delay(*slot, u64::from(ns)),
+            None => crate::engine::host_delay(u64::from(ns)),
         }
     }
 }
@@ -268,6 +287,12 @@ impl<C: Contract> SimAicpu<C> {
         self.shared.faithful.aicpu_id(self.idx)
     }
 
+    /// This thread's engine slot.
+    #[inline(always)]
+    fn slot(&self) -> usize {
+        self.shared.aicpu_slot(self.idx)
+    }
+
     #[inline]
     fn count_range_op(&self, i: usize) {
         self.shared.aicpu_cache_ops[i].fetch_add(1, Ordering::Relaxed);
@@ -279,6 +304,7 @@ impl_common!(SimAicpu);
 impl<C: Contract> Registers for SimAicpu<C> {
     #[inline]
     fn read_reg(&self, core: u32, reg: Reg) -> u32 {
+        self.sp("read_reg");
         let r = &self.shared.regs[core as usize];
         let v = match reg {
             Reg::Dmb => r.dmb.load(Ordering::Acquire),
@@ -291,6 +317,7 @@ impl<C: Contract> Registers for SimAicpu<C> {
     }
     #[inline]
     fn write_reg(&self, core: u32, reg: Reg, value: u32) {
+        self.sp("write_reg");
         if let Some(f) = self.shared.model() {
             f.reg_write(self.fid(), core, reg_index(reg));
         }
@@ -300,7 +327,7 @@ impl<C: Contract> Registers for SimAicpu<C> {
                 r.watcher.store(self.idx, Ordering::Relaxed);
                 r.dmb.store(value, Ordering::Release);
                 let w = self.shared.topo.workers() - 1 - core;
-                self.shared.core_wake[w as usize].notify();
+                self.shared.engine.notify(self.shared.core_slot(w));
             }
             Reg::Cond => r.cond.store(value, Ordering::Release),
         }
@@ -310,6 +337,7 @@ impl<C: Contract> Registers for SimAicpu<C> {
         self.write_reg(core, Reg::Dmb, idle);
     }
     fn close_window(&self, core: u32, idle: u32) {
+        self.sp("close_window");
         // A close is not a dispatch: nothing on the core waits for it (an exiting core waits
         // for its gate), so unlike `write_reg` it wakes nobody — one wake-up fewer per core.
         if let Some(f) = self.shared.model() {
@@ -326,19 +354,14 @@ impl<C: Contract> Registers for SimAicpu<C> {
 impl<C: Contract> Events for SimAicpu<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
-        let d = self.shared.instant_of(deadline);
-        self.shared.aicpu_wake[self.idx as usize].wait(
-            Some(d),
-            Duration::from_micros(self.shared.config.aicpu_spin_us),
-            &self.shared.spin_permits,
-        );
+        self.shared.engine.wait(self.slot(), Some(self.shared.ns_of(deadline)));
     }
     #[inline]
     fn send_event(&self) {
         self.shared.wake_all_aicpu(Some(self.idx));
     }
     fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks) {
-        let slot = self.idx as usize;
+        let slot = self.slot();
         monitor_wait(&self.shared, slot, addr, seen, || self.wait_for_event(deadline));
     }
 }
@@ -423,6 +446,12 @@ impl<C: Contract> SimCore<C> {
     fn fid(&self) -> u16 {
         self.shared.faithful.core_id(self.worker)
     }
+
+    /// This core's engine slot.
+    #[inline(always)]
+    fn slot(&self) -> usize {
+        self.shared.core_slot(self.worker)
+    }
 }
 
 impl_common!(SimCore);
@@ -430,6 +459,7 @@ impl_common!(SimCore);
 impl<C: Contract> CoreRegisters for SimCore<C> {
     #[inline]
     fn read_dmb(&self) -> u32 {
+        self.sp("read_dmb");
         let v = self.shared.regs[self.phys as usize].dmb.load(Ordering::Acquire);
         if let Some(f) = self.shared.model() {
             f.reg_read(self.fid(), self.phys, 0);
@@ -438,14 +468,15 @@ impl<C: Contract> CoreRegisters for SimCore<C> {
     }
     #[inline]
     fn write_cond(&self, value: u32) {
+        self.sp("write_cond");
         if let Some(f) = self.shared.model() {
             f.reg_write(self.fid(), self.phys, 1);
         }
         let r = &self.shared.regs[self.phys as usize];
         r.cond.store(value, Ordering::Release);
-        let t = r.watcher.load(Ordering::Relaxed) as usize;
-        if let Some(w) = self.shared.aicpu_wake.get(t) {
-            w.notify();
+        let t = r.watcher.load(Ordering::Relaxed);
+        if t < self.shared.topo.aicpu_threads {
+            self.shared.engine.notify(self.shared.aicpu_slot(t));
         }
     }
 }
@@ -456,6 +487,7 @@ impl<C: Contract> AicpuCache for SimAicpu<C> {
     type Contract = C;
     #[inline(always)]
     fn invalidate_range(&self, addr: GmAddr, len: u64) {
+        self.sp("invalidate_range");
         self.count_range_op(0);
         if let Some(f) = self.shared.model() {
             f.invalidate(self.fid(), addr.0, len, &self.shared.gm);
@@ -464,6 +496,7 @@ impl<C: Contract> AicpuCache for SimAicpu<C> {
     }
     #[inline(always)]
     fn flush_range(&self, addr: GmAddr, len: u64) {
+        self.sp("flush_range");
         self.count_range_op(1);
         if let Some(f) = self.shared.model() {
             f.clean(self.fid(), addr.0, len, &self.shared.gm);
@@ -476,24 +509,28 @@ impl<C: Contract> AicoreCache for SimCore<C> {
     type Contract = C;
     #[inline(always)]
     fn writeback_line(&self, addr: GmAddr) {
+        self.sp("writeback_line");
         if let Some(f) = self.shared.model() {
             f.clean(self.fid(), addr.line().0, 64, &self.shared.gm);
         }
     }
     #[inline(always)]
     fn invalidate_line(&self, addr: GmAddr) {
+        self.sp("invalidate_line");
         if let Some(f) = self.shared.model() {
             f.invalidate(self.fid(), addr.line().0, 64, &self.shared.gm);
         }
     }
     #[inline(always)]
     fn invalidate_all(&self) {
+        self.sp("invalidate_all");
         if let Some(f) = self.shared.model() {
             f.invalidate_all(self.fid(), &self.shared.gm);
         }
     }
     #[inline(always)]
     fn cache_barrier(&self) {
+        self.sp("cache_barrier");
         if let Some(f) = self.shared.model() {
             f.fence(self.fid());
         }
@@ -503,19 +540,14 @@ impl<C: Contract> AicoreCache for SimCore<C> {
 impl<C: Contract> Events for SimCore<C> {
     #[inline]
     fn wait_for_event(&self, deadline: Ticks) {
-        let d = self.shared.instant_of(deadline);
-        self.shared.core_wake[self.worker as usize].wait(
-            Some(d),
-            Duration::from_micros(self.shared.config.aicore_spin_us),
-            &self.shared.spin_permits,
-        );
+        self.shared.engine.wait(self.slot(), Some(self.shared.ns_of(deadline)));
     }
     #[inline]
     fn send_event(&self) {
         self.shared.wake_all_aicpu(None);
     }
     fn wait_for_word(&self, addr: GmAddr, seen: u64, deadline: Ticks) {
-        let slot = self.shared.aicpu_wake.len() + self.worker as usize;
+        let slot = self.slot();
         monitor_wait(&self.shared, slot, addr, seen, || self.wait_for_event(deadline));
     }
 }

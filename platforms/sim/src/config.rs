@@ -3,6 +3,7 @@
 //! memory protection (`PTO_SIM_PROTECT`) and the checks (`PTO_SIM_CHECK`). Each variable is read
 //! strictly: a value outside its syntax is an error naming it.
 
+use crate::engine::{Schedule, SimEngine};
 use crate::error::SimError;
 
 /// Settings of a simulated device.
@@ -42,6 +43,13 @@ pub struct SimConfig {
     /// [`SimDevice::set_checks`](crate::SimDevice::set_checks) switches them between runs. A
     /// check runs kernels behind the memory-protection guard, which sees their accesses.
     pub check: pto_hal::check::Checks,
+    /// The engine that runs the agents ([`SimEngine`]); `PTO_SIM_ENGINE=threads|coroutines[:N]`
+    /// overrides it at open.
+    pub engine: SimEngine,
+    /// Who orders the agents ([`Schedule`]): the host (`os`) or a seed
+    /// (`PTO_SIM_SCHEDULE=seed:N[:random|:pct[:DEPTH]]`, which overrides it at open). A
+    /// seeded schedule runs on the coroutine engine with one host thread and a virtual clock.
+    pub schedule: Schedule,
 }
 
 impl Default for SimConfig {
@@ -56,6 +64,8 @@ impl Default for SimConfig {
             aicpu_writes: None,
             protect: true,
             check: pto_hal::check::Checks::OFF,
+            engine: SimEngine::Threads,
+            schedule: Schedule::Os,
         }
     }
 }
@@ -209,6 +219,72 @@ pub(crate) fn checks_from_env() -> Result<Option<pto_hal::check::Checks>, SimErr
     match env("PTO_SIM_CHECK")? {
         None => Ok(None),
         Some(v) => Checks::parse(&v).map(Some).ok_or_else(|| bad_env("PTO_SIM_CHECK", v, Checks::SYNTAX)),
+    }
+}
+
+std::thread_local! {
+    /// The engine and schedule devices opened on this thread use instead of their
+    /// configuration's ([`with_engine`]).
+    static SCOPED: core::cell::Cell<(Option<SimEngine>, Option<Schedule>)> = const { core::cell::Cell::new((None, None)) };
+}
+
+/// Run `f` with every simulated device it opens on this thread using `engine` and `schedule`
+/// (where `Some`) instead of what its configuration and the environment say: how `pto run
+/// --schedule`, `pto explore` and tests choose the schedule of a device a board opens.
+///
+/// ```
+/// use pto_hal::{HostCoherent, Topology};
+/// use pto_sim::{Schedule, SimConfig, SimDevice, Strategy};
+///
+/// let seeded = Schedule::Seeded { seed: 7, strategy: Strategy::Random };
+/// let dev = pto_sim::with_engine(None, Some(seeded), || {
+///     SimDevice::<HostCoherent>::open(Topology { clusters: 1, aicpu_threads: 1 }, SimConfig::default())
+/// })
+/// .unwrap();
+/// assert_eq!(dev.schedule(), seeded);
+/// ```
+pub fn with_engine<R>(engine: Option<SimEngine>, schedule: Option<Schedule>, f: impl FnOnce() -> R) -> R {
+    let before = SCOPED.with(|s| s.replace((engine, schedule)));
+    struct Restore((Option<SimEngine>, Option<Schedule>));
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCOPED.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(before);
+    f()
+}
+
+/// The engine and schedule a device opened now on this thread uses: [`with_engine`]'s, else
+/// the environment's (`PTO_SIM_ENGINE`, `PTO_SIM_SCHEDULE`), else `config`'s.
+pub(crate) fn engine_for(config: &SimConfig) -> Result<(SimEngine, Schedule), SimError> {
+    let (e, s) = SCOPED.with(|s| s.get());
+    let engine = match e {
+        Some(e) => e,
+        None => engine_from_env()?.unwrap_or(config.engine),
+    };
+    let schedule = match s {
+        Some(s) => s,
+        None => schedule_from_env()?.unwrap_or(config.schedule),
+    };
+    Ok((engine, schedule))
+}
+
+/// The engine named by `PTO_SIM_ENGINE` when set; a value outside its syntax is an error
+/// naming it.
+pub(crate) fn engine_from_env() -> Result<Option<SimEngine>, SimError> {
+    match env("PTO_SIM_ENGINE")? {
+        None => Ok(None),
+        Some(v) => SimEngine::parse(&v).map(Some).ok_or_else(|| bad_env("PTO_SIM_ENGINE", v, SimEngine::SYNTAX)),
+    }
+}
+
+/// The schedule named by `PTO_SIM_SCHEDULE` when set; a value outside its syntax is an error
+/// naming it.
+pub(crate) fn schedule_from_env() -> Result<Option<Schedule>, SimError> {
+    match env("PTO_SIM_SCHEDULE")? {
+        None => Ok(None),
+        Some(v) => Schedule::parse(&v).map(Some).ok_or_else(|| bad_env("PTO_SIM_SCHEDULE", v, Schedule::SYNTAX)),
     }
 }
 

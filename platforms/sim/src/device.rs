@@ -6,18 +6,18 @@
 use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use pto_hal::{AicoreEntry, AicoreLaunch, AicpuEntry, AicpuLaunch, Contract, GmAddr, Topology};
 use pto_inproc::Registry;
 
 use crate::agent::{SimAicpu, SimCore};
 use crate::config::{AicpuWritePolicy, CacheModel, SimConfig};
+use crate::engine::AgentBody;
 use crate::error::SimError;
 use crate::launch::LaunchState;
-use crate::shared::Shared;
+use crate::shared::{Resolved, Shared};
 use crate::violation::Violation;
 
 /// One agent's part of a launch: the program it runs and the launch it reports to.
@@ -63,12 +63,12 @@ pub(crate) struct Inner<C: Contract> {
 impl<C: Contract> Inner<C> {
     pub fn push_aicpu(&self, t: u32, job: Job<C>) {
         self.aicpu_jobs[t as usize].lock().push_back(job);
-        self.shared.aicpu_wake[t as usize].notify();
+        self.shared.engine.notify(self.shared.aicpu_slot(t));
     }
 
     pub fn push_core(&self, w: u32, job: Job<C>) {
         self.core_jobs[w as usize].lock().push_back(job);
-        self.shared.core_wake[w as usize].notify();
+        self.shared.engine.notify(self.shared.core_slot(w));
     }
 
     pub fn take_silent(&self, w: u32) -> bool {
@@ -89,7 +89,6 @@ impl<C: Contract> Inner<C> {
 
 fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
     let shared = &*inner.shared;
-    shared.aicpu_wake[t as usize].bind_current();
     let agent = SimAicpu::new(inner.shared.clone(), t);
     loop {
         let job = inner.aicpu_jobs[t as usize].lock().pop_front();
@@ -115,7 +114,7 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
                 if shared.shutdown.load(Ordering::Acquire) {
                     return;
                 }
-                shared.aicpu_wake[t as usize].wait(None, Duration::ZERO, &shared.spin_permits);
+                shared.engine.wait(shared.aicpu_slot(t), None);
             }
         }
     }
@@ -123,7 +122,6 @@ fn aicpu_thread<C: Contract>(inner: Arc<Inner<C>>, t: u32) {
 
 fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
     let shared = &*inner.shared;
-    shared.core_wake[w as usize].bind_current();
     let agent = SimCore::new(inner.shared.clone(), w);
     loop {
         let job = inner.core_jobs[w as usize].lock().pop_front();
@@ -164,17 +162,17 @@ fn core_thread<C: Contract>(inner: Arc<Inner<C>>, w: u32) {
                 if shared.shutdown.load(Ordering::Acquire) {
                     return;
                 }
-                shared.core_wake[w as usize].wait(None, Duration::ZERO, &shared.spin_permits);
+                shared.engine.wait(shared.core_slot(w), None);
             }
         }
     }
 }
 
-/// The host's handle on a simulated device. Opening it starts one thread per AICPU thread
-/// and per AICore; they live, parked when idle, until the device is dropped.
+/// The host's handle on a simulated device. Opening it starts one agent per AICPU thread
+/// and per AICore on the device's engine (`crate::engine`); they live, blocked when idle,
+/// until the device is dropped.
 pub struct SimDevice<C: Contract> {
     pub(crate) inner: Arc<Inner<C>>,
-    threads: Vec<JoinHandle<()>>,
 }
 
 impl<C: Contract> SimDevice<C> {
@@ -203,23 +201,31 @@ impl<C: Contract> SimDevice<C> {
             .unwrap_or(AicpuWritePolicy::for_contract(C::HOST_COHERENT));
         let protect = crate::config::protection_from_env()?.unwrap_or(config.protect);
         let checks = crate::config::checks_from_env()?.unwrap_or(config.check);
+        let (engine, schedule) = crate::config::engine_for(&config)?;
         let inner = Arc::new(Inner {
-            shared: Arc::new(Shared::new(topo, config, model, writes, protect, checks, C::HOST_COHERENT)),
+            shared: Arc::new(Shared::new(
+                topo,
+                config,
+                Resolved { model, writes, protect, checks, engine: (engine, schedule) },
+                C::HOST_COHERENT,
+            )),
             aicpu_jobs: (0..nthreads).map(|_| Mutex::new(VecDeque::new())).collect(),
             core_jobs: (0..workers).map(|_| Mutex::new(VecDeque::new())).collect(),
             device_programs: RwLock::new(DevicePrograms::new()),
             silent: Mutex::new(Vec::new()),
         });
-        let mut threads = Vec::with_capacity(workers + nthreads);
+        let mut agents = Vec::with_capacity(workers + nthreads);
         for t in 0..nthreads as u32 {
             let i = inner.clone();
-            threads.push(spawn(format!("pto-aicpu-{t}"), move || aicpu_thread(i, t))?);
+            agents.push(AgentBody { name: format!("pto-aicpu-{t}"), body: Box::new(move || aicpu_thread(i, t)) });
         }
         for w in 0..workers as u32 {
             let i = inner.clone();
-            threads.push(spawn(format!("pto-aicore-{w}"), move || core_thread(i, w))?);
+            agents.push(AgentBody { name: format!("pto-aicore-{w}"), body: Box::new(move || core_thread(i, w)) });
         }
-        Ok(SimDevice { inner, threads })
+        let dev = SimDevice { inner };
+        dev.shared().engine.start(agents)?;
+        Ok(dev)
     }
 
     /// The state the device shares with its agents.
@@ -332,62 +338,48 @@ impl<C: Contract> SimDevice<C> {
         self.shared().faithful.take_violations()
     }
 
+    /// The engine running the agents, as the run line prints it (`threads`, `coroutines:N`).
+    pub fn engine(&self) -> String {
+        self.shared().engine.describe()
+    }
+
+    /// Who orders the agents: the host's OS, or a seed.
+    pub fn schedule(&self) -> crate::Schedule {
+        self.shared().schedule
+    }
+
+    /// The seeded schedule's report so far: switch points taken, the last ones, and whether
+    /// the run left the seed's control (`None` when the host's OS schedules the agents).
+    pub fn schedule_report(&self) -> Option<crate::ScheduleReport> {
+        self.shared().engine.schedule_report()
+    }
+
     /// Bytes of GM currently allocated (for leak checks).
     pub fn allocated_bytes(&self) -> u64 {
         self.shared().gm.allocated_bytes()
     }
 }
 
-fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, SimError> {
-    std::thread::Builder::new()
-        .name(name)
-        .stack_size(256 * 1024)
-        .spawn(f)
-        .map_err(|_| SimError::InvalidArgument("could not start a simulator thread"))
-}
-
 impl<C: Contract> Drop for SimDevice<C> {
     fn drop(&mut self) {
         let shared = &self.inner.shared;
         shared.shutdown.store(true, Ordering::Release);
-        for w in shared.aicpu_wake.iter().chain(shared.core_wake.iter()) {
-            w.notify();
+        for slot in 0..shared.agents() {
+            shared.engine.notify(slot);
         }
-        // A thread still busy after the budget is stuck in a kernel that never returns: it is
-        // detached (it keeps the device's memory alive until the process ends), and said so.
-        let deadline = Instant::now() + DROP_JOIN_BUDGET;
-        while Instant::now() < deadline && self.threads.iter().any(|t| !t.is_finished()) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let mut stuck = Vec::new();
-        for t in self.threads.drain(..) {
-            if t.is_finished() {
-                let _ = t.join();
-            } else {
-                stuck.push(t.thread().name().unwrap_or("?").to_string());
-            }
-        }
-        if !stuck.is_empty() {
-            DETACHED.fetch_add(stuck.len() as u64, Ordering::Relaxed);
-            eprintln!(
-                "pto-sim: detached {} simulator thread(s) that did not stop within {:?} (a kernel that never returns?): {}",
-                stuck.len(),
-                DROP_JOIN_BUDGET,
-                stuck.join(", ")
-            );
-        }
+        // An agent still busy after the budget is stuck in a kernel that never returns: it is
+        // given up (it keeps the device's memory alive until the process ends), and said so.
+        shared.engine.stop();
     }
 }
 
-/// How long dropping a device waits for its threads before it detaches the stuck ones.
-pub const DROP_JOIN_BUDGET: Duration = Duration::from_secs(2);
+/// How long dropping a device waits for its agents before it gives up the stuck ones.
+pub const DROP_JOIN_BUDGET: Duration = crate::engine::STOP_BUDGET;
 
-static DETACHED: AtomicU64 = AtomicU64::new(0);
-
-/// Simulator threads detached so far in this process because they never stopped (each was
+/// Simulator agents given up so far in this process because they never stopped (each was
 /// stuck in a kernel that never returned when its device was dropped).
 pub fn detached_threads() -> u64 {
-    DETACHED.load(Ordering::Relaxed)
+    crate::engine::detached()
 }
 
 impl<C: Contract> core::fmt::Debug for SimDevice<C> {

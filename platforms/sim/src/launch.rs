@@ -77,6 +77,7 @@ impl LaunchState {
                 self.fail_with_check(report);
             }
             shared.active_launches.fetch_sub(1, Ordering::AcqRel);
+            shared.engine.launch_finished();
         });
     }
 

@@ -30,6 +30,7 @@ mod agent;
 pub mod check;
 mod config;
 mod device;
+mod engine;
 mod error;
 mod faithful;
 mod gm;
@@ -44,8 +45,9 @@ mod stream;
 mod violation;
 
 pub use agent::{MAX_CLUSTERS, SimAicpu, SimCore, SimDelay};
-pub use config::{AicpuWritePolicy, CacheModel, SimConfig};
+pub use config::{AicpuWritePolicy, CacheModel, SimConfig, with_engine};
 pub use device::{DROP_JOIN_BUDGET, SimDevice, detached_threads};
+pub use engine::{Schedule, ScheduleReport, SimEngine, Strategy, SwitchPoint};
 pub use error::SimError;
 pub use gm::GM_BASE;
 pub use panics::AGENT_PANIC_STATUS;

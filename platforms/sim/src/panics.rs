@@ -12,7 +12,9 @@ thread_local! {
 }
 
 fn is_agent_thread() -> bool {
-    std::thread::current().name().is_some_and(|n| n.starts_with("pto-aicpu-") || n.starts_with("pto-aicore-"))
+    std::thread::current().name().is_some_and(|n| {
+        n.starts_with("pto-aicpu-") || n.starts_with("pto-aicore-") || n.starts_with("pto-sim-engine-")
+    })
 }
 
 /// Install (once per process) a panic hook that records agent-thread panics for the

@@ -13,9 +13,9 @@ use pto_hal::{CoreType, Kernel, Ticks, Topology};
 use pto_inproc::HandleTable;
 
 use crate::config::{AicpuWritePolicy, CacheModel, SimConfig};
+use crate::engine::Engine;
 use crate::faithful::Faithful;
 use crate::gm::Gm;
-use crate::park::{SpinPermits, Wake};
 
 /// The registers of one simulated core.
 #[derive(Default)]
@@ -28,19 +28,27 @@ pub(crate) struct CoreRegs {
     pub watcher: AtomicU32,
 }
 
+/// The settings of a device as resolved at open (configuration, environment, scope).
+pub(crate) struct Resolved {
+    pub model: CacheModel,
+    pub writes: AicpuWritePolicy,
+    pub protect: bool,
+    pub checks: pto_hal::check::Checks,
+    pub engine: (crate::engine::SimEngine, crate::engine::Schedule),
+}
+
 /// Shared state of one simulated device.
 pub(crate) struct Shared {
     pub topo: Topology,
     pub config: SimConfig,
-    pub epoch: Instant,
     pub gm: Gm,
     /// Registers, indexed by physical core id.
     pub regs: Box<[CoreRegs]>,
-    /// Wake cells: AICPU threads first, then AICore workers.
-    pub aicpu_wake: Box<[Wake]>,
-    pub core_wake: Box<[Wake]>,
-    /// How many agents may spin at once (the host's CPU count).
-    pub spin_permits: SpinPermits,
+    /// The engine that runs the agents. Its slots: AICPU threads first (`t`), then AICore
+    /// workers (`aicpu_threads + w`).
+    pub engine: Engine,
+    /// The schedule the engine follows.
+    pub schedule: crate::engine::Schedule,
     /// Loaded kernels and the core type each was loaded for; handles from [`KERNEL_BASE`].
     pub kernels: RwLock<HandleTable<(Kernel, CoreType)>>,
     /// The native kernels' shared objects, kept loaded while the device lives.
@@ -75,29 +83,28 @@ const PROGRAM_CAPACITY: u64 = 0x1000_0000;
 
 impl Shared {
     /// The state of a device of `topo` opened with `config`, once the environment has been
-    /// read: cache `model`, AICPU `writes` policy, `protect` and `checks` as resolved at open, under a
-    /// host-coherent contract when `host_coherent`.
-    pub fn new(
-        topo: Topology,
-        config: SimConfig,
-        model: CacheModel,
-        writes: AicpuWritePolicy,
-        protect: bool,
-        checks: pto_hal::check::Checks,
-        host_coherent: bool,
-    ) -> Shared {
+    /// read: cache `model`, AICPU `writes` policy, `protect`, `checks` and the `engine` with
+    /// its schedule as resolved at open, under a host-coherent contract when `host_coherent`.
+    pub fn new(topo: Topology, config: SimConfig, o: Resolved, host_coherent: bool) -> Shared {
+        let Resolved { model, writes, protect, checks, engine } = o;
         let workers = topo.workers() as usize;
         let nthreads = topo.aicpu_threads as usize;
+        let epoch = Instant::now();
         Shared {
             topo,
             config,
-            epoch: Instant::now(),
             gm: Gm::new(config.gm_bytes),
             regs: (0..workers).map(|_| CoreRegs::default()).collect(),
-            aicpu_wake: (0..nthreads).map(|_| Wake::default()).collect(),
-            core_wake: (0..workers).map(|_| Wake::default()).collect(),
-            spin_permits: SpinPermits::new(
-                std::thread::available_parallelism().map_or(1, |n| n.get() as u64).min(config.max_spinners as u64),
+            schedule: engine.1,
+            engine: Engine::new(
+                engine.0,
+                engine.1,
+                epoch,
+                (0..nthreads)
+                    .map(|_| Duration::from_micros(config.aicpu_spin_us))
+                    .chain((0..workers).map(|_| Duration::from_micros(config.aicore_spin_us)))
+                    .collect(),
+                config.max_spinners,
             ),
             kernels: RwLock::new(HandleTable::new("kernel", KERNEL_BASE, PROGRAM_BASE - KERNEL_BASE)),
             natives: crate::native::Natives::default(),
@@ -130,21 +137,40 @@ impl Shared {
         self.topo.workers() - 1 - w
     }
 
+    /// The device counter (virtual on a seeded schedule).
     #[inline]
     pub fn now_ticks(&self) -> Ticks {
-        let ns = self.epoch.elapsed().as_nanos();
+        let ns = self.engine.now_ns() as u128;
         (ns * self.config.freq_hz as u128 / 1_000_000_000) as u64
     }
 
-    pub fn instant_of(&self, ticks: Ticks) -> Instant {
+    /// Device nanoseconds of counter value `ticks`.
+    pub fn ns_of(&self, ticks: Ticks) -> u64 {
         let ns = ticks as u128 * 1_000_000_000 / self.config.freq_hz as u128;
-        self.epoch + Duration::from_nanos(ns.min(u64::MAX as u128) as u64)
+        ns.min(u64::MAX as u128) as u64
+    }
+
+    /// The engine slot of AICPU thread `t`.
+    #[inline]
+    pub fn aicpu_slot(&self, t: u32) -> usize {
+        t as usize
+    }
+
+    /// The engine slot of worker `w`.
+    #[inline]
+    pub fn core_slot(&self, w: u32) -> usize {
+        self.topo.aicpu_threads as usize + w as usize
+    }
+
+    /// Agents (AICPU threads and workers).
+    pub fn agents(&self) -> usize {
+        self.topo.aicpu_threads as usize + self.topo.workers() as usize
     }
 
     pub fn wake_all_aicpu(&self, except: Option<u32>) {
-        for (i, w) in self.aicpu_wake.iter().enumerate() {
-            if Some(i as u32) != except {
-                w.notify();
+        for t in 0..self.topo.aicpu_threads {
+            if Some(t) != except {
+                self.engine.notify(self.aicpu_slot(t));
             }
         }
     }
@@ -170,7 +196,7 @@ impl Shared {
 
     /// Number of vector-clock entries (device agents + host).
     pub fn vc_len(&self) -> usize {
-        1 + self.aicpu_wake.len() + self.core_wake.len()
+        1 + self.agents()
     }
 
     /// A GM word was written by a device agent: wake whoever waits on it.
@@ -179,14 +205,10 @@ impl Shared {
         if self.monitoring.load(Ordering::Acquire) == 0 {
             return;
         }
-        let nthreads = self.aicpu_wake.len();
+        // Monitors are indexed by engine slot.
         for (i, m) in self.monitors.iter().enumerate() {
             if m.load(Ordering::Acquire) == addr {
-                if i < nthreads {
-                    self.aicpu_wake[i].notify();
-                } else {
-                    self.core_wake[i - nthreads].notify();
-                }
+                self.engine.notify(i);
             }
         }
     }

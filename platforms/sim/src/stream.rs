@@ -8,7 +8,11 @@ use pto_inproc::StreamQueue;
 
 use crate::SimError;
 use crate::device::{Inner, Job};
+use crate::engine::DriveEnd;
 use crate::launch::LaunchState;
+
+/// Seeded schedule: the device time one `query_event` lets the device run.
+const QUERY_SLICE_US: u64 = 100;
 
 /// A completion event: everything launched on its stream before it was recorded.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -54,14 +58,46 @@ impl<C: Contract> StreamCore<C> {
     fn record(&self) -> SimEvent {
         SimEvent { seq: self.queue.record() }
     }
+    /// On a seeded schedule the device runs only while the host waits for it: run it (in
+    /// device time) until every launch before `seq` is done or `budget_us` has passed. True
+    /// when they are done, or when the agents run by themselves (the caller then waits).
+    fn drive_until(&self, seq: u64, budget_us: u64) -> bool {
+        let engine = &self.inner.shared.engine;
+        if !engine.deterministic() {
+            return true;
+        }
+        let budget = budget_us.saturating_mul(1000);
+        let start = engine.now_ns();
+        loop {
+            if self.queue.is_complete(seq) {
+                return true;
+            }
+            let used = engine.now_ns().saturating_sub(start);
+            if used >= budget {
+                return false;
+            }
+            match engine.drive(budget - used) {
+                DriveEnd::LaunchFinished => {}
+                DriveEnd::Limit | DriveEnd::Stalled => return self.queue.is_complete(seq),
+            }
+        }
+    }
     fn query(&self, ev: SimEvent) -> bool {
+        // A host that polls moves a seeded device on by a short slice per look.
+        self.drive_until(ev.seq, QUERY_SLICE_US);
         self.queue.query(ev.seq)
     }
     /// A program before the event failed: say so (synchronize reports it again, then clears).
     fn wait(&self, ev: SimEvent, timeout_us: u64) -> Result<(), SimError> {
+        if !self.drive_until(ev.seq, timeout_us) {
+            return Err(SimError::Timeout(timeout_us));
+        }
         self.queue.wait(ev.seq, timeout_us).map_err(|w| w.into_error(SimError::Timeout))
     }
     fn synchronize(&self, timeout_us: u64) -> Result<(), SimError> {
+        if !self.drive_until(self.queue.record(), timeout_us) {
+            return Err(SimError::Timeout(timeout_us));
+        }
         self.queue.synchronize(timeout_us).map_err(|w| w.into_error(SimError::Timeout))
     }
     fn check_open(&self) -> Result<(), SimError> {

@@ -14,6 +14,7 @@
 
 mod bench;
 mod dump;
+mod explore;
 mod run;
 mod target;
 mod trace;
@@ -24,6 +25,7 @@ use clap::{Parser, Subcommand};
 
 use bench::BenchArgs;
 use dump::DumpArgs;
+use explore::ExploreArgs;
 use run::RunArgs;
 use trace::TraceArgs;
 
@@ -46,6 +48,9 @@ enum Cmd {
     Run(RunArgs),
     /// Time the dispatch shapes (median of rounds).
     Bench(BenchArgs),
+    /// Run an example under many seeded schedules of the simulator; stop at the first failure
+    /// and print the seed that replays it.
+    Explore(ExploreArgs),
     /// Read an args-dump directory written by `pto run --dump` (or `RunConfig::dump`).
     Dump(DumpArgs),
     /// Read a Chrome trace-event JSON written by `pto run --trace`.
@@ -68,6 +73,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Run(a) => run::run(&a),
         Cmd::Bench(a) => bench::bench(&a),
+        Cmd::Explore(a) => explore::explore(&a),
         Cmd::Dump(a) => dump::dump(&a),
         Cmd::Trace(a) => trace::trace(&a),
     };

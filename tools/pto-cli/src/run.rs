@@ -46,14 +46,21 @@ pub(crate) struct RunArgs {
     /// a fresh directory per run under the system's temporary directory.
     #[arg(long, value_name = "DIR", requires = "dump")]
     dump_dir: Option<PathBuf>,
+    /// Who orders the simulated agents: `os` (the engine's host threads and the OS), or a seed
+    /// for a reproducible run on the simulator's own scheduler — `N` (uniform random), `N:pct`,
+    /// `N:pct:DEPTH` (as `PTO_SIM_SCHEDULE` without its `seed:`). Replays what `pto explore`
+    /// found.
+    #[arg(long, value_name = "SEED", value_parser = crate::target::parse_schedule)]
+    schedule: Option<pto_sim::Schedule>,
+    /// The simulator's engine: threads (one OS thread per agent), coroutines or coroutines:N
+    /// (every agent a coroutine on N host threads), as `PTO_SIM_ENGINE`.
+    #[arg(long, value_name = "ENGINE", value_parser = crate::target::parse_engine)]
+    engine: Option<pto_sim::SimEngine>,
     /// Print one JSON object per runtime on standard output (JSON lines, see [`RunLine`])
     /// instead of the text lines; a failed run's object says `"result": "FAIL"` and why.
     #[arg(long)]
     json: bool,
 }
-
-/// The schedule every run has today: the host OS schedules the simulated agents' threads.
-const SCHEDULE: &str = "os";
 
 /// Version of the `pto run --json` object; bumped on any change of its fields.
 pub(crate) const RUN_FORMAT_VERSION: u32 = 2;
@@ -75,9 +82,9 @@ pub(crate) struct RunLine {
     cache_model: String,
     /// The checks in effect (`off`, `race`, `init`, `race,init`).
     checks: &'static str,
-    /// Who scheduled the simulated agents: [`SCHEDULE`] (the host OS runs every agent as a
-    /// thread; the simulator has no scheduler of its own yet).
-    schedule: &'static str,
+    /// Who scheduled the simulated agents: `os` (the engine's host threads and the OS: not
+    /// reproducible) or the seeded schedule (`seed:N`, `seed:N:pct:D`) that replays the run.
+    schedule: String,
     /// Tasks run (0 when the run failed).
     tasks: u64,
     /// Host graph build (host-built graph), microseconds.
@@ -95,7 +102,7 @@ pub(crate) struct RunLine {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum Example {
+pub(crate) enum Example {
     Vector,
     Chain513,
     Mix,
@@ -114,7 +121,7 @@ fn parse_dump_level(s: &str) -> Result<DumpLevel, String> {
     s.parse().map_err(|_| format!("{s:?}: expected partial, hybrid or full"))
 }
 
-fn parse_cache(s: &str) -> Result<CacheModel, String> {
+pub(crate) fn parse_cache(s: &str) -> Result<CacheModel, String> {
     let ok = match s.split_once(':') {
         None => s == "coherent" || s == "faithful",
         Some(("faithful", seed)) => seed.parse::<u64>().is_ok(),
@@ -134,7 +141,7 @@ pub(crate) fn run(a: &RunArgs) -> Result<(), Fail> {
     }
 }
 
-fn workload<P: HostPlatform>(e: Example) -> (&'static str, Workload<P>) {
+pub(crate) fn workload<P: HostPlatform>(e: Example) -> (&'static str, Workload<P>) {
     match e {
         Example::Vector => ("vector", pto_testkit::vector::<P>),
         Example::Chain513 => ("chain513", pto_testkit::chain513::<P>),
@@ -156,7 +163,9 @@ where
         let have = pto_testkit::native::NATIVE_EXAMPLES.join(", ");
         return Err(Fail(format!("{name} has no native kernels (--kernels native runs {have})"), 2));
     }
-    let (dev, k) = open_with::<B>(a.cache, a.check, a.kernels)?;
+    let (dev, k) = open_with::<B>(a.cache, a.check, a.kernels, a.engine, a.schedule)?;
+    let schedule = dev.platform().schedule().to_string();
+    let engine = dev.platform().engine();
     let rts = a.target.runtime.list();
     let tracing = a.trace.is_some() || a.svg.is_some();
     let cache = cache_name(dev.platform().cache());
@@ -178,7 +187,7 @@ where
                     executor: o.report.executor.to_string(),
                     cache_model: cache.clone(),
                     checks: checks.name(),
-                    schedule: SCHEDULE,
+                    schedule: schedule.clone(),
                     tasks: o.report.tasks,
                     build_us: (rt == pto::runtime::orch::RuntimeKind::HostBuiltGraph).then(|| us(o.build)),
                     orchestration_us: o.report.orchestration.map(us),
@@ -195,7 +204,7 @@ where
                     executor: a.target.executor.pto().to_string(),
                     cache_model: cache.clone(),
                     checks: checks.name(),
-                    schedule: SCHEDULE,
+                    schedule: schedule.clone(),
                     tasks: 0,
                     build_us: None,
                     orchestration_us: None,
@@ -212,7 +221,7 @@ where
                 if !a.json {
                     let native = if a.kernels == pto_testkit::KernelChoice::Native { " kernels=native" } else { "" };
                     println!(
-                        "{} cache={cache} check={} schedule={SCHEDULE}{native}",
+                        "{} cache={cache} check={} schedule={schedule} engine={engine}{native}",
                         o.summary(B::NAME),
                         checks.name()
                     );
@@ -231,7 +240,10 @@ where
                 }
             }
             Err(e) => {
-                eprintln!("{name:<22} board={} runtime={} FAIL: {e}", B::NAME, rt.name());
+                eprintln!("{name:<22} board={} runtime={} schedule={schedule} FAIL: {e}", B::NAME, rt.name());
+                if let Some(r) = dev.platform().schedule_report() {
+                    eprintln!("{}", crate::explore::describe_schedule(&r));
+                }
                 // What a failed run collected is still on disk, its accounting unknown.
                 if let Some(line) =
                     a.dump_dir.as_ref().and_then(|d| pto_testkit::failed_dump_summary(&d.join(rt.name()), started))

@@ -74,6 +74,15 @@ impl Executor {
             Executor::Resident => pto::Executor::Resident,
         }
     }
+
+    /// Its spelling on the command line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Executor::Auto => "auto",
+            Executor::Legacy => "legacy",
+            Executor::Resident => "resident",
+        }
+    }
 }
 
 /// What `pto` needs of a simulated device beyond the runtime: its cache model switch, and
@@ -83,6 +92,9 @@ pub(crate) trait SimControl {
     fn cache(&self) -> CacheModel;
     fn set_checks(&self, c: Checks) -> Result<(), String>;
     fn checks(&self) -> Checks;
+    fn schedule(&self) -> pto_sim::Schedule;
+    fn schedule_report(&self) -> Option<pto_sim::ScheduleReport>;
+    fn engine(&self) -> String;
 }
 
 impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
@@ -98,6 +110,27 @@ impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
     fn checks(&self) -> Checks {
         pto_sim::SimDevice::checks(self)
     }
+    fn schedule(&self) -> pto_sim::Schedule {
+        pto_sim::SimDevice::schedule(self)
+    }
+    fn schedule_report(&self) -> Option<pto_sim::ScheduleReport> {
+        pto_sim::SimDevice::schedule_report(self)
+    }
+    fn engine(&self) -> String {
+        pto_sim::SimDevice::engine(self)
+    }
+}
+
+/// Parse `--schedule`: `os`, or a seed as `PTO_SIM_SCHEDULE` spells it with or without its
+/// `seed:` (`7`, `7:pct`, `seed:7:pct:4`).
+pub(crate) fn parse_schedule(s: &str) -> Result<pto_sim::Schedule, String> {
+    let spelt = if s == "os" || s.starts_with("seed:") { s.to_string() } else { format!("seed:{s}") };
+    pto_sim::Schedule::parse(&spelt).ok_or_else(|| format!("{s:?}: expected os, N, N:random, N:pct or N:pct:DEPTH"))
+}
+
+/// Parse `--engine` (as `PTO_SIM_ENGINE`).
+pub(crate) fn parse_engine(s: &str) -> Result<pto_sim::SimEngine, String> {
+    pto_sim::SimEngine::parse(s).ok_or_else(|| format!("{s:?}: expected {}", pto_sim::SimEngine::SYNTAX))
 }
 
 /// Parse `--check` (as `PTO_SIM_CHECK`: `race`, `init`, `race,init` or `off`).
@@ -123,7 +156,7 @@ where
     B::Platform: Platform,
     <B::Platform as HostPlatform>::Device: SimControl,
 {
-    open_with::<B>(cache, checks, pto_testkit::KernelChoice::Rust)
+    open_with::<B>(cache, checks, pto_testkit::KernelChoice::Rust, None, None)
 }
 
 /// [`open`] with the kernels of `kernels` (the Rust ones, or the native ones where they exist).
@@ -131,12 +164,15 @@ pub(crate) fn open_with<B: Board>(
     cache: Option<CacheModel>,
     checks: Option<Checks>,
     kernels: pto_testkit::KernelChoice,
+    engine: Option<pto_sim::SimEngine>,
+    schedule: Option<pto_sim::Schedule>,
 ) -> Result<(Device<B::Platform>, Kernels), Fail>
 where
     B::Platform: Platform,
     <B::Platform as HostPlatform>::Device: SimControl,
 {
-    let dev = pto::open_board::<B>().map_err(|e| Fail(format!("cannot open board {}: {e}", B::NAME), 1))?;
+    let dev = pto_sim::with_engine(engine, schedule, pto::open_board::<B>)
+        .map_err(|e| Fail(format!("cannot open board {}: {e}", B::NAME), 1))?;
     if let Some(m) = cache {
         dev.platform().set_cache(m).map_err(|e| Fail(format!("cannot set the cache model: {e}"), 1))?;
     }
