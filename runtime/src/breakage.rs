@@ -145,6 +145,18 @@ pub const CAPTURE_ABORT_OWNER_LAST: u64 = 1 << 39;
 /// 64 iterations).
 pub const RELEASE_ON_FAULT: u64 = 1 << 30;
 
+/// Not a bug: the forced interleavings of the broken variants above are off (a variant whose
+/// bug shows only in some interleavings waits, where it is broken, for the one that shows it;
+/// with this bit it leaves the interleaving to the schedule). What the simulator's seeded
+/// schedules are tested with: exploration must find those interleavings by itself.
+pub const UNFORCED: u64 = 1 << 40;
+
+/// Whether a broken variant may force the interleaving that shows it (not [`UNFORCED`]).
+#[inline(always)]
+pub fn forcing() -> bool {
+    !broken(UNFORCED)
+}
+
 // A process-wide test switch, set before a model or a run starts and never part of a
 // protocol; a `static` cannot hold a loom atomic (no `const` constructor).
 #[cfg(feature = "breakage")]

@@ -284,7 +284,7 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
         }
         self.current = None;
         self.count = 0;
-        if crate::breakage::broken(crate::breakage::SKIP_DUMP_CLEAN) {
+        if crate::breakage::broken(crate::breakage::SKIP_DUMP_CLEAN) && crate::breakage::forcing() {
             // The interleaving forced: the host reads the buffer while its lines are still
             // dirty here (it gives the buffer back once read), or a second passes.
             let freed = a.query(self.ack(word::ACK_FREE_TAIL));

@@ -62,6 +62,10 @@ const STACK_BYTES: usize = 256 * 1024;
 const ESCAPE_FREE: Duration = Duration::from_millis(20);
 const ESCAPE_SEEDED: Duration = Duration::from_millis(1500);
 
+/// Seeded mode, while an agent has escaped: device time advances this much per this much
+/// real time waited.
+const ESCAPED_TICK_NS: u64 = 1_000_000;
+
 /// How many switch points the trail of a seeded schedule keeps.
 const TRAIL: usize = 32;
 
@@ -670,11 +674,20 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
     d.runnable.clear();
     d.runnable.extend((0..st.len()).filter(|&i| st[i] == St::Runnable));
     if d.runnable.is_empty() {
-        if *escaped > 0 {
-            // An agent runs on a thread of its own: only real time tells when it yields.
-            return Next::Wait(Some(Instant::now() + Duration::from_millis(1)));
-        }
         let limit = d.drive.unwrap_or(u64::MAX);
+        if *escaped > 0 {
+            // An agent runs on a thread of its own: device time follows real time (a
+            // millisecond per millisecond waited) until it yields, so the budgets that watch
+            // it (the hung-kernel watchdog) run out as they would on a chip.
+            let target = timers.first().map_or(now + ESCAPED_TICK_NS, |&(t, _)| t.min(now + ESCAPED_TICK_NS));
+            s.vnow.store(target.min(limit).max(now), Ordering::Release);
+            if target >= limit && !free {
+                d.ended = Some(DriveEnd::Limit);
+                s.cv.notify_all();
+                return Next::Wait(None);
+            }
+            return Next::Wait(Some(Instant::now() + Duration::from_nanos(ESCAPED_TICK_NS)));
+        }
         match timers.first() {
             Some(&(t, _)) if t <= limit || free => {
                 s.vnow.store(t.max(now), Ordering::Release);

@@ -414,7 +414,7 @@ impl<A: AicoreAgent> Core<'_, A> {
                 self.settle();
                 // The interleaving forced: the write-back waits until a consumer released
                 // here has completed (it read the row without it), or a second passes.
-                if rec.fanout_count > 0 {
+                if rec.fanout_count > 0 && crate::breakage::forcing() {
                     let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
                     loop {
                         let now = a.query(GmAddr(l.completed()));

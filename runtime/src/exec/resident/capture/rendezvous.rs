@@ -431,7 +431,10 @@ impl Boundary {
                 self.pause(a, at, a.query(at), w.deadline);
             }
         }
-        if phase == capture_phase::BEFORE && crate::breakage::broken(crate::breakage::CAPTURE_PEERS_SKIP_SEAL) {
+        if phase == capture_phase::BEFORE
+            && crate::breakage::broken(crate::breakage::CAPTURE_PEERS_SKIP_SEAL)
+            && crate::breakage::forcing()
+        {
             // The interleaving forced: the peers (which did not wait) run their kernels and
             // arrive at AFTER before this request is written.
             let after = slot.offset(capture_slot::ARRIVED + 8 * capture_phase::AFTER);
