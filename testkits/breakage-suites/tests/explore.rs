@@ -67,11 +67,18 @@ fn explore(bits: u64, strategy: Strategy, scene: impl Fn(u64, Strategy) -> Outco
 
 /// The broken variant is caught by a seed below `found_within`, and the correct runtime passes
 /// every seed; prints the catch rate.
-fn found(name: &str, bits: u64, found_within: u64, scene: impl Fn(u64, Strategy) -> Outcome + Copy) {
-    let good = explore(0, PCT, scene);
+fn found(
+    name: &str,
+    bits: u64,
+    strategy: Strategy,
+    found_within: u64,
+    scene: impl Fn(u64, Strategy) -> Outcome + Copy,
+) {
+    let good = explore(0, strategy, scene);
     assert!(good.is_empty(), "{name}: the correct runtime failed on seeds {good:?}");
-    let bad = explore(bits | breakage::UNFORCED, PCT, scene);
-    println!("{name}: caught on {} of {SEEDS} PCT seeds (first: {:?})", bad.len(), bad.first().map(|b| b.0));
+    let bad = explore(bits | breakage::UNFORCED, strategy, scene);
+    let caught: Vec<u64> = bad.iter().map(|b| b.0).collect();
+    println!("{name}: caught on {} of {SEEDS} {} seeds: {caught:?}", bad.len(), strategy.name());
     let first = bad.first().unwrap_or_else(|| panic!("{name}: not caught on any of {SEEDS} seeds"));
     assert!(first.0 < found_within, "{name}: first caught on seed {}, stated bound {found_within}", first.0);
 }
@@ -122,14 +129,14 @@ fn resident_chain(seed: u64, s: Strategy) -> Outcome {
 #[test]
 fn resident_release_before_write_back_is_found() {
     let _s = serial();
-    found("resident release before write-back", breakage::FIN_BEFORE_PUBLISH, 8, resident_chain);
+    found("resident release before write-back", breakage::FIN_BEFORE_PUBLISH, PCT, 8, resident_chain);
 }
 
 /// The legacy executor's FIN before the output's write-back.
 #[test]
 fn fin_before_publish_is_found() {
     let _s = serial();
-    found("FIN before publish", breakage::FIN_BEFORE_PUBLISH, 4, |seed, s| {
+    found("FIN before publish", breakage::FIN_BEFORE_PUBLISH, PCT, 4, |seed, s| {
         let dev = open::<SimA2a3, _>(seed, s, true);
         let (_y, g) = rows(&dev, 8);
         outcome(dev.run_with(&g, &RunConfig::default().with_executor(pto::Executor::Legacy)))
@@ -140,7 +147,7 @@ fn fin_before_publish_is_found() {
 #[test]
 fn shared_handshake_line_is_found() {
     let _s = serial();
-    found("shared handshake line", breakage::SHARED_HANDSHAKE_LINE, 4, |seed, s| {
+    found("shared handshake line", breakage::SHARED_HANDSHAKE_LINE, PCT, 4, |seed, s| {
         let dev = open::<SimA2a3, _>(seed, s, true);
         let (_y, g) = rows(&dev, 2);
         outcome(dev.run(&g))
@@ -190,45 +197,50 @@ fn two_blocks_on_one_line_on_the_resident_executor_are_found() {
 #[test]
 fn capture_peers_that_skip_the_seal_are_found() {
     let _s = serial();
-    found("capture peers skip the seal", breakage::CAPTURE_PEERS_SKIP_SEAL, 12, |seed, s| {
-        let dev = open::<SimA5, _>(seed, s, false);
-        fn third(k: &mut dyn KernelContext, part: u32) {
-            let n = k.arg(0).elem_count() as u32;
-            let cut = |p: u32| if p == 3 { n } else { p * n / 3 / 16 * 16 };
-            for i in cut(part)..cut(part + 1) {
-                let v: f32 = k.get(0, &[i]);
-                k.set(0, &[i], v + 1.0);
-            }
-        }
-        fn k_aic(k: &mut dyn KernelContext) {
-            third(k, 0);
-        }
-        fn k_aiv(k: &mut dyn KernelContext) {
-            let part = 1 + k.sub_block_id();
-            third(k, part);
-        }
-        let aic = dev.register_kernel("third_aic", CoreType::Aic, k_aic).unwrap();
-        let aiv = dev.register_kernel("third_aiv", CoreType::Aiv, k_aiv).unwrap();
-        let init: Vec<f32> = (0..1024).map(|i| i as f32).collect();
-        let x = dev.tensor_from(&[1024], &init).unwrap();
-        let g = dev.build(|g| g.submit(Task::mix(aic, aiv).inout(&x.tensor())).map(|_| ())).unwrap();
-        let dir = std::env::temp_dir().join(format!("pto-explore-{}-{seed}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let cfg = RunConfig::default()
-            .with_executor(pto::Executor::Resident)
-            .with_dump(Some(DumpLevel::Full))
-            .with_dump_dir(&dir);
-        let r = outcome(dev.run_with(&g, &cfg));
-        let seen = r.and_then(|()| {
-            let d = Dump::open(&dir).map_err(|e| e.to_string())?;
-            let before = d.find(0, 0, Stage::BeforeDispatch).ok_or("no input record")?;
-            let got = d.data::<f32>(before).ok_or("an unreadable input record")?;
-            let changed = got.iter().zip(&init).filter(|(g, i)| g != i).count();
-            if changed > 0 { Err(format!("the input record shows {changed} elements a peer wrote")) } else { Ok(()) }
-        });
-        let _ = std::fs::remove_dir_all(&dir);
-        seen
+    found("capture peers skip the seal", breakage::CAPTURE_PEERS_SKIP_SEAL, PCT, 12, |seed, s| {
+        capture_scene(&open::<SimA5, _>(seed, s, false), seed)
     });
+}
+
+/// One 1C2V task whose three lanes each rewrite a third of its captured in-out `x`, run
+/// resident with the full args dump: fails when the input record shows a lane's writes.
+fn capture_scene(dev: &host::Device<<SimA5 as Board>::Platform>, seed: u64) -> Outcome {
+    fn third(k: &mut dyn KernelContext, part: u32) {
+        let n = k.arg(0).elem_count() as u32;
+        let cut = |p: u32| if p == 3 { n } else { p * n / 3 / 16 * 16 };
+        for i in cut(part)..cut(part + 1) {
+            let v: f32 = k.get(0, &[i]);
+            k.set(0, &[i], v + 1.0);
+        }
+    }
+    fn k_aic(k: &mut dyn KernelContext) {
+        third(k, 0);
+    }
+    fn k_aiv(k: &mut dyn KernelContext) {
+        let part = 1 + k.sub_block_id();
+        third(k, part);
+    }
+    let aic = dev.register_kernel("third_aic", CoreType::Aic, k_aic).unwrap();
+    let aiv = dev.register_kernel("third_aiv", CoreType::Aiv, k_aiv).unwrap();
+    let init: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let x = dev.tensor_from(&[1024], &init).unwrap();
+    let g = dev.build(|g| g.submit(Task::mix(aic, aiv).inout(&x.tensor())).map(|_| ())).unwrap();
+    let dir = std::env::temp_dir().join(format!("pto-explore-{}-{seed}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cfg = RunConfig::default()
+        .with_executor(pto::Executor::Resident)
+        .with_dump(Some(DumpLevel::Full))
+        .with_dump_dir(&dir);
+    let r = outcome(dev.run_with(&g, &cfg));
+    let seen = r.and_then(|()| {
+        let d = Dump::open(&dir).map_err(|e| e.to_string())?;
+        let before = d.find(0, 0, Stage::BeforeDispatch).ok_or("no input record")?;
+        let got = d.data::<f32>(before).ok_or("an unreadable input record")?;
+        let changed = got.iter().zip(&init).filter(|(g, i)| g != i).count();
+        if changed > 0 { Err(format!("the input record shows {changed} elements a peer wrote")) } else { Ok(()) }
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    seen
 }
 
 /// What a seeded run leaves that must not depend on the host: the device trace (every
@@ -302,4 +314,110 @@ fn a_kernel_that_never_yields_is_reported_hung() {
     assert!(format!("{e}").contains("KERNEL_HUNG") || format!("{e:?}").contains("KernelHung"), "{e}");
     let r: pto_sim::ScheduleReport = dev.platform().schedule_report().unwrap();
     assert!(r.broken.as_deref().is_some_and(|b| b.contains("without a switch point")), "{r:?}");
+}
+
+/// Four groups of eight producers (AIV and AIC in turn, each on its own row of `x`), each
+/// group with one consumer reading the group's rows: 32 fan-in releases on the resident
+/// executor. Fails on a wrong result or a failed run.
+fn fanin(dev: &host::Device<<SimA2a3 as Board>::Platform>) -> Outcome {
+    let f = dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap();
+    let fc = dev.register_kernel("add1_aic", CoreType::Aic, pto_testkit::k_add1).unwrap();
+    let x = dev.alloc::<f32>(&[32, 16]).unwrap();
+    let z = dev.alloc::<f32>(&[4, 16]).unwrap();
+    let g = dev
+        .build(|g| {
+            for grp in 0..4u32 {
+                for i in 0..8u32 {
+                    let t = if i % 2 == 0 { Task::aiv(f) } else { Task::aic(fc) };
+                    g.submit(t.inout(&x.tensor().view(&[grp * 8 + i, 0], &[1, 16])?))?;
+                }
+                g.submit(
+                    Task::aiv(f)
+                        .inout(&z.tensor().view(&[grp, 0], &[1, 16])?)
+                        .input(&x.tensor().view(&[grp * 8, 0], &[8, 16])?),
+                )?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    outcome(dev.run_with(&g, &RunConfig::default().with_executor(pto::Executor::Resident)))?;
+    let got = z.read::<f32>().unwrap();
+    if got != vec![1.0; 64] {
+        return Err(format!("z {:?}", &got[..4]));
+    }
+    let gx = x.read::<f32>().unwrap();
+    if gx != vec![1.0; 512] {
+        return Err("x wrong".into());
+    }
+    Ok(())
+}
+
+/// A consumer's fan-in count decremented by a load and a store (`RESIDENT_RELEASE_SPLIT`):
+/// two producers finishing together lose a decrement (the consumer never runs) or both
+/// publish it. The window is one switch point wide: the host's threads found it on 0 of 24
+/// runs (twice), the uniformly random schedule on every seed.
+#[test]
+fn a_split_fan_in_release_is_found() {
+    let _s = serial();
+    found("split fan-in release", breakage::RESIDENT_RELEASE_SPLIT, Strategy::Random, 2, |seed, s| {
+        fanin(&open::<SimA2a3, _>(seed, s, false))
+    });
+}
+
+/// A core takes a ready-list entry reserved but not yet written (`RESIDENT_TAKE_UNPUBLISHED`).
+/// Rarer: the host's threads found it on 0 and 3 of 24 runs; the random schedule on seeds 9,
+/// 18 and 19 of 0..24, every time.
+#[test]
+fn taking_an_unpublished_ready_entry_is_found() {
+    let _s = serial();
+    found("unpublished ready entry", breakage::RESIDENT_TAKE_UNPUBLISHED, Strategy::Random, SEEDS, |seed, s| {
+        fanin(&open::<SimA2a3, _>(seed, s, false))
+    });
+}
+
+/// Measurement, not a check (ignored; `cargo test -p pto-breakage-suites --test explore
+/// catch_rates -- --ignored --nocapture`): on how many of 24 runs each ordering bug is caught
+/// on the host's threads (luck) and on 24 seeds of each strategy.
+#[test]
+#[ignore]
+fn catch_rates() {
+    let _s = serial();
+    let n = 24u64;
+    for (name, b) in [
+        ("CAPTURE_ACK_TICK_KEPT", breakage::CAPTURE_ACK_TICK_KEPT),
+        ("CAPTURE_PEERS_SKIP_SEAL", breakage::CAPTURE_PEERS_SKIP_SEAL),
+    ] {
+        let _a = breakage::activate(b | breakage::UNFORCED);
+        let os = (0..n)
+            .filter(|&seed| {
+                let raw = pto_sim::with_engine(None, Some(Schedule::Os), SimA5::open).unwrap();
+                let dev = host::Device::new_in_process(raw, Timeouts::new(1_000_000, 500_000, 5_000_000)).unwrap();
+                capture_scene(&dev, seed).is_err()
+            })
+            .count();
+        for s in [PCT, Strategy::Random] {
+            let hit: Vec<u64> =
+                (0..n).filter(|&seed| capture_scene(&open::<SimA5, _>(seed, s, false), seed).is_err()).collect();
+            println!("{name}: host threads {os}/{n}; {} {}/{n} {hit:?}", s.name(), hit.len());
+        }
+    }
+    for (name, b) in [
+        ("RESIDENT_RELEASE_SPLIT", breakage::RESIDENT_RELEASE_SPLIT),
+        ("RESIDENT_TAKE_UNPUBLISHED", breakage::RESIDENT_TAKE_UNPUBLISHED),
+        ("SLOT_GEN_BEFORE_ENTRY", breakage::SLOT_GEN_BEFORE_ENTRY),
+        ("WAKE_SEEN_LATE", breakage::WAKE_SEEN_LATE),
+    ] {
+        let _a = breakage::activate(b | breakage::UNFORCED);
+        let os = (0..n)
+            .filter(|_| {
+                let raw = pto_sim::with_engine(None, Some(Schedule::Os), SimA2a3::open).unwrap();
+                let dev = host::Device::new_in_process(raw, Timeouts::new(1_000_000, 500_000, 5_000_000)).unwrap();
+                fanin(&dev).is_err()
+            })
+            .count();
+        for s in [PCT, Strategy::Random] {
+            let hit: Vec<u64> = (0..n).filter(|&seed| fanin(&open::<SimA2a3, _>(seed, s, false)).is_err()).collect();
+            println!("{name}: host threads {os}/{n}; {} {}/{n} {hit:?}", s.name(), hit.len());
+        }
+    }
 }

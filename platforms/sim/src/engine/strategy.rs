@@ -45,7 +45,7 @@ impl Strategy {
 
 /// The steps over which PCT spreads its priority changes (its `k`): about the number of switch
 /// points of a small example run.
-pub const PCT_STEPS: u64 = 200_000;
+pub const PCT_STEPS: u64 = 50_000;
 
 /// An agent that has run this many switch points in a row while others were runnable drops
 /// its priority (PCT only): a spinning agent must not starve the one it waits for.
