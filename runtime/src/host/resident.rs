@@ -269,7 +269,12 @@ pub(crate) fn choose(
         put(capture_header::BUDGET, p.budget);
         bytes
     });
-    Ok(Choice { mode: executor_mode::RESIDENT_PENDING, reason: None, state: Some(plan.state(image, clusters)), capture })
+    Ok(Choice {
+        mode: executor_mode::RESIDENT_PENDING,
+        reason: None,
+        state: Some(plan.state(image, clusters)),
+        capture,
+    })
 }
 
 /// The inbox class of a task and the class its home word records.
