@@ -20,8 +20,21 @@
 //! (default `auto`: resident where it can run the graph). `--help` prints the
 //! usage (clap); anything else on the command line is refused with the usage (exit status 2).
 //!
+//! Beside each shape the table prints the whole run at N=4000 (the run, plus the graph build
+//! for the host-built graph) against the reference C++ runtime's simulator on the same shape and
+//! runtime ([`REFERENCE`], taken on another day: `docs/benchmarks.md`), as reference time over
+//! ours.
+//!
+//! `--shape random-dag --n N [--seed S]` runs only the scale point instead: a seeded random DAG
+//! of N tasks (1–4 inputs among the last 64 outputs) on the runtimes asked for, with the host
+//! memory the host-built graph takes, counted by this binary's global allocator
+//! (`dispatch/random_dag.rs`); its JSON goes to `target/bench-random-dag.json`.
+//!
 //! The JSON is the serialization of [`BenchReport`] (serde-derived); its `format_version`
-//! ([`FORMAT_VERSION`]) changes whenever a field is renamed, removed or changes meaning.
+//! ([`FORMAT_VERSION`]) changes whenever a field is renamed, removed, added or changes meaning.
+
+#[path = "dispatch/random_dag.rs"]
+mod random_dag;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -31,11 +44,68 @@ use pto::prelude::*;
 use pto_testkit::ShapeKind;
 use serde::Serialize;
 
+/// Counts live heap bytes in the scale mode only (`random_dag::ON`); elsewhere it forwards to
+/// the system allocator after one relaxed load.
+#[global_allocator]
+static ALLOC: random_dag::Counting = random_dag::Counting;
+
 const NS: [u32; 3] = [1, 1000, 4000];
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
+}
+
+/// Samples (µs, in the order they were taken) and their spread: min, quartiles, median, max and
+/// the interquartile range. A quantile `p` is the sorted sample at index `round(p * (len - 1))`
+/// (so the median is the middle sample, the upper one of an even count, as [`median`] takes it).
+#[derive(Serialize, Clone)]
+pub struct Spread {
+    samples_us: Vec<f64>,
+    min_us: f64,
+    q1_us: f64,
+    median_us: f64,
+    q3_us: f64,
+    max_us: f64,
+    /// `q3_us - q1_us`.
+    iqr_us: f64,
+}
+
+impl Spread {
+    fn of(v: &[Duration]) -> Spread {
+        let samples_us: Vec<f64> = v.iter().map(|&d| us(d)).collect();
+        let mut s = samples_us.clone();
+        s.sort_by(f64::total_cmp);
+        let q = |p: f64| if s.is_empty() { 0.0 } else { s[(p * (s.len() - 1) as f64).round() as usize] };
+        let (q1, q3) = (q(0.25), q(0.75));
+        Spread { min_us: q(0.0), q1_us: q1, median_us: q(0.5), q3_us: q3, max_us: q(1.0), iqr_us: q3 - q1, samples_us }
+    }
+}
+
+/// The reference C++ runtime's figures, from its own simulator (a2a3sim) on a 2-core machine of
+/// the class pto-rt is measured on, taken on 2026-12-03 in one sitting with a run of this
+/// benchmark (`docs/benchmarks.md`, the 2026-12-03 table): per shape and runtime, the whole run
+/// at N=4000 in ms, and the part of it that is the host's graph build (already added in).
+/// They were taken on another day than any run of this binary: compare ratios, and expect them
+/// to move by tens of percent with the machine's load.
+pub const REFERENCE_DATE: &str = "2026-12-03";
+/// `(shape, runtime, whole run at N=4000 in ms, of which graph build)`; see [`REFERENCE_DATE`].
+pub const REFERENCE: [(&str, &str, f64, f64); 6] = [
+    ("chain", "trb", 411.0, 0.0),
+    ("chain", "hbg", 703.0 + 8.5, 8.5),
+    ("fanout", "trb", 178.0, 0.0),
+    ("fanout", "hbg", 122.0 + 56.0, 56.0),
+    ("independent", "trb", 273.0, 0.0),
+    ("independent", "hbg", 80.0 + 50.0, 50.0),
+];
+
+/// The reference's whole run at N=4000 for `shape` on `runtime` (ms), on the board it was
+/// measured on (simulated a2a3) only.
+fn reference_ms(shape: &str, runtime: &str) -> Option<f64> {
+    if Selected::NAME != "sim-a2a3" {
+        return None;
+    }
+    REFERENCE.iter().find(|r| r.0 == shape && r.1 == runtime).map(|r| r.2)
 }
 
 fn us(d: Duration) -> f64 {
@@ -46,6 +116,10 @@ struct Point {
     n: u32,
     run: Duration,
     build: Duration,
+    /// Every timed round's run, and every submission sample (the builds, or each round's
+    /// orchestration time).
+    runs: Vec<Duration>,
+    submits: Vec<Duration>,
     /// The executor that ran the point (`Auto` resolves per graph).
     executor: Executor,
 }
@@ -82,6 +156,16 @@ struct Cli {
     /// Run only the section of the schedule-independent checks (off, race, init, both).
     #[arg(long)]
     check_cost: bool,
+    /// Run only the scale point of this shape (`random-dag`: N tasks, each reading 1-4 of the
+    /// last 64 outputs, seeded), with the host-built graph's memory.
+    #[arg(long, value_name = "SHAPE", value_parser = ["random-dag"])]
+    shape: Option<String>,
+    /// Tasks of the scale point.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    n: u32,
+    /// Seed of the scale point's random DAG.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     /// Passed by `cargo bench` to every bench binary; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -104,10 +188,21 @@ fn main() {
     cfg.aicpu_threads = cli.threads;
     let runtimes = cli.runtime.list();
     let (trace_cost_only, dump_cost_only, executor_cost_only) = (cli.trace_cost, cli.dump_cost, cli.executor_cost);
+    if cli.shape.is_some() {
+        // Before anything is allocated, so the counts are of everything the process holds.
+        random_dag::ON.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let (dev, k) = pto_testkit::setup(pto::open).unwrap_or_else(|e| {
         eprintln!("cannot open the device: {e}");
         std::process::exit(1)
     });
+    if cli.shape.is_some() {
+        let doc = random_dag::run(&dev, (cli.n, cli.seed, rounds), &runtimes, cli.executor, FORMAT_VERSION);
+        let text = serde_json::to_string_pretty(&doc).expect("JSON");
+        println!("{text}");
+        let _ = std::fs::write(target_dir().join("bench-random-dag.json"), &text);
+        return;
+    }
     if trace_cost_only {
         print_cost(TRACE_TITLE, &TRACE_NAMES, &tracing_cost(&dev, &k, &runtimes, rounds));
         return;
@@ -164,11 +259,18 @@ fn main() {
                     }
                 }
                 // Submission: the host graph build, or the device orchestrator's own time.
-                let submit = match rt {
-                    RuntimeKind::HostBuiltGraph => median(builds),
-                    RuntimeKind::TensormapRing => median(orchs),
+                let submits = match rt {
+                    RuntimeKind::HostBuiltGraph => builds,
+                    RuntimeKind::TensormapRing => orchs,
                 };
-                points.push(Point { n, run: median(runs), build: submit, executor });
+                points.push(Point {
+                    n,
+                    run: median(runs.clone()),
+                    build: median(submits.clone()),
+                    runs,
+                    submits,
+                    executor,
+                });
             }
             table.push((kind, rt, points));
         }
@@ -187,7 +289,11 @@ fn main() {
     println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
     println!("submission = graph build on the host (hbg) / orchestration time on the device (trb)");
     println!(
-        "{:<14} {:<4} {:<8} {:>10} {:>13} {:>13} {:>11} {:>12} {:>12} {:>7}",
+        "vs ref = the reference C++ runtime's simulator, whole run at N=4000 (+ graph build for hbg), measured on {REFERENCE_DATE} \
+         (another day, same machine class), over ours (run + build for hbg) in this run: > 1 is faster"
+    );
+    println!(
+        "{:<14} {:<4} {:<8} {:>10} {:>13} {:>13} {:>11} {:>12} {:>12} {:>7} {:>21}",
         "shape",
         "rt",
         "executor",
@@ -197,15 +303,33 @@ fn main() {
         "submit@1 ms",
         "submit@1000",
         "submit@4000",
-        "x4000"
+        "x4000",
+        "vs ref@4000"
     );
     let mut shapes = Vec::new();
     for (kind, rt, pts) in &table {
         let fixed = pts[0].run;
         let marg = |p: &Point| (us(p.run) - us(fixed)) / (p.n as f64 - 1.0);
         let growth = us(pts[2].build) / us(pts[1].build).max(1e-3);
+        // The whole run: the run, plus the build for the host-built graph.
+        let whole = |p: &Point| match rt {
+            RuntimeKind::HostBuiltGraph => p.run + p.build,
+            RuntimeKind::TensormapRing => p.run,
+        };
+        let at4000 = pts.iter().find(|p| p.n == 4000);
+        let reference = reference_ms(kind.name(), rt.name()).zip(at4000).map(|(ms, p)| Reference {
+            date: REFERENCE_DATE,
+            n: 4000,
+            reference_whole_ms: ms,
+            whole_ms: us(whole(p)) / 1e3,
+            ratio: ms / (us(whole(p)) / 1e3),
+        });
+        let vs = match &reference {
+            Some(r) => format!("{:.1}x ({:.0}/{:.1} ms)", r.ratio, r.reference_whole_ms, r.whole_ms),
+            None => "-".to_string(),
+        };
         println!(
-            "{:<14} {:<4} {:<8} {:>10.3} {:>13.3} {:>13.3} {:>11.3} {:>12.3} {:>12.3} {:>7.2}",
+            "{:<14} {:<4} {:<8} {:>10.3} {:>13.3} {:>13.3} {:>11.3} {:>12.3} {:>12.3} {:>7.2} {:>21}",
             kind.name(),
             rt.name(),
             pts[1].executor.name(),
@@ -215,7 +339,8 @@ fn main() {
             us(pts[0].build) / 1e3,
             us(pts[1].build) / 1e3,
             us(pts[2].build) / 1e3,
-            growth
+            growth,
+            vs
         );
         shapes.push(ShapeResult {
             shape: kind.name(),
@@ -224,7 +349,18 @@ fn main() {
             fixed_us: us(fixed),
             marginal_us_per_task: Marginal { n1000: marg(&pts[1]), n4000: marg(&pts[2]) },
             submit_growth_1000_to_4000: growth,
-            points: pts.iter().map(|p| ShapePoint { n: p.n, run_us: us(p.run), submit_us: us(p.build) }).collect(),
+            points: pts
+                .iter()
+                .map(|p| ShapePoint {
+                    n: p.n,
+                    run_us: us(p.run),
+                    submit_us: us(p.build),
+                    whole_us: us(whole(p)),
+                    run: Spread::of(&p.runs),
+                    submit: Spread::of(&p.submits),
+                })
+                .collect(),
+            reference,
         });
     }
     for (rt, d) in [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing].iter().zip(&vector_process) {
@@ -545,9 +681,11 @@ fn print_cost(title: &str, names: &[&str], rows: &[CostRow]) {
     }
 }
 
-/// Version of the JSON document ([`BenchReport`]): raised whenever a field is renamed or
-/// removed or changes meaning; adding a field keeps it.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the JSON document ([`BenchReport`], and the scale point's document): raised
+/// whenever a field is renamed, removed, added or changes meaning. 2: every point keeps its
+/// samples and their spread (`run`, `submit`) and its whole run (`whole_us`), every shape its
+/// `reference` comparison.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The JSON document the benchmark prints and writes to `target/bench-dispatch.json`.
 #[derive(Serialize)]
@@ -592,6 +730,24 @@ struct ShapeResult {
     /// Submission time at N=4000 over N=1000.
     submit_growth_1000_to_4000: f64,
     points: Vec<ShapePoint>,
+    /// The whole run at N=4000 against the reference's (`null`: no reference figure for this
+    /// shape and runtime, or another board).
+    reference: Option<Reference>,
+}
+
+/// The whole run at N=4000 against the reference runtime's, measured on another day
+/// ([`REFERENCE`]).
+#[derive(Serialize)]
+struct Reference {
+    /// When the reference's figure was taken.
+    date: &'static str,
+    n: u32,
+    /// The reference's whole run (its run, plus its graph build for the host-built graph), ms.
+    reference_whole_ms: f64,
+    /// Ours in this run (median run, plus the median build for the host-built graph), ms.
+    whole_ms: f64,
+    /// `reference_whole_ms / whole_ms`: how many times faster pto-rt was.
+    ratio: f64,
 }
 
 /// Marginal µs per task, keyed by N.
@@ -603,12 +759,21 @@ struct Marginal {
     n4000: f64,
 }
 
-/// One N of a shape: median run time and submission time, µs.
+/// One N of a shape: median run time and submission time, µs, and the samples behind them.
 #[derive(Serialize)]
 struct ShapePoint {
     n: u32,
+    /// `run.median_us`.
     run_us: f64,
+    /// `submit.median_us`.
     submit_us: f64,
+    /// The run plus, for the host-built graph, the build (medians), µs.
+    whole_us: f64,
+    /// The timed rounds' run times.
+    run: Spread,
+    /// The submission samples: the graph's builds (3, hbg) or each timed round's orchestration
+    /// time (trb).
+    submit: Spread,
 }
 
 /// The `vector` example process, ms per runtime.

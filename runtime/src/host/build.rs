@@ -67,6 +67,43 @@ impl<P: HostPlatform> Graph<P> {
     pub fn build_time(&self) -> Duration {
         self.core.build_time
     }
+    /// The host memory the built graph holds, by part (the capacities of its allocations;
+    /// the graph heap of runtime-allocated tensors is device memory and is not counted).
+    pub fn host_bytes(&self) -> GraphBytes {
+        let c = &*self.core;
+        let (plan_edges, resident_states) = c.plan.host_bytes();
+        GraphBytes {
+            image: c.image.capacity(),
+            plan_edges,
+            resident_states,
+            externals: c.externals.capacity() * core::mem::size_of::<(BufferRef, u32, u32)>(),
+            fixed: core::mem::size_of::<GraphCore<P>>(),
+        }
+    }
+}
+
+/// The host memory a built graph holds, by part ([`Graph::host_bytes`]), in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GraphBytes {
+    /// The image the device runs (uploaded at every run): header, 32-byte task records,
+    /// fan-out lists (4 bytes per edge), the func table and the argument records (a header
+    /// and a 64-byte descriptor per tensor argument, 8 bytes per scalar).
+    pub image: usize,
+    /// The plan's producer → consumer edges (8 bytes each: traces and the checks).
+    pub plan_edges: usize,
+    /// The resident executor's initial states built so far (one per cluster count run).
+    pub resident_states: usize,
+    /// Every external buffer the graph names, with the first task and argument naming it.
+    pub externals: usize,
+    /// The graph's own record.
+    pub fixed: usize,
+}
+
+impl GraphBytes {
+    /// Every part summed.
+    pub fn total(&self) -> usize {
+        self.image + self.plan_edges + self.resident_states + self.externals + self.fixed
+    }
 }
 
 impl<P: HostPlatform> GraphCore<P> {

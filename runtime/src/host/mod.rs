@@ -55,7 +55,7 @@ use pto_hal::{
     ProgramKind, Topology,
 };
 
-pub use build::Graph;
+pub use build::{Graph, GraphBytes};
 pub use config::{MAX_RING_HEAP, RingConfig, RunConfig, Timeouts};
 use error::platform;
 pub use error::{DeviceError, Error, PlatformError};

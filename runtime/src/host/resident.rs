@@ -156,11 +156,11 @@ pub(crate) struct CaptureParams {
 }
 
 /// What the host decides about a host-built graph once, when it builds it, from the image it
-/// emitted (read through [`ImageView`], the reader the device uses too): the task records,
-/// the edges (for traces), whether the resident executor can run it, and the resident
-/// executor's initial state for each cluster count a run has asked for.
+/// emitted (read through [`ImageView`], the reader the device uses too): the edges (for traces
+/// and the checks), whether the resident executor can run it, and the resident executor's
+/// initial state for each cluster count a run has asked for (built from the image's task
+/// records, which the plan does not copy).
 pub(crate) struct Plan {
-    tasks: Vec<TaskRecord>,
     /// Producer → consumer edges, in task order.
     pub(crate) edges: Vec<(u32, u32)>,
     /// Why the resident executor cannot run the graph, if it cannot.
@@ -198,17 +198,34 @@ impl Plan {
             }
         }
         let first_multi_block = checked.tasks.iter().position(|t| t.block_num > 1).map(|t| t as u32);
-        let edges = checked.edges().collect();
-        Ok(Plan { tasks: checked.tasks, edges, resident, first_multi_block, states: Mutex::new(Vec::new()) })
+        // Exactly sized (8 bytes per edge, kept as long as the graph); the task records are not
+        // kept: the image has them, and the resident initial state reads them from it.
+        let mut edges = Vec::with_capacity(checked.fanout.len());
+        edges.extend(checked.edges());
+        Ok(Plan { edges, resident, first_multi_block, states: Mutex::new(Vec::new()) })
     }
 
-    /// The initial state over `clusters` clusters, built on the first run that asks for it.
-    fn state(&self, clusters: u32) -> Arc<InitialState> {
+    /// Host bytes the plan holds: its edges and the resident initial states built so far
+    /// (capacities, not lengths).
+    pub(crate) fn host_bytes(&self) -> (usize, usize) {
+        let states = self.states.lock();
+        let state_bytes = states.capacity() * core::mem::size_of::<(u32, Arc<InitialState>)>()
+            + states.iter().map(|(_, s)| s.bytes.capacity() + core::mem::size_of::<InitialState>() + 16).sum::<usize>();
+        (self.edges.capacity() * core::mem::size_of::<(u32, u32)>(), state_bytes)
+    }
+
+    /// The initial state over `clusters` clusters of the graph whose image is `image` (the one
+    /// the plan was made of), built on the first run that asks for it.
+    fn state(&self, image: &[u8], clusters: u32) -> Arc<InitialState> {
         let mut states = self.states.lock();
         if let Some((_, s)) = states.iter().find(|(c, _)| *c == clusters) {
             return s.clone();
         }
-        let (bytes, entries) = initial_state(&self.tasks, clusters);
+        // The image was checked when the plan was made of it.
+        let tasks = ImageView::open(image, image.len() as u64).map(|v| v.tasks());
+        debug_assert!(tasks.is_ok(), "the image the plan was made of opens");
+        let tasks = tasks.unwrap_or_default();
+        let (bytes, entries) = initial_state(&tasks, clusters);
         let s = Arc::new(InitialState { bytes, entries });
         states.push((clusters, s.clone()));
         s
@@ -221,6 +238,7 @@ impl Plan {
 pub(crate) fn choose(
     asked: Executor,
     plan: &Plan,
+    image: &[u8],
     dump: Option<CaptureParams>,
     clusters: u32,
 ) -> Result<Choice, LegacyReason> {
@@ -251,7 +269,12 @@ pub(crate) fn choose(
         put(capture_header::BUDGET, p.budget);
         bytes
     });
-    Ok(Choice { mode: executor_mode::RESIDENT_PENDING, reason: None, state: Some(plan.state(clusters)), capture })
+    Ok(Choice {
+        mode: executor_mode::RESIDENT_PENDING,
+        reason: None,
+        state: Some(plan.state(image, clusters)),
+        capture,
+    })
 }
 
 /// The inbox class of a task and the class its home word records.
