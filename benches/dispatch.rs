@@ -156,6 +156,12 @@ struct Cli {
     /// Run only the section of the schedule-independent checks (off, race, init, both).
     #[arg(long)]
     check_cost: bool,
+    /// Run only the section of the simulator's engines side by side: the thread-per-agent
+    /// engine against the coroutine engine (one and two host threads), fixed cost and
+    /// marginal per task, every runtime and executor, in one process with the rounds
+    /// interleaved.
+    #[arg(long)]
+    engine_cost: bool,
     /// Run only the scale point of this shape (`random-dag`: N tasks, each reading 1-4 of the
     /// last 64 outputs, seeded), with the host-built graph's memory.
     #[arg(long, value_name = "SHAPE", value_parser = ["random-dag"])]
@@ -205,6 +211,10 @@ fn main() {
     }
     if trace_cost_only {
         print_cost(TRACE_TITLE, &TRACE_NAMES, &tracing_cost(&dev, &k, &runtimes, rounds));
+        return;
+    }
+    if cli.engine_cost {
+        engine_cost(&runtimes, rounds, cli.threads);
         return;
     }
     if cli.check_cost {
@@ -564,6 +574,75 @@ fn check_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind], 
     });
     dev.platform().set_checks(Checks::OFF).expect("no launch is active");
     rows
+}
+
+/// The simulator's engines side by side (`--engine-cost`): one device per engine, the same
+/// shapes at N=1 and N=1000 on each, the rounds interleaved across the devices so load hits
+/// them alike. Prints, per shape, runtime and executor, each engine's fixed cost run(1) and
+/// marginal µs per task, and its ratio to the thread engine's.
+fn engine_cost(runtimes: &[RuntimeKind], rounds: usize, threads: Option<u32>) {
+    use pto_sim::SimEngine;
+    let engines = [SimEngine::Threads, SimEngine::Coroutines { threads: 1 }, SimEngine::Coroutines { threads: 2 }];
+    let devs: Vec<_> = engines
+        .iter()
+        .map(|&e| {
+            pto_sim::with_engine(Some(e), None, || pto_testkit::setup(pto::open))
+                .unwrap_or_else(|err| panic!("open on {e}: {err}"))
+        })
+        .collect();
+    println!("engines side by side: run(1) ms / marginal us per task at N=1000 (median of {rounds}; ratio to threads)");
+    for kind in [ShapeKind::Chain, ShapeKind::Independent, ShapeKind::Fanout] {
+        for &rt in runtimes {
+            let execs: &[Executor] = match rt {
+                RuntimeKind::HostBuiltGraph => &[Executor::Legacy, Executor::Resident],
+                RuntimeKind::TensormapRing => &[Executor::Legacy],
+            };
+            for &exec in execs {
+                let mut cfg = RunConfig::default().with_runtime(rt).with_executor(exec);
+                cfg.aicpu_threads = threads;
+                let preps: Vec<Vec<_>> = devs
+                    .iter()
+                    .map(|(d, k)| {
+                        [1, 1000].iter().map(|&n| pto_testkit::build_shape(d, k, kind, n).expect("shape")).collect()
+                    })
+                    .collect();
+                let mut samples = vec![[Vec::new(), Vec::new()]; engines.len()];
+                for r in 0..rounds + 2 {
+                    for (e, (d, _)) in devs.iter().enumerate() {
+                        for (i, p) in preps[e].iter().enumerate() {
+                            p.reset().expect("reset");
+                            let t = Instant::now();
+                            let rep = match rt {
+                                RuntimeKind::HostBuiltGraph => d.run_with(&p.graph, &cfg),
+                                RuntimeKind::TensormapRing => d.run_program(&p.program, &p.args, &cfg),
+                            }
+                            .unwrap_or_else(|err| panic!("{} {} on {}: {err}", kind.name(), rt.name(), engines[e]));
+                            let el = t.elapsed();
+                            p.check(&rep).unwrap_or_else(|err| panic!("{}: {err}", kind.name()));
+                            if r >= 2 {
+                                samples[e][i].push(el);
+                            }
+                        }
+                    }
+                }
+                let stats: Vec<(f64, f64)> = samples
+                    .into_iter()
+                    .map(|[one, n]| {
+                        let (one, n) = (us(median(one)), us(median(n)));
+                        (one / 1e3, (n - one) / 999.0)
+                    })
+                    .collect();
+                let mut line = format!("  {:<12} {:<4} {:<8}", kind.name(), rt.name(), exec.to_string());
+                for (e, (fixed, marg)) in stats.iter().enumerate() {
+                    line += &format!("  {} {fixed:>6.3} ms {marg:>6.2} us", engines[e]);
+                    if e > 0 {
+                        line += &format!(" ({:.2}x, {:.2}x)", fixed / stats[0].0, marg / stats[0].1.max(1e-9));
+                    }
+                }
+                println!("{line}");
+            }
+        }
+    }
 }
 
 /// The host-built graph on the legacy executor (variant 0) and on the resident one (1).

@@ -45,9 +45,15 @@ use super::strategy::Chooser;
 use super::{AgentBody, DriveEnd, ScheduleReport, Strategy, SwitchPoint, nanos};
 use crate::error::SimError;
 
-/// Free mode: an agent gives up its host thread at one switch point in this many, when
-/// another agent is runnable.
+/// Free mode: an agent looks at one switch point in this many whether to give up its host
+/// thread: when another agent is runnable and it has run [`SLICE_NS`] since it was resumed.
 pub const QUANTUM: u32 = 64;
+
+/// Free mode: the host time an agent may keep its thread while others are runnable.
+pub const SLICE_NS: u64 = 20_000;
+
+/// Free mode: while agents are runnable, the timers are looked at once in this many picks.
+const TIMER_LOOK: u32 = 16;
 
 /// Seeded mode: virtual nanoseconds one switch point takes.
 pub const STEP_NS: u64 = 10;
@@ -105,8 +111,10 @@ struct Slot {
     yielder: AtomicPtr<Yielder<(), Yield>>,
     /// The coroutine's stack: `[limit, base)`.
     stack: (usize, usize),
-    /// Free mode: switch points left in this agent's quantum.
+    /// Free mode: switch points left before the agent looks whether to give way.
     countdown: AtomicU32,
+    /// Free mode: when its current slice began (ns since the epoch; 0: not yet looked).
+    slice_start: AtomicU64,
     co: Mutex<Option<SendCo>>,
 }
 
@@ -135,6 +143,8 @@ struct Sched {
     /// Stopping gave up on the agents still running (stuck in a kernel).
     abandoned: bool,
     idle_threads: usize,
+    /// Free mode: picks made (the timers are looked at every [`TIMER_LOOK`]).
+    picks: u32,
     /// Agents running on a pool thread given up to them (they did not yield in time).
     escaped: usize,
 }
@@ -142,8 +152,11 @@ struct Sched {
 /// A pool thread as the supervisor sees it.
 #[derive(Default)]
 struct PoolThread {
-    /// When it resumed the agent it runs (ns since the epoch), 0 while it runs none.
-    resumed_at: AtomicU64,
+    /// Resumptions begun and ended, counted together: odd while it runs an agent. (No clock
+    /// on the hot path: the supervisor times how long an odd value stays.)
+    resumes: AtomicU64,
+    /// The supervisor's last look: the count it saw and since when (touched by it alone).
+    seen: Mutex<(u64, Option<Instant>)>,
     slot: AtomicUsize,
     /// Given up to the agent it runs: it leaves the pool when that agent suspends.
     captured: AtomicBool,
@@ -198,6 +211,7 @@ impl Coop {
                 shutdown: false,
                 abandoned: false,
                 idle_threads: 0,
+                picks: 0,
                 escaped: 0,
             }),
             cv: Condvar::new(),
@@ -244,6 +258,7 @@ impl Coop {
                 yielder: AtomicPtr::new(std::ptr::null_mut()),
                 stack: range,
                 countdown: AtomicU32::new(QUANTUM),
+                slice_start: AtomicU64::new(0),
                 co: Mutex::new(Some(SendCo(co))),
             });
         }
@@ -300,7 +315,7 @@ impl Coop {
         let pool: Vec<_> = s.pool.lock().iter_mut().filter_map(|(p, h)| h.take().map(|h| (p.clone(), h))).collect();
         for (p, h) in pool {
             let deadline = Instant::now() + Duration::from_millis(200);
-            while p.resumed_at.load(Ordering::Acquire) == 0 && !h.is_finished() && Instant::now() < deadline {
+            while p.resumes.load(Ordering::Acquire) % 2 == 0 && !h.is_finished() && Instant::now() < deadline {
                 s.cv.notify_all();
                 std::thread::sleep(Duration::from_micros(200));
             }
@@ -366,7 +381,17 @@ impl Coop {
                 return;
             }
             c.store(QUANTUM, Ordering::Relaxed);
-            if s.queued.load(Ordering::Relaxed) > 0 && self.on_own_stack(slot) {
+            if s.queued.load(Ordering::Relaxed) == 0 || !self.on_own_stack(slot) {
+                return;
+            }
+            // Others wait: give way once this agent has had its slice of host time since it was
+            // resumed (the first look starts the slice; no clock read per resume).
+            let sl = &s.slots()[slot];
+            let now = nanos(s.epoch.elapsed()).max(1);
+            let start = sl.slice_start.load(Ordering::Relaxed);
+            if start == 0 {
+                sl.slice_start.store(now, Ordering::Relaxed);
+            } else if now - start >= SLICE_NS {
                 self.suspend(slot, Yield::Switch);
             }
             return;
@@ -577,13 +602,14 @@ fn run_pool(s: &State, me: &PoolThread) {
             Next::Wait(_) => unreachable!(),
         };
         me.slot.store(slot, Ordering::Relaxed);
-        me.resumed_at.store(nanos(s.epoch.elapsed()).max(1), Ordering::Release);
+        me.resumes.fetch_add(1, Ordering::Release);
+        s.slots()[slot].slice_start.store(0, Ordering::Relaxed);
         let result = {
             let mut co = s.slots()[slot].co.lock();
             let c = co.as_mut().expect("a runnable agent has its coroutine");
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.0.resume(())))
         };
-        me.resumed_at.store(0, Ordering::Release);
+        me.resumes.fetch_add(1, Ordering::Release);
         {
             let mut g = s.sched.lock();
             match result {
@@ -639,8 +665,12 @@ fn run_pool(s: &State, me: &PoolThread) {
 /// The pool thread's next step, under the lock.
 fn pick_next(s: &State, g: &mut Sched) -> Next {
     let Some(det) = g.det.as_ref() else {
-        let now = nanos(s.epoch.elapsed());
-        fire_timers(g, now);
+        // The clock is read when the queue is empty, and every few picks otherwise (a timer
+        // fires a little late while agents are runnable: device time is not the host's).
+        g.picks = g.picks.wrapping_add(1);
+        if g.queue.is_empty() || g.picks % TIMER_LOOK == 0 {
+            fire_timers(g, nanos(s.epoch.elapsed()));
+        }
         if let Some(i) = g.queue.pop_front() {
             s.queued.store(g.queue.len(), Ordering::Release);
             g.st[i] = St::Running;
@@ -720,16 +750,22 @@ fn supervise(state: std::sync::Weak<State>) {
         if s.sched.lock().shutdown && s.pool.lock().iter().all(|(_, h)| h.as_ref().is_none_or(|h| h.is_finished())) {
             return;
         }
-        let now = nanos(s.epoch.elapsed());
         let stuck: Vec<Arc<PoolThread>> = s
             .pool
             .lock()
             .iter()
             .filter(|(p, h)| {
-                h.is_some()
-                    && !p.captured.load(Ordering::Acquire)
-                    && p.resumed_at.load(Ordering::Acquire) != 0
-                    && now.saturating_sub(p.resumed_at.load(Ordering::Acquire)) > nanos(escape)
+                if h.is_none() || p.captured.load(Ordering::Acquire) {
+                    return false;
+                }
+                // Running one agent (odd count) since the first look that saw this count.
+                let n = p.resumes.load(Ordering::Acquire);
+                let mut seen = p.seen.lock();
+                if n % 2 == 0 || seen.0 != n {
+                    *seen = (n, (n % 2 == 1).then(Instant::now));
+                    return false;
+                }
+                seen.1.is_some_and(|t| t.elapsed() > escape)
             })
             .map(|(p, _)| p.clone())
             .collect();
