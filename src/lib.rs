@@ -121,7 +121,9 @@ pub mod prelude {
     pub use crate::runtime::hbg::GraphBuilder;
     pub use crate::runtime::kernel::KernelIo;
     pub use crate::runtime::orch::{Local, Orch, OrchArgs, OrchFail, OrchFn, RuntimeKind, ScopeMode};
-    pub use crate::{AicoreProgram, Device, DeviceTensor, Error, Executor, Graph, Program, RingConfig, RunConfig, RunReport};
+    pub use crate::{
+        AicoreProgram, Device, DeviceTensor, Error, Executor, Graph, Program, RingConfig, RunConfig, RunReport,
+    };
 }
 
 /// The README's code blocks are compiled as doc tests.

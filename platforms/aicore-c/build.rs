@@ -8,13 +8,7 @@ use std::path::PathBuf;
 fn main() {
     let here = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let include = here.join("../../include");
-    for f in [
-        "pto_abi.h",
-        "pto_aicore_intrinsics.h",
-        "pto_aicore_sim.h",
-        "pto_aicore_chip.h",
-        "pto_aicore_exec.h",
-    ] {
+    for f in ["pto_abi.h", "pto_aicore_intrinsics.h", "pto_aicore_sim.h", "pto_aicore_chip.h", "pto_aicore_exec.h"] {
         println!("cargo:rerun-if-changed={}", include.join(f).display());
     }
     println!("cargo:rerun-if-changed=csrc");

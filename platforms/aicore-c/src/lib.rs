@@ -26,9 +26,7 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use pto_hal::{
-    AicoreAgent, AicoreLaunch, CoreType, DelayNs, GmAddr, GmMemory, KernelContext, Platform, TensorArg,
-};
+use pto_hal::{AicoreAgent, AicoreLaunch, CoreType, DelayNs, GmAddr, GmMemory, KernelContext, Platform, TensorArg};
 use pto_runtime::breakage;
 use pto_runtime::layout::{DispatchPayload, MAX_SCALAR_ARGS, MAX_TENSOR_ARGS, TENSOR_READ, TENSOR_WRITTEN, TensorDesc};
 
