@@ -27,6 +27,44 @@
 #define PTO_LOCAL_CONTEXT_SLOT 48
 #define PTO_GLOBAL_CONTEXT_SLOT 49
 #define PTO_ARG_SLOTS 50
+#define PTO_EXECUTOR_RESIDENT_PENDING 1
+#define PTO_EXECUTOR_LEGACY_GRAPH 3
+#define PTO_EXECUTOR_LEGACY_UNSUPPORTED_SHAPE 4
+#define PTO_CORE_STATUS_NEG_BAD_DESC 202
+#define PTO_CORE_STATUS_NEG_WINDOW_TIMEOUT 8
+#define PTO_CORE_STATUS_NEG_IDLE_TIMEOUT 9
+#define PTO_CORE_STATUS_NEG_NOT_RELEASED 6
+#define PTO_ERR_SCHEDULER_TIMEOUT 100
+#define PTO_ERR_KERNEL_FAULT 200
+#define PTO_ERR_UNKNOWN_KERNEL 201
+#define PTO_ERR_BAD_IMAGE 202
+#define PTO_ERR_RELEASE_TIMEOUT 206
+#define PTO_SITE_KERNEL 7
+#define PTO_SITE_WINDOW 8
+#define PTO_SITE_CORE_IDLE 9
+#define PTO_SITE_GATE 11
+#define PTO_TRACE_SUBTASK 1
+#define PTO_DTYPE_COUNT 12
+#define PTO_DTYPE_SIZE_0 4
+#define PTO_DTYPE_SIZE_1 2
+#define PTO_DTYPE_SIZE_2 2
+#define PTO_DTYPE_SIZE_3 4
+#define PTO_DTYPE_SIZE_4 8
+#define PTO_DTYPE_SIZE_5 4
+#define PTO_DTYPE_SIZE_6 1
+#define PTO_DTYPE_SIZE_7 1
+#define PTO_DTYPE_SIZE_8 8
+#define PTO_DTYPE_SIZE_9 8
+#define PTO_DTYPE_SIZE_10 2
+#define PTO_DTYPE_SIZE_11 2
+#define PTO_BREAK_SKIP_REPORT_PUBLISH 4
+#define PTO_BREAK_FIN_BEFORE_PUBLISH 8
+#define PTO_BREAK_SKIP_PAYLOAD_OBSERVE 16
+#define PTO_BREAK_SKIP_ARGS_OBSERVE 64
+#define PTO_BREAK_RELEASE_ON_FAULT 0x40000000u
+#define PTO_BREAK_ERROR_EXIT_SKIPS_GATE 0x40000u
+#define PTO_BREAK_GATE_ANY_EPOCH 0x200000u
+#define PTO_BREAK_FAULT_EXIT_SKIPS_PUBLISH 0x200000000u
 
 /* The launch descriptor's configuration line(s): written by the host. */
 struct __attribute__((aligned(64))) pto_launch_config {
@@ -185,6 +223,30 @@ struct __attribute__((aligned(8))) pto_global_context {
     uint64_t l2_cache_offset;
     int32_t status;
     uint32_t reserved;
+};
+
+/* Head line of an agent's trace ring: written by its owner when it is done with the run. */
+struct __attribute__((aligned(64))) pto_trace_header {
+    uint64_t epoch;
+    uint64_t count;
+    uint64_t dropped;
+    uint64_t reserved[5];
+};
+
+/* One trace record (a subtask on a core, a scheduler event or a phase). */
+struct __attribute__((aligned(8))) pto_trace_record {
+    uint8_t kind;
+    uint8_t lane;
+    uint16_t reserved0;
+    uint32_t core;
+    uint32_t task;
+    uint32_t block;
+    uint64_t bin;
+    uint64_t start;
+    uint64_t end;
+    uint64_t dispatch;
+    uint64_t completion;
+    uint64_t reserved;
 };
 
 #endif /* PTO_ABI_H */

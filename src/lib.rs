@@ -34,7 +34,7 @@ pub use pto_hal as hal;
 pub use pto_runtime as runtime;
 /// Half-precision element types: `pto::half::f16` and `pto::half::bf16` are tensor elements.
 pub use pto_runtime::half;
-pub use pto_runtime::host::{Error, Executor, LegacyReason, Program, RingConfig, RunConfig, RunReport};
+pub use pto_runtime::host::{AicoreProgram, Error, Executor, LegacyReason, Program, RingConfig, RunConfig, RunReport};
 
 /// The args dump: the level a run records at, its report, and the reader of a dump directory.
 ///
@@ -96,13 +96,16 @@ pub fn open_chip_board<B: Board>() -> Result<pto_runtime::host::Device<B::Platfo
 }
 
 /// Open the device of any board whose device half runs in this process (every simulated
-/// board): the runtime's device programs are installed into it.
+/// board): the runtime's device programs are installed into it, and the C AICore program
+/// (`pto_aicore_c`, selected per run by [`RunConfig::aicore`]).
 pub fn open_board<B: Board>() -> Result<pto_runtime::host::Device<B::Platform>, Error>
 where
     B::Platform: pto_hal::Platform,
 {
     let t = B::timeouts();
     let dev = B::open().map_err(|e| Error::platform("device open", e))?;
+    // The C AICore program too (`RunConfig::aicore`, `--aicore native`).
+    pto_aicore_c::install::<B::Platform>(&dev).map_err(|e| Error::platform("C AICore program install", e))?;
     pto_runtime::host::Device::new_in_process(
         dev,
         pto_runtime::host::Timeouts::new(t.watchdog_us, t.exit_us, t.stream_us),
@@ -118,7 +121,9 @@ pub mod prelude {
     pub use crate::runtime::hbg::GraphBuilder;
     pub use crate::runtime::kernel::KernelIo;
     pub use crate::runtime::orch::{Local, Orch, OrchArgs, OrchFail, OrchFn, RuntimeKind, ScopeMode};
-    pub use crate::{Device, DeviceTensor, Error, Executor, Graph, Program, RingConfig, RunConfig, RunReport};
+    pub use crate::{
+        AicoreProgram, Device, DeviceTensor, Error, Executor, Graph, Program, RingConfig, RunConfig, RunReport,
+    };
 }
 
 /// The README's code blocks are compiled as doc tests.

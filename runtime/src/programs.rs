@@ -6,6 +6,7 @@
 //! | [`HBG_AICPU`] | AICPU | [`crate::aicpu::aicpu_entry`]: the host-built graph's scheduler |
 //! | [`TRB_AICPU`] | AICPU | [`crate::trb::aicpu_entry`]: the device-side runtime (orchestrator + schedulers) |
 //! | [`LEGACY_AICORE`] | AICore | [`crate::exec::entry::aicore_entry`]: the legacy executor |
+//! | [`NATIVE_AICORE`] | AICore | the legacy executor's AICore program in C (the `pto-aicore-c` crate), chosen per run (`host::RunConfig::aicore`) |
 //!
 //! A platform that runs its device half in process (the simulator, the on-target harness)
 //! gets them with [`install`]; hardware loads them from the device library built by the
@@ -21,6 +22,12 @@ pub const HBG_AICPU: &str = "pto_hbg_aicpu";
 pub const TRB_AICPU: &str = "pto_trb_aicpu";
 /// The legacy AICore executor.
 pub const LEGACY_AICORE: &str = "pto_legacy_aicore";
+
+/// The legacy executor's AICore program in C (`pto-aicore-c`: installed into a simulated device
+/// by that crate, compiled for a chip by the vendor toolchain). Not among [`aicore_programs`]:
+/// the runtime does not build the C code; a run asks for it with
+/// `host::AicoreProgram::Native`.
+pub const NATIVE_AICORE: &str = "pto_native_aicore";
 
 /// Every AICPU program of the runtime for agent type `A`, by name.
 pub fn aicpu_programs<A: AicpuAgent>() -> [(&'static str, AicpuEntry<A>); 2] {

@@ -78,6 +78,29 @@ pub(crate) fn core_wait_us(watchdog_us: u64, exit_us: u64, stream_us: u64) -> Re
     }
 }
 
+/// Which AICore program serves a run ([`RunConfig::aicore`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AicoreProgram {
+    /// The runtime's own, in Rust ([`crate::programs::LEGACY_AICORE`]): both executors.
+    #[default]
+    Rust,
+    /// The legacy executor's AICore program in C ([`crate::programs::NATIVE_AICORE`], the
+    /// `pto-aicore-c` crate): the program a chip would run. An in-process device has it once
+    /// `pto_aicore_c::install` installed it (the `pto` facade's `open` does); the legacy
+    /// executor only.
+    Native,
+}
+
+impl AicoreProgram {
+    /// The name the command lines use: `rust` or `native`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AicoreProgram::Rust => "rust",
+            AicoreProgram::Native => "native",
+        }
+    }
+}
+
 /// Per-run options.
 ///
 /// ```
@@ -108,6 +131,11 @@ pub struct RunConfig {
     /// the legacy executor; asking it for [`Executor::Resident`](super::Executor::Resident) is
     /// an error.
     pub executor: super::Executor,
+    /// Which AICore program serves the run (default [`AicoreProgram::Rust`]). The C one
+    /// ([`AicoreProgram::Native`]) runs the legacy executor only: with it,
+    /// [`Executor::Auto`](super::Executor::Auto) means legacy and
+    /// [`Executor::Resident`](super::Executor::Resident) is an error.
+    pub aicore: AicoreProgram,
     /// Ring sizes and budgets of the device-side runtime.
     pub rings: RingConfig,
     /// Record a swimlane trace of the run ([`RunReport::trace`](super::RunReport::trace)).
@@ -157,6 +185,11 @@ impl RunConfig {
     /// The same configuration on `executor`.
     pub fn with_executor(mut self, executor: super::Executor) -> Self {
         self.executor = executor;
+        self
+    }
+    /// The same configuration served by the AICore program `aicore`.
+    pub fn with_aicore(mut self, aicore: AicoreProgram) -> Self {
+        self.aicore = aicore;
         self
     }
     /// The same configuration on `runtime`.
@@ -307,6 +340,11 @@ impl<P: pto_hal::HostPlatform> super::Device<P> {
         if let Some(w) = cfg.watchdog_us {
             core_wait_us(w, inner.timeouts.exit_us, inner.timeouts.stream_us)?;
         }
+        if cfg.aicore == AicoreProgram::Native && cfg.executor == super::Executor::Resident {
+            return Err(Error::Config(std::string::String::from(
+                "executor = resident is not supported by the native (C) AICore program, which runs the legacy executor only: use aicore = rust, or executor = legacy or auto",
+            )));
+        }
         if let Some(c) = cfg.check.filter(|&c| c != P::checks(&inner.dev)) {
             if !P::set_checks(&inner.dev, c) {
                 return Err(Error::Config(format!(
@@ -316,6 +354,22 @@ impl<P: pto_hal::HostPlatform> super::Device<P> {
             }
         }
         Ok((clusters, threads))
+    }
+
+    /// The AICore program a run launches ([`RunConfig::aicore`]): the runtime's own, or the C
+    /// one by name — an error naming it when this device does not have it.
+    pub(super) fn aicore_program(&self, cfg: &RunConfig) -> Result<pto_hal::Handle, Error> {
+        match cfg.aicore {
+            AicoreProgram::Rust => Ok(self.inner.programs.aicore),
+            AicoreProgram::Native => {
+                let name = crate::programs::NATIVE_AICORE;
+                pto_hal::Loader::load_program(&self.inner.dev, pto_hal::ProgramKind::Aicore, name).map_err(|e| {
+                    Error::Config(format!(
+                        "aicore = native: this device has no AICore program {name} ({e}); an in-process device gets it from pto_aicore_c::install"
+                    ))
+                })
+            }
+        }
     }
 
     /// Clusters, threads and the orchestrator's wait budget of a device-side run, after

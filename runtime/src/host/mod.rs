@@ -56,7 +56,7 @@ use pto_hal::{
 };
 
 pub use build::{Graph, GraphBytes};
-pub use config::{MAX_RING_HEAP, RingConfig, RunConfig, Timeouts};
+pub use config::{AicoreProgram, MAX_RING_HEAP, RingConfig, RunConfig, Timeouts};
 use error::platform;
 pub use error::{DeviceError, Error, PlatformError};
 pub use fence::{HUNG_GRACE_US, RunHandle};

@@ -68,6 +68,7 @@ impl<P: HostPlatform> Device<P> {
             }
             RuntimeKind::TensormapRing => {
                 let (clusters, threads, wait_us) = self.check_trb_config(cfg)?;
+                let aicore = self.aicore_program(cfg)?;
                 self.check_program(program)?;
                 self.check_program_args(args)?;
                 let building = Instant::now();
@@ -85,6 +86,7 @@ impl<P: HostPlatform> Device<P> {
                     self.publish_trb(slot, image, clusters, threads, cfg)
                 })?;
                 prepared.runtime = RuntimeKind::TensormapRing;
+                prepared.aicore = aicore;
                 Ok(prepared)
             }
         }
@@ -117,6 +119,7 @@ impl<P: HostPlatform> Device<P> {
             });
         }
         let (clusters, threads) = self.check_config(cfg)?;
+        let aicore = self.aicore_program(cfg)?;
         graph.check_placeable(cfg, clusters, threads)?;
         let pins = self.inner.allocs.pin(graph.externals.iter().map(|(b, _, _)| b)).map_err(|(i, why)| {
             let (_, task, arg) = graph.externals[i];
@@ -140,6 +143,7 @@ impl<P: HostPlatform> Device<P> {
             self.publish(slot, what, cfg)
         })?;
         prepared.graph = Some(graph.clone());
+        prepared.aicore = aicore;
         Ok(prepared)
     }
 
@@ -188,6 +192,7 @@ impl<P: HostPlatform> Device<P> {
                     threads,
                     tasks,
                     runtime: RuntimeKind::HostBuiltGraph,
+                    aicore: self.inner.programs.aicore,
                     graph: None,
                     pins: Some(pins),
                     host,
@@ -212,6 +217,8 @@ pub struct PreparedRun<'d, P: HostPlatform> {
     threads: u32,
     tasks: Option<u32>,
     runtime: RuntimeKind,
+    /// The AICore program it launches (`RunConfig::aicore`).
+    aicore: pto_hal::Handle,
     /// The host-built graph this run runs: its heap and plan stay alive until the run's
     /// fence, whoever drops the [`Graph`].
     graph: Option<Arc<GraphCore<P>>>,
@@ -265,7 +272,7 @@ impl<'d, P: HostPlatform> PreparedRun<'d, P> {
         // of this run on either stream.
         let mut submitted = false;
         let launched = (|| {
-            s.aicore.launch_aicore(inner.programs.aicore, desc, self.clusters).map_err(platform("AICore launch"))?;
+            s.aicore.launch_aicore(self.aicore, desc, self.clusters).map_err(platform("AICore launch"))?;
             submitted = true;
             // The graph for a checking platform, once the run exists on the device (a launch
             // refused before submission leaves no record behind); its AICore launch cannot end

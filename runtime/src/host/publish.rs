@@ -264,7 +264,12 @@ impl<P: HostPlatform> Device<P> {
                 max_bytes: capture_step_bytes(cfg.dump_arena.unwrap_or(super::dump::DEFAULT_ARENA)),
                 budget: watchdog_ticks / 2,
             });
-            super::resident::choose(cfg.executor, plan, what.bytes, capture, what.clusters)
+            // The C AICore program runs the legacy executor only (`check_config` refused resident).
+            let asked = match cfg.aicore {
+                super::AicoreProgram::Native => super::Executor::Legacy,
+                super::AicoreProgram::Rust => cfg.executor,
+            };
+            super::resident::choose(asked, plan, what.bytes, capture, what.clusters)
                 .map_err(|why| Error::Config(format!("executor = resident cannot run this graph: {why}")))?
         } else if cfg.executor == super::Executor::Resident {
             return Err(Error::Config(format!(

@@ -18,6 +18,7 @@ use core::mem::{align_of, offset_of, size_of};
 use pto_hal::native::{NativeBuffer, NativeGlobalContext, NativeLocalContext, NativeTensor};
 
 use super::*;
+use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 
 /// One field of a C structure.
 #[derive(Clone, Debug)]
@@ -250,6 +251,29 @@ pub fn structs() -> Vec<CStruct> {
                 reserved: "uint32_t",
             }
         ),
+        c_struct!(
+            "pto_trace_header",
+            "Head line of an agent's trace ring: written by its owner when it is done with the run.",
+            TraceHeader { epoch: "uint64_t", count: "uint64_t", dropped: "uint64_t", reserved: "uint64_t"[5] }
+        ),
+        c_struct!(
+            "pto_trace_record",
+            "One trace record (a subtask on a core, a scheduler event or a phase).",
+            TraceRecord {
+                kind: "uint8_t",
+                lane: "uint8_t",
+                reserved0: "uint16_t",
+                core: "uint32_t",
+                task: "uint32_t",
+                block: "uint32_t",
+                bin: "uint64_t",
+                start: "uint64_t",
+                end: "uint64_t",
+                dispatch: "uint64_t",
+                completion: "uint64_t",
+                reserved: "uint64_t",
+            }
+        ),
     ]
 }
 
@@ -279,7 +303,75 @@ pub fn constants() -> Vec<(&'static str, u64)> {
         ("PTO_LOCAL_CONTEXT_SLOT", n::LOCAL_CONTEXT_SLOT as u64),
         ("PTO_GLOBAL_CONTEXT_SLOT", n::GLOBAL_CONTEXT_SLOT as u64),
         ("PTO_ARG_SLOTS", n::NATIVE_ARG_SLOTS as u64),
+        // The AICore program's view of the launch: executor modes, its return statuses, the
+        // fault codes and sites it latches, the trace record it writes.
+        ("PTO_EXECUTOR_RESIDENT_PENDING", executor_mode::RESIDENT_PENDING as u64),
+        ("PTO_EXECUTOR_LEGACY_GRAPH", executor_mode::LEGACY_GRAPH as u64),
+        ("PTO_EXECUTOR_LEGACY_UNSUPPORTED_SHAPE", executor_mode::LEGACY_UNSUPPORTED_SHAPE as u64),
+        // Negative statuses, as magnitudes (`-PTO_CORE_STATUS_NEG_BAD_DESC` is the status).
+        ("PTO_CORE_STATUS_NEG_BAD_DESC", neg(core_status::BAD_DESC)),
+        ("PTO_CORE_STATUS_NEG_WINDOW_TIMEOUT", neg(core_status::WINDOW_TIMEOUT)),
+        ("PTO_CORE_STATUS_NEG_IDLE_TIMEOUT", neg(core_status::IDLE_TIMEOUT)),
+        ("PTO_CORE_STATUS_NEG_NOT_RELEASED", neg(core_status::NOT_RELEASED)),
+        ("PTO_ERR_SCHEDULER_TIMEOUT", code(ErrorCode::Sched(SchedError::SchedulerTimeout))),
+        ("PTO_ERR_KERNEL_FAULT", code(ErrorCode::Device(DeviceFault::KernelFault))),
+        ("PTO_ERR_UNKNOWN_KERNEL", code(ErrorCode::Device(DeviceFault::UnknownKernel))),
+        ("PTO_ERR_BAD_IMAGE", code(ErrorCode::Device(DeviceFault::BadImage))),
+        ("PTO_ERR_RELEASE_TIMEOUT", code(ErrorCode::Device(DeviceFault::ReleaseTimeout))),
+        ("PTO_SITE_KERNEL", u32::from(Site::Kernel) as u64),
+        ("PTO_SITE_WINDOW", u32::from(Site::Window) as u64),
+        ("PTO_SITE_CORE_IDLE", u32::from(Site::CoreIdle) as u64),
+        ("PTO_SITE_GATE", u32::from(Site::Gate) as u64),
+        ("PTO_TRACE_SUBTASK", trace_kind::SUBTASK as u64),
+        // The element types an argument record may name: one past the last code, and each
+        // code's size in bytes (`PTO_DTYPE_SIZE_<code>`).
+        ("PTO_DTYPE_COUNT", DTYPES.len() as u64),
+        ("PTO_DTYPE_SIZE_0", DTYPES[0].size() as u64),
+        ("PTO_DTYPE_SIZE_1", DTYPES[1].size() as u64),
+        ("PTO_DTYPE_SIZE_2", DTYPES[2].size() as u64),
+        ("PTO_DTYPE_SIZE_3", DTYPES[3].size() as u64),
+        ("PTO_DTYPE_SIZE_4", DTYPES[4].size() as u64),
+        ("PTO_DTYPE_SIZE_5", DTYPES[5].size() as u64),
+        ("PTO_DTYPE_SIZE_6", DTYPES[6].size() as u64),
+        ("PTO_DTYPE_SIZE_7", DTYPES[7].size() as u64),
+        ("PTO_DTYPE_SIZE_8", DTYPES[8].size() as u64),
+        ("PTO_DTYPE_SIZE_9", DTYPES[9].size() as u64),
+        ("PTO_DTYPE_SIZE_10", DTYPES[10].size() as u64),
+        ("PTO_DTYPE_SIZE_11", DTYPES[11].size() as u64),
+        // The runtime's test-only breakage switches the AICore program honours
+        // (`crate::breakage`); a chip build has them all off.
+        ("PTO_BREAK_SKIP_REPORT_PUBLISH", crate::breakage::SKIP_REPORT_PUBLISH),
+        ("PTO_BREAK_FIN_BEFORE_PUBLISH", crate::breakage::FIN_BEFORE_PUBLISH),
+        ("PTO_BREAK_SKIP_PAYLOAD_OBSERVE", crate::breakage::SKIP_PAYLOAD_OBSERVE),
+        ("PTO_BREAK_SKIP_ARGS_OBSERVE", crate::breakage::SKIP_ARGS_OBSERVE),
+        ("PTO_BREAK_RELEASE_ON_FAULT", crate::breakage::RELEASE_ON_FAULT),
+        ("PTO_BREAK_ERROR_EXIT_SKIPS_GATE", crate::breakage::ERROR_EXIT_SKIPS_GATE),
+        ("PTO_BREAK_GATE_ANY_EPOCH", crate::breakage::GATE_ANY_EPOCH),
+        ("PTO_BREAK_FAULT_EXIT_SKIPS_PUBLISH", crate::breakage::FAULT_EXIT_SKIPS_PUBLISH),
     ]
+}
+
+/// Every element type, by code (`DType` is numbered densely from 0).
+const DTYPES: [crate::graph::DType; 12] = {
+    use crate::graph::DType as D;
+    [D::F32, D::F16, D::BF16, D::I32, D::I64, D::U32, D::U8, D::I8, D::F64, D::U64, D::I16, D::U16]
+};
+const _: () = {
+    let mut i = 0;
+    while i < DTYPES.len() {
+        assert!(DTYPES[i] as usize == i);
+        i += 1;
+    }
+};
+
+/// A negative status as the header writes it: its magnitude (the C code negates it).
+fn neg(v: i32) -> u64 {
+    v.unsigned_abs() as u64
+}
+
+/// An error code's value (all of them are positive).
+fn code(c: crate::codes::ErrorCode) -> u64 {
+    c.value() as u32 as u64
 }
 
 fn c_size(cty: &str, known: &[CStruct]) -> Option<usize> {

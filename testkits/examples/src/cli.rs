@@ -2,7 +2,7 @@
 //! `--dump`, `--dump-dir`), parsed by clap into [`ExampleArgs`].
 
 use pto_runtime::dump::DumpLevel;
-use pto_runtime::host::Executor;
+use pto_runtime::host::{AicoreProgram, Executor};
 use pto_runtime::orch::RuntimeKind;
 
 use crate::native::KernelChoice;
@@ -51,6 +51,10 @@ struct ExampleCli {
     /// The kernels: rust, or native (the C++ kernels, through the native kernel ABI).
     #[arg(long, value_enum, default_value_t = KernelChoice::Rust)]
     kernels: KernelChoice,
+    /// The AICore program: rust, or native (the legacy executor's AICore program in C; the
+    /// legacy executor only).
+    #[arg(long, value_name = "PROGRAM", value_parser = parse_aicore, default_value = "rust")]
+    aicore: AicoreProgram,
     /// Write each run's Chrome trace-event JSON (Perfetto) here.
     #[arg(long, value_name = "FILE.json")]
     trace: Option<std::path::PathBuf>,
@@ -66,7 +70,7 @@ struct ExampleCli {
 }
 
 /// An example's command line: `[--runtime hbg|trb|both] [--executor auto|legacy|resident]
-/// [--kernels rust|native] [--trace FILE.json] [--svg FILE.svg] [--dump partial|hybrid|full [--dump-dir DIR]]`,
+/// [--kernels rust|native] [--aicore rust|native] [--trace FILE.json] [--svg FILE.svg] [--dump partial|hybrid|full [--dump-dir DIR]]`,
 /// parsed by clap.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExampleArgs {
@@ -76,6 +80,8 @@ pub struct ExampleArgs {
     pub executor: Executor,
     /// The kernels the runs register (default the Rust ones).
     pub kernels: KernelChoice,
+    /// The AICore program the runs launch (default the Rust one).
+    pub aicore: AicoreProgram,
     /// Where to write the Chrome trace-event JSON of each run.
     pub trace: Option<std::path::PathBuf>,
     /// Where to write the SVG swimlane of each run.
@@ -113,6 +119,7 @@ impl ExampleArgs {
                 runtimes: c.runtime.list(),
                 executor: c.executor,
                 kernels: c.kernels,
+                aicore: c.aicore,
                 trace: c.trace,
                 svg: c.svg,
                 dump: c.dump,
@@ -132,6 +139,15 @@ pub fn parse_executor(s: &str) -> Result<Executor, String> {
         "legacy" => Ok(Executor::Legacy),
         "resident" => Ok(Executor::Resident),
         other => Err(format!("--executor takes auto, legacy or resident, got {other:?}")),
+    }
+}
+
+/// The value of `--aicore`: `rust` or `native`; anything else is an error naming it.
+pub fn parse_aicore(s: &str) -> Result<AicoreProgram, String> {
+    match s {
+        "rust" => Ok(AicoreProgram::Rust),
+        "native" => Ok(AicoreProgram::Native),
+        other => Err(format!("--aicore takes rust or native, got {other:?}")),
     }
 }
 
@@ -209,6 +225,10 @@ mod example_args_tests {
         assert_eq!(parse(&[]).unwrap().executor, Executor::Auto);
         assert_eq!(parse(&[]).unwrap().kernels, KernelChoice::Rust);
         assert_eq!(parse(&["--kernels", "native"]).unwrap().kernels, KernelChoice::Native);
+        assert_eq!(parse(&[]).unwrap().aicore, AicoreProgram::Rust);
+        assert_eq!(parse(&["--aicore", "native"]).unwrap().aicore, AicoreProgram::Native);
+        let e = parse(&["--aicore", "c"]).unwrap_err();
+        assert!(e.contains("rust or native") && e.contains("\"c\""), "{e}");
         let e = parse(&["--kernels", "cuda"]).unwrap_err();
         assert!(e.contains("'cuda'") && e.contains("--kernels"), "{e}");
         let e = parse(&["--runtime", "xyz"]).unwrap_err();

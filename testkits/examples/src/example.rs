@@ -2,14 +2,14 @@
 //! workload on each runtime named, and report.
 
 use pto_hal::HostPlatform;
-use pto_runtime::host::Error;
+use pto_runtime::host::{AicoreProgram, Error};
 
 use crate::Device;
 use crate::cli::{ExampleArgs, example_usage};
 use crate::native::{KernelChoice, NATIVE_EXAMPLES};
 use crate::outputs::{dump_summary, failed_dump_summary, trace_path, write_trace};
 use crate::registry::setup_with;
-use crate::run::{dumped, executed, traced};
+use crate::run::{aicored, dumped, executed, traced};
 use crate::workloads::Workload;
 
 /// Install the `tracing` subscriber of the examples and of `pto`: events (and, with `spans`,
@@ -69,11 +69,12 @@ pub fn example_main<P: HostPlatform>(
     let mut ok = true;
     for &rt in &args.runtimes {
         let started = std::time::SystemTime::now();
-        let run = || executed(args.executor, || traced(tracing, || workload(&dev, &k, rt)));
+        let run = || aicored(args.aicore, || executed(args.executor, || traced(tracing, || workload(&dev, &k, rt))));
         match dumped(args.dump, args.dump_dir.clone(), run) {
             Ok(o) => {
                 let native = if args.kernels == KernelChoice::Native { " kernels=native" } else { "" };
-                println!("{}{native}", o.summary(board));
+                let aicore = if args.aicore == AicoreProgram::Native { " aicore=native" } else { "" };
+                println!("{}{native}{aicore}", o.summary(board));
                 if tracing {
                     let json = args.trace.as_deref().map(|p| trace_path(p, rt, several));
                     let svg = args.svg.as_deref().map(|p| trace_path(p, rt, several));

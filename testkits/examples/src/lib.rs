@@ -30,7 +30,8 @@ mod workloads;
 use std::time::{Duration, Instant};
 
 pub use cli::{
-    ExampleArgs, RuntimeChoice, check_dump_dir, example_usage, parse_dump_level, parse_executor, runtimes_from_args,
+    ExampleArgs, RuntimeChoice, check_dump_dir, example_usage, parse_aicore, parse_dump_level, parse_executor,
+    runtimes_from_args,
 };
 pub use every_dtype::{EveryDtype, every_dtype, k_nothing};
 pub use example::{example_main, init_logging};
@@ -45,7 +46,7 @@ pub use orchestrations::{
 pub use outcome::{Failure, Outcome};
 pub use outputs::{dump_summary, failed_dump_summary, trace_path, write_trace};
 pub use registry::{Kernels, Programs, setup, setup_with};
-pub use run::{RUNTIMES, dumped, dumped_with_arena, executed, run_on, traced};
+pub use run::{RUNTIMES, aicored, dumped, dumped_with_arena, executed, run_on, traced};
 pub use shapes::{Prepared, build_shape};
 pub use workloads::{
     CHAIN_N, MANUAL_N, MIX_TILE, MIX_TILES, TINY_ITERS, TINY_N, VECTOR_N, Workload, chain513, check_chain513_dump,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use pto_hal::HostPlatform;
 use pto_runtime::dump::DumpLevel;
-use pto_runtime::host::{Error, Executor, Program, RunConfig, RunReport};
+use pto_runtime::host::{AicoreProgram, Error, Executor, Program, RunConfig, RunReport};
 use pto_runtime::orch::{OrchArgs, RuntimeKind};
 
 use crate::Device;
@@ -58,6 +58,21 @@ pub fn executed<T>(e: Executor, f: impl FnOnce() -> T) -> T {
     v
 }
 
+thread_local! {
+    /// The AICore program every workload run of this thread asks for ([`aicored`]).
+    static AICORE: std::cell::Cell<AicoreProgram> = const { std::cell::Cell::new(AicoreProgram::Rust) };
+}
+
+/// Run `f` with every workload run it makes on this thread served by the AICore program
+/// `p` ([`RunConfig::with_aicore`]; the C one runs the legacy executor only, so `Auto` means
+/// legacy there).
+pub fn aicored<T>(p: AicoreProgram, f: impl FnOnce() -> T) -> T {
+    let before = AICORE.with(|x| x.replace(p));
+    let v = f();
+    AICORE.with(|x| x.set(before));
+    v
+}
+
 /// Run `f` with tracing on (or off) for every workload run it makes on this thread
 /// ([`RunConfig::with_trace`]); the trace arrives in [`Outcome::report`](crate::Outcome::report)`.trace`.
 pub fn traced<T>(on: bool, f: impl FnOnce() -> T) -> T {
@@ -81,6 +96,9 @@ pub fn run_on<P: HostPlatform>(
     let mut cfg = cfg.clone().with_runtime(rt).with_trace(cfg.trace || TRACE.with(|t| t.get()));
     if rt == RuntimeKind::HostBuiltGraph && cfg.executor == Executor::Auto {
         cfg = cfg.with_executor(EXECUTOR.with(|x| x.get()));
+    }
+    if cfg.aicore == AicoreProgram::Rust {
+        cfg = cfg.with_aicore(AICORE.with(|x| x.get()));
     }
     if let Some((level, dir, arena)) = DUMP.with(|d| d.borrow().clone()) {
         cfg = cfg.with_dump(Some(level));

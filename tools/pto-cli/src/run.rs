@@ -24,6 +24,10 @@ pub(crate) struct RunArgs {
     /// chain513, mix, bgemm, manual_scope and tiny_rings have them).
     #[arg(long, value_enum, default_value_t = pto_testkit::KernelChoice::Rust)]
     kernels: pto_testkit::KernelChoice,
+    /// The AICore program: rust, or native (the legacy executor's AICore program in C, the one
+    /// a chip runs; the legacy executor only: `--executor auto` means legacy with it).
+    #[arg(long, value_name = "PROGRAM", value_parser = pto_testkit::parse_aicore, default_value = "rust")]
+    aicore: pto::AicoreProgram,
     /// The simulator's cache model: coherent, faithful or faithful:SEED (as PTO_SIM_CACHE).
     #[arg(long, value_parser = parse_cache)]
     cache: Option<CacheModel>,
@@ -174,7 +178,9 @@ where
     for &rt in &rts {
         let started = std::time::SystemTime::now();
         let outcome = pto_testkit::dumped(a.dump, a.dump_dir.clone(), || {
-            pto_testkit::executed(a.target.executor.pto(), || pto_testkit::traced(tracing, || w(&dev, &k, rt)))
+            pto_testkit::aicored(a.aicore, || {
+                pto_testkit::executed(a.target.executor.pto(), || pto_testkit::traced(tracing, || w(&dev, &k, rt)))
+            })
         });
         if a.json {
             let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
@@ -220,8 +226,9 @@ where
             Ok(o) => {
                 if !a.json {
                     let native = if a.kernels == pto_testkit::KernelChoice::Native { " kernels=native" } else { "" };
+                    let aicore = if a.aicore == pto::AicoreProgram::Native { " aicore=native" } else { "" };
                     println!(
-                        "{} cache={cache} check={} schedule={schedule} engine={engine}{native}",
+                        "{} cache={cache} check={} schedule={schedule} engine={engine}{native}{aicore}",
                         o.summary(B::NAME),
                         checks.name()
                     );
