@@ -10,11 +10,13 @@
 use parking_lot::Mutex;
 
 use pto::board::{Board, SimA2a3, SimA5};
-use pto::hal::Platform;
 use pto::prelude::*;
 use pto::runtime::breakage;
 use pto::runtime::host::{self, Timeouts};
 use pto_sim::{CacheModel, Missing, SimError};
+
+mod scenes;
+use scenes::{reuse_records, rows_graph};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -33,25 +35,6 @@ fn faithful<B: Board<Platform = pto_sim::Sim<C>>, C: pto::hal::Contract>() -> ho
 /// The C AICore program (legacy executor).
 fn native() -> RunConfig {
     RunConfig::default().with_aicore(AicoreProgram::Native)
-}
-
-/// One AIV task per 16-float row of a tensor: each adds 1.
-fn rows_graph<P: Platform>(dev: &host::Device<P>, rows: u32) -> (host::DeviceTensor<P>, host::Graph<P>)
-where
-    P::Error: std::fmt::Display,
-{
-    let f =
-        dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap());
-    let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
-    let g = dev
-        .build(|g| {
-            for i in 0..rows {
-                g.submit(Task::aiv(f).inout(&y.tensor().view(&[i, 0], &[1, 16])?))?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    (y, g)
 }
 
 /// The coherence violation a failed run carries (its own error, or the cause riding along
@@ -144,22 +127,6 @@ fn cached_payload_read_without_invalidate_is_caught() {
     for rep in 0..REPS {
         assert_caught(dev.run_with(&g, &cfg), Missing::Invalidate, &format!("rep {rep}"));
     }
-}
-
-/// Per iteration, in its own scope: t = x_i + 1 into a scope tensor, y_i = t + 1 (with tiny
-/// rings, every iteration's argument records reuse an earlier iteration's heap bytes).
-fn reuse_records(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
-    let (x, y) = (a.t(0)?, a.t(1)?);
-    let f = FuncId(a.s(0)? as u16);
-    for i in 0..x.shape[0] {
-        o.scope(|s| {
-            let t = s.alloc::<f32>(&[1, 16])?;
-            s.submit(Task::aiv(f).input(&x.view(&[i, 0], &[1, 16])?).output(&t).scalar_f32(1.0))?;
-            s.submit(Task::aiv(f).input(&t).output(&y.view(&[i, 0], &[1, 16])?).scalar_f32(1.0))?;
-            Ok(())
-        })?;
-    }
-    Ok(())
 }
 
 /// Class 7 (device-side runtime): the C program reads a reused argument record through the

@@ -13,6 +13,9 @@ use pto::runtime::breakage;
 use pto::runtime::host::{self, Timeouts};
 use pto_sim::{CacheModel, Missing, SimAicpu, SimError};
 
+mod scenes;
+use scenes::{reuse_records, rows_graph};
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> parking_lot::MutexGuard<'static, ()> {
@@ -45,25 +48,6 @@ impl<C: pto::hal::Contract> FaithfulDevice for pto_sim::SimDevice<C> {
 /// operations per dispatch name it (the default, `Auto`, runs these graphs resident).
 fn legacy() -> RunConfig {
     RunConfig::default().with_executor(pto::Executor::Legacy)
-}
-
-/// One AIV task per 16-float row of a tensor: each adds 1.
-fn rows_graph<P: Platform>(dev: &host::Device<P>, rows: u32) -> (host::DeviceTensor<P>, host::Graph<P>)
-where
-    P::Error: std::fmt::Display,
-{
-    let f =
-        dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap());
-    let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
-    let g = dev
-        .build(|g| {
-            for i in 0..rows {
-                g.submit(Task::aiv(f).inout(&y.tensor().view(&[i, 0], &[1, 16])?))?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    (y, g)
 }
 
 /// The run failed with a coherence violation whose text names `missing`, and the error
@@ -291,19 +275,8 @@ fn resident_release_before_write_back_is_caught() {
     // AIV and AIC tasks in turn: each consumer runs on another core than its producer (a core
     // may take the consumers it released itself, which would hide the missing write-back in
     // its own program order).
-    let aiv =
-        dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap());
-    let aic = dev.register_kernel("add1_aic", CoreType::Aic, pto_testkit::k_add1).unwrap();
     let y = dev.alloc::<f32>(&[1, 16]).unwrap();
-    let g = dev
-        .build(|g| {
-            for i in 0..8 {
-                let t = if i % 2 == 0 { Task::aiv(aiv) } else { Task::aic(aic) };
-                g.submit(t.inout(&y.tensor()))?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    let g = scenes::chain_and_rows(&dev, &y, 8);
     let cfg = RunConfig::default().with_executor(pto::Executor::Resident);
     let r = dev.run_with(&g, &cfg).unwrap();
     assert_eq!(r.executor, pto::Executor::Resident);
@@ -421,22 +394,6 @@ fn cache_model_switches_between_runs() {
     if let Err(e) = refused {
         assert!(e.to_string().contains("while a launch is active"), "{e}");
     }
-}
-
-/// Per iteration, in its own scope: t = x_i + 1 into a scope tensor, y_i = t + 1. With tiny
-/// rings, every iteration's argument records reuse the heap bytes of an earlier iteration's.
-fn reuse_records(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
-    let (x, y) = (a.t(0)?, a.t(1)?);
-    let f = FuncId(a.s(0)? as u16);
-    for i in 0..x.shape[0] {
-        o.scope(|s| {
-            let t = s.alloc::<f32>(&[1, 16])?;
-            s.submit(Task::aiv(f).input(&x.view(&[i, 0], &[1, 16])?).output(&t).scalar_f32(1.0))?;
-            s.submit(Task::aiv(f).input(&t).output(&y.view(&[i, 0], &[1, 16])?).scalar_f32(1.0))?;
-            Ok(())
-        })?;
-    }
-    Ok(())
 }
 
 /// Class 7, device-side runtime only: a core reads a task's argument record through the line

@@ -18,6 +18,9 @@ use pto::runtime::host::dump::{Dump, Stage};
 use pto::runtime::host::{self, Timeouts};
 use pto_sim::{CacheModel, Schedule, SimError, Strategy};
 
+mod scenes;
+use scenes::{chain_and_rows, rows_graph as rows};
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> parking_lot::MutexGuard<'static, ()> {
@@ -83,40 +86,12 @@ fn found(
     assert!(first.0 < found_within, "{name}: first caught on seed {}, stated bound {found_within}", first.0);
 }
 
-/// One AIV task per 16-float row, each adding 1 (a row is one line: no false sharing).
-fn rows<P: pto::hal::Platform>(dev: &host::Device<P>, rows: u32) -> (host::DeviceTensor<P>, host::Graph<P>)
-where
-    P::Error: std::fmt::Display,
-{
-    let f = dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap();
-    let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
-    let g = dev
-        .build(|g| {
-            for i in 0..rows {
-                g.submit(Task::aiv(f).inout(&y.tensor().view(&[i, 0], &[1, 16])?))?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    (y, g)
-}
-
 /// A chain of 8 tasks on one row, AIV and AIC in turn (each consumer on another core than its
 /// producer), on the resident executor.
 fn resident_chain(seed: u64, s: Strategy) -> Outcome {
     let dev = open::<SimA2a3, _>(seed, s, true);
-    let aiv = dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap();
-    let aic = dev.register_kernel("add1_aic", CoreType::Aic, pto_testkit::k_add1).unwrap();
     let y = dev.alloc::<f32>(&[1, 16]).unwrap();
-    let g = dev
-        .build(|g| {
-            for i in 0..8 {
-                let t = if i % 2 == 0 { Task::aiv(aiv) } else { Task::aic(aic) };
-                g.submit(t.inout(&y.tensor()))?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    let g = chain_and_rows(&dev, &y, 8);
     let cfg = RunConfig::default().with_executor(pto::Executor::Resident);
     outcome(dev.run_with(&g, &cfg))?;
     let got = y.read::<f32>().map_err(|e| e.to_string())?;
@@ -250,21 +225,8 @@ fn replay(seed: u64, bits: u64) -> (String, String, pto_sim::ScheduleReport) {
     let dev = open::<SimA2a3, _>(seed, PCT, true);
     dev.platform().set_cache_model(CacheModel::Faithful { seed: 3, evict_per_mille: 20 }).unwrap();
     // A chain of 8 on row 0 (AIV and AIC in turn), beside 11 independent rows.
-    let aiv = dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap();
-    let aic = dev.register_kernel("add1_aic", CoreType::Aic, pto_testkit::k_add1).unwrap();
     let y = dev.alloc::<f32>(&[12, 16]).unwrap();
-    let g = dev
-        .build(|g| {
-            for i in 0..8 {
-                let t = if i % 2 == 0 { Task::aiv(aiv) } else { Task::aic(aic) };
-                g.submit(t.inout(&y.tensor().view(&[0, 0], &[1, 16])?))?;
-            }
-            for r in 1..12 {
-                g.submit(Task::aiv(aiv).inout(&y.tensor().view(&[r, 0], &[1, 16])?))?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    let g = chain_and_rows(&dev, &y, 8);
     let cfg = RunConfig::default().with_executor(pto::Executor::Resident).with_trace(true);
     let (trace, out) = match dev.run_with(&g, &cfg) {
         Ok(r) => {
@@ -320,8 +282,7 @@ fn a_kernel_that_never_yields_is_reported_hung() {
 /// group with one consumer reading the group's rows: 32 fan-in releases on the resident
 /// executor. Fails on a wrong result or a failed run.
 fn fanin(dev: &host::Device<<SimA2a3 as Board>::Platform>) -> Outcome {
-    let f = dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap();
-    let fc = dev.register_kernel("add1_aic", CoreType::Aic, pto_testkit::k_add1).unwrap();
+    let (f, fc) = (scenes::add1(dev), scenes::add1_aic(dev));
     let x = dev.alloc::<f32>(&[32, 16]).unwrap();
     let z = dev.alloc::<f32>(&[4, 16]).unwrap();
     let g = dev

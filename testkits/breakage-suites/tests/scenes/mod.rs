@@ -1,0 +1,82 @@
+//! Graphs and orchestrations several breakage suites run (each suite uses some of them).
+#![allow(dead_code, reason = "a module shared by several test crates, each using a part")]
+
+use pto::prelude::*;
+use pto::runtime::host;
+
+/// `add1` on AIV cores (registered on first use).
+pub fn add1<P: pto::hal::Platform>(dev: &host::Device<P>) -> FuncId
+where
+    P::Error: std::fmt::Display,
+{
+    dev.func("add1").unwrap_or_else(|| dev.register_kernel("add1", CoreType::Aiv, pto_testkit::k_add1).unwrap())
+}
+
+/// `add1` on AIC cores (registered on first use).
+pub fn add1_aic<P: pto::hal::Platform>(dev: &host::Device<P>) -> FuncId
+where
+    P::Error: std::fmt::Display,
+{
+    dev.func("add1_aic").unwrap_or_else(|| dev.register_kernel("add1_aic", CoreType::Aic, pto_testkit::k_add1).unwrap())
+}
+
+/// One AIV task per 16-float row of a tensor: each adds 1 (a row is one line: no false
+/// sharing).
+pub fn rows_graph<P: pto::hal::Platform>(dev: &host::Device<P>, rows: u32) -> (host::DeviceTensor<P>, host::Graph<P>)
+where
+    P::Error: std::fmt::Display,
+{
+    let f = add1(dev);
+    let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
+    let g = dev
+        .build(|g| {
+            for i in 0..rows {
+                g.submit(Task::aiv(f).inout(&y.tensor().view(&[i, 0], &[1, 16])?))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    (y, g)
+}
+
+/// `len` tasks adding 1 to row 0 of `y`, AIV and AIC in turn (each consumer runs on another
+/// core than its producer: a core that took the consumer it released itself would hide a
+/// missing write-back in its own program order), then one AIV task per other row.
+pub fn chain_and_rows<P: pto::hal::Platform>(
+    dev: &host::Device<P>,
+    y: &host::DeviceTensor<P>,
+    len: u32,
+) -> host::Graph<P>
+where
+    P::Error: std::fmt::Display,
+{
+    let (aiv, aic) = (add1(dev), add1_aic(dev));
+    let rows = y.tensor().shape[0];
+    dev.build(|g| {
+        for i in 0..len {
+            let t = if i % 2 == 0 { Task::aiv(aiv) } else { Task::aic(aic) };
+            g.submit(t.inout(&y.tensor().view(&[0, 0], &[1, 16])?))?;
+        }
+        for r in 1..rows {
+            g.submit(Task::aiv(aiv).inout(&y.tensor().view(&[r, 0], &[1, 16])?))?;
+        }
+        Ok(())
+    })
+    .unwrap()
+}
+
+/// Per iteration, in its own scope: t = x_i + 1 into a scope tensor, y_i = t + 1. With tiny
+/// rings, every iteration's argument records reuse the heap bytes of an earlier iteration's.
+pub fn reuse_records(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    let (x, y) = (a.t(0)?, a.t(1)?);
+    let f = FuncId(a.s(0)? as u16);
+    for i in 0..x.shape[0] {
+        o.scope(|s| {
+            let t = s.alloc::<f32>(&[1, 16])?;
+            s.submit(Task::aiv(f).input(&x.view(&[i, 0], &[1, 16])?).output(&t).scalar_f32(1.0))?;
+            s.submit(Task::aiv(f).input(&t).output(&y.view(&[i, 0], &[1, 16])?).scalar_f32(1.0))?;
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
