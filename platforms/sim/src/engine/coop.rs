@@ -172,6 +172,8 @@ struct State {
     sched: Mutex<Sched>,
     /// Pool threads wait here for work; a drive's host waits here for its end.
     cv: Condvar,
+    /// Seeded mode: held by the host thread whose drive is in progress.
+    drive_turn: Mutex<()>,
     /// Free mode: agents in the run queue (read without the lock by switch points).
     queued: AtomicUsize,
     /// Seeded mode: the virtual clock (ns).
@@ -215,6 +217,7 @@ impl Coop {
                 escaped: 0,
             }),
             cv: Condvar::new(),
+            drive_turn: Mutex::new(()),
             queued: AtomicUsize::new(0),
             vnow: AtomicU64::new(0),
             seeded,
@@ -483,6 +486,9 @@ impl Coop {
 
     pub fn drive(&self, budget_ns: u64) -> DriveEnd {
         let s = &self.state;
+        // One drive at a time: two host threads waiting on one device take turns (each drive
+        // ends at a launch's end, so neither waits long for the other's).
+        let _turn = s.drive_turn.lock();
         let mut g = s.sched.lock();
         {
             let now = s.vnow.load(Ordering::Acquire);
