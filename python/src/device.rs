@@ -208,8 +208,13 @@ const OPENED_WITH: [(&str, CoreType); 9] = [
 /// `faithful:SEED`, optionally `:through` / `:back`); default: the board's own, or
 /// `PTO_SIM_CACHE` when set. `aicpu_writes`: `through` or `back` (the faithful model's AICPU
 /// write policy). `protect`: memory protection of kernel accesses (default on).
+/// `engine`: the simulator's engine, spelt as `PTO_SIM_ENGINE` (`threads`, `coroutines`,
+/// `coroutines:N`). `schedule`: `os`, or a seed (`7`, `7:pct`, `seed:7:pct:3`, as `pto run
+/// --schedule`) for a reproducible schedule on the simulator's own scheduler. Both are fixed when
+/// the device opens.
 #[pyfunction]
-#[pyo3(signature = (board = "sim-a2a3", *, cache = None, aicpu_writes = None, protect = None, check = None))]
+#[pyo3(signature = (board = "sim-a2a3", *, cache = None, aicpu_writes = None, protect = None, check = None, engine = None, schedule = None))]
+#[allow(clippy::too_many_arguments, reason = "the keyword arguments of pto.open")]
 pub(crate) fn open(
     py: Python<'_>,
     board: &str,
@@ -217,10 +222,25 @@ pub(crate) fn open(
     aicpu_writes: Option<&str>,
     protect: Option<bool>,
     check: Option<&str>,
+    engine: Option<&str>,
+    schedule: Option<&str>,
 ) -> PyResult<PyDevice> {
     let settings = sim_settings(cache, aicpu_writes, protect, check)?;
+    let engine = engine
+        .map(|e| {
+            pto_sim::SimEngine::parse(e)
+                .ok_or_else(|| config_error(format!("engine {e:?}: expected {}", pto_sim::SimEngine::SYNTAX)))
+        })
+        .transpose()?;
+    let schedule = schedule
+        .map(|v| {
+            let spelt = if v == "os" || v.starts_with("seed:") { v.to_string() } else { format!("seed:{v}") };
+            pto_sim::Schedule::parse(&spelt)
+                .ok_or_else(|| config_error(format!("schedule {v:?}: expected os, N, N:random, N:pct or N:pct:DEPTH")))
+        })
+        .transpose()?;
     let name = board.to_string();
-    let opened = py.allow_threads(move || board::open(&name, &settings));
+    let opened = py.allow_threads(move || pto_sim::with_engine(engine, schedule, || board::open(&name, &settings)));
     let dev = match opened {
         None => {
             return Err(config_error(format!("unknown board {board:?}: expected one of {}", board::BOARDS.join(", "))));

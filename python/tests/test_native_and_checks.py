@@ -75,3 +75,35 @@ def test_racecheck_reports_two_unordered_writers(runtime):
 def test_a_bad_check_list_is_refused_by_name():
     with pytest.raises(pto.ConfigError, match="racecheck"):
         pto.open("sim-a2a3", check="racecheck")
+
+
+def test_a_seeded_schedule_replays_its_run():
+    """The same seed gives the same run: the device's counter readings in the trace are equal."""
+    def run(seed):
+        dev = pto.open("sim-a2a3", schedule=seed, cache="faithful:3")
+        try:
+            t = dev.run_workload("mix", runtime="trb", trace=True).report.trace
+            return t.subtasks, t.phases
+        finally:
+            dev.close()
+
+    a = run("7:pct")
+    assert a[0], "the run traced its subtasks"
+    assert a == run("7:pct")
+    assert a != run("8"), "another seed, another schedule"
+
+
+
+def test_a_bad_engine_or_schedule_is_refused_by_name():
+    with pytest.raises(pto.ConfigError, match="engine .fibers."):
+        pto.open("sim-a2a3", engine="fibers")
+    with pytest.raises(pto.ConfigError, match="schedule .seed:x."):
+        pto.open("sim-a2a3", schedule="seed:x")
+
+
+def test_the_coroutine_engine_runs_a_workload():
+    dev = pto.open("sim-a5", engine="coroutines")
+    try:
+        assert dev.run_workload("vector", runtime="hbg").checked > 0
+    finally:
+        dev.close()
