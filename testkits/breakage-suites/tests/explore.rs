@@ -260,12 +260,15 @@ fn a_seed_replays_its_run() {
 #[test]
 fn a_kernel_that_never_yields_is_reported_hung() {
     let _s = serial();
+    // Spins on the host's clock until the test lets it go (at most 30 s), touching nothing.
+    static RELEASE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     fn k_spin(_: &mut dyn KernelContext) {
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(4);
-        while std::time::Instant::now() < until {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !RELEASE.load(std::sync::atomic::Ordering::Acquire) && std::time::Instant::now() < until {
             std::hint::spin_loop();
         }
     }
+    RELEASE.store(false, std::sync::atomic::Ordering::Release);
     let raw = pto_sim::with_engine(None, Some(Schedule::Seeded { seed: 1, strategy: PCT }), SimA2a3::open).unwrap();
     let dev: host::Device<<SimA2a3 as Board>::Platform> =
         host::Device::new_in_process(raw, Timeouts::new(200_000, 200_000, 30_000_000)).unwrap();
@@ -273,6 +276,7 @@ fn a_kernel_that_never_yields_is_reported_hung() {
     let y = dev.alloc::<f32>(&[16]).unwrap();
     let g = dev.build(|g| g.submit(Task::aiv(f).inout(&y.tensor())).map(|_| ())).unwrap();
     let e = dev.run_with(&g, &RunConfig::default().with_executor(pto::Executor::Legacy)).unwrap_err();
+    RELEASE.store(true, std::sync::atomic::Ordering::Release);
     assert!(format!("{e}").contains("KERNEL_HUNG") || format!("{e:?}").contains("KernelHung"), "{e}");
     let r: pto_sim::ScheduleReport = dev.platform().schedule_report().unwrap();
     assert!(r.broken.as_deref().is_some_and(|b| b.contains("without a switch point")), "{r:?}");

@@ -66,7 +66,7 @@ const STACK_BYTES: usize = 256 * 1024;
 /// reports it) and seeded mode (long enough that a slow kernel on a loaded host does not
 /// break determinism).
 const ESCAPE_FREE: Duration = Duration::from_millis(20);
-const ESCAPE_SEEDED: Duration = Duration::from_millis(1500);
+const ESCAPE_SEEDED: Duration = Duration::from_secs(4);
 
 /// Seeded mode, while an agent has escaped: device time advances this much per this much
 /// real time waited.
