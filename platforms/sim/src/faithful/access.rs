@@ -68,7 +68,11 @@ impl Faithful {
             {
                 let l = &st.cache[&line];
                 let shard = self.shard(line);
-                if let Some(m) = shard.get(&line) {
+                // Every byte whose copy is the last store to it is fresh (the common case,
+                // looked at a slice at a time); only the others are judged one by one.
+                if let Some(m) = shard.get(&line)
+                    && !(l.ow[lo..hi] == m.tw[lo..hi] && l.ot[lo..hi] == m.tt[lo..hi])
+                {
                     for b in lo..hi {
                         if let Some(missing) = self.stale(a, &st, m, b, (l.ow[b], l.ot[b]), hit) {
                             found = Some(self.violation(a, "load", line + b as u64, (m.tw[b], m.tt[b]), missing));
@@ -126,20 +130,18 @@ impl Faithful {
                         ));
                     }
                 }
-                for (i, b) in (lo..hi).enumerate() {
-                    l.data[b] = src[done + i];
-                    l.ow[b] = a;
-                    l.ot[b] = stamp;
-                    m.tw[b] = a;
-                    m.tt[b] = stamp;
-                    if core {
-                        l.dirty |= 1 << b;
-                    } else {
-                        // AICPU stores write through.
-                        m.mw[b] = a;
-                        m.mt[b] = stamp;
-                        m.mby[b] = a;
-                    }
+                l.data[lo..hi].copy_from_slice(&src[done..done + (hi - lo)]);
+                l.ow[lo..hi].fill(a);
+                l.ot[lo..hi].fill(stamp);
+                m.tw[lo..hi].fill(a);
+                m.tt[lo..hi].fill(stamp);
+                if core {
+                    l.dirty |= byte_mask(lo, hi);
+                } else {
+                    // AICPU stores write through.
+                    m.mw[lo..hi].fill(a);
+                    m.mt[lo..hi].fill(stamp);
+                    m.mby[lo..hi].fill(a);
                 }
                 if core {
                     m.dirty_by |= 1u128 << a;
@@ -232,14 +234,12 @@ impl Faithful {
                         ));
                     }
                 }
-                for (i, b) in (lo..hi).enumerate() {
-                    l.data[b] = src[done + i];
-                    l.ow[b] = a;
-                    l.ot[b] = stamp;
-                    l.dirty |= 1 << b;
-                    m.tw[b] = a;
-                    m.tt[b] = stamp;
-                }
+                l.data[lo..hi].copy_from_slice(&src[done..done + (hi - lo)]);
+                l.ow[lo..hi].fill(a);
+                l.ot[lo..hi].fill(stamp);
+                l.dirty |= byte_mask(lo, hi);
+                m.tw[lo..hi].fill(a);
+                m.tt[lo..hi].fill(stamp);
                 m.dirty_by |= 1u128 << a;
                 done += hi - lo;
             }
@@ -301,5 +301,31 @@ impl Faithful {
     /// A barrier: write-backs issued so far have completed.
     pub fn fence(&self, a: u16) {
         lock(&self.agents[a as usize]).unfenced = false;
+    }
+}
+
+/// The dirty-mask bits of bytes `lo..hi` of a line (`hi <= 64`).
+#[inline]
+fn byte_mask(lo: usize, hi: usize) -> u64 {
+    let upper = if hi >= 64 { u64::MAX } else { (1u64 << hi) - 1 };
+    upper & !((1u64 << lo) - 1)
+}
+
+#[cfg(test)]
+mod byte_mask_tests {
+    use super::byte_mask;
+
+    #[test]
+    fn byte_mask_covers_exactly_the_bytes() {
+        assert_eq!(byte_mask(0, 64), u64::MAX);
+        assert_eq!(byte_mask(0, 1), 1);
+        assert_eq!(byte_mask(63, 64), 1 << 63);
+        assert_eq!(byte_mask(8, 16), 0xff00);
+        for lo in 0..64 {
+            for hi in lo..=64 {
+                let want = (lo..hi).fold(0u64, |m, b| m | 1 << b);
+                assert_eq!(byte_mask(lo, hi), want, "{lo}..{hi}");
+            }
+        }
     }
 }

@@ -56,14 +56,20 @@ impl Faithful {
         {
             let mut shard = self.shard(line);
             let m = shard.entry(line).or_default();
-            for b in 0..64 {
-                if l.dirty & (1 << b) == 0 && (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) && clobber.is_none() {
+            // A whole-line write-back: a byte this copy did not dirty that memory holds newer
+            // than the copy's origin is clobbered (the first such byte is reported).
+            let mut clean = !l.dirty;
+            while clean != 0 {
+                let b = clean.trailing_zeros() as usize;
+                if (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) {
                     clobber = Some((b, (m.mw[b], m.mt[b])));
+                    break;
                 }
-                m.mw[b] = l.ow[b];
-                m.mt[b] = l.ot[b];
-                m.mby[b] = a;
+                clean &= clean - 1;
             }
+            m.mw = l.ow;
+            m.mt = l.ot;
+            m.mby = [a; 64];
             m.r#gen += 1;
             m.last_writer = a;
             m.last_wb_t = stamp;
@@ -124,14 +130,20 @@ impl Faithful {
         {
             let mut shard = self.shard(line);
             let m = shard.entry(line).or_default();
-            for b in 0..64 {
-                if l.dirty & (1 << b) == 0 && (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) && clobber.is_none() {
+            // A whole-line write-back: a byte this copy did not dirty that memory holds newer
+            // than the copy's origin is clobbered (the first such byte is reported).
+            let mut clean = !l.dirty;
+            while clean != 0 {
+                let b = clean.trailing_zeros() as usize;
+                if (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) {
                     clobber = Some((b, (m.mw[b], m.mt[b])));
+                    break;
                 }
-                m.mw[b] = l.ow[b];
-                m.mt[b] = l.ot[b];
-                m.mby[b] = a;
+                clean &= clean - 1;
             }
+            m.mw = l.ow;
+            m.mt = l.ot;
+            m.mby = [a; 64];
             m.r#gen += 1;
             m.last_writer = a;
             m.last_wb_t = stamp;
