@@ -16,7 +16,7 @@ use pto::runtime::host::{self, Timeouts};
 use pto_sim::{CacheModel, Missing, SimError};
 
 mod scenes;
-use scenes::{reuse_records, rows_graph};
+use scenes::rows_graph;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -134,23 +134,7 @@ fn cached_payload_read_without_invalidate_is_caught() {
 #[test]
 fn a_reused_argument_record_read_through_a_stale_line_is_caught() {
     let _s = SERIAL.lock();
-    let run = |broken: bool| {
-        let dev = faithful::<SimA2a3, _>();
-        let f = dev.register_kernel("add_scalar", CoreType::Aiv, pto_testkit::k_add_scalar).unwrap();
-        let p = dev.register_orchestration("reuse_records", reuse_records).unwrap();
-        let rows = 32u32;
-        let x_h: Vec<f32> = (0..rows * 16).map(|i| i as f32).collect();
-        let x = dev.tensor_from(&[rows, 16], &x_h).unwrap();
-        let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
-        let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(f.0 as u64);
-        let cfg = native()
-            .with_runtime(RuntimeKind::TensormapRing)
-            .with_clusters(1)
-            .with_rings(RingConfig::uniform(4, 2048, 16));
-        let _b = broken.then(|| breakage::activate(breakage::SKIP_ARGS_OBSERVE));
-        let r = dev.run_program(&p, &args, &cfg);
-        (r, y.read::<f32>().unwrap(), x_h)
-    };
+    let run = |broken: bool| scenes::run_reused_records(&faithful::<SimA2a3, _>(), native(), broken);
     let (ok, y, x_h) = run(false);
     ok.unwrap();
     assert_eq!(y, x_h.iter().map(|v| v + 2.0).collect::<Vec<f32>>());

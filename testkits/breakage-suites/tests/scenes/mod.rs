@@ -2,6 +2,7 @@
 #![allow(dead_code, reason = "a module shared by several test crates, each using a part")]
 
 use pto::prelude::*;
+use pto::runtime::breakage;
 use pto::runtime::host;
 
 /// `add1` on AIV cores (registered on first use).
@@ -79,4 +80,32 @@ pub fn reuse_records(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
         })?;
     }
     Ok(())
+}
+
+/// The reused-records scene on the device-side runtime: 32 rows through [`reuse_records`] on one
+/// cluster (two AIV cores, so records come back to a core that cached them) with rings of 4
+/// slots and 2 KiB, on `base`'s other settings, with `SKIP_ARGS_OBSERVE` when `broken`. The
+/// run's outcome, `y` read back, and `x` as written (a correct run gives `y = x + 2`).
+pub fn run_reused_records<P: pto::hal::Platform>(
+    dev: &host::Device<P>,
+    base: RunConfig,
+    broken: bool,
+) -> (Result<RunReport, Error>, Vec<f32>, Vec<f32>)
+where
+    P::Error: std::fmt::Display,
+{
+    let f = dev
+        .func("add_scalar")
+        .unwrap_or_else(|| dev.register_kernel("add_scalar", CoreType::Aiv, pto_testkit::k_add_scalar).unwrap());
+    let p = dev.register_orchestration("reuse_records", reuse_records).unwrap();
+    let rows = 32u32;
+    let x_h: Vec<f32> = (0..rows * 16).map(|i| i as f32).collect();
+    let x = dev.tensor_from(&[rows, 16], &x_h).unwrap();
+    let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
+    let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(f.0 as u64);
+    let cfg =
+        base.with_runtime(RuntimeKind::TensormapRing).with_clusters(1).with_rings(RingConfig::uniform(4, 2048, 16));
+    let _b = broken.then(|| breakage::activate(breakage::SKIP_ARGS_OBSERVE));
+    let r = dev.run_program(&p, &args, &cfg);
+    (r, y.read::<f32>().unwrap(), x_h)
 }
