@@ -145,7 +145,8 @@ pub struct ScheduleReport {
     pub broken: Option<String>,
 }
 
-/// How an agent body is started: its slot, its name and the body.
+/// One agent to start: its name (its thread's, or its coroutine's in the schedule report) and
+/// its body; its slot is its place in the list handed to [`Engine::start`].
 pub(crate) struct AgentBody {
     pub name: String,
     pub body: Box<dyn FnOnce() + Send>,
