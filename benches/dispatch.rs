@@ -17,7 +17,7 @@
 //! graph on the legacy against the resident executor at N=1000 (`--executor-cost` runs that
 //! section alone), and the schedule-independent checks at N=1000: off, race, init and both
 //! (`--check-cost` runs that section alone). `--executor` chooses the host-built graph's executor for the main table
-//! (default `auto`: resident where it can run the graph). `--help` prints the
+//! (default `auto`: on the simulator the legacy one, `docs/runtimes.md` §9). `--help` prints the
 //! usage (clap); anything else on the command line is refused with the usage (exit status 2).
 //!
 //! Beside each shape the table prints the whole run at N=4000 (the run, plus the graph build

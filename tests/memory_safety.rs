@@ -303,31 +303,35 @@ fn k_hangs(_k: &mut dyn KernelContext) {
     }
 }
 
+/// On both executors of the host-built graph (the AICPU's watchdog on the legacy one, the
+/// supervisor's on the resident one), each on a device of its own (the first stays stuck).
 #[test]
 fn a_kernel_that_never_returns_is_bounded_by_the_watchdog_and_named() {
-    // Watchdog 200 ms, exit 200 ms, stream budget 30 s: the run must end long before 30 s.
-    let (dev, _k) = device_with(Timeouts::new(200_000, 200_000, 30_000_000));
-    let hang = dev.register_kernel("hangs", CoreType::Aiv, k_hangs).unwrap();
-    let x = dev.alloc::<f32>(&[16]).unwrap();
-    let graph = dev.build(|g| g.submit(Task::aiv(hang).output(&x.tensor())).map(|_| ())).unwrap();
-    let started = Instant::now();
-    let d = device_error(dev.run(&graph).unwrap_err());
-    let took = started.elapsed();
-    assert!(took < Duration::from_secs(10), "bounded by the watchdog, not the stream budget: {took:?}");
-    assert_eq!(d.code, ErrorCode::Device(DeviceFault::KernelHung), "{d}");
-    assert_eq!(d.site, Site::Completion);
-    assert_eq!(d.task, Some(0));
-    assert!(d.core.is_some());
-    // The device says why it cannot be used.
-    let why = dev.unusable_reason().expect("the device is unusable while a core is stuck");
-    assert!(why.contains("KERNEL_HUNG"), "{why}");
-    assert!(matches!(dev.alloc::<f32>(&[4]), Err(Error::Unusable(_))));
-    // Dropping the device returns in bounded time (the stuck thread is detached).
-    let started = Instant::now();
-    drop(x);
-    drop(graph);
-    drop(dev);
-    assert!(started.elapsed() < Duration::from_secs(10), "drop took {:?}", started.elapsed());
+    for executor in [Executor::Legacy, Executor::Resident] {
+        // Watchdog 200 ms, exit 200 ms, stream budget 30 s: the run must end long before 30 s.
+        let (dev, _k) = device_with(Timeouts::new(200_000, 200_000, 30_000_000));
+        let hang = dev.register_kernel("hangs", CoreType::Aiv, k_hangs).unwrap();
+        let x = dev.alloc::<f32>(&[16]).unwrap();
+        let graph = dev.build(|g| g.submit(Task::aiv(hang).output(&x.tensor())).map(|_| ())).unwrap();
+        let started = Instant::now();
+        let d = device_error(dev.run_with(&graph, &RunConfig::default().with_executor(executor)).unwrap_err());
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(10), "{executor}: bounded by the watchdog, not the stream budget: {took:?}");
+        assert_eq!(d.code, ErrorCode::Device(DeviceFault::KernelHung), "{executor}: {d}");
+        assert_eq!(d.site, Site::Completion, "{executor}");
+        assert_eq!(d.task, Some(0), "{executor}");
+        assert!(d.core.is_some(), "{executor}");
+        // The device says why it cannot be used.
+        let why = dev.unusable_reason().expect("the device is unusable while a core is stuck");
+        assert!(why.contains("KERNEL_HUNG"), "{executor}: {why}");
+        assert!(matches!(dev.alloc::<f32>(&[4]), Err(Error::Unusable(_))), "{executor}");
+        // Dropping the device returns in bounded time (the stuck thread is detached).
+        let started = Instant::now();
+        drop(x);
+        drop(graph);
+        drop(dev);
+        assert!(started.elapsed() < Duration::from_secs(10), "{executor}: drop took {:?}", started.elapsed());
+    }
     RELEASE_HUNG.store(true, Ordering::Release);
 }
 

@@ -343,8 +343,8 @@ fn small_rings() -> RingConfig {
     RingConfig::uniform(16, 64 << 10, 256)
 }
 
-/// Run `program` on both runtimes (the device-side one with `rings`) and compare with the
-/// sequential reference.
+/// Run `program` on both runtimes, the host-built graph on both executors (the device-side
+/// runtime with `rings`), and compare with the sequential reference.
 fn check_program(program: &[Item], rings: RingConfig) -> Result<(), TestCaseError> {
     let fx = fixture();
     let _one_at_a_time = fx.serial.lock();
@@ -363,19 +363,25 @@ fn check_program(program: &[Item], rings: RingConfig) -> Result<(), TestCaseErro
     for v in scalars {
         args = args.scalar(v);
     }
-    for rt in [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing] {
+    // The host-built graph on both executors (every generated graph runs resident: no
+    // sync-start task), the device-side runtime on its own.
+    let routes = [
+        (RuntimeKind::HostBuiltGraph, pto::Executor::Legacy),
+        (RuntimeKind::HostBuiltGraph, pto::Executor::Resident),
+        (RuntimeKind::TensormapRing, pto::Executor::Auto),
+    ];
+    for (rt, ex) in routes {
         for (b, d) in fx.bufs.iter().zip(&init) {
             b.write(d).unwrap();
         }
-        let cfg = RunConfig::default().with_runtime(rt).with_rings(rings.clone());
-        let r = fx.dev.run_program(&fx.program, &args, &cfg).unwrap_or_else(|e| panic!("{rt:?}: {e}"));
+        let cfg = RunConfig::default().with_runtime(rt).with_rings(rings.clone()).with_executor(ex);
+        let r = fx.dev.run_program(&fx.program, &args, &cfg).unwrap_or_else(|e| panic!("{rt:?} on {ex}: {e}"));
         prop_assert_eq!(r.tasks, tasks.len() as u64);
         if rt == RuntimeKind::HostBuiltGraph {
-            // `Auto` runs every generated graph on the resident executor (no sync-start task).
-            prop_assert_eq!(r.executor, pto::Executor::Resident, "{:?}", r.legacy_reason);
+            prop_assert_eq!(r.executor, ex, "{:?}", r.legacy_reason);
         }
         for (b, w) in fx.bufs.iter().zip(&want) {
-            prop_assert_eq!(&b.read::<f32>().unwrap(), w, "runtime {:?}", rt);
+            prop_assert_eq!(&b.read::<f32>().unwrap(), w, "runtime {:?} on {}", rt, ex);
         }
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! The resident executor (the cores schedule the host-built graph themselves): every example
-//! it can run passes its golden on it; `Auto` picks it where it can and says why not where it
-//! cannot; an explicit `Resident` it cannot honour is an error naming the reason; faults on it
+//! it can run passes its golden on it; `Auto` says why a run is legacy (on the simulator: its
+//! cores share the host, where legacy is the faster; a graph's own reason comes first); an explicit `Resident` it cannot honour is an error naming the reason; faults on it
 //! end in named codes with their task and core, and the next run works.
 //!
 //! Run on every simulated board and under the faithful cache model too (`.ci/run`).
@@ -28,7 +28,8 @@ fn run(e: Executor, w: Workload<pto::SelectedPlatform>, dev: &Device, k: &Kernel
 
 /// Every example passes its golden on the resident executor, with the same task count as on
 /// the legacy one; the cores ran every kernel (none was dispatched by an
-/// AICPU thread) and `Auto` picks the resident executor for them.
+/// AICPU thread). `Auto` runs them legacy on the simulator, saying so: its cores share the
+/// host's processors with the AICPU threads.
 #[test]
 fn every_example_passes_on_the_resident_executor() {
     let (dev, k) = device();
@@ -43,7 +44,8 @@ fn every_example_passes_on_the_resident_executor() {
         assert_eq!(resident.checked, legacy.checked, "{name}");
         assert_eq!(resident.report.dispatched, legacy.report.dispatched, "{name}: the same kernels ran");
         let auto = run(Executor::Auto, w, &dev, &k).unwrap_or_else(|e| panic!("{name} auto: {e}"));
-        assert_eq!(auto.report.executor, Executor::Resident, "{name}: auto picks the resident executor");
+        assert_eq!(auto.report.executor, Executor::Legacy, "{name}: auto on the simulator");
+        assert_eq!(auto.report.legacy_reason, Some(LegacyReason::SharedHost), "{name}");
     }
 }
 
@@ -60,12 +62,12 @@ fn resident_runs_back_to_back_each_start_clean() {
 }
 
 /// A graph of MIX tasks (a gang on one cluster's three lanes) runs on the resident
-/// executor: `Auto` picks it, the golden holds, and every lane of every gang ran its kernel.
+/// executor: the golden holds, and every lane of every gang ran its kernel.
 #[test]
 fn a_mix_graph_runs_resident_with_every_lane() {
     let (dev, k) = device();
     let legacy = run(Executor::Legacy, pto_testkit::mix, &dev, &k).expect("mix on legacy");
-    let o = run(Executor::Auto, pto_testkit::mix, &dev, &k).expect("mix on auto");
+    let o = run(Executor::Resident, pto_testkit::mix, &dev, &k).expect("mix on resident");
     assert_eq!(o.report.executor, Executor::Resident, "{:?}", o.report.legacy_reason);
     assert_eq!(o.report.legacy_reason, None);
     assert_eq!(o.checked, legacy.checked);
@@ -91,7 +93,8 @@ fn spmd_runs_resident_and_sync_start_goes_legacy() {
     let x = dev.alloc::<f32>(&[16 * 7]).unwrap();
     let spmd = dev.build(|g| g.submit(Task::aiv(f).output(&x.tensor()).blocks(7)).map(|_| ())).unwrap();
     let sync = dev.build(|g| g.submit(Task::aiv(f).output(&x.tensor()).blocks(2).sync_start()).map(|_| ())).unwrap();
-    let r = dev.run(&spmd).unwrap();
+    let resident = RunConfig::default().with_executor(Executor::Resident);
+    let r = dev.run_with(&spmd, &resident).unwrap();
     assert_eq!(r.executor, Executor::Resident, "{:?}", r.legacy_reason);
     assert_eq!(r.dispatched, 7, "one kernel per block");
     let got: Vec<f32> = x.read().unwrap();
@@ -101,7 +104,7 @@ fn spmd_runs_resident_and_sync_start_goes_legacy() {
     let r = dev.run(&sync).unwrap();
     assert_eq!(r.executor, Executor::Legacy);
     assert_eq!(r.legacy_reason, Some(LegacyReason::SyncStart { task: 0 }));
-    let e = dev.run_with(&sync, &RunConfig::default().with_executor(Executor::Resident)).unwrap_err();
+    let e = dev.run_with(&sync, &resident).unwrap_err();
     assert!(e.to_string().contains("start together"), "{e}");
     // More blocks than the resident state holds: an explicit `Resident` is refused before any
     // state is built (it would take 8 bytes per block); `Auto` would run it legacy, with the
@@ -120,9 +123,9 @@ fn spmd_runs_resident_and_sync_start_goes_legacy() {
     assert!(e.to_string().contains(&want), "{e}");
 }
 
-/// The args dump on the resident route: `Auto` with the dump on stays resident; a task of
+/// The args dump on the resident route: `Resident` with the dump on stays resident; a task of
 /// several blocks has no single dispatch to capture at, so such a graph runs legacy under
-/// `Auto` (saying which task) and is refused under `Resident`.
+/// `Auto` (saying which task, before the platform's reason) and is refused under `Resident`.
 #[test]
 fn args_dump_runs_resident_except_for_tasks_of_several_blocks() {
     let (dev, k) = device();
@@ -134,7 +137,7 @@ fn args_dump_runs_resident_except_for_tasks_of_several_blocks() {
     let g = dev.build(|g| g.submit(Task::aiv(k.add1).inout(&x.tensor())).map(|_| ())).unwrap();
     let dir = std::env::temp_dir().join(format!("pto-resident-dump-{}", std::process::id()));
     let cfg = RunConfig::default().with_dump(Some(pto::dump::DumpLevel::Full)).with_dump_dir(&dir);
-    let r = dev.run_with(&g, &cfg).unwrap();
+    let r = dev.run_with(&g, &cfg.clone().with_executor(Executor::Resident)).unwrap();
     assert_eq!(r.executor, Executor::Resident);
     assert_eq!(r.dump.as_ref().and_then(|d| d.accounting.total), Some(2), "one in-out, before and after");
     let g = dev

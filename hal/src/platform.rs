@@ -227,6 +227,14 @@ pub trait HostPlatform: 'static {
     /// (which deadlocks: the AICPU program waits for the AICore program) unrepresentable.
     fn create_streams(device: &Self::Device) -> Result<(Self::AicpuStream, Self::AicoreStream), Self::Error>;
 
+    /// Whether the device's cores run on the same host processors as its AICPU threads (a
+    /// simulator): work moved from the AICPU threads onto the cores is then shared out of one
+    /// budget, not saved. A runtime may choose its scheduling route by it. The default is
+    /// `false`: a chip's cores are processors of their own.
+    fn cores_share_host(device: &Self::Device) -> bool {
+        let _ = device;
+        false
+    }
     /// Switch the checks ([`crate::check`]) a device runs from the next launch on; `false`
     /// when the platform cannot check (the default: only the simulator can), so that asking
     /// for a check is never silently ignored. Switching every check off always succeeds.

@@ -35,6 +35,11 @@ impl<C: Contract> HostPlatform for Sim<C> {
         Ok((SimAicpuStream::new(device.inner.clone()), SimAicoreStream::new(device.inner.clone())))
     }
 
+    /// Every simulated agent, AICPU thread or core, runs on this machine's processors.
+    fn cores_share_host(_device: &SimDevice<C>) -> bool {
+        true
+    }
+
     fn set_checks(device: &SimDevice<C>, checks: Checks) -> bool {
         device.set_checks(checks).is_ok()
     }

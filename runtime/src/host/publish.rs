@@ -269,7 +269,7 @@ impl<P: HostPlatform> Device<P> {
                 super::AicoreProgram::Native => super::Executor::Legacy,
                 super::AicoreProgram::Rust => cfg.executor,
             };
-            super::resident::choose(asked, plan, what.bytes, capture, what.clusters)
+            super::resident::choose(asked, plan, what.bytes, capture, what.clusters, P::cores_share_host(dev))
                 .map_err(|why| Error::Config(format!("executor = resident cannot run this graph: {why}")))?
         } else if cfg.executor == super::Executor::Resident {
             return Err(Error::Config(format!(

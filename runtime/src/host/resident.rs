@@ -20,8 +20,10 @@ use crate::layout::{
 /// Which executor runs a host-built graph ([`RunConfig::executor`](super::RunConfig::executor)).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Executor {
-    /// The resident executor where it can run the graph, else the legacy one (the reason is in
-    /// [`RunReport::legacy_reason`](super::RunReport::legacy_reason)).
+    /// The faster executor that can run the graph: the resident one on a chip; the legacy one
+    /// on a platform whose cores share the host's processors with the AICPU threads (the
+    /// simulator: [`LegacyReason::SharedHost`]), or when the resident one cannot run the graph.
+    /// [`RunReport::legacy_reason`](super::RunReport::legacy_reason) says why a run is legacy.
     #[default]
     Auto,
     /// The AICPU threads dispatch every subtask to the cores.
@@ -78,6 +80,11 @@ pub enum LegacyReason {
         /// The first such task.
         task: u32,
     },
+    /// [`Executor::Auto`] on a platform whose cores run on the host's processors beside its
+    /// AICPU threads (the simulator). There the resident executor's scheduling work, which
+    /// it moves onto the cores, is not saved but shared with the kernels, and the legacy
+    /// executor is measured the faster (`docs/runtimes.md` §9).
+    SharedHost,
 }
 
 impl LegacyReason {
@@ -90,6 +97,7 @@ impl LegacyReason {
             LegacyReason::SyncStart { task } => (legacy_reason::SYNC_START, task),
             LegacyReason::ArgsDumpBlocks { task } => (legacy_reason::ARGS_DUMP_BLOCKS, task),
             LegacyReason::Unreadable => (legacy_reason::UNREADABLE, u32::MAX),
+            LegacyReason::SharedHost => (legacy_reason::SHARED_HOST, u32::MAX),
         }
     }
 
@@ -102,6 +110,7 @@ impl LegacyReason {
             legacy_reason::SYNC_START => LegacyReason::SyncStart { task },
             legacy_reason::ARGS_DUMP_BLOCKS => LegacyReason::ArgsDumpBlocks { task },
             legacy_reason::UNREADABLE => LegacyReason::Unreadable,
+            legacy_reason::SHARED_HOST => LegacyReason::SharedHost,
             _ => return None,
         })
     }
@@ -126,6 +135,9 @@ impl fmt::Display for LegacyReason {
             LegacyReason::ArgsDumpBlocks { task } => write!(
                 f,
                 "the args dump is on and task {task} has more than one block: the resident executor captures a task's boundaries at a single dispatch, not across clusters",
+            ),
+            LegacyReason::SharedHost => f.write_str(
+                "auto: this platform's cores share the host's processors with its AICPU threads, where the legacy executor is the faster",
             ),
         }
     }
@@ -233,14 +245,17 @@ impl Plan {
 }
 
 /// Choose the executor of the host-built graph `plan` describes under `asked`, with the args
-/// dump on or off, for `clusters` clusters. `Err` is the reason an explicit
-/// [`Executor::Resident`] cannot be honoured.
+/// dump on or off, for `clusters` clusters, on a platform whose cores share the host's
+/// processors (`shared_host`) or not. `Err` is the reason an explicit [`Executor::Resident`]
+/// cannot be honoured. Under [`Executor::Auto`] a reason of the graph's own comes before the
+/// platform's.
 pub(crate) fn choose(
     asked: Executor,
     plan: &Plan,
     image: &[u8],
     dump: Option<CaptureParams>,
     clusters: u32,
+    shared_host: bool,
 ) -> Result<Choice, LegacyReason> {
     let legacy = |reason: LegacyReason, mode: u32| Choice { mode, reason: Some(reason), state: None, capture: None };
     if asked == Executor::Legacy {
@@ -256,6 +271,9 @@ pub(crate) fn choose(
         && let Some(task) = plan.first_multi_block
     {
         return refuse(LegacyReason::ArgsDumpBlocks { task }, executor_mode::LEGACY_GRAPH);
+    }
+    if asked == Executor::Auto && shared_host {
+        return Ok(legacy(LegacyReason::SharedHost, executor_mode::LEGACY_GRAPH));
     }
     let capture = dump.map(|p| {
         let l = CaptureLayout { base: 0, clusters };

@@ -171,6 +171,9 @@ pub mod legacy_reason {
     /// The args dump is on and a task has more than one block (its boundaries are captured
     /// by the AICPU threads that dispatch it).
     pub const ARGS_DUMP_BLOCKS: u32 = 6;
+    /// `Executor::Auto` on a platform whose cores share the host's processors with the AICPU
+    /// threads (the simulator), where the legacy executor is the faster.
+    pub const SHARED_HOST: u32 = 9;
 }
 
 /// The first-wins fatal latch: one line, touched only through `GmAtomic`.

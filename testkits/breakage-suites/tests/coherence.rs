@@ -45,7 +45,7 @@ impl<C: pto::hal::Contract> FaithfulDevice for pto_sim::SimDevice<C> {
 }
 
 /// The legacy executor: the tests of the AICPU's dispatch payloads, FIN and its cache
-/// operations per dispatch name it (the default, `Auto`, runs these graphs resident).
+/// operations per dispatch name it (whatever `Auto` picks).
 fn legacy() -> RunConfig {
     RunConfig::default().with_executor(pto::Executor::Legacy)
 }
