@@ -64,7 +64,7 @@ impl Default for SimConfig {
             aicpu_writes: None,
             protect: true,
             check: pto_hal::check::Checks::OFF,
-            engine: SimEngine::Threads,
+            engine: SimEngine::Coroutines { threads: 1 },
             schedule: Schedule::Os,
         }
     }
