@@ -444,7 +444,9 @@ impl Coop {
             std::thread::sleep(Duration::from_micros(50));
             return;
         }
-        if deadline_ns.is_some_and(|d| d <= self.now_ns()) {
+        // Seeded: a deadline already past returns at once (the virtual clock is one load).
+        // Free: no clock read here; a past deadline's timer fires at the pool's next look.
+        if self.state.seeded.is_some() && deadline_ns.is_some_and(|d| d <= self.now_ns()) {
             return;
         }
         self.suspend(slot, Yield::Block { deadline: deadline_ns, wakeable: true });

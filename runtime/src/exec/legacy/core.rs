@@ -21,7 +21,9 @@ pub(crate) fn dispatch_loop<A: AicoreAgent>(
 ) -> Result<(), i32> {
     let budget = map.cfg.core_wait_ticks;
     let mut last = regs::DMB_IDLE;
-    let mut deadline = a.now_ticks().saturating_add(budget);
+    // The idle budget runs from the first idle look after a dispatch (0: not yet read), so a
+    // busy core reads the clock once per dispatch, not twice.
+    let mut deadline = 0;
     // After a faulted dispatch the core takes no other (the one pending behind it was
     // dispatched before the latch, but the run is over): only EXIT ends the wait.
     let mut faulted = false;
@@ -31,7 +33,11 @@ pub(crate) fn dispatch_loop<A: AicoreAgent>(
             return Ok(());
         }
         if v == last || v == regs::DMB_IDLE || v == 0 || faulted {
-            if a.now_ticks() >= deadline {
+            let now = a.now_ticks();
+            if deadline == 0 {
+                deadline = now.saturating_add(budget).max(1);
+            }
+            if now >= deadline {
                 lifecycle::latch(
                     a,
                     map.desc,
@@ -52,7 +58,7 @@ pub(crate) fn dispatch_loop<A: AicoreAgent>(
         a.rmb();
         last = v;
         faulted = run_one(a, map, launch, v, trace);
-        deadline = a.now_ticks().saturating_add(budget);
+        deadline = 0;
     }
 }
 
