@@ -120,6 +120,8 @@ struct Point {
     /// orchestration time).
     runs: Vec<Duration>,
     submits: Vec<Duration>,
+    /// Device-side runtime: each timed round's orchestration time spent in flow control.
+    flows: Vec<Duration>,
     /// The executor that ran the point (`Auto` resolves per graph).
     executor: Executor,
 }
@@ -249,6 +251,7 @@ fn main() {
                 let p = prepared.expect("built");
                 let mut runs = Vec::new();
                 let mut orchs = Vec::new();
+                let mut flows = Vec::new();
                 let mut executor = Executor::Legacy;
                 for r in 0..rounds + 2 {
                     p.reset().expect("reset");
@@ -266,6 +269,7 @@ fn main() {
                     if r >= 2 {
                         runs.push(el);
                         orchs.push(rep.orchestration.unwrap_or_default());
+                        flows.push(rep.orchestration_flow_wait.unwrap_or_default());
                     }
                 }
                 // Submission: the host graph build, or the device orchestrator's own time.
@@ -279,6 +283,7 @@ fn main() {
                     build: median(submits.clone()),
                     runs,
                     submits,
+                    flows,
                     executor,
                 });
             }
@@ -368,10 +373,28 @@ fn main() {
                     whole_us: us(whole(p)),
                     run: Spread::of(&p.runs),
                     submit: Spread::of(&p.submits),
+                    flow_wait_us: (*rt == RuntimeKind::TensormapRing).then(|| us(median(p.flows.clone()))),
                 })
                 .collect(),
             reference,
         });
+    }
+    let trb_rows: Vec<_> = table.iter().filter(|(_, rt, _)| *rt == RuntimeKind::TensormapRing).collect();
+    if !trb_rows.is_empty() {
+        println!(
+            "device-side orchestration: of its time (median), the part waiting in flow control (room in a ring or the tensor map):"
+        );
+        for (kind, _, pts) in trb_rows {
+            let line: Vec<String> = pts
+                .iter()
+                .filter(|p| p.n > 1)
+                .map(|p| {
+                    let flow = us(median(p.flows.clone()));
+                    format!("N={:<5} {:>8.3} of {:>8.3} ms", p.n, flow / 1e3, us(p.build) / 1e3)
+                })
+                .collect();
+            println!("  {:<12} {}", kind.name(), line.join("   "));
+        }
     }
     for (rt, d) in [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing].iter().zip(&vector_process) {
         match d {
@@ -764,7 +787,7 @@ fn print_cost(title: &str, names: &[&str], rows: &[CostRow]) {
 /// whenever a field is renamed, removed, added or changes meaning. 2: every point keeps its
 /// samples and their spread (`run`, `submit`) and its whole run (`whole_us`), every shape its
 /// `reference` comparison.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The JSON document the benchmark prints and writes to `target/bench-dispatch.json`.
 #[derive(Serialize)]
@@ -853,6 +876,9 @@ struct ShapePoint {
     /// The submission samples: the graph's builds (3, hbg) or each timed round's orchestration
     /// time (trb).
     submit: Spread,
+    /// Device-side runtime: the median of the rounds' orchestration time spent waiting in flow
+    /// control (room in a ring or the tensor map), µs; `null` for the host-built graph.
+    flow_wait_us: Option<f64>,
 }
 
 /// The `vector` example process, ms per runtime.

@@ -119,7 +119,7 @@ struct __attribute__((aligned(64))) pto_run_line {
     uint64_t threads_done;
     uint64_t orch_ticks;
     uint64_t resident_ready;
-    uint64_t reserved;
+    uint64_t orch_flow_ticks;
 };
 
 /* The fault's text (UTF-8, NUL-padded). */

@@ -52,7 +52,7 @@ _Static_assert(offsetof(struct pto_run_line, cores_released) == 24 && sizeof(((s
 _Static_assert(offsetof(struct pto_run_line, threads_done) == 32 && sizeof(((struct pto_run_line *)0)->threads_done) == 8, "offset and size of pto_run_line.threads_done");
 _Static_assert(offsetof(struct pto_run_line, orch_ticks) == 40 && sizeof(((struct pto_run_line *)0)->orch_ticks) == 8, "offset and size of pto_run_line.orch_ticks");
 _Static_assert(offsetof(struct pto_run_line, resident_ready) == 48 && sizeof(((struct pto_run_line *)0)->resident_ready) == 8, "offset and size of pto_run_line.resident_ready");
-_Static_assert(offsetof(struct pto_run_line, reserved) == 56 && sizeof(((struct pto_run_line *)0)->reserved) == 8, "offset and size of pto_run_line.reserved");
+_Static_assert(offsetof(struct pto_run_line, orch_flow_ticks) == 56 && sizeof(((struct pto_run_line *)0)->orch_flow_ticks) == 8, "offset and size of pto_run_line.orch_flow_ticks");
 _Static_assert(sizeof(struct pto_fault_text) == 384, "size of pto_fault_text");
 _Static_assert(_Alignof(struct pto_fault_text) == 64, "alignment of pto_fault_text");
 _Static_assert(offsetof(struct pto_fault_text, bytes) == 0 && sizeof(((struct pto_fault_text *)0)->bytes) == 384, "offset and size of pto_fault_text.bytes");

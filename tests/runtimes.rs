@@ -45,6 +45,34 @@ fn eight_in_one_scope(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
     rows_tasks(o, &a.t(0)?, 8)
 }
 
+fn chain_of_scopes(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    let y = a.t(0)?;
+    for _ in 0..256 {
+        o.scope(|o| o.submit(Task::aiv(f::ADD1).inout(&y.view(&[0, 0], &[1, 16])?)).map(|_| ()))?;
+    }
+    Ok(())
+}
+
+/// The report says how long the orchestration waited in flow control: a chain of 256 tasks
+/// through a window of 4 waits for room (and within its whole time); with room for every task
+/// it never waits.
+#[test]
+fn the_report_counts_the_orchestrations_flow_control_wait() {
+    let (dev, _k) = device();
+    let p = dev.register_orchestration("chain_of_scopes", chain_of_scopes).unwrap();
+    let y = dev.tensor_from(&[1, 16], &[0.0f32; 16]).unwrap();
+    let args = OrchArgs::new().tensor(y.tensor());
+    let tight = dev.run_program(&p, &args, &trb(RingConfig::uniform(4, 64 << 10, 64))).unwrap();
+    let (orch, flow) = (tight.orchestration.unwrap(), tight.orchestration_flow_wait.unwrap());
+    assert!(flow > std::time::Duration::ZERO, "a window of 4 under a chain of 256 waits for room");
+    assert!(flow <= orch, "the wait is part of the orchestration's time: {flow:?} of {orch:?}");
+    let roomy = dev.run_program(&p, &args, &trb(RingConfig::uniform(512, 1 << 20, 1024))).unwrap();
+    assert_eq!(roomy.orchestration_flow_wait, Some(std::time::Duration::ZERO), "room for every task");
+    assert_eq!(y.read::<f32>().unwrap(), vec![512.0; 16], "both runs' 256 tasks ran");
+    let hbg = dev.run_program(&p, &args, &RunConfig::default()).unwrap();
+    assert_eq!((hbg.orchestration, hbg.orchestration_flow_wait), (None, None), "the host-built graph");
+}
+
 #[test]
 fn a_scope_larger_than_the_window_is_scope_deadlock() {
     let (dev, k) = device();

@@ -421,6 +421,12 @@ impl PyRunReport {
     fn orchestration_us(&self) -> Option<f64> {
         self.r.orchestration.map(micros)
     }
+    /// Of `orchestration_us`, the part it waited in flow control (room in a ring or the tensor
+    /// map), microseconds (device-side runtime).
+    #[getter]
+    fn orchestration_flow_wait_us(&self) -> Option<f64> {
+        self.r.orchestration_flow_wait.map(micros)
+    }
     /// The pipeline slot used.
     #[getter]
     fn slot(&self) -> usize {
@@ -486,6 +492,7 @@ impl PyRunReport {
         d.set_item("wall_us", self.wall_us())?;
         d.set_item("build_us", self.build_us)?;
         d.set_item("orchestration_us", self.orchestration_us())?;
+        d.set_item("orchestration_flow_wait_us", self.orchestration_flow_wait_us())?;
         d.set_item("slot", self.r.slot)?;
         d.set_item("traced", self.r.trace.is_some())?;
         d.set_item("dump_dir", self.r.dump.as_ref().map(|r| r.dir.clone()))?;

@@ -89,6 +89,7 @@ def check_report(r: pto.RunReport, dev: pto.Device, runtime: str, executor: str,
         assert r.build_us is not None and r.orchestration_us is None
     else:
         assert r.build_us is None and r.orchestration_us is not None
+        assert 0 <= r.orchestration_flow_wait_us <= r.orchestration_us
     assert r.to_dict()["tasks"] == tasks
 
 

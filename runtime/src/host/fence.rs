@@ -547,6 +547,9 @@ impl<P: HostPlatform> InFlight<P> {
             )));
         }
         let micros = pto_hal::Clock::micros_from_ticks(&inner.dev, d.run.orch_ticks);
+        // In nanoseconds: one flow-control wait is often shorter than a microsecond.
+        let freq = pto_hal::Clock::freq_hz(&inner.dev).max(1) as u128;
+        let flow_ns = (d.run.orch_flow_ticks as u128 * 1_000_000_000 / freq).min(u64::MAX as u128) as u64;
         let trace = trace()?;
         Ok(RunReport {
             epoch: self.epoch,
@@ -568,6 +571,8 @@ impl<P: HostPlatform> InFlight<P> {
             checks: P::checks(&inner.dev),
             orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
                 .then(|| Duration::from_micros(micros)),
+            orchestration_flow_wait: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
+                .then(|| Duration::from_nanos(flow_ns)),
         })
     }
 }

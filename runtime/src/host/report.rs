@@ -30,6 +30,11 @@ pub struct RunReport {
     /// submission time, overlapped with execution). `None` on the host-built graph, whose
     /// submission is the graph build ([`Graph::build_time`](super::Graph::build_time)).
     pub orchestration: Option<Duration>,
+    /// Device-side runtime: how much of [`orchestration`](Self::orchestration) it waited in
+    /// flow control, for room in a ring or in the tensor map. The rest is its own work, its
+    /// waits for tensor data it reads, and the time other agents held the host's processors
+    /// (on the simulator). `None` on the host-built graph.
+    pub orchestration_flow_wait: Option<Duration>,
     /// Pipeline slot used.
     pub slot: usize,
     /// The run's swimlane trace, when [`RunConfig::trace`](super::RunConfig::trace) was on.

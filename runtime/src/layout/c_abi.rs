@@ -135,7 +135,7 @@ pub fn structs() -> Vec<CStruct> {
                 threads_done: "uint64_t",
                 orch_ticks: "uint64_t",
                 resident_ready: "uint64_t",
-                reserved: "uint64_t",
+                orch_flow_ticks: "uint64_t",
             }
         ),
         c_struct!(

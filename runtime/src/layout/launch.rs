@@ -220,8 +220,10 @@ pub struct RunLine {
     /// never from their cached copy of the configuration, and accept only their own run's
     /// word, so a value a previous run left cannot start them.
     pub resident_ready: u64,
-    /// Reserved.
-    pub reserved: u64,
+    /// Device-side runtime: ticks of [`orch_ticks`](Self::orch_ticks) the orchestration spent
+    /// in flow control, waiting for room in a ring or in the tensor map (not its waits for
+    /// the producers of tensor data it reads).
+    pub orch_flow_ticks: u64,
 }
 
 /// The launch descriptor head: configuration, fatal latch, counters.
@@ -402,6 +404,8 @@ pub mod offsets {
     pub const RUN_THREADS_DONE: u64 = RUN_COMPLETED + offset_of!(RunLine, threads_done) as u64;
     /// [`RunLine::orch_ticks`].
     pub const RUN_ORCH_TICKS: u64 = RUN_COMPLETED + offset_of!(RunLine, orch_ticks) as u64;
+    /// [`RunLine::orch_flow_ticks`].
+    pub const RUN_ORCH_FLOW_TICKS: u64 = RUN_COMPLETED + offset_of!(RunLine, orch_flow_ticks) as u64;
     /// [`RunLine::resident_ready`].
     pub const RUN_RESIDENT_READY: u64 = RUN_COMPLETED + offset_of!(RunLine, resident_ready) as u64;
 

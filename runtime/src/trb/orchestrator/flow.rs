@@ -69,8 +69,14 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                 return Err(self.stop_with(code(OrchError::FlowControlDeadlock), window as u64, &text));
             }
             self.wake(true);
-            backoff.idle(self.a, now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
+            self.flow_wait(&mut backoff, now, deadline);
         }
+    }
+
+    /// One flow-control wait (at most 20 µs, until `deadline`), its time counted.
+    fn flow_wait(&mut self, backoff: &mut crate::backoff::Backoff, now: u64, deadline: u64) {
+        backoff.idle(self.a, now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
+        self.flow_ticks = self.flow_ticks.saturating_add(self.a.now_ticks().saturating_sub(now));
     }
 
     /// Reclaim `ring`'s consumed tasks from the oldest on; returns how many. Each retired task
@@ -129,7 +135,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                     return Err(self.stop_with(OrchError::TensormapOverflow, cap, &text));
                 }
                 self.wake(true);
-                backoff.idle(self.a, now.saturating_add(self.a.ticks_from_micros(20)).min(deadline));
+                self.flow_wait(&mut backoff, now, deadline);
             }
         }
         Ok(())

@@ -67,6 +67,7 @@ pub fn run<A: AicpuAgent>(a: &A, s: &Shared, trace: Option<&mut crate::trace::Tr
                 let ran = a.run_program(&mut || result = f(&mut Orch::new(&mut o), &args));
                 let took = a.now_ticks().saturating_sub(started);
                 a.store_direct(s.base().map.desc.offset(crate::layout::offsets::RUN_ORCH_TICKS), took);
+                a.store_direct(s.base().map.desc.offset(crate::layout::offsets::RUN_ORCH_FLOW_TICKS), o.flow_ticks);
 
                 match (ran, result) {
                     (Err(p), _) => {
@@ -143,6 +144,8 @@ struct DeviceOrch<'a, A: AicpuAgent> {
     wake_gap: u64,
     /// Tasks reclaimed since the tensor map was last swept.
     reclaimed: u32,
+    /// Ticks spent waiting in flow control (room in a ring or in the tensor map).
+    flow_ticks: u64,
     completions: Completions,
     /// The orchestrator thread's trace ring, when the run traces: each dependency found at
     /// submission is recorded there (`trace_kind::EDGE`).
@@ -167,6 +170,7 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
             wake_pending: false,
             wake_gap: a.ticks_from_micros(WAKE_GAP_US),
             reclaimed: 0,
+            flow_ticks: 0,
             completions: Completions::new(),
             trace,
         }
