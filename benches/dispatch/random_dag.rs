@@ -218,7 +218,6 @@ pub struct HbgMemory {
     build_peak_bytes_per_task: f64,
     /// `Graph::host_bytes`, by part, after the runs (the resident state included if built).
     image: usize,
-    plan_edges: usize,
     resident_states: usize,
     externals: usize,
     fixed: usize,
@@ -357,7 +356,6 @@ pub fn run(
                 tensors as f64 / n as f64,
                 args_record(0)
             );
-            println!("      plan: edges     {:>7.1}  (8 B per edge)", per(b.plan_edges as f64));
             println!("      resident states {:>7.1}", per(b.resident_states as f64));
             println!("      externals+fixed {:>7.1}", per((b.externals + b.fixed) as f64));
             println!("      accounted       {:>7.1}  of {:.1} measured", per(b.total() as f64), per(retained as f64));
@@ -367,7 +365,6 @@ pub fn run(
                 build_peak_bytes: build_peak,
                 build_peak_bytes_per_task: per(build_peak as f64),
                 image: b.image,
-                plan_edges: b.plan_edges,
                 resident_states: b.resident_states,
                 externals: b.externals,
                 fixed: b.fixed,

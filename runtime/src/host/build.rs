@@ -71,11 +71,9 @@ impl<P: HostPlatform> Graph<P> {
     /// the graph heap of runtime-allocated tensors is device memory and is not counted).
     pub fn host_bytes(&self) -> GraphBytes {
         let c = &*self.core;
-        let (plan_edges, resident_states) = c.plan.host_bytes();
         GraphBytes {
             image: c.image.capacity(),
-            plan_edges,
-            resident_states,
+            resident_states: c.plan.host_bytes(),
             externals: c.externals.capacity() * core::mem::size_of::<(BufferRef, u32, u32)>(),
             fixed: core::mem::size_of::<GraphCore<P>>(),
         }
@@ -89,8 +87,6 @@ pub struct GraphBytes {
     /// fan-out lists (4 bytes per edge), the func table and the argument records (a header
     /// and a 64-byte descriptor per tensor argument, 8 bytes per scalar).
     pub image: usize,
-    /// The plan's producer → consumer edges (8 bytes each: traces and the checks).
-    pub plan_edges: usize,
     /// The resident executor's initial states built so far (one per cluster count run).
     pub resident_states: usize,
     /// Every external buffer the graph names, with the first task and argument naming it.
@@ -102,7 +98,7 @@ pub struct GraphBytes {
 impl GraphBytes {
     /// Every part summed.
     pub fn total(&self) -> usize {
-        self.image + self.plan_edges + self.resident_states + self.externals + self.fixed
+        self.image + self.resident_states + self.externals + self.fixed
     }
 }
 
@@ -292,7 +288,12 @@ impl<P: HostPlatform> GraphCore<P> {
             Some(h) => &[(h, self.heap_bytes)],
             None => &[],
         };
-        let notes = pto_hal::check::GraphNotes { tasks: self.task_count, edges: &self.plan.edges, fresh };
+        // The edges are read from the image only for a platform that checks this run.
+        if !P::checks(&self.dev.dev).any() {
+            return;
+        }
+        let edges = Plan::edges(&self.image);
+        let notes = pto_hal::check::GraphNotes { tasks: self.task_count, edges: &edges, fresh };
         P::note_graph(&self.dev.dev, launch, &notes);
     }
 }

@@ -497,8 +497,8 @@ impl<P: HostPlatform> InFlight<P> {
             let Some(l) = crate::layout::TraceLayout::of(&d.config) else { return Ok(None) };
             let funcs = inner.funcs.lock().0.clone();
             let hz = pto_hal::Clock::freq_hz(&inner.dev);
-            let edges = self.graph.as_deref().map(|g| g.plan.edges.as_slice());
-            super::trace::collect(&inner.dev, hz, &funcs, &d, l, edges).map(Some)
+            let edges = self.graph.as_deref().map(|g| super::resident::Plan::edges(&g.image));
+            super::trace::collect(&inner.dev, hz, &funcs, &d, l, edges.as_deref()).map(Some)
         };
         if let Some(lifecycle::Latched { fault, message }) = lifecycle::decode_latch(&d) {
             let mut err = match fault {

@@ -173,8 +173,6 @@ pub(crate) struct CaptureParams {
 /// initial state for each cluster count a run has asked for (built from the image's task
 /// records, which the plan does not copy).
 pub(crate) struct Plan {
-    /// Producer → consumer edges, in task order.
-    pub(crate) edges: Vec<(u32, u32)>,
     /// Why the resident executor cannot run the graph, if it cannot.
     resident: Result<(), LegacyReason>,
     /// The first task with more than one block (the resident route's dump refuses it).
@@ -210,20 +208,25 @@ impl Plan {
             }
         }
         let first_multi_block = checked.tasks.iter().position(|t| t.block_num > 1).map(|t| t as u32);
-        // Exactly sized (8 bytes per edge, kept as long as the graph); the task records are not
-        // kept: the image has them, and the resident initial state reads them from it.
-        let mut edges = Vec::with_capacity(checked.fanout.len());
-        edges.extend(checked.edges());
-        Ok(Plan { edges, resident, first_multi_block, states: Mutex::new(Vec::new()) })
+        // Neither the task records nor the edges are kept: the image has them, the resident
+        // initial state reads the records from it and [`Plan::edges`] the edges.
+        Ok(Plan { resident, first_multi_block, states: Mutex::new(Vec::new()) })
     }
 
-    /// Host bytes the plan holds: its edges and the resident initial states built so far
-    /// (capacities, not lengths).
-    pub(crate) fn host_bytes(&self) -> (usize, usize) {
+    /// The producer → consumer edges of the graph whose image is `image` (the one the plan
+    /// was made of), in task order, read from its fan-out lists: for a traced or checked run.
+    pub(crate) fn edges(image: &[u8]) -> Vec<(u32, u32)> {
+        let checked = ImageView::open(image, image.len() as u64).and_then(|v| v.validate());
+        debug_assert!(checked.is_ok(), "the image the plan was made of opens");
+        checked.map(|c| c.edges().collect()).unwrap_or_default()
+    }
+
+    /// Host bytes the plan holds: the resident initial states built so far (capacities, not
+    /// lengths).
+    pub(crate) fn host_bytes(&self) -> usize {
         let states = self.states.lock();
-        let state_bytes = states.capacity() * core::mem::size_of::<(u32, Arc<InitialState>)>()
-            + states.iter().map(|(_, s)| s.bytes.capacity() + core::mem::size_of::<InitialState>() + 16).sum::<usize>();
-        (self.edges.capacity() * core::mem::size_of::<(u32, u32)>(), state_bytes)
+        states.capacity() * core::mem::size_of::<(u32, Arc<InitialState>)>()
+            + states.iter().map(|(_, s)| s.bytes.capacity() + core::mem::size_of::<InitialState>() + 16).sum::<usize>()
     }
 
     /// The initial state over `clusters` clusters of the graph whose image is `image` (the one
