@@ -158,6 +158,9 @@ struct Cli {
     /// Run only the section of the schedule-independent checks (off, race, init, both).
     #[arg(long)]
     check_cost: bool,
+    /// Run only the faithful / coherent cache model section.
+    #[arg(long)]
+    cache_cost: bool,
     /// Run only the section of the simulator's engines side by side: the thread-per-agent
     /// engine against the coroutine engine (one and two host threads), fixed cost and
     /// marginal per task, every runtime and executor, in one process with the rounds
@@ -217,6 +220,10 @@ fn main() {
     }
     if cli.engine_cost {
         engine_cost(&runtimes, rounds, cli.threads);
+        return;
+    }
+    if cli.cache_cost {
+        print_cost(CACHE_TITLE, &CACHE_NAMES, &cache_model_cost(&dev, &k, &runtimes, rounds));
         return;
     }
     if cli.check_cost {
@@ -293,7 +300,7 @@ fn main() {
 
     let vector_process = [RuntimeKind::HostBuiltGraph, RuntimeKind::TensormapRing].map(time_vector_process);
     let isolated = isolated_submission(&dev, &k);
-    let cache_ratio = cache_model_cost(&dev, &k, rounds);
+    let cache_ratio = cache_model_cost(&dev, &k, &runtimes, rounds);
     let protect_ratio = protection_cost(&dev, &k, &runtimes, rounds);
     let check_ratio = check_cost(&dev, &k, &runtimes, rounds);
     let trace_ratio = tracing_cost(&dev, &k, &runtimes, rounds);
@@ -413,15 +420,7 @@ fn main() {
             t4.as_secs_f64() / t1.as_secs_f64()
         );
     }
-    println!("faithful / coherent cache model, run time at N=1000 (same device, same graph):");
-    for (name, coherent, faithful) in &cache_ratio {
-        println!(
-            "  {name:<12} coherent {:>8.3} ms  faithful {:>8.3} ms  ratio {:.2}x",
-            us(*coherent) / 1e3,
-            us(*faithful) / 1e3,
-            faithful.as_secs_f64() / coherent.as_secs_f64()
-        );
-    }
+    print_cost(CACHE_TITLE, &CACHE_NAMES, &cache_ratio);
     print_cost(PROTECT_TITLE, &PROTECT_NAMES, &protect_ratio);
     print_cost(CHECK_TITLE, &CHECK_NAMES, &check_ratio);
     print_cost(TRACE_TITLE, &TRACE_NAMES, &trace_ratio);
@@ -445,16 +444,7 @@ fn main() {
                 growth: b.as_secs_f64() / a.as_secs_f64(),
             })
             .collect(),
-        cache_model_cost: cache_ratio
-            .iter()
-            .map(|&(shape, c, f)| CacheModelCost {
-                shape,
-                n: 1000,
-                coherent_us: us(c),
-                faithful_us: us(f),
-                ratio: f.as_secs_f64() / c.as_secs_f64(),
-            })
-            .collect(),
+        cache_model_cost: cache_ratio.iter().map(CacheModelCost::from_row).collect(),
         protection_cost: protect_ratio.iter().map(OnOffCost::from_row).collect(),
         check_cost: check_ratio.iter().map(CheckCost::from_row).collect(),
         tracing_cost: trace_ratio.iter().map(OnOffCost::from_row).collect(),
@@ -492,33 +482,43 @@ fn isolated_submission(dev: &Device, k: &pto_testkit::Kernels) -> Vec<(&'static 
     out
 }
 
-/// Median run time of the chain and independent shapes at N=1000 under each cache model.
-fn cache_model_cost(dev: &Device, k: &pto_testkit::Kernels, rounds: usize) -> Vec<(&'static str, Duration, Duration)> {
+/// The coherent (variant 0) and the faithful (1) cache model, on each runtime, on the same
+/// device and graph. Not interleaved: switching to the faithful model empties its caches and
+/// line records (it did not see the coherent runs), so the faithful rounds run in a block, as
+/// a process that keeps the model on runs, each after the warm-up runs.
+fn cache_model_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind], rounds: usize) -> Vec<CostRow> {
     use pto_sim::CacheModel;
+    let models = [CacheModel::Coherent, CacheModel::Faithful { seed: 1, evict_per_mille: 20 }];
+    let was = dev.platform().cache_model();
     let mut out = Vec::new();
     for kind in [ShapeKind::Chain, ShapeKind::Independent] {
         let p = pto_testkit::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
-        let mut t = [Duration::ZERO; 2];
-        for (i, model) in
-            [CacheModel::Coherent, CacheModel::Faithful { seed: 1, evict_per_mille: 20 }].into_iter().enumerate()
-        {
-            dev.platform().set_cache_model(model).expect("no launch is active");
-            let mut runs = Vec::new();
-            for r in 0..rounds + 2 {
-                p.reset().expect("reset");
-                let s = Instant::now();
-                let rep = dev.run(&p.graph).unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
-                let el = s.elapsed();
-                p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
-                if r >= 2 {
-                    runs.push(el);
+        for &rt in runtimes {
+            let cfg = RunConfig::default().with_runtime(rt);
+            let mut stats = Vec::new();
+            for model in models {
+                dev.platform().set_cache_model(model).expect("no launch is active");
+                let mut runs = Vec::new();
+                for r in 0..rounds + 2 {
+                    p.reset().expect("reset");
+                    let s = Instant::now();
+                    let rep = match rt {
+                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
+                        RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &cfg),
+                    }
+                    .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), rt.name()));
+                    let el = s.elapsed();
+                    p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
+                    if r >= 2 {
+                        runs.push(el);
+                    }
                 }
+                stats.push([runs.iter().copied().min().unwrap_or_default(), median(runs)]);
             }
-            t[i] = median(runs);
+            out.push((kind.name(), rt, stats));
         }
-        dev.platform().set_cache_model(CacheModel::Coherent).expect("no launch is active");
-        out.push((kind.name(), t[0], t[1]));
     }
+    dev.platform().set_cache_model(was).expect("no launch is active");
     out
 }
 
@@ -733,6 +733,9 @@ fn dump_cost(
     (rows, full)
 }
 
+const CACHE_TITLE: &str =
+    "faithful / coherent cache model, run time at N=1000 (same device, same graph; each model's rounds in a block):";
+const CACHE_NAMES: [&str; 2] = ["coherent", "faithful"];
 const PROTECT_TITLE: &str =
     "memory protection on / off, run time at N=1000 (same device, same graph, rounds interleaved):";
 const PROTECT_NAMES: [&str; 2] = ["off", "on"];
@@ -902,11 +905,32 @@ struct IsolatedSubmission {
 #[derive(Serialize)]
 struct CacheModelCost {
     shape: &'static str,
+    runtime: &'static str,
     n: u32,
+    /// Medians, µs.
     coherent_us: f64,
     faithful_us: f64,
+    /// Minimums (the least disturbed rounds), µs.
+    coherent_min_us: f64,
+    faithful_min_us: f64,
     /// `faithful_us / coherent_us`.
     ratio: f64,
+}
+
+impl CacheModelCost {
+    fn from_row(&(shape, rt, ref stats): &CostRow) -> CacheModelCost {
+        let ([c_min, c], [f_min, f]) = (stats[0], stats[1]);
+        CacheModelCost {
+            shape,
+            runtime: rt.name(),
+            n: 1000,
+            coherent_us: us(c),
+            faithful_us: us(f),
+            coherent_min_us: us(c_min),
+            faithful_min_us: us(f_min),
+            ratio: f.as_secs_f64() / c.as_secs_f64(),
+        }
+    }
 }
 
 /// A two-variant comparison row (variants `off` and `on`: [`PROTECT_NAMES`], [`TRACE_NAMES`]):

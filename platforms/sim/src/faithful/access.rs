@@ -108,6 +108,7 @@ impl Faithful {
                 self.fill(&mut st, a, line, off + line - addr, gm);
             }
             let mut violation = None;
+            let mut newly_dirty = false;
             {
                 let mut shard = self.shard(line);
                 let m = shard.entry(line).or_default();
@@ -136,6 +137,7 @@ impl Faithful {
                 m.tw[lo..hi].fill(a);
                 m.tt[lo..hi].fill(stamp);
                 if core {
+                    newly_dirty = l.dirty == 0;
                     l.dirty |= byte_mask(lo, hi);
                 } else {
                     // AICPU stores write through.
@@ -151,6 +153,9 @@ impl Faithful {
                     m.last_wb_t = stamp;
                     l.fill_gen = m.r#gen;
                 }
+            }
+            if newly_dirty {
+                st.dirty_lines += 1;
             }
             if !core {
                 gm.write_bytes(off + done as u64, &src[done..done + (hi - lo)]);
@@ -214,7 +219,9 @@ impl Faithful {
                         }
                         None => ([NONE; 64], [0; 64], 0, true),
                     };
-                    cl.lines.insert(line, Box::new(CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false }));
+                    let key = cl.keys.len() as u32;
+                    cl.lines
+                        .insert(line, Box::new(CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false, key }));
                     cl.keys.push(line);
                 }
                 let mut shard = self.shard(line);

@@ -104,7 +104,16 @@ impl Faithful {
             None => ([NONE; 64], [0; 64], 0, true),
         };
         drop(shard);
-        st.cache.insert(line, Box::new(CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false }));
+        let key = st.keys.len() as u32;
+        let fresh = CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false, key };
+        let record = match st.spare.pop() {
+            Some(mut b) => {
+                *b = fresh;
+                b
+            }
+            None => Box::new(fresh),
+        };
+        st.cache.insert(line, record);
         st.keys.push(line);
     }
 
@@ -154,6 +163,7 @@ impl Faithful {
             gm.write_bytes(off, &l.data);
         }
         l.dirty = 0;
+        st.dirty_lines -= 1;
         st.unfenced = true;
         if let Some((b, w)) = clobber {
             let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);

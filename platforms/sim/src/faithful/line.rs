@@ -51,6 +51,23 @@ pub(super) struct CLine {
     pub(super) fill_ok: bool,
     /// Whether this copy has been stored to (the whole-line check is made at the first store).
     pub(super) owned: bool,
+    /// Its place in its holder's key list (so dropping it does not search the list).
+    pub(super) key: u32,
+}
+
+/// Take `line`'s record out of `map` and its key out of `keys` (the record knows its place:
+/// the last key moves there, and its record learns it).
+pub(super) fn take_line(map: &mut LineMap<Box<CLine>>, keys: &mut Vec<u64>, line: u64) -> Option<Box<CLine>> {
+    let l = map.remove(&line)?;
+    let i = l.key as usize;
+    debug_assert_eq!(keys.get(i), Some(&line), "a cached line knows its place in the key list");
+    keys.swap_remove(i);
+    if let Some(&moved) = keys.get(i) {
+        if let Some(m) = map.get_mut(&moved) {
+            m.key = i as u32;
+        }
+    }
+    Some(l)
 }
 
 /// What memory and the program know about one line: per byte, the last store and the store
@@ -98,11 +115,7 @@ pub(super) struct Cluster {
 
 impl Cluster {
     pub(super) fn remove(&mut self, line: u64) -> Option<Box<CLine>> {
-        let l = self.lines.remove(&line)?;
-        if let Some(i) = self.keys.iter().position(|&k| k == line) {
-            self.keys.swap_remove(i);
-        }
-        Some(l)
+        take_line(&mut self.lines, &mut self.keys, line)
     }
 }
 

@@ -51,6 +51,12 @@ pub(super) struct AgentState {
     pub(super) vc: Vc,
     pub(super) cache: LineMap<Box<CLine>>,
     pub(super) keys: Vec<u64>,
+    /// Lines of `cache` holding dirty bytes (a hand-off looks for one only when there is one).
+    pub(super) dirty_lines: u32,
+    /// Line records dropped from `cache`, reused by the next fills (no allocation per fill).
+    /// Boxed because they move between this list and the cache map without reallocating.
+    #[allow(clippy::vec_box)]
+    pub(super) spare: Vec<Box<CLine>>,
     pub(super) rng: u64,
     pub(super) unfenced: bool,
     pub(super) seen: HashMap<u32, u64, BuildHasherDefault<LineHasher>>,
@@ -93,11 +99,17 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock()
 }
 
+/// Line records an agent keeps for reuse.
+const SPARE_LINES: usize = 32;
+
 /// Drops `line` from the agent's cache, without a write-back.
 pub(super) fn remove_key(st: &mut AgentState, line: u64) {
-    if st.cache.remove(&line).is_some() {
-        if let Some(i) = st.keys.iter().position(|&k| k == line) {
-            st.keys.swap_remove(i);
+    if let Some(l) = super::line::take_line(&mut st.cache, &mut st.keys, line) {
+        if l.dirty != 0 {
+            st.dirty_lines -= 1;
+        }
+        if st.spare.len() < SPARE_LINES {
+            st.spare.push(l);
         }
     }
 }
@@ -120,6 +132,8 @@ impl Faithful {
                         vc: own_clock(n, i),
                         cache: LineMap::default(),
                         keys: Vec::new(),
+                        dirty_lines: 0,
+                        spare: Vec::new(),
                         rng: (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1,
                         unfenced: false,
                         seen: HashMap::default(),
@@ -181,6 +195,7 @@ impl Faithful {
             st.vc = own_clock(n, i);
             st.cache.clear();
             st.keys.clear();
+            st.dirty_lines = 0;
             st.rng = (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1;
             st.unfenced = false;
             st.seen.clear();

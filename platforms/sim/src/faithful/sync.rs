@@ -40,7 +40,11 @@ impl Faithful {
     /// Agent `a` ends its program: dirty lines left behind were never published.
     pub fn job_end(&self, a: u16, gm: &Gm) -> Vc {
         let mut st = lock(&self.agents[a as usize]);
-        let dirty: Vec<u64> = st.cache.iter().filter(|(_, l)| l.dirty != 0).map(|(&k, _)| k).collect();
+        let dirty: Vec<u64> = if st.dirty_lines == 0 {
+            Vec::new()
+        } else {
+            st.cache.iter().filter(|(_, l)| l.dirty != 0).map(|(&k, _)| k).collect()
+        };
         for line in dirty {
             let (first, w) = {
                 let l = &st.cache[&line];
@@ -70,7 +74,9 @@ impl Faithful {
     pub fn reg_write(&self, a: u16, phys: u32, reg: u32) {
         let mut st = lock(&self.agents[a as usize]);
         if is_core(self.n_aicpu, a) {
-            if let Some((&line, l)) = st.cache.iter().find(|(_, l)| l.dirty != 0) {
+            let dirty = if st.dirty_lines == 0 { None } else { st.cache.iter().find(|(_, l)| l.dirty != 0) };
+            debug_assert_eq!(dirty.is_some(), st.dirty_lines != 0, "the dirty-line count is the cache's");
+            if let Some((&line, l)) = dirty {
                 let b = l.dirty.trailing_zeros() as usize;
                 let v = self.violation(
                     a,
