@@ -127,7 +127,7 @@ pub struct RunConfig {
     /// host-built-graph runtime.
     pub runtime: RuntimeKind,
     /// Which executor runs a host-built graph (default [`Executor::Auto`](super::Executor::Auto):
-    /// the resident one where it can run the graph). The device-side runtime always runs on
+    /// the faster that can run the graph — legacy on the simulator, resident on a chip). The device-side runtime always runs on
     /// the legacy executor; asking it for [`Executor::Resident`](super::Executor::Resident) is
     /// an error.
     pub executor: super::Executor,

@@ -58,7 +58,7 @@ impl Runtimes {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Executor {
-    /// The resident executor where it can run the graph, else the legacy one.
+    /// The faster executor that can run the graph: legacy on the simulator, resident on a chip.
     Auto,
     /// The AICPU dispatches, the core executes.
     Legacy,
