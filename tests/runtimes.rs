@@ -73,6 +73,43 @@ fn the_report_counts_the_orchestrations_flow_control_wait() {
     assert_eq!((hbg.orchestration, hbg.orchestration_flow_wait), (None, None), "the host-built graph");
 }
 
+/// The host thread the last `on_which_thread` orchestration ran on.
+static ORCH_THREAD: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn on_which_thread(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    *ORCH_THREAD.lock().unwrap() = std::thread::current().name().map(str::to_owned);
+    rows_tasks(o, &a.t(0)?, 4)
+}
+
+/// On the coroutine engine in free mode the device-side orchestration runs on a host thread of
+/// its own (as a chip gives it an AICPU core) while the pool runs the rest, even a pool of one
+/// thread; a seeded schedule keeps it on the one thread that decides everything; the thread
+/// engine runs it on its AICPU thread.
+#[test]
+fn the_orchestration_has_a_host_thread_of_its_own_on_the_coroutine_engine() {
+    use pto_sim::{Schedule, SimEngine, Strategy};
+    let one = SimEngine::Coroutines { threads: 1 };
+    let seeded = Schedule::Seeded { seed: 3, strategy: Strategy::Random };
+    for (engine, schedule, side) in
+        [(one, Schedule::Os, true), (one, seeded, false), (SimEngine::Threads, Schedule::Os, false)]
+    {
+        let (dev, _k) = pto_sim::with_engine(Some(engine), Some(schedule), || device());
+        let p = dev.register_orchestration("on_which_thread", on_which_thread).unwrap();
+        let y = dev.tensor_from(&[4, 16], &[0.0f32; 64]).unwrap();
+        let cfg = RunConfig::default().with_runtime(RuntimeKind::TensormapRing);
+        for round in 1..=3 {
+            dev.run_program(&p, &OrchArgs::new().tensor(y.tensor()), &cfg).unwrap();
+            let name = ORCH_THREAD.lock().unwrap().take().unwrap_or_default();
+            let what = format!("{engine:?} {schedule:?}: round {round} ran on {name:?}");
+            assert_eq!(name == "pto-sim-engine-side", side, "{what}");
+            if engine == SimEngine::Threads {
+                assert!(name.starts_with("pto-aicpu-"), "{what}");
+            }
+        }
+        assert_eq!(y.read::<f32>().unwrap(), vec![3.0; 64], "{engine:?} {schedule:?}: every task ran");
+    }
+}
+
 #[test]
 fn a_scope_larger_than_the_window_is_scope_deadlock() {
     let (dev, k) = device();

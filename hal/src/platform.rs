@@ -67,6 +67,8 @@ pub trait AicpuAgent: GmAtomic + GmMemory + AicpuCache + Barriers + Registers + 
     fn resolve_program<F: Copy + 'static>(&self, handle: u64) -> Option<F>;
     /// Run `body` (a call into a user program) on this thread. A program that panics
     /// (simulator) is reported as a [`KernelFault`] carrying its message; the thread goes on.
+    /// A platform may give the call a host thread of its own meanwhile (the simulator's
+    /// coroutine engine does, as a chip gives the orchestration an AICPU core).
     // A fault is the rare path and the HAL has no allocator: its text travels inline.
     #[allow(clippy::result_large_err)]
     fn run_program(&self, body: &mut dyn FnMut()) -> Result<(), KernelFault>;

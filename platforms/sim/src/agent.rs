@@ -376,8 +376,15 @@ impl<C: Contract> AicpuAgent for SimAicpu<C> {
 
     fn run_program(&self, body: &mut dyn FnMut()) -> Result<(), KernelFault> {
         crate::panics::install_quiet_hook();
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
-            .map_err(|p| KernelFault::new(&crate::panics::take_message(&*p)))
+        // On a host thread of its own while the program runs, when the engine has one to give
+        // (a thread that cannot be started leaves it where it is).
+        let pinned = self.shared.engine.pin(self.slot(), true).is_ok();
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+            .map_err(|p| KernelFault::new(&crate::panics::take_message(&*p)));
+        if pinned {
+            let _ = self.shared.engine.pin(self.slot(), false);
+        }
+        ran
     }
 
     fn note_task(&self, task: u32, producers: &mut dyn Iterator<Item = u32>) {

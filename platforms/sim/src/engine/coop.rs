@@ -22,6 +22,15 @@
 //! schedule every switch point is a choice of the [`Chooser`], and the virtual clock advances
 //! [`STEP_NS`] per switch point; when no agent can run, it jumps to the earliest deadline.
 //!
+//! # The orchestrator's own thread
+//!
+//! On a chip the device-side orchestration has an AICPU core to itself. In free mode an agent
+//! that runs an orchestration program (the HAL's `run_program`) is *pinned* for the call: it
+//! moves to a host thread of its own (the side thread, started on the first pin) and back to
+//! the pool when the call returns. The side thread runs pinned agents only and the pool never
+//! runs them; a pinned agent is in the side queue, never in the pool's. Seeded schedules pin
+//! nothing (one host thread decides everything).
+//!
 //! # Agents that never yield
 //!
 //! A kernel that loops without touching the HAL, sleeps, or blocks in its own code keeps its
@@ -115,6 +124,9 @@ struct Slot {
     countdown: AtomicU32,
     /// Free mode: when its current slice began (ns since the epoch; 0: not yet looked).
     slice_start: AtomicU64,
+    /// Runs on the side thread (an orchestration program in free mode). Changed only by the
+    /// agent itself while it runs, read under the lock wherever it is queued.
+    pinned: AtomicBool,
     co: Mutex<Option<SendCo>>,
 }
 
@@ -137,6 +149,10 @@ struct Det {
 struct Sched {
     st: Vec<St>,
     queue: VecDeque<usize>,
+    /// Runnable pinned agents (the side thread's queue).
+    side: VecDeque<usize>,
+    /// The side thread waits for work.
+    side_idle: bool,
     timers: BTreeSet<(u64, usize)>,
     det: Option<Det>,
     shutdown: bool,
@@ -176,6 +192,12 @@ struct State {
     drive_turn: Mutex<()>,
     /// Free mode: agents in the run queue (read without the lock by switch points).
     queued: AtomicUsize,
+    /// Free mode: agents in the side queue (read by a pinned agent's switch points).
+    side_queued: AtomicUsize,
+    /// The side thread waits here for a pinned agent to run.
+    side_cv: Condvar,
+    /// The side thread, once started.
+    side_thread: Mutex<Option<(Arc<PoolThread>, JoinHandle<()>)>>,
     /// Seeded mode: the virtual clock (ns).
     vnow: AtomicU64,
     seeded: Option<(u64, Strategy)>,
@@ -208,6 +230,8 @@ impl Coop {
             sched: Mutex::new(Sched {
                 st: vec![St::Done; agents],
                 queue: VecDeque::with_capacity(agents),
+                side: VecDeque::new(),
+                side_idle: false,
                 timers: BTreeSet::new(),
                 det,
                 shutdown: false,
@@ -219,6 +243,9 @@ impl Coop {
             cv: Condvar::new(),
             drive_turn: Mutex::new(()),
             queued: AtomicUsize::new(0),
+            side_queued: AtomicUsize::new(0),
+            side_cv: Condvar::new(),
+            side_thread: Mutex::new(None),
             vnow: AtomicU64::new(0),
             seeded,
             pool: Mutex::new(Vec::new()),
@@ -262,6 +289,7 @@ impl Coop {
                 stack: range,
                 countdown: AtomicU32::new(QUANTUM),
                 slice_start: AtomicU64::new(0),
+                pinned: AtomicBool::new(false),
                 co: Mutex::new(Some(SendCo(co))),
             });
         }
@@ -299,6 +327,7 @@ impl Coop {
             }
         }
         s.cv.notify_all();
+        s.side_cv.notify_all();
         let deadline = Instant::now() + super::threads::STOP_BUDGET;
         loop {
             let live = s.sched.lock().st.iter().filter(|&&st| st != St::Done).count();
@@ -312,14 +341,17 @@ impl Coop {
             g.abandoned = true;
             (0..s.slots().len()).filter(|&i| g.st[i] != St::Done).map(|i| s.slots()[i].name.clone()).collect()
         };
-        // Pool threads leave once shut down and out of work; one still running a stuck agent
-        // is left to it (detached).
+        // Pool threads (and the side thread) leave once shut down and out of work; one still
+        // running a stuck agent is left to it (detached).
         s.cv.notify_all();
-        let pool: Vec<_> = s.pool.lock().iter_mut().filter_map(|(p, h)| h.take().map(|h| (p.clone(), h))).collect();
+        s.side_cv.notify_all();
+        let mut pool: Vec<_> = s.pool.lock().iter_mut().filter_map(|(p, h)| h.take().map(|h| (p.clone(), h))).collect();
+        pool.extend(s.side_thread.lock().take());
         for (p, h) in pool {
             let deadline = Instant::now() + Duration::from_millis(200);
             while p.resumes.load(Ordering::Acquire) % 2 == 0 && !h.is_finished() && Instant::now() < deadline {
                 s.cv.notify_all();
+                s.side_cv.notify_all();
                 std::thread::sleep(Duration::from_micros(200));
             }
             if h.is_finished() {
@@ -384,7 +416,8 @@ impl Coop {
                 return;
             }
             c.store(QUANTUM, Ordering::Relaxed);
-            if s.queued.load(Ordering::Relaxed) == 0 || !self.on_own_stack(slot) {
+            let others = if s.slots()[slot].pinned.load(Ordering::Relaxed) { &s.side_queued } else { &s.queued };
+            if others.load(Ordering::Relaxed) == 0 || !self.on_own_stack(slot) {
                 return;
             }
             // Others wait: give way once this agent has had its slice of host time since it was
@@ -406,7 +439,7 @@ impl Coop {
             let mut g = s.sched.lock();
             let now = s.vnow.load(Ordering::Relaxed) + STEP_NS;
             s.vnow.store(now, Ordering::Release);
-            fire_timers(&mut g, now);
+            fire_timers(s, &mut g, now);
             let Sched { st, det, .. } = &mut *g;
             let d = det.as_mut().expect("seeded");
             let step = d.chooser.steps();
@@ -468,7 +501,16 @@ impl Coop {
         s.slots()[slot].notified.store(true, Ordering::Release);
         let wake_thread = {
             let mut g = s.sched.lock();
-            wake_locked(s, &mut g, slot) && g.idle_threads > 0
+            match wake_locked(s, &mut g, slot) {
+                Some(Queue::Side) => {
+                    if g.side_idle {
+                        s.side_cv.notify_one();
+                    }
+                    false
+                }
+                Some(Queue::Pool) => g.idle_threads > 0,
+                None => false,
+            }
         };
         if wake_thread {
             // Seeded: the driving host waits on the same condition variable.
@@ -478,6 +520,43 @@ impl Coop {
                 s.cv.notify_one();
             }
         }
+    }
+
+    /// Agent `slot` starts (`on`) or ends an orchestration program: in free mode it moves to
+    /// the side thread for the call, and back to the pool after (see the module
+    /// documentation). Called by the agent itself, on its own stack.
+    pub fn pin(&self, slot: usize, on: bool) -> Result<(), SimError> {
+        let s = &self.state;
+        if s.seeded.is_some() || !self.on_own_stack(slot) {
+            return Ok(());
+        }
+        if on {
+            self.start_side()?;
+        }
+        let sl = &s.slots()[slot];
+        if sl.pinned.swap(on, Ordering::AcqRel) == on {
+            return Ok(());
+        }
+        // Suspend as runnable: the thread that resumed it queues it where it now belongs.
+        self.suspend(slot, Yield::Switch);
+        Ok(())
+    }
+
+    /// Start the side thread, once.
+    fn start_side(&self) -> Result<(), SimError> {
+        let s = &self.state;
+        let mut side = s.side_thread.lock();
+        if side.is_some() {
+            return Ok(());
+        }
+        let p = Arc::new(PoolThread::default());
+        let (st, p2) = (self.state.clone(), p.clone());
+        let h = std::thread::Builder::new()
+            .name("pto-sim-engine-side".into())
+            .spawn(move || run_pool(&st, &p2, Queue::Side))
+            .map_err(|_| SimError::InvalidArgument("could not start the simulator's orchestration thread"))?;
+        *side = Some((p, h));
+        Ok(())
     }
 
     pub fn launch_finished(&self) {
@@ -535,33 +614,55 @@ impl State {
     }
 }
 
-/// Make agent `i` runnable if it is blocked and wakeable; true when it became runnable.
-fn wake_locked(s: &State, g: &mut Sched, i: usize) -> bool {
+/// The run queues: the pool's, and the side thread's for pinned agents.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Queue {
+    Pool,
+    Side,
+}
+
+/// Queue runnable agent `i` where it belongs (the side queue when it is pinned); which queue.
+fn enqueue(s: &State, g: &mut Sched, i: usize) -> Queue {
+    g.st[i] = St::Runnable;
+    if s.slots()[i].pinned.load(Ordering::Acquire) {
+        g.side.push_back(i);
+        s.side_queued.store(g.side.len(), Ordering::Release);
+        Queue::Side
+    } else {
+        g.queue.push_back(i);
+        s.queued.store(g.queue.len(), Ordering::Release);
+        Queue::Pool
+    }
+}
+
+/// Make agent `i` runnable if it is blocked and wakeable; the queue it went to, if it did.
+fn wake_locked(s: &State, g: &mut Sched, i: usize) -> Option<Queue> {
     match g.st[i] {
         St::Blocked { deadline, wakeable } if wakeable || g.shutdown => {
             if let Some(d) = deadline {
                 g.timers.remove(&(d, i));
             }
-            g.st[i] = St::Runnable;
-            g.queue.push_back(i);
-            s.queued.store(g.queue.len(), Ordering::Release);
-            true
+            Some(enqueue(s, g, i))
         }
-        _ => false,
+        _ => None,
     }
 }
 
-/// Make every agent whose deadline is at or before `now` runnable.
-fn fire_timers(g: &mut Sched, now: u64) {
+/// Make every agent whose deadline is at or before `now` runnable; wakes the side thread when
+/// a pinned agent's deadline passed.
+fn fire_timers(s: &State, g: &mut Sched, now: u64) {
+    let mut side = false;
     while let Some(&(d, i)) = g.timers.first() {
         if d > now {
             break;
         }
         g.timers.pop_first();
         if matches!(g.st[i], St::Blocked { .. }) {
-            g.st[i] = St::Runnable;
-            g.queue.push_back(i);
+            side |= enqueue(s, g, i) == Queue::Side;
         }
+    }
+    if side && g.side_idle {
+        s.side_cv.notify_one();
     }
 }
 
@@ -572,7 +673,7 @@ fn spawn_pool_thread(state: &Arc<State>) -> Result<(), SimError> {
     let (s, p2) = (state.clone(), p.clone());
     let h = std::thread::Builder::new()
         .name(format!("pto-sim-engine-{n}"))
-        .spawn(move || run_pool(&s, &p2))
+        .spawn(move || run_pool(&s, &p2, Queue::Pool))
         .map_err(|_| SimError::InvalidArgument("could not start a simulator engine thread"))?;
     pool.push((p, Some(h)));
     Ok(())
@@ -585,21 +686,32 @@ enum Next {
     Leave,
 }
 
-fn run_pool(s: &State, me: &PoolThread) {
+/// A host thread of the engine: a pool thread (`Queue::Pool`), or the side thread that runs
+/// pinned agents (`Queue::Side`).
+fn run_pool(s: &State, me: &PoolThread, role: Queue) {
     crate::panics::install_quiet_hook();
     loop {
         let next = {
             let mut g = s.sched.lock();
-            let n = pick_next(s, &mut g);
+            let n = if role == Queue::Side { pick_side(s, &mut g) } else { pick_next(s, &mut g) };
             if let Next::Wait(until) = n {
-                g.idle_threads += 1;
+                let cv = if role == Queue::Side { &s.side_cv } else { &s.cv };
+                if role == Queue::Side {
+                    g.side_idle = true;
+                } else {
+                    g.idle_threads += 1;
+                }
                 match until {
                     Some(t) => {
-                        s.cv.wait_until(&mut g, t);
+                        cv.wait_until(&mut g, t);
                     }
-                    None => s.cv.wait(&mut g),
+                    None => cv.wait(&mut g),
                 }
-                g.idle_threads -= 1;
+                if role == Queue::Side {
+                    g.side_idle = false;
+                } else {
+                    g.idle_threads -= 1;
+                }
                 continue;
             }
             n
@@ -622,16 +734,19 @@ fn run_pool(s: &State, me: &PoolThread) {
             let mut g = s.sched.lock();
             match result {
                 Ok(CoroutineResult::Yield(Yield::Switch)) => {
-                    g.st[slot] = St::Runnable;
-                    // Free mode: to the back of the queue. Seeded mode: the chooser decides.
-                    g.queue.push_back(slot);
+                    // Free mode: to the back of its queue (the other one when it was just
+                    // pinned or unpinned). Seeded mode: the chooser decides.
+                    if enqueue(s, &mut g, slot) != role {
+                        wake_queue(s, &g, if role == Queue::Side { Queue::Pool } else { Queue::Side });
+                    }
                 }
                 Ok(CoroutineResult::Yield(Yield::Block { deadline, wakeable })) => {
                     // A notification that came while it was suspending (or the shutdown) wakes
                     // it at once.
                     if wakeable && (s.slots()[slot].notified.swap(false, Ordering::AcqRel) || g.shutdown) {
-                        g.st[slot] = St::Runnable;
-                        g.queue.push_back(slot);
+                        if enqueue(s, &mut g, slot) != role {
+                            wake_queue(s, &g, if role == Queue::Side { Queue::Pool } else { Queue::Side });
+                        }
                     } else {
                         g.st[slot] = St::Blocked { deadline, wakeable };
                         if let Some(d) = deadline {
@@ -670,6 +785,42 @@ fn run_pool(s: &State, me: &PoolThread) {
     }
 }
 
+/// Wake an idle thread of queue `q` (one just got work from the other).
+fn wake_queue(s: &State, g: &Sched, q: Queue) {
+    match q {
+        Queue::Side if g.side_idle => {
+            s.side_cv.notify_one();
+        }
+        Queue::Pool if g.idle_threads > 0 => {
+            s.cv.notify_one();
+        }
+        _ => {}
+    }
+}
+
+/// The side thread's next step, under the lock: a pinned agent, or a wait (the pool's threads
+/// fire the timers, and queue a pinned agent here when its deadline passes).
+fn pick_side(s: &State, g: &mut Sched) -> Next {
+    if let Some(i) = g.side.pop_front() {
+        s.side_queued.store(g.side.len(), Ordering::Release);
+        g.st[i] = St::Running;
+        return Next::Run(i);
+    }
+    if g.shutdown && (g.abandoned || g.st.iter().all(|&st| st == St::Done)) {
+        return Next::Leave;
+    }
+    // A bounded wait: a pool thread parked until a far deadline does not fire a pinned agent's
+    // earlier one; the side thread looks at the timers itself when it wakes.
+    let now = nanos(s.epoch.elapsed());
+    fire_timers(s, g, now);
+    if !g.side.is_empty() {
+        return pick_side(s, g);
+    }
+    let until =
+        g.timers.first().map_or(Duration::from_millis(1), |&(d, _)| Duration::from_nanos(d.saturating_sub(now)));
+    Next::Wait(Some(Instant::now() + until.min(Duration::from_millis(1))))
+}
+
 /// The pool thread's next step, under the lock.
 fn pick_next(s: &State, g: &mut Sched) -> Next {
     let Some(det) = g.det.as_ref() else {
@@ -677,7 +828,7 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
         // fires a little late while agents are runnable: device time is not the host's).
         g.picks = g.picks.wrapping_add(1);
         if g.queue.is_empty() || g.picks % TIMER_LOOK == 0 {
-            fire_timers(g, nanos(s.epoch.elapsed()));
+            fire_timers(s, g, nanos(s.epoch.elapsed()));
         }
         if let Some(i) = g.queue.pop_front() {
             s.queued.store(g.queue.len(), Ordering::Release);
@@ -699,7 +850,7 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
         return Next::Wait(None);
     }
     let now = s.vnow.load(Ordering::Acquire);
-    fire_timers(g, now);
+    fire_timers(s, g, now);
     g.queue.clear();
     let Sched { st, det, timers, escaped, .. } = g;
     let d = det.as_mut().expect("seeded");

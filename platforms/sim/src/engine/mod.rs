@@ -245,6 +245,16 @@ impl Engine {
         }
     }
 
+    /// Agent `slot` starts (`on`) or ends an orchestration program. The coroutine engine in
+    /// free mode runs it on a host thread of its own meanwhile (as a chip gives the
+    /// orchestration an AICPU core); the thread engine and seeded schedules change nothing.
+    pub fn pin(&self, slot: usize, on: bool) -> Result<(), SimError> {
+        match self {
+            Engine::Coop(c) => c.pin(slot, on),
+            Engine::Threads(_) => Ok(()),
+        }
+    }
+
     /// A launch finished (every agent of it reported): a drive ends so the host can look.
     pub fn launch_finished(&self) {
         if let Engine::Coop(c) = self {
