@@ -256,7 +256,9 @@ impl Collector {
             records: self.records.iter().map(|c| manifest_record(c, locate)).collect(),
             accounting,
         };
-        std::fs::write(self.dir.join("args_dump.json"), manifest.to_json()).map_err(CollectError::Io)?;
+        let file = std::fs::File::create(self.dir.join("args_dump.json")).map_err(CollectError::Io)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+        manifest.write_json(&mut out).and_then(|()| std::io::Write::flush(&mut out)).map_err(CollectError::Io)?;
         Ok(DumpReport { dir: self.dir.clone(), level: self.level, accounting, payload_bytes: self.bin_len })
     }
 }

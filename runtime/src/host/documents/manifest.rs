@@ -56,11 +56,18 @@ impl Manifest {
         super::parse_versioned(path.as_ref(), text, "format_version", FORMAT_VERSION)
     }
 
-    /// The manifest as indented JSON text, as the host writes it.
+    /// The manifest as compact JSON text (no indentation: a dump of many records is written
+    /// at the end of every run, and the text is for tools), as the host writes it.
     pub fn to_json(&self) -> String {
         // Cannot fail: every map of the document is a struct with string keys, and the only
         // `Serialize` impls that could return an error (none do) are this module's.
-        serde_json::to_string_pretty(self).expect("a manifest always serializes")
+        serde_json::to_string(self).expect("a manifest always serializes")
+    }
+
+    /// Write the manifest's JSON text ([`Manifest::to_json`]) to `out`, streamed (no text of
+    /// the whole document is built first); an I/O error is returned as it came.
+    pub fn write_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer(out, self).map_err(std::io::Error::from)
     }
 }
 
