@@ -93,7 +93,7 @@ fn the_orchestration_has_a_host_thread_of_its_own_on_the_coroutine_engine() {
     for (engine, schedule, side) in
         [(one, Schedule::Os, true), (one, seeded, false), (SimEngine::Threads, Schedule::Os, false)]
     {
-        let (dev, _k) = pto_sim::with_engine(Some(engine), Some(schedule), || device());
+        let (dev, _k) = pto_sim::with_engine(Some(engine), Some(schedule), device);
         let p = dev.register_orchestration("on_which_thread", on_which_thread).unwrap();
         let y = dev.tensor_from(&[4, 16], &[0.0f32; 64]).unwrap();
         let cfg = RunConfig::default().with_runtime(RuntimeKind::TensormapRing);

@@ -91,29 +91,45 @@ impl Faithful {
             let k = st.keys[(r % st.keys.len() as u64) as usize];
             self.drop_line(st, a, k, gm, true);
         }
-        let mut data = [0u8; 64];
-        gm.read_bytes(off_line, &mut data);
-        let shard = self.shard(line);
-        let (ow, ot, fill_gen, fill_ok) = match shard.get(&line) {
-            Some(m) => {
-                let others_dirty = m.dirty_by & !(1u128 << a) != 0;
-                let lw = m.last_writer;
-                let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
-                (m.mw, m.mt, m.r#gen, !others_dirty && ordered)
+        // The record is written in place (a reused one when there is one): no line-sized
+        // temporaries are built and copied.
+        let mut l = st.spare.pop().unwrap_or_else(|| {
+            Box::new(CLine {
+                data: [0; 64],
+                dirty: 0,
+                ow: [NONE; 64],
+                ot: [0; 64],
+                fill_gen: 0,
+                fill_ok: true,
+                owned: false,
+                key: 0,
+            })
+        });
+        gm.read_bytes(off_line, &mut l.data);
+        {
+            let shard = self.shard(line);
+            match shard.get(&line) {
+                Some(m) => {
+                    let others_dirty = m.dirty_by & !(1u128 << a) != 0;
+                    let lw = m.last_writer;
+                    let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
+                    l.ow = m.mw;
+                    l.ot = m.mt;
+                    l.fill_gen = m.r#gen;
+                    l.fill_ok = !others_dirty && ordered;
+                }
+                None => {
+                    l.ow = [NONE; 64];
+                    l.ot = [0; 64];
+                    l.fill_gen = 0;
+                    l.fill_ok = true;
+                }
             }
-            None => ([NONE; 64], [0; 64], 0, true),
-        };
-        drop(shard);
-        let key = st.keys.len() as u32;
-        let fresh = CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false, key };
-        let record = match st.spare.pop() {
-            Some(mut b) => {
-                *b = fresh;
-                b
-            }
-            None => Box::new(fresh),
-        };
-        st.cache.insert(line, record);
+        }
+        l.dirty = 0;
+        l.owned = false;
+        l.key = st.keys.len() as u32;
+        st.cache.insert(line, l);
         st.keys.push(line);
     }
 
