@@ -385,7 +385,7 @@ fn a_manifest_of_another_version_or_missing_a_field_is_refused_by_name() {
     let good = tmp("good");
     let _ = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_dir(&good)).unwrap();
     let text = std::fs::read_to_string(good.join("args_dump.json")).unwrap();
-    // The first occurrence of `from` replaced by `to`.
+    // The first occurrence of `from` replaced by `to` (the host writes compact JSON).
     let edited = |name: &str, from: &str, to: &str| {
         assert!(text.contains(from), "{from}");
         let dir = tmp(name);
@@ -394,18 +394,18 @@ fn a_manifest_of_another_version_or_missing_a_field_is_refused_by_name() {
         std::fs::write(dir.join("args_dump.json"), text.replacen(from, to, 1)).unwrap();
         (Dump::open(&dir).unwrap_err(), dir.join("args_dump.json"))
     };
-    let (e, p) = edited("v2", r#""format_version": 1"#, r#""format_version": 2"#);
+    let (e, p) = edited("v2", r#""format_version":1"#, r#""format_version":2"#);
     assert!(matches!(&e, DumpError::Version { found: Some(v), expected: 1, .. } if v == "2"), "{e:?}");
     let m = e.to_string();
     assert!(m.contains(&p.display().to_string()) && m.contains("format_version is 2, this reader reads version 1"));
-    let (e, _) = edited("v0", r#""format_version": 1,"#, "");
+    let (e, _) = edited("v0", r#""format_version":1,"#, "");
     assert!(e.to_string().ends_with("no format_version (this reader reads version 1)"), "{e}");
-    let (e, p) = edited("noseq", r#""seq": 0,"#, "");
+    let (e, p) = edited("noseq", r#""seq":0,"#, "");
     let m = e.to_string();
     assert!(matches!(e, DumpError::Format { .. }), "{m}");
     assert!(m.contains(&p.display().to_string()) && m.contains("missing field `seq`"), "{m}");
-    let (e, _) = edited("f8", r#""dtype": "f32""#, r#""dtype": "f8""#);
+    let (e, _) = edited("f8", r#""dtype":"f32""#, r#""dtype":"f8""#);
     assert!(e.to_string().contains("unknown variant `f8`"), "{e}");
-    let (e, _) = edited("extra", r#""complete": true"#, r#""complete": true, "host": "x""#);
+    let (e, _) = edited("extra", r#""complete":true"#, r#""complete":true,"host":"x""#);
     assert!(e.to_string().contains("unknown field `host`"), "{e}");
 }
