@@ -161,18 +161,22 @@ where
     }
     total.finish();
     drop(bars);
-    println!("board={} N={} rounds={} traced={} (median of rounds)", B::NAME, a.n, a.rounds, a.traced);
+    outln!("board={} N={} rounds={} traced={} (median of rounds)", B::NAME, a.n, a.rounds, a.traced);
     for r in &results {
-        println!(
+        outln!(
             "{:<14} runtime={} executor={:<8} run={:>9.3} ms submit={:>9.3} ms",
-            r.shape, r.runtime, r.executor, r.run_ms, r.submit_ms
+            r.shape,
+            r.runtime,
+            r.executor,
+            r.run_ms,
+            r.submit_ms
         );
     }
     if let Some(path) = &a.json {
         let doc = BenchDoc { format_version: BENCH_FORMAT_VERSION, board: B::NAME, results };
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)
             .map_err(|e| Fail(format!("cannot write {}: {e}", path.display()), 1))?;
-        println!("wrote {}", path.display());
+        outln!("wrote {}", path.display());
     }
     Ok(())
 }

@@ -111,7 +111,7 @@ where
         drop(dev);
     }
     steps.sort_unstable();
-    println!(
+    outln!(
         "{name} board={} strategy={} seeds={}..{}: {} schedules, no failure ({} to {} switch points, median {}) in {:.1} s",
         B::NAME,
         strategy.name(),

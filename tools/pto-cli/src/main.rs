@@ -12,6 +12,13 @@
 //!
 //! Every sim board is compiled in; `--board` opens one by name.
 
+/// `println!` for the commands: a line to standard output through [`emit`], `?` on its error.
+macro_rules! outln {
+    ($($t:tt)*) => {
+        $crate::emit(&format!("{}\n", format_args!($($t)*)))?
+    };
+}
+
 mod bench;
 mod dump;
 mod explore;
@@ -59,6 +66,29 @@ enum Cmd {
 
 /// A failure: its message and exit status (2 for a request this build cannot serve).
 struct Fail(String, u8);
+
+/// Standard output's reader went away (a closed pipe): nothing more is written to it.
+static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Write `text` to standard output. A reader that has gone away (`pto run … | head -1`) is not
+/// an error: the command goes on (its files are still written) and prints nothing more; any
+/// other write error is a failure that names it.
+fn emit(text: &str) -> Result<(), Fail> {
+    use std::io::Write as _;
+    use std::sync::atomic::Ordering;
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_GONE.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        Err(e) => Err(Fail(format!("cannot write the output: {e}"), 1)),
+    }
+}
 
 impl<E: std::fmt::Display> From<E> for Fail {
     fn from(e: E) -> Self {

@@ -220,14 +220,14 @@ where
                     error: Some(e.to_string()),
                 },
             };
-            println!("{}", serde_json::to_string(&line).map_err(|e| Fail(e.to_string(), 1))?);
+            outln!("{}", serde_json::to_string(&line).map_err(|e| Fail(e.to_string(), 1))?);
         }
         match outcome {
             Ok(o) => {
                 if !a.json {
                     let native = if a.kernels == pto_testkit::KernelChoice::Native { " kernels=native" } else { "" };
                     let aicore = if a.aicore == pto::AicoreProgram::Native { " aicore=native" } else { "" };
-                    println!(
+                    outln!(
                         "{} cache={cache} check={} schedule={schedule} engine={engine}{native}{aicore}",
                         o.summary(B::NAME),
                         checks.name()
@@ -238,12 +238,12 @@ where
                     let json = a.trace.as_deref().map(|p| pto_testkit::trace_path(p, rt, several));
                     let svg = a.svg.as_deref().map(|p| pto_testkit::trace_path(p, rt, several));
                     let line = pto_testkit::write_trace(&o.report, json.as_deref(), svg.as_deref())?;
-                    say(a.json, &format!("{name:<22} {line}"));
+                    say(a.json, &format!("{name:<22} {line}"))?;
                 }
                 if a.dump.is_some() {
                     let line = pto_testkit::dump_summary(&o.report)
                         .map_err(|e| Fail(format!("{name} runtime={}: {e}", rt.name()), 1))?;
-                    say(a.json, &format!("{name:<22} {line}"));
+                    say(a.json, &format!("{name:<22} {line}"))?;
                 }
             }
             Err(e) => {
@@ -266,10 +266,11 @@ where
 
 /// A side line (trace or dump written): on standard output, or on standard error under
 /// `--json`, whose standard output is the JSON lines alone.
-fn say(json: bool, line: &str) {
+fn say(json: bool, line: &str) -> Result<(), Fail> {
     if json {
         eprintln!("{line}");
     } else {
-        println!("{line}");
+        outln!("{line}");
     }
+    Ok(())
 }

@@ -41,7 +41,7 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
     // The span, as the SVG's title line has it: first subtask start to last subtask end.
     let span = doc.span().map_or(0.0, |(start, end)| end - start);
     let other = &doc.other_data;
-    println!(
+    outln!(
         "{}: runtime={} {} subtasks on {} cores, span {:.3} us, counter {} Hz, {} records dropped",
         path.display(),
         other.runtime,
@@ -54,7 +54,7 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
     if !full {
         return Ok(());
     }
-    println!("\nper-core utilisation (busy time / span: first subtask start to last subtask end):");
+    outln!("\nper-core utilisation (busy time / span: first subtask start to last subtask end):");
     let mut busy: BTreeMap<u32, (f64, usize)> = BTreeMap::new();
     for s in &tasks {
         let b = busy.entry(s.tid).or_default();
@@ -63,14 +63,14 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
     }
     for (tid, (t, n)) in &busy {
         let name = names.get(&(chrome::AICORE_PID, *tid)).map_or_else(|| format!("core {tid}"), |n| n.to_string());
-        println!("  {name:<24} {n:>6} subtasks {t:>12.3} us busy {:>6.1} %", 100.0 * t / span.max(1e-9));
+        outln!("  {name:<24} {n:>6} subtasks {t:>12.3} us busy {:>6.1} %", 100.0 * t / span.max(1e-9));
     }
     let cores = names.keys().filter(|(p, _)| *p == chrome::AICORE_PID).count();
-    println!("  ({} of {} cores ran nothing)", cores.saturating_sub(busy.len()), cores);
+    outln!("  ({} of {} cores ran nothing)", cores.saturating_sub(busy.len()), cores);
     let host: Vec<&chrome::HostSlice> = doc.host_phases().collect();
     if !host.is_empty() {
         // In order of start (drains are summed).
-        println!("\nhost (time per phase, on the device's time axis):");
+        outln!("\nhost (time per phase, on the device's time axis):");
         let mut per: Vec<(chrome::HostPhase, f64, f64, usize)> = Vec::new();
         for h in &host {
             match per.iter_mut().find(|p| p.0 == h.name) {
@@ -84,24 +84,24 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
         per.sort_by(|a, b| a.1.total_cmp(&b.1));
         for (phase, at, t, n) in per {
             let times = if n > 1 { format!(" ({n} times)") } else { String::new() };
-            println!("  {:<12} from {at:>12.3} us {t:>12.3} us{times}", phase.name());
+            outln!("  {:<12} from {at:>12.3} us {t:>12.3} us{times}", phase.name());
         }
     }
-    println!("\nAICPU threads (time per phase):");
+    outln!("\nAICPU threads (time per phase):");
     let mut phases: BTreeMap<(u32, &'static str), f64> = BTreeMap::new();
     for p in doc.phases() {
         *phases.entry((p.tid, p.name.name())).or_default() += p.dur;
     }
     for ((tid, phase), t) in &phases {
         let name = names.get(&(chrome::AICPU_PID, *tid)).map_or_else(|| format!("thread {tid}"), |n| n.to_string());
-        println!("  {name:<26} {phase:<14} {t:>12.3} us");
+        outln!("  {name:<26} {phase:<14} {t:>12.3} us");
     }
     // Critical path: walk back from the subtask that ended last through the producer whose
     // end gated each start (the latest-ending producer).
-    println!("\ncritical path:");
+    outln!("\ncritical path:");
     let by_task: HashMap<u32, &chrome::TaskSlice> = tasks.iter().map(|s| (s.args.task, *s)).collect();
     if flows.is_empty() {
-        println!("  unknown: {}", other.flows.describe());
+        outln!("  unknown: {}", other.flows.describe());
         return Ok(());
     }
     // Producers of each task, from the flow pairs (matched on the slices' start times).
@@ -115,7 +115,7 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
         }
     }
     let Some(last) = tasks.iter().max_by(|a, b| (a.ts + a.dur).total_cmp(&(b.ts + b.dur))) else {
-        println!("  (no subtasks)");
+        outln!("  (no subtasks)");
         return Ok(());
     };
     let mut path = vec![last.args.task];
@@ -135,7 +135,7 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
     }
     path.reverse();
     let work: f64 = path.iter().filter_map(|t| by_task.get(t)).map(|s| s.dur).sum();
-    println!(
+    outln!(
         "  {} tasks, {:.3} us of kernel time over a {:.3} us span ({:.1} % of it; the rest is dispatch and completion latency)",
         path.len(),
         work,
@@ -143,6 +143,6 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
         100.0 * work / span.max(1e-9)
     );
     let shown: Vec<String> = path.iter().take(24).map(|t| t.to_string()).collect();
-    println!("  tasks: {}{}", shown.join(" -> "), if path.len() > 24 { " -> ..." } else { "" });
+    outln!("  tasks: {}{}", shown.join(" -> "), if path.len() > 24 { " -> ..." } else { "" });
     Ok(())
 }

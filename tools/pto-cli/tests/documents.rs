@@ -220,3 +220,23 @@ fn run_json_names_the_checks_that_ran() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("race,,init"));
 }
+
+/// A reader that goes away (`pto run vector | head -0`) is not a failure: the command runs to
+/// the end, exits 0 and does not panic. The read end is closed before the command can have
+/// printed anything (it opens a device and runs a workload first), so every line it prints
+/// meets a closed pipe.
+#[test]
+fn a_closed_standard_output_ends_nothing_and_panics_nothing() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pto"))
+        .args(["run", "vector"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run pto");
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("wait for pto");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(o.status.success(), "{:?}: {err}", o.status);
+}

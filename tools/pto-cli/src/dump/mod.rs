@@ -13,7 +13,7 @@ use pto::runtime::dump::DumpLevel;
 use pto::runtime::graph::DType;
 use pto::runtime::host::dump::{Accounting, ArgDirection, Dump, Record, RunInfo, Stage};
 
-use crate::Fail;
+use crate::{Fail, emit};
 use values::{Elem, first_values};
 
 #[derive(Parser, Debug)]
@@ -45,15 +45,6 @@ macro_rules! say {
     ($out:expr, $($t:tt)*) => {{
         let _ = writeln!($out, $($t)*);
     }};
-}
-
-/// Write `text` to standard output; a closed pipe (`pto dump DIR | head`) is not an error.
-fn emit(text: &str) -> Result<(), Fail> {
-    use std::io::Write as _;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Fail(format!("cannot write the output: {e}"), 1)),
-        _ => Ok(()),
-    }
 }
 
 /// What a record is, for the counts per stage: a tensor by its direction, or a scalar.
