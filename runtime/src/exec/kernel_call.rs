@@ -43,10 +43,18 @@ impl<'a> CoreCtx<'a> {
         let tb = (nt * 64) as u64;
         let body = args.offset(crate::layout::ARGS_HEAD);
         if observe_args {
-            a.observe_lines(body, tb + ns as u64 * 8);
+            // The head's lines were observed and read just now, and the whole record was
+            // published before the dispatch: only the lines past them are observed again.
+            let head_end = (body.0 + pto_hal::LINE_BYTES - 1) & !(pto_hal::LINE_BYTES - 1);
+            let end = body.0 + tb + ns as u64 * 8;
+            if end > head_end {
+                a.observe_lines(GmAddr(head_end), end - head_end);
+            }
         }
         a.read(body, ctx.tensors[..nt].as_mut_bytes());
-        a.read(body.offset(tb), ctx.scalars[..ns].as_mut_bytes());
+        if ns > 0 {
+            a.read(body.offset(tb), ctx.scalars[..ns].as_mut_bytes());
+        }
         ctx.nt = nt;
         ctx.ns = ns;
         ctx
