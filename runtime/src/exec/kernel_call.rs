@@ -21,6 +21,9 @@ pub(crate) struct CoreCtx<'a> {
 }
 
 impl<'a> CoreCtx<'a> {
+    // Inlined into its caller so the context (2 KiB of descriptors) is built in place, not
+    // copied out.
+    #[inline(always)]
     pub(crate) fn load<A: AicoreAgent>(a: &'a A, p: &DispatchPayload, core_type: CoreType) -> CoreCtx<'a> {
         let mut ctx = CoreCtx {
             gm: a.as_gm(),

@@ -185,9 +185,10 @@ impl Completions {
 
     fn drain<A: AicpuAgent, S: TaskSource>(&mut self, a: &A, s: &S) {
         let base = s.base();
+        let mut finished = false;
         while let Some(t) = self.inline.pop() {
             s.finish(a, t, &mut self.ready);
-            base.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
+            finished = true;
             let done = base.completed.fetch_add(1, Ordering::AcqRel) + 1;
             if s.total() == Some(done) {
                 a.send_event();
@@ -197,6 +198,10 @@ impl Completions {
                 self.route(a, s, c, Site::Completion);
             }
             self.ready = ready;
+        }
+        // Progress for the stall watchdog: one clock read per drain, not per task.
+        if finished {
+            base.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
         }
     }
 }

@@ -234,6 +234,8 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         let a = self.a;
         let s = self.b;
         let watchdog = s.map.cfg.watchdog_ticks;
+        // When the watchdog last saw progress; 0: just now, read at the next idle look (a busy
+        // scheduler reads the clock when it idles, not once per step of progress).
         let mut last_progress = a.now_ticks();
         let mut iter: u32 = 0;
         loop {
@@ -250,7 +252,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             }
             iter = iter.wrapping_add(1);
             if progress {
-                last_progress = a.now_ticks();
+                last_progress = 0;
                 if iter % 64 == 0 {
                     s.latch_seen(a);
                 }
@@ -260,6 +262,9 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
                 break;
             }
             let now = a.now_ticks();
+            if last_progress == 0 {
+                last_progress = now;
+            }
             if let Some(c) = self.t.cores.iter().find(|c| c.running.is_some()) {
                 if now.saturating_sub(last_progress) > watchdog {
                     let sub = c.running.unwrap_or(Sub { task: u32::MAX, block: 0, lane: 0, reg: 0 });
