@@ -95,51 +95,76 @@ impl Gm {
         &self.words[(off / 8) as usize]
     }
 
-    /// Copy bytes at arena offset `off` into `dst`.
-    pub fn read_bytes(&self, mut off: u64, dst: &mut [u8]) {
-        let mut i = 0;
-        while i < dst.len() {
+    /// Copy bytes at arena offset `off` into `dst`: a partial first and last word byte by
+    /// byte, the whole words between one load each.
+    pub fn read_bytes(&self, off: u64, dst: &mut [u8]) {
+        let head = (((8 - off % 8) % 8) as usize).min(dst.len());
+        let (first, rest) = dst.split_at_mut(head);
+        if !first.is_empty() {
             let bo = (off % 8) as usize;
-            let n = (8 - bo).min(dst.len() - i);
-            let v = self.words[(off / 8) as usize].load(Ordering::Relaxed).to_le_bytes();
-            dst[i..i + n].copy_from_slice(&v[bo..bo + n]);
-            i += n;
-            off += n as u64;
+            first.copy_from_slice(&self.words[(off / 8) as usize].load(Ordering::Relaxed).to_le_bytes()[bo..bo + head]);
+        }
+        let (at, whole) = (((off + head as u64) / 8) as usize, rest.len() / 8);
+        let mut chunks = rest.chunks_exact_mut(8);
+        for (w, c) in self.words[at..].iter().zip(&mut chunks) {
+            c.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
+        let tail = chunks.into_remainder();
+        if !tail.is_empty() {
+            let n = tail.len();
+            let w = self.words[at + whole].load(Ordering::Relaxed).to_le_bytes();
+            tail.copy_from_slice(&w[..n]);
         }
     }
 
-    /// Copy `src` to arena offset `off`. Whole words are stored; partial words are merged.
-    pub fn write_bytes(&self, mut off: u64, src: &[u8]) {
-        let mut i = 0;
-        while i < src.len() {
-            let bo = (off % 8) as usize;
-            let n = (8 - bo).min(src.len() - i);
-            let w = &self.words[(off / 8) as usize];
-            if n == 8 {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&src[i..i + 8]);
-                w.store(u64::from_le_bytes(b), Ordering::Relaxed);
-            } else {
-                let mut bytes = [0u8; 8];
-                let mut mask = [0u8; 8];
-                bytes[bo..bo + n].copy_from_slice(&src[i..i + n]);
-                mask[bo..bo + n].fill(0xff);
-                let (bytes, mask) = (u64::from_le_bytes(bytes), u64::from_le_bytes(mask));
-                let _ = w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| Some((old & !mask) | bytes));
-            }
-            i += n;
-            off += n as u64;
+    /// Copy `src` to arena offset `off`: the whole words between a partial first and last one
+    /// are stored (one store each); the partial ones are merged into what memory holds.
+    pub fn write_bytes(&self, off: u64, src: &[u8]) {
+        let head = (((8 - off % 8) % 8) as usize).min(src.len());
+        let (first, rest) = src.split_at(head);
+        if !first.is_empty() {
+            self.merge(off, first);
+        }
+        let at = ((off + head as u64) / 8) as usize;
+        let mut chunks = rest.chunks_exact(8);
+        for (w, c) in self.words[at..].iter().zip(&mut chunks) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            w.store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+        let tail = chunks.remainder();
+        if !tail.is_empty() {
+            self.merge((at + rest.len() / 8) as u64 * 8, tail);
         }
     }
 
-    /// Fill `len` bytes at arena offset `off` with `byte`.
+    /// Merge `src` (at most to the end of its word) into the word holding arena offset `off`.
+    fn merge(&self, off: u64, src: &[u8]) {
+        let (bo, n) = ((off % 8) as usize, src.len());
+        debug_assert!(bo + n <= 8, "a merge stays inside one word");
+        let mut bytes = [0u8; 8];
+        let mut mask = [0u8; 8];
+        bytes[bo..bo + n].copy_from_slice(src);
+        mask[bo..bo + n].fill(0xff);
+        let (bytes, mask) = (u64::from_le_bytes(bytes), u64::from_le_bytes(mask));
+        let _ = self.words[(off / 8) as usize]
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| Some((old & !mask) | bytes));
+    }
+
+    /// Fill `len` bytes at arena offset `off` with `byte` (whole words one store each).
     pub fn fill(&self, off: u64, byte: u8, len: u64) {
-        let chunk = [byte; 256];
-        let mut done = 0;
-        while done < len {
-            let n = (len - done).min(256) as usize;
-            self.write_bytes(off + done, &chunk[..n]);
-            done += n as u64;
+        let head = ((8 - off % 8) % 8).min(len);
+        if head > 0 {
+            self.merge(off, &[byte; 8][..head as usize]);
+        }
+        let (at, words) = (((off + head) / 8) as usize, ((len - head) / 8) as usize);
+        let pattern = u64::from_ne_bytes([byte; 8]);
+        for w in &self.words[at..at + words] {
+            w.store(pattern, Ordering::Relaxed);
+        }
+        let tail = ((len - head) % 8) as usize;
+        if tail > 0 {
+            self.merge((at + words) as u64 * 8, &[byte; 8][..tail]);
         }
     }
 }
@@ -212,6 +237,35 @@ mod tests {
         gm.free(a).unwrap();
         assert_eq!(gm.free(a), Err(SimError::BadFree(a)));
         assert_eq!(gm.allocated_bytes(), 0);
+    }
+
+    /// Reads, writes and fills at every offset and length over a few words agree with a plain
+    /// byte array (head, whole words and tail, and the ranges that stay inside one word).
+    #[test]
+    fn byte_ranges_match_a_byte_array_at_every_offset_and_length() {
+        let gm = Gm::new(4096);
+        let a = gm.alloc(64, 64).unwrap();
+        let base = gm.offset_of(a, 64).unwrap();
+        let mut model = [0u8; 64];
+        let mut k = 1u8;
+        for off in 0..24usize {
+            for len in 0..=40usize {
+                let src: Vec<u8> = (0..len).map(|i| k.wrapping_add(i as u8)).collect();
+                k = k.wrapping_add(37);
+                gm.write_bytes(base + off as u64, &src);
+                model[off..off + len].copy_from_slice(&src);
+                let mut all = [0u8; 64];
+                gm.read_bytes(base, &mut all);
+                assert_eq!(all, model, "write of {len} at {off}");
+                gm.fill(base + off as u64, k, len as u64);
+                model[off..off + len].fill(k);
+                let mut part = vec![0u8; len];
+                gm.read_bytes(base + off as u64, &mut part);
+                assert_eq!(part, &model[off..off + len], "fill of {len} at {off}");
+                gm.read_bytes(base, &mut all);
+                assert_eq!(all, model, "fill of {len} at {off}, the neighbours");
+            }
+        }
     }
 
     #[test]
