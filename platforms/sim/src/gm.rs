@@ -106,7 +106,7 @@ impl Gm {
         }
         let (at, whole) = (((off + head as u64) / 8) as usize, rest.len() / 8);
         let mut chunks = rest.chunks_exact_mut(8);
-        for (w, c) in self.words[at..].iter().zip(&mut chunks) {
+        for (w, c) in self.words[at..at + whole].iter().zip(&mut chunks) {
             c.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
         }
         let tail = chunks.into_remainder();
@@ -125,16 +125,16 @@ impl Gm {
         if !first.is_empty() {
             self.merge(off, first);
         }
-        let at = ((off + head as u64) / 8) as usize;
+        let (at, whole) = (((off + head as u64) / 8) as usize, rest.len() / 8);
         let mut chunks = rest.chunks_exact(8);
-        for (w, c) in self.words[at..].iter().zip(&mut chunks) {
+        for (w, c) in self.words[at..at + whole].iter().zip(&mut chunks) {
             let mut b = [0u8; 8];
             b.copy_from_slice(c);
             w.store(u64::from_le_bytes(b), Ordering::Relaxed);
         }
         let tail = chunks.remainder();
         if !tail.is_empty() {
-            self.merge((at + rest.len() / 8) as u64 * 8, tail);
+            self.merge((at + whole) as u64 * 8, tail);
         }
     }
 
