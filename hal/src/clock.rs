@@ -32,6 +32,21 @@ pub trait Clock {
         ((ticks as u128 * 1_000_000) / self.freq_hz().max(1) as u128) as u64
     }
 
+    /// `ticks` of this clock as nanoseconds (saturating).
+    ///
+    /// ```
+    /// # use pto_hal::{Clock, Ticks};
+    /// struct Fifty;
+    /// impl Clock for Fifty {
+    ///     fn now_ticks(&self) -> Ticks { 0 }
+    ///     fn freq_hz(&self) -> u64 { 50_000_000 }
+    /// }
+    /// assert_eq!(Fifty.nanos_from_ticks(3), 60);
+    /// ```
+    fn nanos_from_ticks(&self, ticks: Ticks) -> u64 {
+        ((ticks as u128 * 1_000_000_000) / self.freq_hz().max(1) as u128).min(u64::MAX as u128) as u64
+    }
+
     /// A deadline `micros` from now.
     fn deadline_after_micros(&self, micros: u64) -> Ticks {
         self.now_ticks().saturating_add(self.ticks_from_micros(micros))

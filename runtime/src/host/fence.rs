@@ -548,8 +548,8 @@ impl<P: HostPlatform> InFlight<P> {
         }
         let micros = pto_hal::Clock::micros_from_ticks(&inner.dev, d.run.orch_ticks);
         // In nanoseconds: one flow-control wait is often shorter than a microsecond.
-        let freq = pto_hal::Clock::freq_hz(&inner.dev).max(1) as u128;
-        let flow_ns = (d.run.orch_flow_ticks as u128 * 1_000_000_000 / freq).min(u64::MAX as u128) as u64;
+        let flow_ns = pto_hal::Clock::nanos_from_ticks(&inner.dev, d.run.orch_flow_ticks);
+        let trb = d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing;
         let trace = trace()?;
         Ok(RunReport {
             epoch: self.epoch,
@@ -569,10 +569,8 @@ impl<P: HostPlatform> InFlight<P> {
             legacy_reason: super::LegacyReason::from_code(d.config.executor_reason, d.config.executor_detail),
             capture: capture_report(&inner.dev, &d.config)?,
             checks: P::checks(&inner.dev),
-            orchestration: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
-                .then(|| Duration::from_micros(micros)),
-            orchestration_flow_wait: (d.config.runtime == RUNTIME_TRB && self.runtime == RuntimeKind::TensormapRing)
-                .then(|| Duration::from_nanos(flow_ns)),
+            orchestration: trb.then(|| Duration::from_micros(micros)),
+            orchestration_flow_wait: trb.then(|| Duration::from_nanos(flow_ns)),
         })
     }
 }
