@@ -503,9 +503,7 @@ impl Coop {
             let mut g = s.sched.lock();
             match wake_locked(s, &mut g, slot) {
                 Some(Queue::Side) => {
-                    if g.side_idle {
-                        s.side_cv.notify_one();
-                    }
+                    wake_queue(s, &g, Queue::Side);
                     false
                 }
                 Some(Queue::Pool) => g.idle_threads > 0,
@@ -661,8 +659,8 @@ fn fire_timers(s: &State, g: &mut Sched, now: u64) {
             side |= enqueue(s, g, i) == Queue::Side;
         }
     }
-    if side && g.side_idle {
-        s.side_cv.notify_one();
+    if side {
+        wake_queue(s, g, Queue::Side);
     }
 }
 
@@ -693,24 +691,30 @@ fn run_pool(s: &State, me: &PoolThread, role: Queue) {
     loop {
         let next = {
             let mut g = s.sched.lock();
-            let n = if role == Queue::Side { pick_side(s, &mut g) } else { pick_next(s, &mut g) };
+            let n = match role {
+                Queue::Side => pick_side(s, &mut g),
+                Queue::Pool => pick_next(s, &mut g),
+            };
             if let Next::Wait(until) = n {
-                let cv = if role == Queue::Side { &s.side_cv } else { &s.cv };
-                if role == Queue::Side {
-                    g.side_idle = true;
-                } else {
-                    g.idle_threads += 1;
-                }
+                let cv = match role {
+                    Queue::Side => {
+                        g.side_idle = true;
+                        &s.side_cv
+                    }
+                    Queue::Pool => {
+                        g.idle_threads += 1;
+                        &s.cv
+                    }
+                };
                 match until {
                     Some(t) => {
                         cv.wait_until(&mut g, t);
                     }
                     None => cv.wait(&mut g),
                 }
-                if role == Queue::Side {
-                    g.side_idle = false;
-                } else {
-                    g.idle_threads -= 1;
+                match role {
+                    Queue::Side => g.side_idle = false,
+                    Queue::Pool => g.idle_threads -= 1,
                 }
                 continue;
             }
@@ -736,17 +740,13 @@ fn run_pool(s: &State, me: &PoolThread, role: Queue) {
                 Ok(CoroutineResult::Yield(Yield::Switch)) => {
                     // Free mode: to the back of its queue (the other one when it was just
                     // pinned or unpinned). Seeded mode: the chooser decides.
-                    if enqueue(s, &mut g, slot) != role {
-                        wake_queue(s, &g, if role == Queue::Side { Queue::Pool } else { Queue::Side });
-                    }
+                    requeue(s, &mut g, slot, role);
                 }
                 Ok(CoroutineResult::Yield(Yield::Block { deadline, wakeable })) => {
                     // A notification that came while it was suspending (or the shutdown) wakes
                     // it at once.
                     if wakeable && (s.slots()[slot].notified.swap(false, Ordering::AcqRel) || g.shutdown) {
-                        if enqueue(s, &mut g, slot) != role {
-                            wake_queue(s, &g, if role == Queue::Side { Queue::Pool } else { Queue::Side });
-                        }
+                        requeue(s, &mut g, slot, role);
                     } else {
                         g.st[slot] = St::Blocked { deadline, wakeable };
                         if let Some(d) = deadline {
@@ -785,7 +785,16 @@ fn run_pool(s: &State, me: &PoolThread, role: Queue) {
     }
 }
 
-/// Wake an idle thread of queue `q` (one just got work from the other).
+/// Queue agent `i`, just suspended on a thread of queue `on`, where it belongs; when that is
+/// the other queue (it was just pinned or unpinned), wake a thread of it.
+fn requeue(s: &State, g: &mut Sched, i: usize, on: Queue) {
+    let q = enqueue(s, g, i);
+    if q != on {
+        wake_queue(s, g, q);
+    }
+}
+
+/// Wake an idle thread of queue `q` (it just got work).
 fn wake_queue(s: &State, g: &Sched, q: Queue) {
     match q {
         Queue::Side if g.side_idle => {
@@ -801,24 +810,30 @@ fn wake_queue(s: &State, g: &Sched, q: Queue) {
 /// The side thread's next step, under the lock: a pinned agent, or a wait (the pool's threads
 /// fire the timers, and queue a pinned agent here when its deadline passes).
 fn pick_side(s: &State, g: &mut Sched) -> Next {
+    // An empty queue looks at the timers itself: a pool thread parked until a far deadline
+    // does not fire a pinned agent's earlier one.
+    let now = g.side.is_empty().then(|| nanos(s.epoch.elapsed()));
+    if let Some(now) = now {
+        fire_timers(s, g, now);
+    }
     if let Some(i) = g.side.pop_front() {
         s.side_queued.store(g.side.len(), Ordering::Release);
         g.st[i] = St::Running;
         return Next::Run(i);
     }
-    if g.shutdown && (g.abandoned || g.st.iter().all(|&st| st == St::Done)) {
+    if all_done(g) {
         return Next::Leave;
     }
-    // A bounded wait: a pool thread parked until a far deadline does not fire a pinned agent's
-    // earlier one; the side thread looks at the timers itself when it wakes.
-    let now = nanos(s.epoch.elapsed());
-    fire_timers(s, g, now);
-    if !g.side.is_empty() {
-        return pick_side(s, g);
-    }
+    // A bounded wait (at most 1 ms), until the earliest deadline.
+    let now = now.unwrap_or_default();
     let until =
         g.timers.first().map_or(Duration::from_millis(1), |&(d, _)| Duration::from_nanos(d.saturating_sub(now)));
     Next::Wait(Some(Instant::now() + until.min(Duration::from_millis(1))))
+}
+
+/// Shut down, and every agent done (or given up on): a thread of the engine leaves.
+fn all_done(g: &Sched) -> bool {
+    g.shutdown && (g.abandoned || g.st.iter().all(|&st| st == St::Done))
 }
 
 /// The pool thread's next step, under the lock.
@@ -835,7 +850,7 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
             g.st[i] = St::Running;
             return Next::Run(i);
         }
-        if g.shutdown && (g.abandoned || g.st.iter().all(|&st| st == St::Done)) {
+        if all_done(g) {
             return Next::Leave;
         }
         let until = g.timers.first().map(|&(d, _)| s.epoch + Duration::from_nanos(d));
@@ -843,7 +858,7 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
     };
     // Seeded: run only while the host drives (or the device shuts down), one choice at a time.
     let free = g.shutdown;
-    if g.shutdown && (g.abandoned || g.st.iter().all(|&st| st == St::Done)) {
+    if all_done(g) {
         return Next::Leave;
     }
     if !free && (det.drive.is_none() || det.ended.is_some()) {
