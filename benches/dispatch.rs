@@ -260,18 +260,13 @@ fn main() {
                 let mut orchs = Vec::new();
                 let mut flows = Vec::new();
                 let mut executor = Executor::Legacy;
+                let run_cfg = match rt {
+                    RuntimeKind::HostBuiltGraph => cfg.clone(),
+                    RuntimeKind::TensormapRing => cfg.clone().with_runtime(rt),
+                };
+                let what = format!("{} N={n} {}", kind.name(), rt.name());
                 for r in 0..rounds + 2 {
-                    p.reset().expect("reset");
-                    let t = Instant::now();
-                    let rep = match rt {
-                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
-                        RuntimeKind::TensormapRing => {
-                            dev.run_program(&p.program, &p.args, &cfg.clone().with_runtime(rt))
-                        }
-                    }
-                    .unwrap_or_else(|e| panic!("{} N={n} {}: {e}", kind.name(), rt.name()));
-                    let el = t.elapsed();
-                    p.check(&rep).unwrap_or_else(|e| panic!("{} N={n} {}: {e}", kind.name(), rt.name()));
+                    let (rep, el) = timed_run(&dev, &p, rt, &run_cfg, &what);
                     executor = rep.executor;
                     if r >= 2 {
                         runs.push(el);
@@ -499,16 +494,9 @@ fn cache_model_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeK
             for model in models {
                 dev.platform().set_cache_model(model).expect("no launch is active");
                 let mut runs = Vec::new();
+                let what = format!("{} {}", kind.name(), rt.name());
                 for r in 0..rounds + 2 {
-                    p.reset().expect("reset");
-                    let s = Instant::now();
-                    let rep = match rt {
-                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &cfg),
-                        RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &cfg),
-                    }
-                    .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), rt.name()));
-                    let el = s.elapsed();
-                    p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
+                    let (_, el) = timed_run(dev, &p, rt, &cfg, &what);
                     if r >= 2 {
                         runs.push(el);
                     }
@@ -520,6 +508,24 @@ fn cache_model_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeK
     }
     dev.platform().set_cache_model(was).expect("no launch is active");
     out
+}
+
+/// A shape built on the selected board.
+type Shape = pto_testkit::Prepared<pto::SelectedPlatform>;
+
+/// Reset `p`, run it on `rt` under `cfg` and check it against its golden: the report and the
+/// run's own time (the reset and the check are not timed). `what` names the point in a panic.
+fn timed_run(dev: &Device, p: &Shape, rt: RuntimeKind, cfg: &RunConfig, what: &str) -> (RunReport, Duration) {
+    p.reset().expect("reset");
+    let t = Instant::now();
+    let rep = match rt {
+        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, cfg),
+        RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, cfg),
+    }
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let el = t.elapsed();
+    p.check(&rep).unwrap_or_else(|e| panic!("{what}: {e}"));
+    (rep, el)
 }
 
 /// One row of an interleaved comparison: a shape and runtime, and per variant its median and
@@ -544,20 +550,12 @@ fn interleaved_cost(
         let p = pto_testkit::build_shape(dev, k, kind, 1000).unwrap_or_else(|e| panic!("{e}"));
         for &rt in runtimes {
             let mut runs = vec![Vec::new(); variants];
+            let what = format!("{} {}", kind.name(), rt.name());
             for r in 0..rounds + 2 {
                 for j in 0..variants {
                     let i = (j + r) % variants;
                     set(i);
-                    let c = cfg(i, rt);
-                    p.reset().expect("reset");
-                    let s = Instant::now();
-                    let rep = match rt {
-                        RuntimeKind::HostBuiltGraph => dev.run_with(&p.graph, &c),
-                        RuntimeKind::TensormapRing => dev.run_program(&p.program, &p.args, &c),
-                    }
-                    .unwrap_or_else(|e| panic!("{} {}: {e}", kind.name(), rt.name()));
-                    let el = s.elapsed();
-                    p.check(&rep).unwrap_or_else(|e| panic!("{e}"));
+                    let (rep, el) = timed_run(dev, &p, rt, &cfg(i, rt), &what);
                     check(i, &rep, el);
                     if r >= 2 {
                         runs[i].push(el);
@@ -632,16 +630,9 @@ fn engine_cost(runtimes: &[RuntimeKind], rounds: usize, threads: Option<u32>) {
                 let mut samples = vec![[Vec::new(), Vec::new()]; engines.len()];
                 for r in 0..rounds + 2 {
                     for (e, (d, _)) in devs.iter().enumerate() {
+                        let what = format!("{} {} on {}", kind.name(), rt.name(), engines[e]);
                         for (i, p) in preps[e].iter().enumerate() {
-                            p.reset().expect("reset");
-                            let t = Instant::now();
-                            let rep = match rt {
-                                RuntimeKind::HostBuiltGraph => d.run_with(&p.graph, &cfg),
-                                RuntimeKind::TensormapRing => d.run_program(&p.program, &p.args, &cfg),
-                            }
-                            .unwrap_or_else(|err| panic!("{} {} on {}: {err}", kind.name(), rt.name(), engines[e]));
-                            let el = t.elapsed();
-                            p.check(&rep).unwrap_or_else(|err| panic!("{}: {err}", kind.name()));
+                            let (_, el) = timed_run(d, p, rt, &cfg, &what);
                             if r >= 2 {
                                 samples[e][i].push(el);
                             }
