@@ -130,17 +130,20 @@ fn cached_payload_read_without_invalidate_is_caught() {
 }
 
 /// Class 7 (device-side runtime): the C program reads a reused argument record through the
-/// line it cached for an earlier record (it skipped the invalidate).
+/// line it cached for an earlier record (it skipped the invalidate) — with the orchestrator
+/// ahead of the cores and behind them (records rewritten in place each iteration).
 #[test]
 fn a_reused_argument_record_read_through_a_stale_line_is_caught() {
     let _s = SERIAL.lock();
-    let run = |broken: bool| scenes::run_reused_records(&faithful::<SimA2a3, _>(), native(), broken);
-    let (ok, y, x_h) = run(false);
-    ok.unwrap();
-    assert_eq!(y, x_h.iter().map(|v| v + 2.0).collect::<Vec<f32>>());
-    for rep in 0..REPS {
-        let (broken, _, _) = run(true);
-        assert_caught(broken, Missing::Invalidate, &format!("rep {rep}"));
+    for pace in scenes::PACES {
+        let run = |broken: bool| scenes::run_reused_records(&faithful::<SimA2a3, _>(), native(), pace, broken);
+        let (ok, y, x_h) = run(false);
+        ok.unwrap();
+        assert_eq!(y, x_h.iter().map(|v| v + 2.0).collect::<Vec<f32>>());
+        for rep in 0..REPS {
+            let (broken, _, _) = run(true);
+            assert_caught(broken, Missing::Invalidate, &format!("{pace:?} rep {rep}"));
+        }
     }
 }
 

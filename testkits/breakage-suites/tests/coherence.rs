@@ -399,16 +399,23 @@ fn cache_model_switches_between_runs() {
 /// Class 7, device-side runtime only: a core reads a task's argument record through the line
 /// it cached for an earlier task whose record occupied the same ring heap bytes (the AICore
 /// skipped its invalidate). The host-built graph never reuses record bytes within a run; the
-/// device-side runtime does as soon as rings are reclaimed — and the faithful model catches it.
+/// device-side runtime does as soon as rings are reclaimed — and the faithful model catches it,
+/// every time over five runs, with the orchestrator ahead of the cores (records wrap around the
+/// heap) and behind them (each iteration's records rewrite the previous one's bytes).
 #[test]
 fn a_reused_argument_record_read_through_a_stale_line_is_caught() {
     let _s = serial();
-    let run = |broken: bool| scenes::run_reused_records(&faithful::<SimA2a3>(), RunConfig::default(), broken);
-    let (ok, y, x_h) = run(false);
-    ok.unwrap();
-    assert_eq!(y, x_h.iter().map(|v| v + 2.0).collect::<Vec<f32>>());
-    let (broken, _, _) = run(true);
-    assert_caught(broken, Missing::Invalidate);
+    for pace in scenes::PACES {
+        let run = |broken: bool| scenes::run_reused_records(&faithful::<SimA2a3>(), RunConfig::default(), pace, broken);
+        let (ok, y, x_h) = run(false);
+        ok.unwrap();
+        assert_eq!(y, x_h.iter().map(|v| v + 2.0).collect::<Vec<f32>>());
+        for rep in 0..5 {
+            eprintln!("{pace:?}, broken run {rep}");
+            let (broken, _, _) = run(true);
+            assert_caught(broken, Missing::Invalidate);
+        }
+    }
 }
 
 /// A device of board `B` as [`faithful`] builds it, with the AICPU write policy `policy`.

@@ -216,8 +216,17 @@ impl Faithful {
 
     /// AICPU thread `a` exchanges what it knows with the other AICPU threads (see
     /// `aicpu_shared`); other agents keep their own clocks.
+    ///
+    /// Each exchange opens a new epoch of `a`'s clock before it publishes: the stores `a`
+    /// makes until its next exchange carry that epoch's stamp, which the cluster knows from
+    /// now on (as before, a thread that exchanges next learns of them), and stores on either
+    /// side of an exchange never share a stamp. Without the new epoch, an AICPU thread that
+    /// publishes only through the cluster (the device-side orchestrator writing argument
+    /// records) would stamp a record and its later rewrite of the same heap bytes alike, and a
+    /// core reading the rewrite through the line it cached for the first would look fresh.
     pub(super) fn cluster_sync(&self, a: u16, st: &mut AgentState) {
         if a != HOST && !is_core(self.n_aicpu, a) {
+            st.vc[a as usize] += 1;
             let mut shared = lock(&self.aicpu_shared);
             join(&mut shared, &st.vc);
             join(&mut st.vc, &shared);

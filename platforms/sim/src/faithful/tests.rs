@@ -260,3 +260,42 @@ fn dirty_lines_at_program_end_are_reported_and_lost() {
     gm.read_bytes(off, &mut b);
     assert_eq!(b, [0; 8]);
 }
+
+/// An AICPU thread that publishes only through the cluster (the device-side orchestrator
+/// rewriting an argument record in reused heap bytes, another AICPU thread dispatching it):
+/// the rewrite is a store the core has not seen, so the core's read through the line it
+/// cached for the first record is a missing invalidate, and with the invalidate it reads the
+/// rewrite. Checked under both AICPU write policies.
+#[test]
+fn a_rewrite_published_through_the_cluster_is_a_new_store() {
+    // Agents: host 0, AICPU threads 1 (orchestrator) and 2 (scheduler), core 0 = 3.
+    const ORCH: u16 = 1;
+    const SCHED: u16 = 2;
+    const CORE: u16 = 3;
+    for policy in [AicpuWritePolicy::WriteThrough, AicpuWritePolicy::WriteBack] {
+        for invalidate in [false, true] {
+            let gm = Gm::new(1 << 20);
+            let a = gm.alloc(4096, 64).unwrap();
+            let off = gm.offset_of(a, 4096).unwrap();
+            let f = Faithful::new(9, 0, false, 2, 1);
+            f.set_aicpu_writes(policy);
+            let mut b = [0u8; 8];
+            for record in [1u8, 2] {
+                f.store(ORCH, a.0, off, &[record; 8], &gm);
+                f.clean(ORCH, a.0, 8, &gm);
+                // The scheduler dispatches (the core's DMB register), the core acquires.
+                f.reg_write(SCHED, 0, 0);
+                f.reg_read(CORE, 0, 0);
+                if record == 2 && invalidate {
+                    f.invalidate(CORE, a.0, 8, &gm);
+                }
+                f.load(CORE, a.0, off, &mut b, &gm);
+                if record == 1 {
+                    assert_eq!((b, missing(&f)), ([1; 8], vec![]), "{policy:?}: the first record");
+                }
+            }
+            let expected = if invalidate { ([2; 8], vec![]) } else { ([1; 8], vec![Missing::Invalidate]) };
+            assert_eq!((b, missing(&f)), expected, "{policy:?}, invalidate {invalidate}");
+        }
+    }
+}

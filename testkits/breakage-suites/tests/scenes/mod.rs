@@ -69,9 +69,24 @@ where
 /// Per iteration, in its own scope: t = x_i + 1 into a scope tensor, y_i = t + 1. With tiny
 /// rings, every iteration's argument records reuse the heap bytes of an earlier iteration's.
 pub fn reuse_records(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    reuse_records_every(o, a, std::time::Duration::ZERO)
+}
+
+/// [`reuse_records`] with the orchestrator behind the cores: it pauses for scalar 1 (µs)
+/// before each iteration, so the previous scope's tasks have retired, the empty rings rebase,
+/// and each iteration's argument records land in the very heap bytes the previous one's held.
+pub fn reuse_records_paced(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    reuse_records_every(o, a, std::time::Duration::from_micros(a.s(1)?))
+}
+
+/// [`reuse_records`], pausing for `pace` before each iteration.
+fn reuse_records_every(o: &mut Orch<'_>, a: &OrchArgs, pace: std::time::Duration) -> Result<(), OrchFail> {
     let (x, y) = (a.t(0)?, a.t(1)?);
     let f = FuncId(a.s(0)? as u16);
     for i in 0..x.shape[0] {
+        if !pace.is_zero() {
+            std::thread::sleep(pace);
+        }
         o.scope(|s| {
             let t = s.alloc::<f32>(&[1, 16])?;
             s.submit(Task::aiv(f).input(&x.view(&[i, 0], &[1, 16])?).output(&t).scalar_f32(1.0))?;
@@ -82,13 +97,29 @@ pub fn reuse_records(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
     Ok(())
 }
 
-/// The reused-records scene on the device-side runtime: 32 rows through [`reuse_records`] on one
-/// cluster (two AIV cores, so records come back to a core that cached them) with rings of 4
-/// slots and 2 KiB, on `base`'s other settings, with `SKIP_ARGS_OBSERVE` when `broken`. The
-/// run's outcome, `y` read back, and `x` as written (a correct run gives `y = x + 2`).
+/// Who runs ahead in the reused-records scene: the two regimes reuse heap bytes differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// The orchestrator as fast as it goes: it fills the rings and waits for space, and
+    /// records wrap around the heap.
+    Ahead,
+    /// The orchestrator 300 µs behind the cores each iteration ([`reuse_records_paced`]):
+    /// every iteration's records land in the previous iteration's bytes.
+    Behind,
+}
+
+/// Every pace, for tests that run the scene in each.
+pub const PACES: [Pace; 2] = [Pace::Ahead, Pace::Behind];
+
+/// The reused-records scene on the device-side runtime: 32 rows through [`reuse_records`] (or
+/// [`reuse_records_paced`]) on one cluster (two AIV cores, so records come back to a core that
+/// cached them) with rings of 4 slots and 2 KiB, on `base`'s other settings, with
+/// `SKIP_ARGS_OBSERVE` when `broken`. The run's outcome, `y` read back, and `x` as written (a
+/// correct run gives `y = x + 2`).
 pub fn run_reused_records<P: pto::hal::Platform>(
     dev: &host::Device<P>,
     base: RunConfig,
+    pace: Pace,
     broken: bool,
 ) -> (Result<RunReport, Error>, Vec<f32>, Vec<f32>)
 where
@@ -97,12 +128,16 @@ where
     let f = dev
         .func("add_scalar")
         .unwrap_or_else(|| dev.register_kernel("add_scalar", CoreType::Aiv, pto_testkit::k_add_scalar).unwrap());
-    let p = dev.register_orchestration("reuse_records", reuse_records).unwrap();
+    let p = match pace {
+        Pace::Ahead => dev.register_orchestration("reuse_records", reuse_records),
+        Pace::Behind => dev.register_orchestration("reuse_records_paced", reuse_records_paced),
+    }
+    .unwrap();
     let rows = 32u32;
     let x_h: Vec<f32> = (0..rows * 16).map(|i| i as f32).collect();
     let x = dev.tensor_from(&[rows, 16], &x_h).unwrap();
     let y = dev.alloc::<f32>(&[rows, 16]).unwrap();
-    let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(f.0 as u64);
+    let args = OrchArgs::new().tensor(x.tensor()).tensor(y.tensor()).scalar(f.0 as u64).scalar(300);
     let cfg =
         base.with_runtime(RuntimeKind::TensormapRing).with_clusters(1).with_rings(RingConfig::uniform(4, 2048, 16));
     let _b = broken.then(|| breakage::activate(breakage::SKIP_ARGS_OBSERVE));
