@@ -3,7 +3,7 @@
 
 use parking_lot::MutexGuard;
 
-use super::line::{CLine, NONE, lines, span_in};
+use super::line::{CLine, NONE, PerByte, Stamp, lines, span_in};
 use super::model::{AgentState, Faithful, is_aicpu, is_core, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
@@ -32,14 +32,16 @@ impl Faithful {
                     match cl.lines.get(&line) {
                         Some(l) => {
                             let shard = self.shard(line);
-                            if let Some(m) = shard.get(&line) {
+                            if let Some(m) = shard.get(&line)
+                                && !l.origin.same_in(&m.last, lo, hi)
+                            {
                                 for b in lo..hi {
-                                    if let Some(missing) = self.stale(a, &st, m, b, (l.ow[b], l.ot[b]), true) {
+                                    if let Some(missing) = self.stale(a, &st, m, b, l.origin.get(b), true) {
                                         found = Some(self.violation(
                                             a,
                                             "load",
                                             line + b as u64,
-                                            (m.tw[b], m.tt[b]),
+                                            m.last.get(b).pair(),
                                             missing,
                                         ));
                                         break;
@@ -71,11 +73,11 @@ impl Faithful {
                 // Every byte whose copy is the last store to it is fresh (the common case,
                 // looked at a slice at a time); only the others are judged one by one.
                 if let Some(m) = shard.get(&line)
-                    && !(l.ow[lo..hi] == m.tw[lo..hi] && l.ot[lo..hi] == m.tt[lo..hi])
+                    && !l.origin.same_in(&m.last, lo, hi)
                 {
                     for b in lo..hi {
-                        if let Some(missing) = self.stale(a, &st, m, b, (l.ow[b], l.ot[b]), hit) {
-                            found = Some(self.violation(a, "load", line + b as u64, (m.tw[b], m.tt[b]), missing));
+                        if let Some(missing) = self.stale(a, &st, m, b, l.origin.get(b), hit) {
+                            found = Some(self.violation(a, "load", line + b as u64, m.last.get(b).pair(), missing));
                             break;
                         }
                     }
@@ -132,18 +134,16 @@ impl Faithful {
                     }
                 }
                 l.data[lo..hi].copy_from_slice(&src[done..done + (hi - lo)]);
-                l.ow[lo..hi].fill(a);
-                l.ot[lo..hi].fill(stamp);
-                m.tw[lo..hi].fill(a);
-                m.tt[lo..hi].fill(stamp);
+                let s = Stamp::new(a, stamp);
+                l.origin.fill(lo, hi, s);
+                m.last.fill(lo, hi, s);
                 if core {
                     newly_dirty = l.dirty == 0;
                     l.dirty |= byte_mask(lo, hi);
                 } else {
                     // AICPU stores write through.
-                    m.mw[lo..hi].fill(a);
-                    m.mt[lo..hi].fill(stamp);
-                    m.mby[lo..hi].fill(a);
+                    m.mem.fill(lo, hi, s);
+                    m.mby.fill(lo, hi, a);
                 }
                 if core {
                     m.dirty_by |= 1u128 << a;
@@ -210,18 +210,18 @@ impl Faithful {
                     }
                     let mut data = [0u8; 64];
                     gm.read_bytes(off + line - addr, &mut data);
-                    let (ow, ot, fill_gen, fill_ok) = match self.shard(line).get(&line) {
+                    let (origin, fill_gen, fill_ok) = match self.shard(line).get(&line) {
                         Some(m) => {
                             let others_dirty = m.dirty_by & !self.aicpu_mask() != 0;
                             let lw = m.last_writer;
                             let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
-                            (m.mw, m.mt, m.r#gen, !others_dirty && ordered)
+                            (m.mem.clone(), m.r#gen, !others_dirty && ordered)
                         }
-                        None => ([NONE; 64], [0; 64], 0, true),
+                        None => (PerByte::Same(Stamp::NOBODY), 0, true),
                     };
                     let key = cl.keys.len() as u32;
                     cl.lines
-                        .insert(line, Box::new(CLine { data, dirty: 0, ow, ot, fill_gen, fill_ok, owned: false, key }));
+                        .insert(line, Box::new(CLine { data, dirty: 0, origin, fill_gen, fill_ok, owned: false, key }));
                     cl.keys.push(line);
                 }
                 let mut shard = self.shard(line);
@@ -242,11 +242,10 @@ impl Faithful {
                     }
                 }
                 l.data[lo..hi].copy_from_slice(&src[done..done + (hi - lo)]);
-                l.ow[lo..hi].fill(a);
-                l.ot[lo..hi].fill(stamp);
+                let s = Stamp::new(a, stamp);
+                l.origin.fill(lo, hi, s);
                 l.dirty |= byte_mask(lo, hi);
-                m.tw[lo..hi].fill(a);
-                m.tt[lo..hi].fill(stamp);
+                m.last.fill(lo, hi, s);
                 m.dirty_by |= 1u128 << a;
                 done += hi - lo;
             }

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::line::{CLine, Cluster, NONE, gm_offset};
+use super::line::{CLine, Cluster, NONE, PerByte, Stamp, gm_offset};
 use super::model::{AgentState, Faithful, is_core, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
@@ -61,15 +61,14 @@ impl Faithful {
             let mut clean = !l.dirty;
             while clean != 0 {
                 let b = clean.trailing_zeros() as usize;
-                if (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) {
-                    clobber = Some((b, (m.mw[b], m.mt[b])));
+                if m.mem.get(b) != l.origin.get(b) {
+                    clobber = Some((b, m.mem.get(b).pair()));
                     break;
                 }
                 clean &= clean - 1;
             }
-            m.mw = l.ow;
-            m.mt = l.ot;
-            m.mby = [a; 64];
+            m.mem.set(&l.origin);
+            m.mby = PerByte::Same(a);
             m.r#gen += 1;
             m.last_writer = a;
             m.last_wb_t = stamp;
@@ -97,8 +96,7 @@ impl Faithful {
             Box::new(CLine {
                 data: [0; 64],
                 dirty: 0,
-                ow: [NONE; 64],
-                ot: [0; 64],
+                origin: PerByte::Same(Stamp::NOBODY),
                 fill_gen: 0,
                 fill_ok: true,
                 owned: false,
@@ -113,14 +111,12 @@ impl Faithful {
                     let others_dirty = m.dirty_by & !(1u128 << a) != 0;
                     let lw = m.last_writer;
                     let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
-                    l.ow = m.mw;
-                    l.ot = m.mt;
+                    l.origin.set(&m.mem);
                     l.fill_gen = m.r#gen;
                     l.fill_ok = !others_dirty && ordered;
                 }
                 None => {
-                    l.ow = [NONE; 64];
-                    l.ot = [0; 64];
+                    l.origin = PerByte::Same(Stamp::NOBODY);
                     l.fill_gen = 0;
                     l.fill_ok = true;
                 }
@@ -160,15 +156,14 @@ impl Faithful {
             let mut clean = !l.dirty;
             while clean != 0 {
                 let b = clean.trailing_zeros() as usize;
-                if (m.mw[b], m.mt[b]) != (l.ow[b], l.ot[b]) {
-                    clobber = Some((b, (m.mw[b], m.mt[b])));
+                if m.mem.get(b) != l.origin.get(b) {
+                    clobber = Some((b, m.mem.get(b).pair()));
                     break;
                 }
                 clean &= clean - 1;
             }
-            m.mw = l.ow;
-            m.mt = l.ot;
-            m.mby = [a; 64];
+            m.mem.set(&l.origin);
+            m.mby = PerByte::Same(a);
             m.r#gen += 1;
             m.last_writer = a;
             m.last_wb_t = stamp;

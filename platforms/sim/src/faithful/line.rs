@@ -37,13 +37,97 @@ impl Hasher for LineHasher {
 /// A map keyed by line address.
 pub(super) type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
 
+/// A store: the agent that made it and that agent's clock at the time, in one word (agent in
+/// bits 32..48, clock in bits 0..32), so that comparing two is one comparison.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Stamp(u64);
+
+impl Stamp {
+    /// Nobody's store: a line's initial contents.
+    pub(super) const NOBODY: Stamp = Stamp::new(NONE, 0);
+
+    pub(super) const fn new(agent: u16, clock: u32) -> Stamp {
+        Stamp((agent as u64) << 32 | clock as u64)
+    }
+    /// The agent that made the store.
+    pub(super) fn agent(self) -> u16 {
+        (self.0 >> 32) as u16
+    }
+    /// The agent's clock when it made the store.
+    pub(super) fn clock(self) -> u32 {
+        self.0 as u32
+    }
+    /// `(agent, clock)`, as a violation reports it.
+    pub(super) fn pair(self) -> (u16, u32) {
+        (self.agent(), self.clock())
+    }
+}
+
+/// One value per byte of a line, kept as a single value while every byte has the same one
+/// (the common case: a line written whole by one store) and as 64 values once bytes differ.
+/// Most lines never hold more than one value, so most records stay a few words long instead
+/// of hundreds of bytes, and copying or comparing them is one step.
+#[derive(Clone, Debug)]
+pub(super) enum PerByte<T: Copy + Eq> {
+    /// Every byte has this value.
+    Same(T),
+    /// Byte `b` has value `b`.
+    Each(Box<[T; 64]>),
+}
+
+impl<T: Copy + Eq> PerByte<T> {
+    /// Byte `b`'s value.
+    #[inline]
+    pub(super) fn get(&self, b: usize) -> T {
+        match self {
+            PerByte::Same(v) => *v,
+            PerByte::Each(a) => a[b],
+        }
+    }
+
+    /// Bytes `lo..hi` take value `v`.
+    #[inline]
+    pub(super) fn fill(&mut self, lo: usize, hi: usize, v: T) {
+        match self {
+            PerByte::Same(x) if *x == v => {}
+            _ if lo == 0 && hi == 64 => *self = PerByte::Same(v),
+            PerByte::Same(x) => {
+                let mut a = Box::new([*x; 64]);
+                a[lo..hi].fill(v);
+                *self = PerByte::Each(a);
+            }
+            PerByte::Each(a) => a[lo..hi].fill(v),
+        }
+    }
+
+    /// Whether bytes `lo..hi` have the same values here and in `other`.
+    #[inline]
+    pub(super) fn same_in(&self, other: &PerByte<T>, lo: usize, hi: usize) -> bool {
+        match (self, other) {
+            (PerByte::Same(x), PerByte::Same(y)) => x == y,
+            (PerByte::Same(x), PerByte::Each(a)) | (PerByte::Each(a), PerByte::Same(x)) => {
+                a[lo..hi].iter().all(|v| v == x)
+            }
+            (PerByte::Each(a), PerByte::Each(b)) => a[lo..hi] == b[lo..hi],
+        }
+    }
+
+    /// Every byte takes `other`'s value (reusing this record's storage when both hold 64).
+    #[inline]
+    pub(super) fn set(&mut self, other: &PerByte<T>) {
+        match (&mut *self, other) {
+            (PerByte::Each(a), PerByte::Each(b)) => **a = **b,
+            (_, o) => *self = o.clone(),
+        }
+    }
+}
+
 /// One cached copy of a line (an agent's, or the AICPU cluster's): its bytes, which of them are
-/// dirty, and the store (agent `ow`, clock `ot`) each byte holds.
+/// dirty, and the store each byte holds.
 pub(super) struct CLine {
     pub(super) data: [u8; 64],
     pub(super) dirty: u64,
-    pub(super) ow: [u16; 64],
-    pub(super) ot: [u32; 64],
+    pub(super) origin: PerByte<Stamp>,
     /// The line's write-back count when the copy was filled.
     pub(super) fill_gen: u32,
     /// Whether the fill was ordered after the line's last write-back and no other agent held
@@ -73,14 +157,12 @@ pub(super) fn take_line(map: &mut LineMap<Box<CLine>>, keys: &mut Vec<u64>, line
 /// What memory and the program know about one line: per byte, the last store and the store
 /// whose bytes memory now holds.
 pub(super) struct LineMeta {
-    /// Last logical store of each byte: (agent, clock).
-    pub(super) tw: [u16; 64],
-    pub(super) tt: [u32; 64],
+    /// Last logical store of each byte.
+    pub(super) last: PerByte<Stamp>,
     /// Origin of the bytes now in memory.
-    pub(super) mw: [u16; 64],
-    pub(super) mt: [u32; 64],
+    pub(super) mem: PerByte<Stamp>,
     /// Who put each byte in memory (a write-back, a direct store, DMA).
-    pub(super) mby: [u16; 64],
+    pub(super) mby: PerByte<u16>,
     /// Write-backs of this line so far.
     pub(super) r#gen: u32,
     pub(super) last_writer: u16,
@@ -92,11 +174,9 @@ pub(super) struct LineMeta {
 impl Default for LineMeta {
     fn default() -> Self {
         LineMeta {
-            tw: [NONE; 64],
-            tt: [0; 64],
-            mw: [NONE; 64],
-            mt: [0; 64],
-            mby: [NONE; 64],
+            last: PerByte::Same(Stamp::NOBODY),
+            mem: PerByte::Same(Stamp::NOBODY),
+            mby: PerByte::Same(NONE),
             r#gen: 0,
             last_writer: NONE,
             last_wb_t: 0,
@@ -136,4 +216,67 @@ pub(super) fn span_in(line: u64, addr: u64, len: u64) -> (usize, usize) {
 /// The arena offset of `line`, when it lies at or above the arena's base.
 pub(super) fn gm_offset(line: u64) -> Option<u64> {
     line.checked_sub(GM_BASE)
+}
+
+#[cfg(test)]
+mod per_byte_tests {
+    use super::{PerByte, Stamp};
+
+    /// What a `PerByte` holds, as 64 values.
+    fn each<T: Copy + Eq>(p: &PerByte<T>) -> Vec<T> {
+        (0..64).map(|b| p.get(b)).collect()
+    }
+
+    #[test]
+    fn a_part_filled_line_holds_each_byte_and_a_whole_fill_makes_it_one_value_again() {
+        let (a, b) = (Stamp::new(3, 7), Stamp::new(4, 1));
+        let mut p = PerByte::Same(a);
+        p.fill(8, 16, b);
+        assert!(matches!(p, PerByte::Each(_)));
+        let want: Vec<Stamp> = (0..64).map(|i| if (8..16).contains(&i) { b } else { a }).collect();
+        assert_eq!(each(&p), want);
+        // Filling with the value a `Same` already has changes nothing.
+        let mut q = PerByte::Same(a);
+        q.fill(0, 5, a);
+        assert!(matches!(q, PerByte::Same(s) if s == a));
+        p.fill(0, 64, b);
+        assert!(matches!(p, PerByte::Same(s) if s == b));
+    }
+
+    #[test]
+    fn comparison_of_a_range_agrees_with_byte_by_byte_in_every_representation() {
+        let (a, b) = (Stamp::new(1, 1), Stamp::new(2, 2));
+        let mut mixed = PerByte::Same(a);
+        mixed.fill(32, 40, b);
+        let cases = [PerByte::Same(a), PerByte::Same(b), mixed];
+        for x in &cases {
+            for y in &cases {
+                for (lo, hi) in [(0, 64), (0, 32), (32, 40), (36, 50), (40, 64), (5, 6)] {
+                    let bytewise = (lo..hi).all(|i| x.get(i) == y.get(i));
+                    assert_eq!(x.same_in(y, lo, hi), bytewise, "{x:?} {y:?} {lo}..{hi}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn set_copies_every_byte_whatever_either_side_holds() {
+        let (a, b) = (Stamp::new(1, 1), Stamp::new(2, 2));
+        let mut mixed = PerByte::Same(a);
+        mixed.fill(0, 1, b);
+        for from in [PerByte::Same(a), mixed.clone()] {
+            for mut to in [PerByte::Same(b), mixed.clone()] {
+                to.set(&from);
+                assert_eq!(each(&to), each(&from));
+            }
+        }
+    }
+
+    #[test]
+    fn a_stamp_keeps_its_agent_and_clock() {
+        let s = Stamp::new(0xfffe, u32::MAX);
+        assert_eq!(s.pair(), (0xfffe, u32::MAX));
+        assert_eq!(Stamp::NOBODY.pair(), (super::NONE, 0));
+        assert_ne!(Stamp::new(1, 2), Stamp::new(2, 1));
+    }
 }

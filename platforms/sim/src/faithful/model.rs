@@ -83,7 +83,7 @@ pub struct Faithful {
     /// so a line one thread dirtied is what every thread reads. A line here has no copy in any
     /// AICPU thread's own cache.
     pub(super) cluster: Mutex<Cluster>,
-    pub(super) shards: Box<[Mutex<LineMap<Box<LineMeta>>>]>,
+    pub(super) shards: Box<[Mutex<LineMap<LineMeta>>]>,
     pub(super) regs: Box<[Mutex<RegSync>]>,
     pub(super) words: Mutex<LineMap<Vc>>,
     /// What the AICPU threads know together: they synchronise with each other through their own
@@ -243,7 +243,7 @@ impl Faithful {
         1 + self.n_aicpu + w as u16
     }
 
-    pub(super) fn shard(&self, line: u64) -> MutexGuard<'_, LineMap<Box<LineMeta>>> {
+    pub(super) fn shard(&self, line: u64) -> MutexGuard<'_, LineMap<LineMeta>> {
         lock(&self.shards[((line / LINE) % self.shards.len() as u64) as usize])
     }
 }

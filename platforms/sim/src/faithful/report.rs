@@ -1,7 +1,7 @@
 //! Violations: whether a byte an agent reads is stale in a way that matters, which operation
 //! was missing, and how a violation is named, kept and reported to the launch it fails.
 
-use super::line::{LINE, LineMeta, NONE};
+use super::line::{LINE, LineMeta, NONE, Stamp};
 use super::model::{AgentState, Faithful, HOST, is_aicpu, is_core, lock};
 use crate::violation::{Missing, Violation};
 
@@ -65,20 +65,21 @@ impl Faithful {
         st: &AgentState,
         m: &LineMeta,
         b: usize,
-        origin: (u16, u32),
+        origin: Stamp,
         hit: bool,
     ) -> Option<Missing> {
-        let (w, t) = (m.tw[b], m.tt[b]);
-        if origin == (w, t) || w == NONE || st.vc[w as usize] < t {
+        let last = m.last.get(b);
+        let (w, t) = last.pair();
+        if origin == last || w == NONE || st.vc[w as usize] < t {
             return None;
         }
-        let in_memory = (m.mw[b], m.mt[b]) == (w, t);
+        let in_memory = m.mem.get(b) == last;
         Some(if hit && in_memory {
             let reader_aicpu = reader != HOST && !is_core(self.n_aicpu, reader);
             if reader_aicpu && w == HOST { Missing::InvalidateAfterHostDma } else { Missing::Invalidate }
         } else if m.dirty_by & (1u128 << w) != 0 {
             if is_aicpu(self.n_aicpu, w) { Missing::AicpuClean } else { Missing::WriteBack }
-        } else if !in_memory && m.mby[b] != w {
+        } else if !in_memory && m.mby.get(b) != w {
             Missing::WholeLineRule
         } else if is_aicpu(self.n_aicpu, w) {
             Missing::AicpuClean

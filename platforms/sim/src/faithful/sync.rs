@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::line::{LINE, lines, span_in};
+use super::line::{LINE, Stamp, lines, span_in};
 use super::model::{Faithful, HOST, Vc, is_core, join, lock, remove_key};
 use crate::gm::Gm;
 use crate::launch::LaunchState;
@@ -49,7 +49,7 @@ impl Faithful {
             let (first, w) = {
                 let l = &st.cache[&line];
                 let b = l.dirty.trailing_zeros() as usize;
-                (b, (l.ow[b], l.ot[b]))
+                (b, l.origin.get(b).pair())
             };
             let v = self.violation(a, "program end with a dirty line", line + first as u64, w, Missing::WriteBack);
             self.report(&st, v);
@@ -82,7 +82,7 @@ impl Faithful {
                     a,
                     "register hand-off",
                     line + b as u64,
-                    (l.ow[b], l.ot[b]),
+                    l.origin.get(b).pair(),
                     Missing::WriteBackBeforeSignal,
                 );
                 self.report(&st, v);
@@ -131,8 +131,8 @@ impl Faithful {
         if let Some(m) = shard.get(&line) {
             let b0 = (addr - line) as usize;
             for b in b0..b0 + 8 {
-                if let Some(missing) = self.stale(a, &st, m, b, (m.mw[b], m.mt[b]), false) {
-                    let v = self.violation(a, "device-direct load", line + b as u64, (m.tw[b], m.tt[b]), missing);
+                if let Some(missing) = self.stale(a, &st, m, b, m.mem.get(b), false) {
+                    let v = self.violation(a, "device-direct load", line + b as u64, m.last.get(b).pair(), missing);
                     drop(shard);
                     self.report(&st, v);
                     return;
@@ -159,13 +159,10 @@ impl Faithful {
         let mut shard = self.shard(line);
         let m = shard.entry(line).or_default();
         let b0 = (addr - line) as usize;
-        for b in b0..b0 + 8 {
-            m.tw[b] = a;
-            m.tt[b] = stamp;
-            m.mw[b] = a;
-            m.mt[b] = stamp;
-            m.mby[b] = a;
-        }
+        let s = Stamp::new(a, stamp);
+        m.last.fill(b0, b0 + 8, s);
+        m.mem.fill(b0, b0 + 8, s);
+        m.mby.fill(b0, b0 + 8, a);
         drop(shard);
         st.vc[a as usize] += 1;
     }
@@ -179,11 +176,10 @@ impl Faithful {
             let (lo, hi) = span_in(line, addr, len);
             let mut shard = self.shard(line);
             let m = shard.entry(line).or_default();
-            m.tw[lo..hi].fill(HOST);
-            m.tt[lo..hi].fill(stamp);
-            m.mw[lo..hi].fill(HOST);
-            m.mt[lo..hi].fill(stamp);
-            m.mby[lo..hi].fill(HOST);
+            let s = Stamp::new(HOST, stamp);
+            m.last.fill(lo, hi, s);
+            m.mem.fill(lo, hi, s);
+            m.mby.fill(lo, hi, HOST);
             m.r#gen += 1;
             m.last_writer = HOST;
             m.last_wb_t = stamp;
@@ -208,11 +204,11 @@ impl Faithful {
             // Memory holding the last store to every byte is fresh (the common case, looked at
             // a slice at a time); only the other bytes are judged one by one.
             if let Some(m) = shard.get(&line)
-                && !(m.mw[lo..hi] == m.tw[lo..hi] && m.mt[lo..hi] == m.tt[lo..hi])
+                && !m.mem.same_in(&m.last, lo, hi)
             {
                 for b in lo..hi {
-                    if let Some(missing) = self.stale(HOST, &st, m, b, (m.mw[b], m.mt[b]), false) {
-                        return Err(self.violation(HOST, "read (D2H)", line + b as u64, (m.tw[b], m.tt[b]), missing));
+                    if let Some(missing) = self.stale(HOST, &st, m, b, m.mem.get(b), false) {
+                        return Err(self.violation(HOST, "read (D2H)", line + b as u64, m.last.get(b).pair(), missing));
                     }
                 }
             }
