@@ -57,8 +57,23 @@ impl Gm {
             (at, h.allocation(at).unwrap_or(0))
         };
         // Fresh allocations read as zero, like the reference's simulator (calloc).
-        self.fill(at - GM_BASE, 0, len);
+        self.clear(at - GM_BASE, len);
         Ok(GmAddr(at))
+    }
+
+    /// Zero `len` bytes at arena offset `off` (both multiples of 8, as every allocation is),
+    /// storing only to the words that are not zero already: arena pages nothing ever wrote are
+    /// only read (the host maps them to its shared zero page), not faulted in one by one — a
+    /// large allocation (the device-side runtime's ring heaps: megabytes, mostly unused) costs
+    /// a read of its bytes, not a write of every page.
+    fn clear(&self, off: u64, len: u64) {
+        debug_assert!(off % 8 == 0 && len % 8 == 0, "allocations are whole words");
+        let at = (off / 8) as usize;
+        for w in &self.words[at..at + (len / 8) as usize] {
+            if w.load(Ordering::Relaxed) != 0 {
+                w.store(0, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Free an allocation; returns its length.
@@ -279,5 +294,19 @@ mod tests {
         let mut out = [1u8; 128];
         gm.read_bytes(gm.offset_of(b, 128).unwrap(), &mut out);
         assert!(out.iter().all(|&x| x == 0));
+    }
+
+    /// The zeroing stores only to words that are not zero: a byte written anywhere, even where
+    /// nothing was ever allocated (a stray write), still reads as zero in a later allocation.
+    #[test]
+    fn a_stray_byte_anywhere_reads_as_zero_in_a_fresh_allocation() {
+        for at in [0u64, 1, 7, 8, 4095, 4096, 64 * 1024 + 3, (1 << 20) - 1] {
+            let gm = Gm::new(1 << 20);
+            gm.fill(at, 0x5a, 1);
+            let a = gm.alloc(1 << 20, 64).unwrap();
+            let mut out = vec![1u8; 1 << 20];
+            gm.read_bytes(gm.offset_of(a, 1 << 20).unwrap(), &mut out);
+            assert_eq!(out.iter().position(|&x| x != 0), None, "stray byte at {at}");
+        }
     }
 }
