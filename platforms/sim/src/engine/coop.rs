@@ -44,13 +44,14 @@
 use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use parking_lot::{Condvar, Mutex};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::strategy::Chooser;
+use super::timers::Timers;
 use super::{AgentBody, DriveEnd, ScheduleReport, Strategy, SwitchPoint, nanos};
 use crate::error::SimError;
 
@@ -153,7 +154,7 @@ struct Sched {
     side: VecDeque<usize>,
     /// The side thread waits for work.
     side_idle: bool,
-    timers: BTreeSet<(u64, usize)>,
+    timers: Timers,
     det: Option<Det>,
     shutdown: bool,
     /// Stopping gave up on the agents still running (stuck in a kernel).
@@ -232,7 +233,7 @@ impl Coop {
                 queue: VecDeque::with_capacity(agents),
                 side: VecDeque::new(),
                 side_idle: false,
-                timers: BTreeSet::new(),
+                timers: Timers::default(),
                 det,
                 shutdown: false,
                 abandoned: false,
@@ -633,15 +634,16 @@ fn enqueue(s: &State, g: &mut Sched, i: usize) -> Queue {
     }
 }
 
+/// Whether agent `i` is blocked until `deadline` (else a timer for it is stale).
+fn waits(st: &[St], deadline: u64, i: usize) -> bool {
+    matches!(st[i], St::Blocked { deadline: Some(d), .. } if d == deadline)
+}
+
 /// Make agent `i` runnable if it is blocked and wakeable; the queue it went to, if it did.
 fn wake_locked(s: &State, g: &mut Sched, i: usize) -> Option<Queue> {
     match g.st[i] {
-        St::Blocked { deadline, wakeable } if wakeable || g.shutdown => {
-            if let Some(d) = deadline {
-                g.timers.remove(&(d, i));
-            }
-            Some(enqueue(s, g, i))
-        }
+        // Its timer, if any, goes stale: dropped when it comes to the front.
+        St::Blocked { wakeable, .. } if wakeable || g.shutdown => Some(enqueue(s, g, i)),
         _ => None,
     }
 }
@@ -650,14 +652,8 @@ fn wake_locked(s: &State, g: &mut Sched, i: usize) -> Option<Queue> {
 /// a pinned agent's deadline passed.
 fn fire_timers(s: &State, g: &mut Sched, now: u64) {
     let mut side = false;
-    while let Some(&(d, i)) = g.timers.first() {
-        if d > now {
-            break;
-        }
-        g.timers.pop_first();
-        if matches!(g.st[i], St::Blocked { .. }) {
-            side |= enqueue(s, g, i) == Queue::Side;
-        }
+    while let Some(i) = g.timers.pop_due(now, |d, i| waits(&g.st, d, i)) {
+        side |= enqueue(s, g, i) == Queue::Side;
     }
     if side {
         wake_queue(s, g, Queue::Side);
@@ -750,7 +746,8 @@ fn run_pool(s: &State, me: &PoolThread, role: Queue) {
                     } else {
                         g.st[slot] = St::Blocked { deadline, wakeable };
                         if let Some(d) = deadline {
-                            g.timers.insert((d, slot));
+                            let Sched { st, timers, .. } = &mut *g;
+                            timers.add(d, slot, st.len(), |d, i| waits(st, d, i));
                         }
                     }
                 }
@@ -826,8 +823,10 @@ fn pick_side(s: &State, g: &mut Sched) -> Next {
     }
     // A bounded wait (at most 1 ms), until the earliest deadline.
     let now = now.unwrap_or_default();
-    let until =
-        g.timers.first().map_or(Duration::from_millis(1), |&(d, _)| Duration::from_nanos(d.saturating_sub(now)));
+    let until = g
+        .timers
+        .first(|d, i| waits(&g.st, d, i))
+        .map_or(Duration::from_millis(1), |(d, _)| Duration::from_nanos(d.saturating_sub(now)));
     Next::Wait(Some(Instant::now() + until.min(Duration::from_millis(1))))
 }
 
@@ -853,7 +852,7 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
         if all_done(g) {
             return Next::Leave;
         }
-        let until = g.timers.first().map(|&(d, _)| s.epoch + Duration::from_nanos(d));
+        let until = g.timers.first(|d, i| waits(&g.st, d, i)).map(|(d, _)| s.epoch + Duration::from_nanos(d));
         return Next::Wait(until);
     };
     // Seeded: run only while the host drives (or the device shuts down), one choice at a time.
@@ -883,7 +882,9 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
             // An agent runs on a thread of its own: device time follows real time (a
             // millisecond per millisecond waited) until it yields, so the budgets that watch
             // it (the hung-kernel watchdog) run out as they would on a chip.
-            let target = timers.first().map_or(now + ESCAPED_TICK_NS, |&(t, _)| t.min(now + ESCAPED_TICK_NS));
+            let target = timers
+                .first(|d, i| waits(st, d, i))
+                .map_or(now + ESCAPED_TICK_NS, |(t, _)| t.min(now + ESCAPED_TICK_NS));
             s.vnow.store(target.min(limit).max(now), Ordering::Release);
             if target >= limit && !free {
                 d.ended = Some(DriveEnd::Limit);
@@ -892,8 +893,8 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
             }
             return Next::Wait(Some(Instant::now() + Duration::from_nanos(ESCAPED_TICK_NS)));
         }
-        match timers.first() {
-            Some(&(t, _)) if t <= limit || free => {
+        match timers.first(|d, i| waits(st, d, i)) {
+            Some((t, _)) if t <= limit || free => {
                 s.vnow.store(t.max(now), Ordering::Release);
                 // Loop again: the timer fires on the next look.
                 return pick_next(s, g);

@@ -18,6 +18,7 @@
 mod coop;
 mod strategy;
 mod threads;
+mod timers;
 
 use std::time::{Duration, Instant};
 
