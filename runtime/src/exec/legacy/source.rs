@@ -5,7 +5,7 @@
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use alloc::vec::Vec;
 
-use pto_hal::{AicpuAgent, GmAddr};
+use pto_hal::{AicpuAgent, GmAddr, Ticks};
 
 use crate::codes::{ErrorCode, SchedError, Site};
 use crate::exec::legacy::queue::ReadyQueue;
@@ -132,7 +132,12 @@ impl Base {
 
     /// Record progress (the stall watchdog measures from the last one).
     pub fn touch<A: AicpuAgent>(&self, a: &A) {
-        self.progress_tick.store(a.now_ticks(), Ordering::Relaxed);
+        self.touch_at(a.now_ticks());
+    }
+
+    /// Record progress at `now` (a clock value the caller already read).
+    pub fn touch_at(&self, now: Ticks) {
+        self.progress_tick.store(now, Ordering::Relaxed);
     }
 
     /// Whether any ready queue looks non-empty.

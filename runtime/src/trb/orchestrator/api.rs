@@ -159,10 +159,12 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
             self.insert_writes(&task, ((ring as u64) << 32) | local as u64)?;
         }
         self.s.submitted.fetch_add(1, Ordering::AcqRel);
-        self.s.base().touch(self.a);
+        // One clock read serves the stall watchdog's progress mark and the wake's rate limit.
+        let now = self.a.now_ticks();
+        self.s.base().touch_at(now);
         if ring::release_guard(&self.s.rings, me, done) {
             self.completions.became_ready(self.a, self.s, me, Site::Orchestrator);
-            self.wake(false);
+            self.wake_at(now);
         }
         Ok(TaskId(id))
     }

@@ -24,12 +24,14 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
             return Err(self.stop_with(OrchError::InvalidArgs, ring as u64, &text));
         }
         let budget = self.s.image.wait_ticks;
-        let mut deadline = self.a.now_ticks().saturating_add(budget);
+        // The budget runs from the first look that finds no room (or from the last reclaim):
+        // a task that fits at once reads no clock.
+        let mut deadline = None;
         let mut backoff = crate::backoff::Backoff::new();
         loop {
             let freed = self.advance(ring);
             if freed > 0 {
-                deadline = self.a.now_ticks().saturating_add(budget);
+                deadline = None;
                 self.note_reclaimed(freed);
                 backoff.reset();
             }
@@ -64,6 +66,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
             }
             self.live()?;
             let now = self.a.now_ticks();
+            let deadline = *deadline.get_or_insert(now.saturating_add(budget));
             if now >= deadline {
                 let text = format!("ring {ring}: no task was reclaimed within the wait budget ({lack:?} exhausted)");
                 return Err(self.stop_with(code(OrchError::FlowControlDeadlock), window as u64, &text));
@@ -110,7 +113,8 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
             }
             let region = a.tensor.region();
             let budget = self.s.image.wait_ticks;
-            let mut deadline = self.a.now_ticks().saturating_add(budget);
+            // As in `reserve`: the budget starts at the first look that finds the map full.
+            let mut deadline = None;
             let mut backoff = crate::backoff::Backoff::new();
             loop {
                 if self.map.insert(&region, key).is_ok() {
@@ -123,12 +127,13 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                 let cursors = &self.cursors;
                 freed += self.map.prune(|p| Self::retired(cursors, p)) as u32;
                 if freed > 0 {
-                    deadline = self.a.now_ticks().saturating_add(budget);
+                    deadline = None;
                     backoff.reset();
                     continue;
                 }
                 self.live()?;
                 let now = self.a.now_ticks();
+                let deadline = *deadline.get_or_insert(now.saturating_add(budget));
                 if now >= deadline {
                     let cap = self.map.capacity() as u64;
                     let text = format!("the tensor map holds {cap} live entries and none was retired in time");

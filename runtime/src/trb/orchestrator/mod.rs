@@ -26,7 +26,7 @@ use crate::sync::Ordering;
 use alloc::format;
 use alloc::vec::Vec;
 
-use pto_hal::{AicpuAgent, GmAddr};
+use pto_hal::{AicpuAgent, GmAddr, Ticks};
 
 use super::Shared;
 use super::ring::{self, Cursor};
@@ -181,10 +181,19 @@ impl<'a, A: AicpuAgent> DeviceOrch<'a, A> {
     /// (before the orchestrator waits or finishes).
     fn wake(&mut self, flush: bool) {
         self.wake_pending |= !flush;
-        if !self.wake_pending {
-            return;
+        if self.wake_pending {
+            let now = self.a.now_ticks();
+            self.wake_if_due(flush, now);
         }
-        let now = self.a.now_ticks();
+    }
+
+    /// [`DeviceOrch::wake`] for new ready work (not a flush), with the clock read at `now`.
+    fn wake_at(&mut self, now: Ticks) {
+        self.wake_pending = true;
+        self.wake_if_due(false, now);
+    }
+
+    fn wake_if_due(&mut self, flush: bool, now: Ticks) {
         if flush || now.saturating_sub(self.last_wake) >= self.wake_gap {
             self.a.send_event();
             self.last_wake = now;
