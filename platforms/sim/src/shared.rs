@@ -7,7 +7,7 @@
 
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pto_hal::{CoreType, Kernel, Ticks, Topology};
 use pto_inproc::HandleTable;
@@ -89,7 +89,6 @@ impl Shared {
         let Resolved { model, writes, protect, checks, engine } = o;
         let workers = topo.workers() as usize;
         let nthreads = topo.aicpu_threads as usize;
-        let epoch = Instant::now();
         Shared {
             topo,
             config,
@@ -99,7 +98,6 @@ impl Shared {
             engine: Engine::new(
                 engine.0,
                 engine.1,
-                epoch,
                 (0..nthreads)
                     .map(|_| Duration::from_micros(config.aicpu_spin_us))
                     .chain((0..workers).map(|_| Duration::from_micros(config.aicore_spin_us)))

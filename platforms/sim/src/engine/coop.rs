@@ -50,9 +50,10 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::clock::HostClock;
 use super::strategy::Chooser;
 use super::timers::Timers;
-use super::{AgentBody, DriveEnd, ScheduleReport, Strategy, SwitchPoint, nanos};
+use super::{AgentBody, DriveEnd, ScheduleReport, Strategy, SwitchPoint};
 use crate::error::SimError;
 
 /// Free mode: an agent looks at one switch point in this many whether to give up its host
@@ -183,7 +184,7 @@ struct PoolThread {
 type PoolEntry = (Arc<PoolThread>, Option<JoinHandle<()>>);
 
 struct State {
-    epoch: Instant,
+    clock: HostClock,
     /// The agents' cells, fixed when the engine starts.
     slots: std::sync::OnceLock<Box<[Slot]>>,
     sched: Mutex<Sched>,
@@ -213,7 +214,7 @@ pub(crate) struct Coop {
 }
 
 impl Coop {
-    pub fn new(epoch: Instant, agents: usize, threads: usize, seeded: Option<(u64, Strategy)>) -> Coop {
+    pub fn new(agents: usize, threads: usize, seeded: Option<(u64, Strategy)>) -> Coop {
         let det = seeded.map(|(seed, strategy)| Det {
             chooser: Chooser::new(seed, strategy, agents),
             next: None,
@@ -226,7 +227,7 @@ impl Coop {
             runnable: Vec::with_capacity(agents),
         });
         let state = State {
-            epoch,
+            clock: HostClock::new(),
             slots: std::sync::OnceLock::new(),
             sched: Mutex::new(Sched {
                 st: vec![St::Done; agents],
@@ -384,7 +385,7 @@ impl Coop {
     pub fn now_ns(&self) -> u64 {
         match self.state.seeded {
             Some(_) => self.state.vnow.load(Ordering::Acquire),
-            None => nanos(self.state.epoch.elapsed()),
+            None => self.state.clock.now_ns(),
         }
     }
 
@@ -424,7 +425,7 @@ impl Coop {
             // Others wait: give way once this agent has had its slice of host time since it was
             // resumed (the first look starts the slice; no clock read per resume).
             let sl = &s.slots()[slot];
-            let now = nanos(s.epoch.elapsed()).max(1);
+            let now = s.clock.now_ns().max(1);
             let start = sl.slice_start.load(Ordering::Relaxed);
             if start == 0 {
                 sl.slice_start.store(now, Ordering::Relaxed);
@@ -809,7 +810,7 @@ fn wake_queue(s: &State, g: &Sched, q: Queue) {
 fn pick_side(s: &State, g: &mut Sched) -> Next {
     // An empty queue looks at the timers itself: a pool thread parked until a far deadline
     // does not fire a pinned agent's earlier one.
-    let now = g.side.is_empty().then(|| nanos(s.epoch.elapsed()));
+    let now = g.side.is_empty().then(|| s.clock.now_ns());
     if let Some(now) = now {
         fire_timers(s, g, now);
     }
@@ -842,7 +843,7 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
         // fires a little late while agents are runnable: device time is not the host's).
         g.picks = g.picks.wrapping_add(1);
         if g.queue.is_empty() || g.picks % TIMER_LOOK == 0 {
-            fire_timers(s, g, nanos(s.epoch.elapsed()));
+            fire_timers(s, g, s.clock.now_ns());
         }
         if let Some(i) = g.queue.pop_front() {
             s.queued.store(g.queue.len(), Ordering::Release);
@@ -852,7 +853,7 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
         if all_done(g) {
             return Next::Leave;
         }
-        let until = g.timers.first(|d, i| waits(&g.st, d, i)).map(|(d, _)| s.epoch + Duration::from_nanos(d));
+        let until = g.timers.first(|d, i| waits(&g.st, d, i)).map(|(d, _)| s.clock.instant_at(d));
         return Next::Wait(until);
     };
     // Seeded: run only while the host drives (or the device shuts down), one choice at a time.

@@ -15,12 +15,13 @@
 //! switch point ([`Strategy`]: uniform random or PCT) and a virtual device clock, so the same
 //! seed and the same host calls give the same run, byte for byte.
 
+mod clock;
 mod coop;
 mod strategy;
 mod threads;
 mod timers;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use strategy::Strategy;
 
@@ -173,14 +174,14 @@ pub(crate) enum DriveEnd {
 impl Engine {
     /// The engine for `agents` agents (AICPU threads first, then workers), from the
     /// configuration, with `spins[slot]` the spin limit of each agent on the thread engine.
-    pub fn new(kind: SimEngine, schedule: Schedule, epoch: Instant, spins: Vec<Duration>, max_spinners: u32) -> Engine {
+    pub fn new(kind: SimEngine, schedule: Schedule, spins: Vec<Duration>, max_spinners: u32) -> Engine {
         match (kind, schedule) {
-            (SimEngine::Threads, Schedule::Os) => Engine::Threads(threads::Threads::new(epoch, spins, max_spinners)),
+            (SimEngine::Threads, Schedule::Os) => Engine::Threads(threads::Threads::new(spins, max_spinners)),
             (SimEngine::Coroutines { threads }, Schedule::Os) => {
-                Engine::Coop(coop::Coop::new(epoch, spins.len(), threads as usize, None))
+                Engine::Coop(coop::Coop::new(spins.len(), threads as usize, None))
             }
             (_, Schedule::Seeded { seed, strategy }) => {
-                Engine::Coop(coop::Coop::new(epoch, spins.len(), 1, Some((seed, strategy))))
+                Engine::Coop(coop::Coop::new(spins.len(), 1, Some((seed, strategy))))
             }
         }
     }

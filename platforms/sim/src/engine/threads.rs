@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{AgentBody, nanos};
+use super::AgentBody;
+use super::clock::HostClock;
 use crate::error::SimError;
 use crate::park::{SpinPermits, Wake};
 
@@ -27,7 +28,7 @@ pub(crate) fn add_detached(n: u64) {
 }
 
 pub(crate) struct Threads {
-    epoch: Instant,
+    clock: HostClock,
     wakes: Box<[Wake]>,
     /// How long each agent may spin before it parks.
     spins: Vec<Duration>,
@@ -36,9 +37,9 @@ pub(crate) struct Threads {
 }
 
 impl Threads {
-    pub fn new(epoch: Instant, spins: Vec<Duration>, max_spinners: u32) -> Threads {
+    pub fn new(spins: Vec<Duration>, max_spinners: u32) -> Threads {
         Threads {
-            epoch,
+            clock: HostClock::new(),
             wakes: spins.iter().map(|_| Wake::default()).collect(),
             spins,
             permits: SpinPermits::new(
@@ -103,12 +104,12 @@ impl Threads {
 
     #[inline]
     pub fn now_ns(&self) -> u64 {
-        nanos(self.epoch.elapsed())
+        self.clock.now_ns()
     }
 
     #[inline]
     pub fn wait(&self, slot: usize, deadline_ns: Option<u64>) {
-        let deadline = deadline_ns.map(|ns| self.epoch + Duration::from_nanos(ns));
+        let deadline = deadline_ns.map(|ns| self.clock.instant_at(ns));
         let spin = if deadline.is_some() { self.spins[slot] } else { Duration::ZERO };
         self.wakes[slot].wait(deadline, spin, &self.permits);
     }
