@@ -29,7 +29,9 @@ use std::{format, vec};
 use pto_hal::{DeviceMemory, GmAddr};
 use zerocopy::{FromZeros, IntoBytes};
 
+#[cfg(test)]
 use super::documents::Null;
+use super::documents::manifest::{BodyOut, ManifestWriter, RecordOut};
 use crate::dump::DumpLevel;
 use crate::graph::DType;
 use crate::layout::{
@@ -135,7 +137,7 @@ impl Collector {
     /// Create the directory and `args.bin`.
     pub(crate) fn create(l: DumpLayout, level: DumpLevel, dir: &Path) -> std::io::Result<Collector> {
         std::fs::create_dir_all(dir)?;
-        let bin = BufWriter::new(File::create(dir.join("args.bin"))?);
+        let bin = BufWriter::new(overwrite(&dir.join("args.bin"))?);
         Ok(Collector {
             lanes: vec![LaneCursor { ready_head: 0, free_tail: l.header.buffers as u64 }; l.header.lanes as usize],
             l,
@@ -238,7 +240,7 @@ impl Collector {
         } else {
             totals = None;
         }
-        self.bin.flush().map_err(CollectError::Io)?;
+        self.bin.flush().and_then(|()| cut(self.bin.get_mut())).map_err(CollectError::Io)?;
         let collected = self.records.len() as u64;
         let accounting = match totals {
             Some((committed, dropped)) if committed == collected + self.host_dropped => {
@@ -246,19 +248,21 @@ impl Collector {
             }
             _ => Accounting { total: None, collected, dropped: None },
         };
-        self.records.sort_by_key(|c| (c.rec.task, c.rec.stage, c.rec.arg, c.lane, c.rec.seq));
-        let manifest = Manifest {
-            format_version: FORMAT_VERSION,
-            run,
-            level: self.level,
-            bin_file: BinFile::ArgsBin,
-            bin_format: BinFormat { layout: BinLayout::LogicalContiguous, byte_order: ByteOrder::LittleEndian },
-            records: self.records.iter().map(|c| manifest_record(c, locate)).collect(),
-            accounting,
+        // The records in the manifest's order, sorted by key and index (a lane's sequence
+        // numbers are unique, so the order is total: what a stable sort of the records gives).
+        let mut order: Vec<(SortKey, u32)> =
+            self.records.iter().enumerate().map(|(i, c)| (sort_key(c), i as u32)).collect();
+        order.sort_unstable();
+        let file = overwrite(&self.dir.join("args_dump.json")).map_err(CollectError::Io)?;
+        let out = std::io::BufWriter::with_capacity(1 << 16, file);
+        let write = || -> std::io::Result<()> {
+            let mut w = ManifestWriter::begin(out, run, self.level)?;
+            for &(_, i) in &order {
+                write_record(&mut w, &self.records[i as usize], locate)?;
+            }
+            cut(&mut w.end(accounting)?.into_inner().map_err(|e| e.into_error())?)
         };
-        let file = std::fs::File::create(self.dir.join("args_dump.json")).map_err(CollectError::Io)?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
-        manifest.write_json(&mut out).and_then(|()| std::io::Write::flush(&mut out)).map_err(CollectError::Io)?;
+        write().map_err(CollectError::Io)?;
         Ok(DumpReport { dir: self.dir.clone(), level: self.level, accounting, payload_bytes: self.bin_len })
     }
 }
@@ -277,6 +281,75 @@ fn direction_of(d: u8) -> ArgDirection {
     }
 }
 
+/// Open `path` for writing from its start, creating it if needed but not truncating it: a
+/// dumping run that writes the same directory again rewrites the previous file's pages in
+/// place (the host keeps them cached) instead of freeing them and allocating new ones; [`cut`]
+/// drops what is left of the old text past the new.
+fn overwrite(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)
+}
+
+/// End a file written through [`overwrite`] where the writing ended.
+fn cut(f: &mut File) -> std::io::Result<()> {
+    use std::io::Seek;
+    let len = f.stream_position()?;
+    f.set_len(len)
+}
+
+/// Where a record goes in the manifest: by task, stage, argument, then lane and sequence.
+type SortKey = (u32, u8, u16, u32, u64);
+
+fn sort_key(c: &Collected) -> SortKey {
+    (c.rec.task, c.rec.stage, c.rec.arg, c.lane, c.rec.seq)
+}
+
+/// Write `c` as the manifest's record: the [`ManifestRecord`] that [`manifest_record`] makes
+/// of it, without building it.
+fn write_record<W: Write>(
+    w: &mut ManifestWriter<W>,
+    c: &Collected,
+    locate: &dyn Fn(u64) -> Option<u64>,
+) -> std::io::Result<()> {
+    let r = &c.rec;
+    let n = (r.ndims as usize).min(5);
+    let mut ids = r.func_ids;
+    let mut k = 0;
+    for i in 0..ids.len() {
+        if ids[i] != crate::layout::NO_FUNC {
+            ids[k] = ids[i];
+            k += 1;
+        }
+    }
+    let body = if r.flags & dump_flags::SCALAR != 0 {
+        BodyOut::Scalar { value: r.scalar }
+    } else {
+        let elem = r.elem_bytes.max(1) as u64;
+        BodyOut::Tensor {
+            dtype: DType::try_from(r.dtype).ok(),
+            shape: &r.shape[..n],
+            strides: &r.strides[..n],
+            offset: locate(r.addr).map(|base| (r.addr - base) / elem),
+            addr: r.addr,
+            payload_offset: c.bin,
+            payload_len: r.payload_len,
+            view_bytes: r.view_bytes,
+            truncated: r.flags & dump_flags::TRUNCATED != 0,
+        }
+    };
+    w.record(&RecordOut {
+        task: r.task,
+        func_ids: &ids[..k],
+        stage: stage_of(r.stage),
+        arg: r.arg.into(),
+        direction: direction_of(r.direction),
+        lane: c.lane,
+        seq: r.seq,
+        body,
+    })
+}
+
+/// `c` as the manifest's owned record (what [`write_record`] writes; the tests compare them).
+#[cfg(test)]
 fn manifest_record(c: &Collected, locate: &dyn Fn(u64) -> Option<u64>) -> ManifestRecord {
     let r = &c.rec;
     let n = (r.ndims as usize).min(5);
@@ -501,5 +574,102 @@ impl Dump {
             m.entry(r.task).or_default().push(r);
         }
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records of every shape the collector meets: tensors of each rank with and without a
+    /// known allocation, an unknown element type, truncated, with one to three func ids and
+    /// none; scalars; at both stages and every direction, in an order the sort must fix.
+    fn samples() -> Vec<Collected> {
+        let mut out = Vec::new();
+        for i in 0..24u32 {
+            let mut r = DumpRecord::new_zeroed();
+            r.task = 40 - (i * 7) % 23;
+            r.arg = (i % 4) as u16;
+            r.stage = if i % 3 == 0 { dump_stage::AFTER_COMPLETION } else { 0 };
+            r.direction = [dump_direction::OUTPUT, dump_direction::INOUT, 0][i as usize % 3];
+            r.func_ids = [crate::layout::NO_FUNC; 3];
+            for k in 0..(i % 4) as usize {
+                r.func_ids[(k + i as usize) % 3] = (k as u16) * 1000 + i as u16;
+            }
+            r.seq = (i as u64) * 0x1_0000_0001 % 97;
+            if i % 5 == 4 {
+                r.flags = dump_flags::SCALAR;
+                r.scalar = u64::MAX - i as u64 * 12345;
+            } else {
+                r.flags = if i % 6 == 1 { dump_flags::TRUNCATED } else { 0 };
+                r.dtype = if i % 7 == 6 { 0xdead } else { [0u32, 1, 2, 3][i as usize % 4] };
+                r.elem_bytes = 4;
+                r.addr = if i == 0 { 0 } else { 0x1_0000_0000 + i as u64 * 0x1234_5678 };
+                r.ndims = i % 6;
+                for d in 0..5 {
+                    r.shape[d] = i * 3 + d as u32;
+                    r.strides[d] = if i % 2 == 0 { u32::MAX - d as u32 } else { d as u32 };
+                }
+                r.payload_len = i as u64 * 64;
+                r.view_bytes = i as u64 * 100;
+            }
+            out.push(Collected { lane: i % 3, rec: r, bin: i as u64 * 4096 });
+        }
+        out
+    }
+
+    /// A file rewritten through `overwrite` and `cut` holds the new text alone, whether the
+    /// old one was longer or shorter (a dumping run into a directory an earlier, larger dump
+    /// wrote leaves no stale tail).
+    #[test]
+    fn an_overwritten_file_holds_only_the_new_text() {
+        let dir = std::env::temp_dir().join(format!("pto-overwrite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        for text in ["a long first text", "short", "", "longer than the one before"] {
+            let mut f = overwrite(&path).unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+            cut(&mut f).unwrap();
+            drop(f);
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The collector's record-by-record text is the text of the `Manifest` of the same
+    /// records, byte for byte (so the reader, which parses `Manifest`, reads what the collector
+    /// writes), for both accounting shapes.
+    #[test]
+    fn the_streamed_manifest_is_the_serde_manifest() {
+        let recs = samples();
+        let locate = |a: u64| (a % 3 != 0 && a != 0).then_some(a - (a % 0x1000));
+        let run = RunInfo { epoch: 7, runtime: crate::orch::RuntimeKind::TensormapRing, complete: true };
+        for accounting in [
+            Accounting { total: Some(30), collected: 24, dropped: Some(6) },
+            Accounting { total: None, collected: 24, dropped: None },
+        ] {
+            let mut order: Vec<(SortKey, u32)> =
+                recs.iter().enumerate().map(|(i, c)| (sort_key(c), i as u32)).collect();
+            order.sort_unstable();
+            let mut w = ManifestWriter::begin(Vec::new(), run, DumpLevel::Full).unwrap();
+            for &(_, i) in &order {
+                write_record(&mut w, &recs[i as usize], &locate).unwrap();
+            }
+            let streamed = String::from_utf8(w.end(accounting).unwrap()).unwrap();
+
+            let mut sorted: Vec<&Collected> = recs.iter().collect();
+            sorted.sort_by_key(|c| (c.rec.task, c.rec.stage, c.rec.arg, c.lane, c.rec.seq));
+            let m = Manifest {
+                format_version: FORMAT_VERSION,
+                run,
+                level: DumpLevel::Full,
+                bin_file: BinFile::ArgsBin,
+                bin_format: BinFormat { layout: BinLayout::LogicalContiguous, byte_order: ByteOrder::LittleEndian },
+                records: sorted.iter().map(|c| manifest_record(c, &locate)).collect(),
+                accounting,
+            };
+            assert_eq!(streamed, m.to_json());
+            assert_eq!(Manifest::parse("streamed", &streamed).unwrap(), m);
+        }
     }
 }

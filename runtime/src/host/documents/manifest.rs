@@ -71,6 +71,212 @@ impl Manifest {
     }
 }
 
+/// One record as the collector writes it: a [`TensorRecord`] or [`ScalarRecord`] borrowed
+/// from the collector's own data, so writing the thousands of records of a run allocates
+/// nothing per record.
+pub(crate) struct RecordOut<'a> {
+    pub(crate) task: u32,
+    pub(crate) func_ids: &'a [u16],
+    pub(crate) stage: Stage,
+    pub(crate) arg: u32,
+    pub(crate) direction: ArgDirection,
+    pub(crate) lane: u32,
+    pub(crate) seq: u64,
+    pub(crate) body: BodyOut<'a>,
+}
+
+/// The fields of [`RecordOut`] that depend on its kind.
+pub(crate) enum BodyOut<'a> {
+    /// [`TensorRecord`]'s own fields.
+    Tensor {
+        dtype: Option<DType>,
+        shape: &'a [u32],
+        strides: &'a [u32],
+        offset: Option<u64>,
+        addr: u64,
+        payload_offset: u64,
+        payload_len: u64,
+        view_bytes: u64,
+        truncated: bool,
+    },
+    /// [`ScalarRecord`]'s value.
+    Scalar { value: u64 },
+}
+
+/// Writes `args_dump.json` record by record, as the collector produces them: the same text
+/// [`Manifest::write_json`] writes for the same manifest (the documents' tests compare the two
+/// on records of every shape), without building the manifest's owned records first. Every
+/// name and enum value is written as serde spells it; integers through `itoa`, as
+/// `serde_json` does.
+pub(crate) struct ManifestWriter<W: std::io::Write> {
+    out: W,
+    records: u64,
+    /// One record's text, reused.
+    buf: Vec<u8>,
+    /// The JSON text of each element type met so far (`"f32"`), by its code.
+    dtypes: Vec<(u32, Vec<u8>)>,
+}
+
+impl<W: std::io::Write> ManifestWriter<W> {
+    /// Start the document: everything before the first record.
+    pub(crate) fn begin(mut out: W, run: RunInfo, level: DumpLevel) -> std::io::Result<Self> {
+        let json = |out: &mut W, v: &dyn erased::Json| v.write(out);
+        out.write_all(b"{\"format_version\":")?;
+        out.write_all(itoa::Buffer::new().format(FORMAT_VERSION).as_bytes())?;
+        out.write_all(b",\"run\":")?;
+        json(&mut out, &run)?;
+        out.write_all(b",\"level\":")?;
+        json(&mut out, &level)?;
+        out.write_all(b",\"bin_file\":")?;
+        json(&mut out, &BinFile::ArgsBin)?;
+        out.write_all(b",\"bin_format\":")?;
+        json(&mut out, &BinFormat { layout: BinLayout::LogicalContiguous, byte_order: ByteOrder::LittleEndian })?;
+        out.write_all(b",\"records\":[")?;
+        Ok(ManifestWriter { out, records: 0, buf: Vec::with_capacity(512), dtypes: Vec::new() })
+    }
+
+    /// Append one record.
+    pub(crate) fn record(&mut self, r: &RecordOut<'_>) -> std::io::Result<()> {
+        let mut b = core::mem::take(&mut self.buf);
+        b.clear();
+        if self.records > 0 {
+            b.push(b',');
+        }
+        let kind: &[u8] = match r.body {
+            BodyOut::Tensor { .. } => b"{\"kind\":\"tensor\"",
+            BodyOut::Scalar { .. } => b"{\"kind\":\"scalar\"",
+        };
+        b.extend_from_slice(kind);
+        int(&mut b, b",\"task\":", r.task as u64);
+        list(&mut b, b",\"func_ids\":", r.func_ids.iter().map(|&f| f as u64));
+        name(&mut b, b",\"stage\":", r.stage.name());
+        int(&mut b, b",\"arg\":", r.arg as u64);
+        name(&mut b, b",\"direction\":", r.direction.name());
+        int(&mut b, b",\"lane\":", r.lane as u64);
+        int(&mut b, b",\"seq\":", r.seq);
+        match r.body {
+            BodyOut::Tensor {
+                dtype,
+                shape,
+                strides,
+                offset,
+                addr,
+                payload_offset,
+                payload_len,
+                view_bytes,
+                truncated,
+            } => {
+                b.extend_from_slice(b",\"dtype\":");
+                match dtype {
+                    Some(d) => b.extend_from_slice(self.dtype_json(d)?),
+                    None => b.extend_from_slice(b"null"),
+                }
+                list(&mut b, b",\"shape\":", shape.iter().map(|&v| v as u64));
+                list(&mut b, b",\"strides\":", strides.iter().map(|&v| v as u64));
+                match offset {
+                    Some(o) => int(&mut b, b",\"offset\":", o),
+                    None => b.extend_from_slice(b",\"offset\":null"),
+                }
+                b.extend_from_slice(b",\"addr\":\"0x");
+                let mut hex = [0u8; 16];
+                let digits = hex_digits(addr, &mut hex);
+                b.extend_from_slice(digits);
+                b.push(b'"');
+                int(&mut b, b",\"payload_offset\":", payload_offset);
+                int(&mut b, b",\"payload_len\":", payload_len);
+                int(&mut b, b",\"view_bytes\":", view_bytes);
+                b.extend_from_slice(if truncated { b",\"truncated\":true}" } else { b",\"truncated\":false}" });
+            }
+            BodyOut::Scalar { value } => {
+                int(&mut b, b",\"value\":", value);
+                b.extend_from_slice(b",\"dtype\":null}");
+            }
+        }
+        let r = self.out.write_all(&b);
+        self.buf = b;
+        self.records += 1;
+        r
+    }
+
+    /// End the document with its `accounting`; returns the writer.
+    pub(crate) fn end(mut self, accounting: Accounting) -> std::io::Result<W> {
+        self.out.write_all(b"],\"accounting\":")?;
+        erased::Json::write(&accounting, &mut self.out)?;
+        self.out.write_all(b"}")?;
+        Ok(self.out)
+    }
+
+    /// `d`'s JSON text (a quoted name), as serde writes it.
+    fn dtype_json(&mut self, d: DType) -> std::io::Result<&[u8]> {
+        let code = u32::from(d);
+        let at = match self.dtypes.iter().position(|(c, _)| *c == code) {
+            Some(i) => i,
+            None => {
+                self.dtypes.push((code, serde_json::to_vec(&d).map_err(std::io::Error::from)?));
+                self.dtypes.len() - 1
+            }
+        };
+        Ok(&self.dtypes[at].1)
+    }
+}
+
+/// `key` then `v` in decimal.
+fn int(b: &mut Vec<u8>, key: &[u8], v: u64) {
+    b.extend_from_slice(key);
+    b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// `key` then a JSON array of `vs`.
+fn list(b: &mut Vec<u8>, key: &[u8], vs: impl Iterator<Item = u64>) {
+    b.extend_from_slice(key);
+    b.push(b'[');
+    for (i, v) in vs.enumerate() {
+        if i > 0 {
+            b.push(b',');
+        }
+        b.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+    }
+    b.push(b']');
+}
+
+/// `key` then `n` quoted (a name of this module's enums: no character needs escaping).
+fn name(b: &mut Vec<u8>, key: &[u8], n: &str) {
+    b.extend_from_slice(key);
+    b.push(b'"');
+    b.extend_from_slice(n.as_bytes());
+    b.push(b'"');
+}
+
+/// `v` in lowercase hexadecimal without leading zeros (`0` for zero), as `{:x}` writes it.
+fn hex_digits(v: u64, out: &mut [u8; 16]) -> &[u8] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut i = out.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        out[i] = DIGITS[(v & 15) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    &out[i..]
+}
+
+/// Serialize a value of the manifest's header through `serde_json` (behind one object-safe
+/// trait, so the writer's closure takes any of them).
+mod erased {
+    pub(super) trait Json {
+        fn write(&self, out: &mut dyn std::io::Write) -> std::io::Result<()>;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn write(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+            serde_json::to_writer(out, self).map_err(std::io::Error::from)
+        }
+    }
+}
+
 /// `run`: which run the dump is of.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
