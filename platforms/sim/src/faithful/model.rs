@@ -61,6 +61,18 @@ pub(super) struct AgentState {
     pub(super) unfenced: bool,
     pub(super) seen: HashMap<u32, u64, BuildHasherDefault<LineHasher>>,
     pub(super) current: Option<Arc<LaunchState>>,
+    /// The clock learned from outside the AICPU cluster (a launch, a register, a GM word)
+    /// since this agent's last exchange with it (`cluster_sync`).
+    pub(super) foreign: bool,
+    /// The version of the cluster's clock this agent last joined whole.
+    pub(super) shared_seen: u64,
+}
+
+/// What the AICPU threads know together, and a version raised whenever a thread adds more
+/// than its threads' own entries (so a thread joins the whole clock only when it changed so).
+pub(super) struct SharedClock {
+    pub(super) vc: Vc,
+    pub(super) version: u64,
 }
 
 /// The clock a register's last write released, and how many writes it has had.
@@ -89,7 +101,7 @@ pub struct Faithful {
     /// What the AICPU threads know together: they synchronise with each other through their own
     /// memory (ready queues, counters), which the model does not see, so every AICPU
     /// acquire adds to this clock and every AICPU release carries it.
-    pub(super) aicpu_shared: Mutex<Vc>,
+    pub(super) aicpu_shared: Mutex<SharedClock>,
     pub(super) violations: Mutex<Vec<Violation>>,
     pub(super) capacity: usize,
 }
@@ -138,6 +150,8 @@ impl Faithful {
                         unfenced: false,
                         seen: HashMap::default(),
                         current: None,
+                        foreign: true,
+                        shared_seen: u64::MAX,
                     })
                 })
                 .collect(),
@@ -145,7 +159,7 @@ impl Faithful {
             shards: (0..64).map(|_| Mutex::new(LineMap::default())).collect(),
             regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
             words: Mutex::new(LineMap::default()),
-            aicpu_shared: Mutex::new(vec![0; n]),
+            aicpu_shared: Mutex::new(SharedClock { vc: vec![0; n], version: 0 }),
             violations: Mutex::new(Vec::new()),
             capacity: 256,
         }
@@ -200,6 +214,8 @@ impl Faithful {
             st.unfenced = false;
             st.seen.clear();
             st.current = None;
+            st.foreign = true;
+            st.shared_seen = u64::MAX;
         }
         for s in self.shards.iter() {
             lock(s).clear();
@@ -210,7 +226,7 @@ impl Faithful {
             r.version = 0;
         }
         lock(&self.words).clear();
-        *lock(&self.aicpu_shared) = vec![0; n];
+        *lock(&self.aicpu_shared) = SharedClock { vc: vec![0; n], version: 0 };
         *lock(&self.cluster) = Cluster::default();
     }
 
@@ -224,12 +240,33 @@ impl Faithful {
     /// publishes only through the cluster (the device-side orchestrator writing argument
     /// records) would stamp a record and its later rewrite of the same heap bytes alike, and a
     /// core reading the rewrite through the line it cached for the first would look fresh.
+    ///
+    /// The exchange is a join both ways of the two clocks; between exchanges an AICPU thread's
+    /// clock changes only in the AICPU threads' own entries unless it learned something from
+    /// outside (`foreign`), and the cluster's only in those entries unless its version moved,
+    /// so most exchanges touch those few entries alone.
     pub(super) fn cluster_sync(&self, a: u16, st: &mut AgentState) {
         if a != HOST && !is_core(self.n_aicpu, a) {
             st.vc[a as usize] += 1;
             let mut shared = lock(&self.aicpu_shared);
-            join(&mut shared, &st.vc);
-            join(&mut st.vc, &shared);
+            let aicpu = 1..=self.n_aicpu as usize;
+            if st.foreign {
+                join(&mut shared.vc, &st.vc);
+                shared.version += 1;
+                st.foreign = false;
+            } else {
+                for t in aicpu.clone() {
+                    shared.vc[t] = shared.vc[t].max(st.vc[t]);
+                }
+            }
+            if st.shared_seen == shared.version {
+                for t in aicpu {
+                    st.vc[t] = st.vc[t].max(shared.vc[t]);
+                }
+            } else {
+                join(&mut st.vc, &shared.vc);
+                st.shared_seen = shared.version;
+            }
         }
     }
 

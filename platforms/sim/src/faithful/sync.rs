@@ -33,6 +33,7 @@ impl Faithful {
         for (x, y) in st.vc.iter_mut().zip(start) {
             *x = (*x).max(*y);
         }
+        st.foreign = true;
         self.cluster_sync(a, &mut st);
         st.current = Some(launch.clone());
     }
@@ -112,6 +113,7 @@ impl Faithful {
         if st.seen.get(&key) != Some(&r.version) {
             st.seen.insert(key, r.version);
             join(&mut st.vc, &r.vc);
+            st.foreign = true;
             drop(r);
             self.cluster_sync(a, &mut st);
         }
@@ -124,6 +126,7 @@ impl Faithful {
         let mut st = lock(&self.agents[a as usize]);
         if let Some(vc) = lock(&self.words).get(&off) {
             join(&mut st.vc, vc);
+            st.foreign = true;
         }
         self.cluster_sync(a, &mut st);
         let line = addr & !(LINE - 1);
@@ -151,6 +154,7 @@ impl Faithful {
             let w = words.entry(off).or_insert_with(|| vec![0; st.vc.len()]);
             if rmw {
                 join(&mut st.vc, w);
+                st.foreign = true;
             }
             join(w, &st.vc);
         }

@@ -299,3 +299,37 @@ fn a_rewrite_published_through_the_cluster_is_a_new_store() {
         }
     }
 }
+
+/// What one AICPU thread learns from outside the cluster (the host's launch, with the DMA
+/// before it) reaches the other threads at their next exchange: the other thread's read through
+/// its stale copy of the line the host wrote is then a missing invalidate. Without the launch,
+/// nothing orders the host's write before that read, and nothing is reported.
+#[test]
+fn what_one_aicpu_thread_learns_reaches_the_others() {
+    // Agents: host 0, AICPU threads 1 (the one launched) and 2 (another), core 0 = 3.
+    const FIRST: u16 = 1;
+    const OTHER: u16 = 2;
+    for launched in [true, false] {
+        let gm = Gm::new(1 << 20);
+        let a = gm.alloc(4096, 64).unwrap();
+        let off = gm.offset_of(a, 4096).unwrap();
+        let f = Faithful::new(9, 0, false, 2, 1);
+        let mut b = [0u8; 8];
+        // Both threads exchange a few times first (nothing learned from outside).
+        for _ in 0..3 {
+            f.load(FIRST, a.0 + 64, off + 64, &mut b, &gm);
+            f.load(OTHER, a.0 + 128, off + 128, &mut b, &gm);
+        }
+        f.load(OTHER, a.0, off, &mut b, &gm); // the other thread caches the line
+        gm.write_bytes(off, &[5; 8]);
+        f.host_write(a.0, 8);
+        if launched {
+            let launch = LaunchState::new(1, 4, None);
+            f.job_start(FIRST, &f.host_release(), &launch);
+        }
+        f.load(FIRST, a.0 + 64, off + 64, &mut b, &gm); // the first thread exchanges
+        f.load(OTHER, a.0, off, &mut b, &gm);
+        let expected = if launched { vec![Missing::InvalidateAfterHostDma] } else { vec![] };
+        assert_eq!((b, missing(&f)), ([0; 8], expected), "launched {launched}");
+    }
+}
