@@ -4,11 +4,12 @@
 //! stall watchdog), and a read through the operating system (`Instant`, the vDSO) costs tens of
 //! nanoseconds — a fifth of the coroutine engine's host time per task on a dependency chain.
 //! Where the CPU's time-stamp counter is invariant (x86-64 with the invariant-TSC bit: it ticks
-//! at one rate in every power state and on every core), the clock reads the counter instead
+//! at one rate in every power state and on every core) and the kernel's own clock runs on it
+//! (Linux's current clocksource is `tsc`), the clock reads the counter instead
 //! and scales it: the scale is measured once against `Instant`, over the first
 //! [`CALIBRATE_NS`] after the device opened (reads in that window go through `Instant`), and
 //! anchored where the two agree, so time does not jump when the fast path takes over.
-//! Elsewhere, and without the invariant counter, every read is an `Instant` read.
+//! Elsewhere every read is an `Instant` read.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -38,7 +39,7 @@ struct Scale {
 impl HostClock {
     /// A clock whose epoch is now.
     pub(crate) fn new() -> HostClock {
-        let tsc_start = invariant_tsc().then(read_tsc);
+        let tsc_start = counter_usable().then(read_tsc);
         HostClock { epoch: Instant::now(), tsc_start, scale: OnceLock::new() }
     }
 
@@ -77,6 +78,16 @@ impl HostClock {
     fn counter_based(&self) -> bool {
         self.scale.get().is_some()
     }
+}
+
+/// Whether the counter can stand in for the host's clock: it is invariant, and the kernel
+/// keeps its own monotonic clock on it (Linux checks the counters of all CPUs agree before it
+/// picks `tsc`, and leaves it when they drift); on another kernel, or when that cannot be read,
+/// every read goes through `Instant`.
+fn counter_usable() -> bool {
+    invariant_tsc()
+        && std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .is_ok_and(|s| s.trim() == "tsc")
 }
 
 /// Whether the CPU's time-stamp counter runs at one rate always and on every core.
@@ -121,7 +132,7 @@ mod tests {
             assert!(now >= last, "went back: {last} then {now}");
             last = now;
         }
-        if invariant_tsc() {
+        if counter_usable() {
             assert!(c.counter_based(), "calibrated after {CALIBRATE_NS} ns");
         }
         // Each read bracketed by host instants, so a preemption between them widens the
