@@ -120,17 +120,17 @@ pub(crate) struct ManifestWriter<W: std::io::Write> {
 impl<W: std::io::Write> ManifestWriter<W> {
     /// Start the document: everything before the first record.
     pub(crate) fn begin(mut out: W, run: RunInfo, level: DumpLevel) -> std::io::Result<Self> {
-        let json = |out: &mut W, v: &dyn erased::Json| v.write(out);
+        let bin_format = BinFormat { layout: BinLayout::LogicalContiguous, byte_order: ByteOrder::LittleEndian };
         out.write_all(b"{\"format_version\":")?;
         out.write_all(itoa::Buffer::new().format(FORMAT_VERSION).as_bytes())?;
         out.write_all(b",\"run\":")?;
-        json(&mut out, &run)?;
+        serde_json::to_writer(&mut out, &run)?;
         out.write_all(b",\"level\":")?;
-        json(&mut out, &level)?;
+        serde_json::to_writer(&mut out, &level)?;
         out.write_all(b",\"bin_file\":")?;
-        json(&mut out, &BinFile::ArgsBin)?;
+        serde_json::to_writer(&mut out, &BinFile::ArgsBin)?;
         out.write_all(b",\"bin_format\":")?;
-        json(&mut out, &BinFormat { layout: BinLayout::LogicalContiguous, byte_order: ByteOrder::LittleEndian })?;
+        serde_json::to_writer(&mut out, &bin_format)?;
         out.write_all(b",\"records\":[")?;
         Ok(ManifestWriter { out, records: 0, buf: Vec::with_capacity(512), dtypes: Vec::new() })
     }
@@ -201,7 +201,7 @@ impl<W: std::io::Write> ManifestWriter<W> {
     /// End the document with its `accounting`; returns the writer.
     pub(crate) fn end(mut self, accounting: Accounting) -> std::io::Result<W> {
         self.out.write_all(b"],\"accounting\":")?;
-        erased::Json::write(&accounting, &mut self.out)?;
+        serde_json::to_writer(&mut self.out, &accounting)?;
         self.out.write_all(b"}")?;
         Ok(self.out)
     }
@@ -261,20 +261,6 @@ fn hex_digits(v: u64, out: &mut [u8; 16]) -> &[u8] {
         }
     }
     &out[i..]
-}
-
-/// Serialize a value of the manifest's header through `serde_json` (behind one object-safe
-/// trait, so the writer's closure takes any of them).
-mod erased {
-    pub(super) trait Json {
-        fn write(&self, out: &mut dyn std::io::Write) -> std::io::Result<()>;
-    }
-
-    impl<T: serde::Serialize> Json for T {
-        fn write(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-            serde_json::to_writer(out, self).map_err(std::io::Error::from)
-        }
-    }
 }
 
 /// `run`: which run the dump is of.
