@@ -622,6 +622,7 @@ mod tests {
     /// old one was longer or shorter (a dumping run into a directory an earlier, larger dump
     /// wrote leaves no stale tail).
     #[test]
+    #[cfg_attr(miri, ignore = "opens a file")]
     fn an_overwritten_file_holds_only_the_new_text() {
         let dir = std::env::temp_dir().join(format!("pto-overwrite-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
