@@ -44,7 +44,8 @@ macro_rules! impl_common {
 
             #[inline]
             fn direct_written(&self, addr: GmAddr, rmw: bool) {
-                self.stores.fetch_add(1, Ordering::Relaxed);
+                // Only this agent writes its count: no read-modify-write (a locked instruction).
+                self.stores.store(self.stores.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
                 if let Some(f) = self.shared.model() {
                     f.word_store(self.fid(), addr.0 - GM_BASE, addr.0, rmw);
                 }
@@ -65,7 +66,9 @@ macro_rules! impl_common {
             #[inline]
             fn store_direct(&self, addr: GmAddr, value: u64) {
                 self.sp("store_direct");
-                word(&self.shared, addr).store(value, Ordering::Release);
+                // Sequentially consistent, as every word write below: a waiter's monitor is
+                // then seen without a fence ([`crate::monitor`]).
+                word(&self.shared, addr).store(value, Ordering::SeqCst);
                 self.direct_written(addr, false);
             }
             #[inline]
@@ -77,7 +80,7 @@ macro_rules! impl_common {
                 let w = word(&self.shared, GmAddr(addr.0 & !7));
                 let shift = (addr.0 & 4) * 8;
                 let mask = 0xffff_ffffu64 << shift;
-                let _ = w.fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
+                let _ = w.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |old| {
                     Some((old & !mask) | ((value as u64) << shift))
                 });
                 self.direct_written(GmAddr(addr.0 & !7), false);
@@ -85,21 +88,21 @@ macro_rules! impl_common {
             #[inline]
             fn swap(&self, addr: GmAddr, value: u64) -> u64 {
                 self.sp("swap");
-                let old = word(&self.shared, addr).swap(value, Ordering::AcqRel);
+                let old = word(&self.shared, addr).swap(value, Ordering::SeqCst);
                 self.direct_written(addr, true);
                 old
             }
             #[inline]
             fn fetch_add(&self, addr: GmAddr, value: u64) -> u64 {
                 self.sp("fetch_add");
-                let old = word(&self.shared, addr).fetch_add(value, Ordering::AcqRel);
+                let old = word(&self.shared, addr).fetch_add(value, Ordering::SeqCst);
                 self.direct_written(addr, true);
                 old
             }
             #[inline]
             fn compare_exchange(&self, addr: GmAddr, expected: u64, desired: u64) -> u64 {
                 self.sp("compare_exchange");
-                match word(&self.shared, addr).compare_exchange(expected, desired, Ordering::AcqRel, Ordering::Acquire)
+                match word(&self.shared, addr).compare_exchange(expected, desired, Ordering::SeqCst, Ordering::Acquire)
                 {
                     Ok(v) => {
                         self.direct_written(addr, true);
@@ -245,15 +248,12 @@ fn reg_index(reg: Reg) -> u32 {
 
 /// Arm agent `slot`'s monitor on `addr`, wait (unless the word already changed), disarm.
 fn monitor_wait(shared: &Shared, slot: usize, addr: GmAddr, seen: u64, wait: impl FnOnce()) {
-    let m = &shared.monitors[slot];
-    m.store(addr.0, Ordering::SeqCst);
-    shared.monitoring.fetch_add(1, Ordering::SeqCst);
+    shared.monitors.arm(slot, addr.0);
     // Re-check after arming: a write that landed before the monitor was visible is not lost.
     if word(shared, addr).load(Ordering::SeqCst) == seen {
         wait();
     }
-    shared.monitoring.fetch_sub(1, Ordering::SeqCst);
-    m.store(0, Ordering::Release);
+    shared.monitors.disarm(slot, addr.0);
 }
 
 /// An AICPU thread of the simulated device.

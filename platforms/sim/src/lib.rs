@@ -35,6 +35,7 @@ mod error;
 mod faithful;
 mod gm;
 mod launch;
+mod monitor;
 pub mod native;
 mod panics;
 mod park;

@@ -155,7 +155,7 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
         if let Some(f) = self.shared().model() {
             f.word_store(faithful::HOST, off, addr.0, false);
         }
-        self.shared().gm.word(off).store(value, std::sync::atomic::Ordering::Release);
+        self.shared().gm.word(off).store(value, std::sync::atomic::Ordering::SeqCst);
         self.shared().word_written(addr.0);
         Ok(())
     }

@@ -16,6 +16,7 @@ use crate::config::{AicpuWritePolicy, CacheModel, SimConfig};
 use crate::engine::Engine;
 use crate::faithful::Faithful;
 use crate::gm::Gm;
+use crate::monitor::WordMonitors;
 
 /// The registers of one simulated core.
 #[derive(Default)]
@@ -55,10 +56,8 @@ pub(crate) struct Shared {
     pub natives: crate::native::Natives,
     /// Loaded orchestration programs; handles from [`PROGRAM_BASE`].
     pub programs: RwLock<HandleTable<Box<dyn std::any::Any + Send + Sync>>>,
-    /// Per agent (AICPU threads, then cores): the GM word it waits on, 0 when none.
-    pub monitors: Box<[AtomicU64]>,
-    /// Number of agents currently waiting on a GM word (skip the scan when 0).
-    pub monitoring: AtomicU32,
+    /// Which agent (AICPU threads, then cores: the engine's slots) waits on which GM word.
+    pub monitors: WordMonitors,
     /// The faithful cache model (used while `faithful_on`).
     pub faithful: Faithful,
     /// Whether the faithful cache model is on.
@@ -107,8 +106,7 @@ impl Shared {
             kernels: RwLock::new(HandleTable::new("kernel", KERNEL_BASE, PROGRAM_BASE - KERNEL_BASE)),
             natives: crate::native::Natives::default(),
             programs: RwLock::new(HandleTable::new("orchestration", PROGRAM_BASE, PROGRAM_CAPACITY)),
-            monitors: (0..nthreads + workers).map(|_| AtomicU64::new(0)).collect(),
-            monitoring: AtomicU32::new(0),
+            monitors: WordMonitors::new(nthreads + workers),
             faithful: {
                 let (seed, evict) = match model {
                     CacheModel::Faithful { seed, evict_per_mille } => (seed, evict_per_mille),
@@ -202,18 +200,10 @@ impl Shared {
         1 + self.agents()
     }
 
-    /// A GM word was written by a device agent: wake whoever waits on it.
+    /// A GM word was written (sequentially consistent: [`crate::monitor`]): wake whoever waits on it.
     #[inline]
     pub fn word_written(&self, addr: u64) {
-        if self.monitoring.load(Ordering::Acquire) == 0 {
-            return;
-        }
-        // Monitors are indexed by engine slot.
-        for (i, m) in self.monitors.iter().enumerate() {
-            if m.load(Ordering::Acquire) == addr {
-                self.engine.notify(i);
-            }
-        }
+        self.monitors.waiters(addr, |slot| self.engine.notify(slot));
     }
 
     /// The faithful model, when it is on.
