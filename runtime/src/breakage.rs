@@ -145,6 +145,11 @@ pub const CAPTURE_ABORT_OWNER_LAST: u64 = 1 << 39;
 /// 64 iterations).
 pub const RELEASE_ON_FAULT: u64 = 1 << 30;
 
+/// Resident executor: a taker that found an inbox empty (or emptied it) clears the inbox's
+/// stocked bit without looking at the inbox again (a place reserved just before the clear
+/// stays unmarked: no core steals it).
+pub const UNSTOCK_NO_SECOND_LOOK: u64 = 1 << 41;
+
 /// Not a bug: the forced interleavings of the broken variants above are off (a variant whose
 /// bug shows only in some interleavings waits, where it is broken, for the one that shows it;
 /// with this bit it leaves the interleaving to the schedule). What the simulator's seeded

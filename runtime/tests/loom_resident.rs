@@ -182,6 +182,12 @@ fn state(
             put(l.inbox_tail(c, k), tails[inbox(c, k)] as u64);
         }
     }
+    // The stocked masks mark the inboxes holding a queued entry (one mask word: the models
+    // have fewer than 64 clusters).
+    for k in 0..3 {
+        let marked = (0..clusters).filter(|&c| tails[inbox(c, k)] > 0).fold(0u64, |m, c| m | 1 << c);
+        put(l.stocked(k, 0), marked);
+    }
     for (addr, v) in extra(&l) {
         put(addr, v);
     }
@@ -356,6 +362,55 @@ fn reproducer_release_split_decrement() {
         pto_runtime::breakage::RESIDENT_RELEASE_SPLIT,
         &["never published", "more than once", "fan-in count ends at zero"],
         || fan_in_model(Tally::new(2)),
+    );
+}
+
+/// Cluster 0's AIV inbox holds task 0 (marked stocked); one core takes it (`take`, which
+/// unmarks the inbox it emptied: `unstock`) while another pushes task 1 into the same inbox
+/// (`push`, which marks it: `stock`). Invariants: each entry is taken at most once and the
+/// inbox never holds an unmarked entry once both are done — a steal (`take_any` from cluster
+/// 1, which looks only at marked inboxes) then finds task 1. Preemption bound 3.
+fn stocked_model() {
+    let specs = [task(0, 0, inbox_class::AIV, true), task(0, 0, inbox_class::AIV, false)];
+    let (dev, l, _) = state(2, &specs, |_| vec![]);
+    let taker = {
+        let a = core(&dev);
+        thread::spawn(move || take(&a, &l, 0, inbox_class::AIV))
+    };
+    let pusher = {
+        let a = core(&dev);
+        thread::spawn(move || assert!(push(&a, &l, 0, inbox_class::AIV, entry_word(1, 0, 0)), "room for task 1"))
+    };
+    let took = taker.join().unwrap();
+    pusher.join().unwrap();
+    assert_eq!(took, Take::Task(entry_word(0, 0, 0)), "the taker takes the queued task 0");
+    let a = core(&dev);
+    let marked = a.query(GmAddr(l.stocked(inbox_class::AIV, 0))) & 1 != 0;
+    assert!(marked, "lost mark: cluster 0's inbox holds task 1 but the stocked mask does not mark it");
+    assert_eq!(take_any(&a, &l, 1, inbox_class::AIV), Some(entry_word(1, 0, 0)), "a steal finds task 1");
+    assert_eq!(a.query(GmAddr(l.stocked(inbox_class::AIV, 0))) & 1, 0, "the emptied inbox is unmarked");
+}
+
+/// See [`stocked_model`].
+#[test]
+fn resident_a_stocked_inbox_stays_marked() {
+    let _s = serial();
+    check("resident_a_stocked_inbox_stays_marked", Some(3), stocked_model);
+}
+
+/// Reproducer: the taker clears the stocked bit without a second look at the inbox
+/// (`breakage::UNSTOCK_NO_SECOND_LOOK`), in [`stocked_model`]. Loom must find the push's
+/// mark falling between the take and the clear: task 1 then sits in an unmarked inbox.
+#[cfg(feature = "breakage")]
+#[test]
+fn reproducer_unstock_without_a_second_look() {
+    let _s = serial();
+    expect_found(
+        "reproducer_unstock_without_a_second_look",
+        Some(3),
+        pto_runtime::breakage::UNSTOCK_NO_SECOND_LOOK,
+        &["lost mark"],
+        stocked_model,
     );
 }
 

@@ -320,7 +320,8 @@ pub(crate) fn subtasks_per_block(t: &TaskRecord) -> u32 {
 /// 0), and its entry count. Each class's blocks are dealt to the clusters in turn (a task's
 /// block `b` is homed one cluster after block `b - 1`), which sizes every inbox exactly; the
 /// tasks that wait for nothing are in their home inboxes, in task order; every fan-in and
-/// subtask count is full; nothing is completed, no slot is published, no cluster is idle.
+/// subtask count is full; nothing is completed, no slot is published, no cluster is idle; the
+/// stocked masks mark the inboxes that hold a root.
 fn initial_state(tasks: &[TaskRecord], clusters: u32) -> (Vec<u8>, u32) {
     let k_n = 3usize;
     let mut rr = [0u64; 3];
@@ -343,15 +344,20 @@ fn initial_state(tasks: &[TaskRecord], clusters: u32) -> (Vec<u8>, u32) {
     let mut put = |at: u64, v: u64| b[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes());
     let mut first = std::vec![0u32; cap.len()];
     let mut next = 0u32;
+    let mut classes = 0u64;
     for c in 0..clusters {
         for k in 0..k_n as u32 {
             let i = c as usize * k_n + k as usize;
             first[i] = next;
             next += cap[i];
             put(l.inbox_capacity(c, k), cap[i] as u64);
+            if cap[i] > 0 {
+                classes |= 1 << k;
+            }
             put(l.inbox_first(c, k), first[i] as u64);
         }
     }
+    put(l.classes(), classes);
     let mut tails = std::vec![0u32; cap.len()];
     for (i, t) in tasks.iter().enumerate() {
         let task = i as u32;
@@ -373,16 +379,20 @@ fn initial_state(tasks: &[TaskRecord], clusters: u32) -> (Vec<u8>, u32) {
             }
         }
     }
-    let mut pending = [0u64; 3];
+    let mut stocked = std::vec![0u64; k_n * l.idle_words() as usize];
     for c in 0..clusters {
         for k in 0..k_n as u32 {
             let n = tails[c as usize * k_n + k as usize];
             put(l.inbox_tail(c, k), n as u64);
-            pending[k as usize] += n as u64;
+            if n > 0 {
+                stocked[(k * l.idle_words() + c / 64) as usize] |= 1 << (c % 64);
+            }
         }
     }
-    for (k, n) in pending.iter().enumerate() {
-        put(l.pending(k as u32), *n);
+    for (k, words) in stocked.chunks(l.idle_words() as usize).enumerate() {
+        for (i, w) in words.iter().enumerate() {
+            put(l.stocked(k as u32, i as u32), *w);
+        }
     }
     (b, entries)
 }
@@ -395,7 +405,8 @@ mod tests {
     fn layout_regions_do_not_overlap() {
         let l = ResidentLayout { base: 0x1000, clusters: 65, tasks: 10, entries: 12 };
         assert_eq!(l.idle_words(), 2);
-        assert!(l.pending(2) + 8 <= l.idle(0));
+        assert!(l.stocked(inbox_class::GANG, 1) + 8 <= l.idle(0));
+        assert!(l.stocked(inbox_class::AIV, 0) >= l.stocked(inbox_class::AIC, 1) + 8);
         assert!(l.idle(1) + 8 <= l.running(0));
         assert!(l.running(l.workers() - 1) + 8 <= l.token(0));
         assert!(l.inbox_first(64, inbox_class::GANG) + 8 <= l.fanin(0));
@@ -442,9 +453,11 @@ mod tests {
         let g = word(l.inbox_first(0, inbox_class::GANG)) as u32;
         assert_eq!(word(l.entry(g)), entry_word(1, 0, ENTRY_GANG));
         assert_eq!(word(l.left(1)), 3);
-        assert_eq!(word(l.pending(inbox_class::AIV)), 6);
-        assert_eq!(word(l.pending(inbox_class::GANG)), 1);
-        assert_eq!(word(l.pending(inbox_class::AIC)), 0);
+        assert_eq!(word(l.classes()), 0b111, "the graph has blocks of every class");
+        // Stocked: both AIV inboxes, cluster 0's gang inbox, no AIC inbox.
+        assert_eq!(word(l.stocked(inbox_class::AIV, 0)), 0b11);
+        assert_eq!(word(l.stocked(inbox_class::GANG, 0)), 0b01);
+        assert_eq!(word(l.stocked(inbox_class::AIC, 0)), 0);
         // Task 2 waits for a producer: room in its inbox, nothing published.
         assert_eq!(word(l.inbox_capacity(0, inbox_class::AIC)), 1);
         assert_eq!(word(l.inbox_tail(0, inbox_class::AIC)), 0);

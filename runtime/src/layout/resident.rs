@@ -21,8 +21,11 @@ pub const fn resident_ready_word(epoch: u64) -> u64 {
 /// the AICPU alike, so no line of it is ever cached and no maintenance is needed on either
 /// tier. The host writes the initial state before the launch.
 ///
-/// * line 0: `completed` (tasks done), `executed` (kernels run);
-/// * line 1: `pending[3]`, entries of each class pushed and not yet taken;
+/// * line 0: `completed` (tasks done), `executed` (kernels run), `classes` (the inbox classes
+///   the graph uses, host-written);
+/// * from line 1, the stocked masks, one per class: bit `c` of word `c / 64` set while
+///   cluster `c`'s inbox of that class may hold an entry not yet taken (the list a core scans
+///   to steal);
 /// * the idle mask: bit `c` of word `c / 64` set while cluster `c` had nothing to run (the
 ///   wake list a releaser reads to hand new work to an idle cluster);
 /// * `running[workers]`: `task + 1` while a core runs a kernel, 0 otherwise (its one writer
@@ -104,6 +107,9 @@ impl ResidentLayout {
     pub const COMPLETED: u64 = 0;
     /// Offset of `executed`.
     pub const EXECUTED: u64 = 8;
+    /// Offset of `classes`: bit `k` set when the graph has a block of [`inbox_class`] `k`
+    /// (written by the host; a dispatch pass never looks for a class the graph lacks).
+    pub const CLASSES: u64 = 16;
     /// Bytes of one cluster's block (ten lines).
     pub const CLUSTER_BYTES: u64 = 10 * 64;
     /// The layout a launch configuration names, `None` on the legacy executor.
@@ -130,22 +136,28 @@ impl ResidentLayout {
     pub const fn executed(&self) -> u64 {
         self.base + Self::EXECUTED
     }
+    /// GM address of `classes`.
+    pub const fn classes(&self) -> u64 {
+        self.base + Self::CLASSES
+    }
     /// Words of the idle mask.
     pub const fn idle_words(&self) -> u32 {
         self.clusters.div_ceil(64)
     }
-    /// GM address of the count of entries of class `k` pushed and not yet taken, over every
-    /// cluster (raised before an entry is reserved, lowered after it was taken: never below
-    /// the true count). A core steals from other clusters only while it is non-zero.
-    pub const fn pending(&self, k: u32) -> u64 {
-        self.base + 64 + k as u64 * 8
+    /// GM address of word `i` of the stocked mask of class `k`: bit `c % 64` of word `c / 64`
+    /// is set while cluster `c`'s inbox of class `k` may hold an entry not yet taken. A pusher
+    /// sets its cluster's bit after it reserved its place; a taker that found the inbox empty
+    /// (or emptied it) clears the bit and sets it again if the inbox filled meanwhile, so a
+    /// non-empty inbox never stays unmarked. Cores steal only from the clusters it marks.
+    pub const fn stocked(&self, k: u32, i: u32) -> u64 {
+        self.base + 64 + (k * self.idle_words() + i) as u64 * 8
     }
     /// GM address of word `i` of the idle mask.
     pub const fn idle(&self, i: u32) -> u64 {
-        self.base + 128 + i as u64 * 8
+        self.base + 64 + lines(3 * self.idle_words() as u64 * 8) + i as u64 * 8
     }
     const fn running_base(&self) -> u64 {
-        self.base + 128 + lines(self.idle_words() as u64 * 8)
+        self.idle(0) + lines(self.idle_words() as u64 * 8)
     }
     /// GM address of worker `w`'s `running` word.
     pub const fn running(&self, w: u32) -> u64 {

@@ -329,17 +329,6 @@ fn a_split_fan_in_release_is_found() {
     });
 }
 
-/// A core takes a ready-list entry reserved but not yet written (`RESIDENT_TAKE_UNPUBLISHED`).
-/// Rarer: the host's threads found it on 0 and 3 of 24 runs; the random schedule on seeds 9,
-/// 18 and 19 of 0..24, every time.
-#[test]
-fn taking_an_unpublished_ready_entry_is_found() {
-    let _s = serial();
-    found("unpublished ready entry", breakage::RESIDENT_TAKE_UNPUBLISHED, Strategy::Random, SEEDS, |seed, s| {
-        fanin(&open::<SimA2a3, _>(seed, s, false))
-    });
-}
-
 /// Measurement, not a check (ignored; `cargo test -p pto-breakage-suites --test explore
 /// catch_rates -- --ignored --nocapture`): on how many of 24 runs each ordering bug is caught
 /// on the host's threads (luck) and on 24 seeds of each strategy.

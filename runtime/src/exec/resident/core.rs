@@ -67,6 +67,7 @@ pub fn serve<A: AicoreAgent>(
                 detail: e.detail(),
             };
             lifecycle::latch(a, map.desc, f, "a core read a graph image the AICPU had not validated");
+            a.send_event();
             return Served::IdleTimeout;
         }
     };
@@ -81,9 +82,10 @@ pub fn serve<A: AicoreAgent>(
         w,
         owed: core::array::from_fn(|_| core::cell::Cell::new(none)),
         owed_len: core::cell::Cell::new(0),
+        classes: (a.query(GmAddr(l.classes())) & u64::from(ALL_CLASSES)) as u8,
         capture: CaptureLayout::of(cfg).and_then(|cap| {
             let level = DumpLevel::try_from(a.query(GmAddr(cap.header(crate::layout::capture_header::LEVEL))) as u32);
-            Some((Boundary::new(a, cap, w, c, cfg.epoch), level.ok()?))
+            Some((Boundary::new(a, cap, w, c, cfg.epoch, cfg.aicpu_threads), level.ok()?))
         }),
     };
     let served = core.capture.as_ref().map(|(b, _)| GmAddr(b.layout().header(crate::layout::capture_header::SERVED)));
@@ -149,6 +151,7 @@ pub fn serve<A: AicoreAgent>(
                 },
                 "",
             );
+            a.send_event();
             return Served::IdleTimeout;
         }
         // In slices: EXIT arrives through a register, not through the watched word.
@@ -168,6 +171,8 @@ struct Core<'a, A: AicoreAgent> {
     /// Tasks published whose rings are owed ([`Core::settle`]).
     owed: [core::cell::Cell<Pushed>; 8],
     owed_len: core::cell::Cell<usize>,
+    /// The inbox classes the graph has ([`ResidentLayout::classes`], host-written, read once).
+    classes: u8,
     /// The args dump's boundary capture, when the run dumps.
     capture: Option<(Boundary, DumpLevel)>,
 }
@@ -177,6 +182,8 @@ impl<A: AicoreAgent> Core<'_, A> {
     fn fault(&self, code: ErrorCode, site: Site, t: u32, detail: u64, text: &str) {
         let f = Fault { code, site, task: Some(t), core: Some(self.w), detail };
         lifecycle::latch(self.a, self.map.desc, f, text);
+        // The supervisors sleep until an event: one that names the end of the run.
+        self.a.send_event();
     }
 
     /// Take cluster `c`'s token and run a dispatch pass, if no other core holds it (`None`
@@ -188,7 +195,7 @@ impl<A: AicoreAgent> Core<'_, A> {
             return None;
         }
         let at_lock = a.query(GmAddr(l.doorbell(c)));
-        let published = dispatch_with(a, l, self.capture.as_ref().map(|(b, _)| b.layout()), c, |e| {
+        let published = dispatch_with(a, l, (self.capture.as_ref().map(|(b, _)| b.layout()), self.classes), c, |e| {
             let (t, _) = entry_task_block(e);
             if t >= l.tasks {
                 self.fault(
@@ -247,8 +254,11 @@ impl<A: AicoreAgent> Core<'_, A> {
             Ok(true) => {
                 let rec = rec.copied().unwrap_or_else(|| self.img.task(t));
                 self.release(&rec, t);
-                a.fetch_add(GmAddr(l.completed()), 1);
-                a.send_event();
+                // The supervisors sleep until the last task completes (or a fault): only that
+                // completion wakes them.
+                if a.fetch_add(GmAddr(l.completed()), 1) + 1 >= l.tasks as u64 {
+                    a.send_event();
+                }
             }
         }
     }

@@ -17,7 +17,8 @@
 //!    cluster's free lanes ([`dispatch`](state::dispatch)): a gang (MIX task) waits in `held` until every lane
 //!    it needs is free and is then published to all of them at once; a free lane takes the
 //!    next entry of its class from its own cluster's inbox, else from another cluster's (in
-//!    cluster order from its own); dummies are completed on the spot;
+//!    cluster order from its own; only the inboxes the class's stocked mask marks are looked
+//!    at, [`take_any`](state::take_any)); dummies are completed on the spot;
 //! 3. **sleep**: with nothing to do it waits on its cluster's doorbell, whose value it read
 //!    *before* looking for work, so a ring in between is never lost.
 //!
@@ -38,8 +39,9 @@
 //! EXIT, as on the legacy executor, and stops taking work once a fault is latched.
 //!
 //! The AICPU threads do not dispatch: after the handshake, [`supervise`](supervisor::supervise) waits for the run to
-//! complete, watching `completed` with a no-progress watchdog that names a stuck core and its
-//! task from `running`; then the threads retire their cores through the teardown gates as the
+//! complete, asleep until an event (sent by the core whose completion is the graph's last, and
+//! by every core that latches a fault) or the end of a slice, with a no-progress watchdog on
+//! `completed` that names a stuck core and its task from `running`; then the threads retire their cores through the teardown gates as the
 //! legacy executor's do.
 
 pub mod capture;

@@ -61,44 +61,130 @@ pub fn take<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Take {
             return Take::Unpublished(at);
         }
         if a.compare_exchange(GmAddr(l.inbox_head(c, k)), head, head + 1) == head {
-            a.fetch_add(GmAddr(l.pending(k)), u64::MAX);
+            if head + 1 >= tail {
+                // Taken the last entry it saw: the inbox is no longer worth a steal.
+                unstock(a, l, c, k);
+            }
             return Take::Task(e);
         }
         crate::sync::spin_hint();
     }
 }
 
-/// Take an entry of class `k` from cluster `c`'s inbox, else from the other clusters' in
-/// order (`c + 1`, `c + 2`, …): the steal, tried only while the class's `pending` count is
-/// non-zero. An inbox whose next entry is reserved but not yet written is passed over (its
-/// pusher rings that cluster once it is written).
-pub fn take_any<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Option<u64> {
-    let one = |c: u32| match take(a, l, c, k) {
-        Take::Task(e) => Some(e),
-        Take::Empty(_) | Take::Unpublished(_) => None,
-    };
-    // The steal is a scan of every cluster: only while some entry of the class is pending.
-    one(c).or_else(|| {
-        if a.query(GmAddr(l.pending(k))) == 0 {
-            return None;
+/// Mark cluster `c`'s inbox of class `k` as stocked ([`ResidentLayout::stocked`]), after a
+/// place in it was reserved. Always a read-modify-write, never a look first: the mark and a
+/// taker's clear ([`unstock`]) are then ordered on the mask word, and if the clear comes
+/// second it acquires the reservation made before the mark.
+pub fn stock<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) {
+    let (at, bit) = (GmAddr(l.stocked(k, c / 64)), 1u64 << (c % 64));
+    // Not `GmAtomic::fetch_or`, which does not write when the bit is already set.
+    let mut cur = a.query(at);
+    loop {
+        let seen = a.compare_exchange(at, cur, cur | bit);
+        if seen == cur {
+            return;
         }
-        (1..l.clusters).find_map(|i| one((c + i) % l.clusters))
-    })
+        cur = seen;
+    }
+}
+
+/// Clear cluster `c`'s stocked bit of class `k` (its inbox was found or left empty), then look
+/// again: a place reserved meanwhile sets it again. Either the pusher's mark ([`stock`])
+/// comes after this clear on the mask word and stands, or it comes before, and this clear
+/// (a read-modify-write that reads it) sees the reservation the pusher made before its mark:
+/// a non-empty inbox is never left unmarked.
+pub fn unstock<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) {
+    let (at, bit) = (GmAddr(l.stocked(k, c / 64)), 1u64 << (c % 64));
+    a.fetch_and(at, !bit);
+    if crate::breakage::broken(crate::breakage::UNSTOCK_NO_SECOND_LOOK) {
+        // Broken on purpose: the bit cleared with no second look at the inbox.
+        return;
+    }
+    if a.query(GmAddr(l.inbox_head(c, k))) < a.query(GmAddr(l.inbox_tail(c, k))) {
+        a.fetch_or(at, bit);
+    }
+}
+
+/// Take an entry of class `k` from cluster `c`'s inbox, else steal one from the other
+/// clusters' in order (`c + 1`, `c + 2`, …), looking only at the inboxes the class's stocked
+/// mask marks (one read per 64 clusters instead of two per cluster). The own inbox is read
+/// directly, whatever its mark. An inbox whose next entry is reserved but not yet written is
+/// passed over (its pusher rings that cluster once it is written); a marked inbox found empty
+/// is unmarked ([`unstock`]).
+pub fn take_any<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Option<u64> {
+    if let Take::Task(e) = take(a, l, c, k) {
+        return Some(e);
+    }
+    find_marked(
+        a,
+        l.clusters,
+        (c, false),
+        |i| GmAddr(l.stocked(k, i)),
+        |x| match take(a, l, x, k) {
+            Take::Task(e) => Some(e),
+            Take::Empty(_) => {
+                unstock(a, l, x, k);
+                None
+            }
+            Take::Unpublished(_) => None,
+        },
+    )
+}
+
+/// Visit the clusters a mask marks (bit `c % 64` of the word at `word(c / 64)`) in cluster
+/// order from `from.0` — `from.0` itself first when `from.1` says so, then `from.0 + 1`, …,
+/// wrapping — until `f` returns something. One query per mask word (the first word's is read
+/// once and serves both ends of the order), and no division per cluster.
+pub fn find_marked<G: GmAtomic, T>(
+    a: &G,
+    clusters: u32,
+    (from, itself): (u32, bool),
+    word: impl Fn(u32) -> GmAddr,
+    mut f: impl FnMut(u32) -> Option<T>,
+) -> Option<T> {
+    let words = clusters.div_ceil(64);
+    let valid = |w: u32| {
+        let tail = clusters - 64 * w;
+        if tail >= 64 { u64::MAX } else { (1u64 << tail) - 1 }
+    };
+    let mut each = |w: u32, mut bits: u64| {
+        while bits != 0 {
+            let x = 64 * w + bits.trailing_zeros();
+            bits &= bits - 1;
+            if let Some(t) = f(x) {
+                return Some(t);
+            }
+        }
+        None
+    };
+    let (w0, b0) = (from / 64, from % 64);
+    let first = a.query(word(w0)) & valid(w0);
+    let own = if itself { 1u64 << b0 } else { 0 };
+    let above = if b0 == 63 { 0 } else { u64::MAX << (b0 + 1) };
+    let below = (1u64 << b0) - 1;
+    if let Some(t) = each(w0, first & own).or_else(|| each(w0, first & above)) {
+        return Some(t);
+    }
+    for w in (w0 + 1..words).chain(0..w0) {
+        if let Some(t) = each(w, a.query(word(w)) & valid(w)) {
+            return Some(t);
+        }
+    }
+    each(w0, first & below)
 }
 
 /// Append entry `e` to cluster `c`'s inbox of class `k`: reserve a place by advancing `tail`,
-/// then publish the entry. `false` when the inbox is full (a task released twice: the image
-/// is corrupt).
+/// publish the entry, then mark the inbox stocked ([`stock`]). `false` when the inbox is full
+/// (a task released twice: the image is corrupt).
 pub fn push<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32, e: u64) -> bool {
     let capacity = a.query(GmAddr(l.inbox_capacity(c, k)));
-    // Counted before it can be taken, so `pending` never falls below the true count.
-    a.fetch_add(GmAddr(l.pending(k)), 1);
     let i = a.fetch_add(GmAddr(l.inbox_tail(c, k)), 1);
     if i >= capacity {
         return false;
     }
     let first = a.query(GmAddr(l.inbox_first(c, k))) as u32;
     a.store_direct(GmAddr(l.entry(first + i as u32)), e);
+    stock(a, l, c, k);
     true
 }
 
@@ -127,24 +213,16 @@ pub fn set_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, idle: bool) {
 /// releaser rings itself), if any:
 /// new work in `from`'s inbox may be stolen by it.
 pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32) {
-    let n = l.clusters;
-    // One query per word of the mask, however many clusters it covers.
-    let mut word: Option<(u32, u64)> = None;
-    for i in 1..n {
-        let c = (from + i) % n;
-        let bits = match word {
-            Some((at, bits)) if at == c / 64 => bits,
-            _ => {
-                let bits = a.query(GmAddr(l.idle(c / 64)));
-                word = Some((c / 64, bits));
-                bits
-            }
-        };
-        if bits & (1 << (c % 64)) != 0 {
+    find_marked(
+        a,
+        l.clusters,
+        (from, false),
+        |i| GmAddr(l.idle(i)),
+        |c| {
             ring(a, l, c);
-            return;
-        }
-    }
+            Some(())
+        },
+    );
 }
 
 /// Where [`push_ready`] put a task's blocks: from cluster `home`, one block per cluster in
@@ -305,8 +383,11 @@ pub fn complete_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, 
 /// entry taken on the way. Returns the lanes published, and leaves the cluster marked idle
 /// when a lane it could fill found nothing.
 pub fn dispatch<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, dummy: impl FnMut(u64)) -> u8 {
-    dispatch_with(a, l, None, c, dummy)
+    dispatch_with(a, l, (None, ALL_CLASSES), c, dummy)
 }
+
+/// Every inbox class: the `classes` argument of [`dispatch_with`] that never skips one.
+pub const ALL_CLASSES: u8 = (1 << inbox_class::AIC) | (1 << inbox_class::AIV) | (1 << inbox_class::GANG);
 
 /// Hand out the next occupancy of the rendezvous slot of the task about to be published to
 /// lanes `lanes` of cluster `c` (its lowest lane's slot), and record it for each of those lanes
@@ -322,26 +403,33 @@ pub fn occupy<G: GmAtomic>(a: &G, cap: &CaptureLayout, c: u32, lanes: u8) {
     }
 }
 
-/// [`dispatch`], with the args dump's boundary capture on when `cap` is given: every
-/// publication is given its rendezvous occupancy first ([`occupy`]).
+/// [`dispatch`], with the args dump's boundary capture on when `cap` is given (every
+/// publication is given its rendezvous occupancy first, [`occupy`]), looking only for the
+/// inbox classes set in `classes` (bit `k` for [`inbox_class`] `k`; the graph's own
+/// [`ResidentLayout::classes`]: a class the graph lacks has no entry to find).
 pub fn dispatch_with<G: GmAtomic>(
     a: &G,
     l: &ResidentLayout,
-    cap: Option<&CaptureLayout>,
+    (cap, classes): (Option<&CaptureLayout>, u8),
     c: u32,
     mut dummy: impl FnMut(u64),
 ) -> u8 {
     let mut published = 0u8;
     loop {
-        let mut progressed = false;
+        // Another round only after a dummy completed here: its consumers may be new work.
+        // Otherwise a lane that found nothing would find nothing again (work pushed during the
+        // pass rings the doorbell, which the token holder looks at when it gives the token
+        // back).
+        let mut again = false;
         let mut free = (0..LANES).filter(|&i| lane_free(a, l, c, i)).fold(0u8, |m, i| m | 1 << i);
-        let mut held = a.query(GmAddr(l.held(c)));
-        if held == 0
+        let gangs = classes & (1 << inbox_class::GANG) != 0;
+        let mut held = if gangs { a.query(GmAddr(l.held(c))) } else { 0 };
+        if gangs
+            && held == 0
             && let Some(e) = take_any(a, l, c, inbox_class::GANG)
         {
             held = e;
             a.store_direct(GmAddr(l.held(c)), e);
-            progressed = true;
         }
         let mut reserved = 0u8;
         if held != 0 {
@@ -358,20 +446,26 @@ pub fn dispatch_with<G: GmAtomic>(
                 a.store_direct(GmAddr(l.held(c)), 0);
                 published |= lanes;
                 free &= !lanes;
-                progressed = true;
             } else {
                 reserved = lanes;
             }
         }
+        // Classes found empty in this round (or absent from the graph): the next lane of the
+        // class does not look again.
+        let mut dry = !classes;
         for i in 0..LANES {
-            if free & (1 << i) == 0 || reserved & (1 << i) != 0 {
+            let k = if i == 0 { inbox_class::AIC } else { inbox_class::AIV };
+            if free & (1 << i) == 0 || reserved & (1 << i) != 0 || dry & (1 << k) != 0 {
                 continue;
             }
-            let k = if i == 0 { inbox_class::AIC } else { inbox_class::AIV };
-            while let Some(e) = take_any(a, l, c, k) {
-                progressed = true;
+            loop {
+                let Some(e) = take_any(a, l, c, k) else {
+                    dry |= 1 << k;
+                    break;
+                };
                 if e & ENTRY_DUMMY != 0 {
                     dummy(e);
+                    again = true;
                     continue;
                 }
                 if let Some(cap) = cap {
@@ -383,7 +477,7 @@ pub fn dispatch_with<G: GmAtomic>(
                 break;
             }
         }
-        if !progressed {
+        if !again {
             set_idle(a, l, c, free & !reserved != 0);
             return published;
         }

@@ -9,6 +9,10 @@ use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::layout::ResidentLayout;
 use crate::lifecycle::{self, Fault, RunMap};
 
+/// How long a supervising AICPU thread with no capture to serve sleeps between two looks at
+/// the run when no event comes (the watchdog's resolution).
+pub const SUPERVISE_SLICE_US: u64 = 10_000;
+
 /// The AICPU side of a resident run, on every scheduler thread: wait until every task of the
 /// graph completed, a fault is latched or `stop` is raised, with a no-progress watchdog. A
 /// watchdog expiry names the first core found running a kernel (`KernelHung`, with its task
@@ -27,7 +31,6 @@ pub fn supervise<A: AicpuAgent>(
     let completed = GmAddr(l.completed());
     let mut seen = a.query(completed);
     let mut last_progress = a.now_ticks();
-    let mut backoff = crate::backoff::Backoff::new();
     loop {
         let c = a.query(completed);
         if c >= total || latch_seen(a, map) || stop.load(crate::sync::Ordering::Acquire) {
@@ -50,7 +53,6 @@ pub fn supervise<A: AicpuAgent>(
         if c != seen || stepped.1 {
             seen = c;
             last_progress = now;
-            backoff.reset();
         } else if now.saturating_sub(last_progress) > watchdog {
             let running = (0..l.workers()).find_map(|w| match a.query(GmAddr(l.running(w))) {
                 0 => None,
@@ -80,15 +82,19 @@ pub fn supervise<A: AicpuAgent>(
             continue;
         }
         let until = last_progress.saturating_add(watchdog + 1);
-        if service.is_some() {
-            // Requests and completions both send an event. No back-off here: a serving thread
-            // that spins in a delay instead of sleeping answers a request sooner, and a
-            // capture publisher that reads its acknowledgement after the answer to a WOULD_BLOCK
-            // re-requests without looking at its budget (`capture::rendezvous`), so the
-            // answer's timing is left as it was.
-            a.wait_for_event(until.min(now.saturating_add(a.ticks_from_micros(1_000))));
+        if let Some(s) = service.as_deref() {
+            // Cores ask through this thread's counter; aborts and the run's end send events.
+            // No back-off here: a serving thread that spins in a delay instead of sleeping
+            // answers a request sooner, and a capture publisher that reads its acknowledgement
+            // after the answer to a WOULD_BLOCK re-requests without looking at its budget
+            // (`capture::rendezvous`), so the answer's timing is left as it was.
+            let (at, seen) = s.asked();
+            a.wait_for_word(at, seen, until.min(now.saturating_add(a.ticks_from_micros(1_000))));
         } else {
-            backoff.wait_word(a, completed, c, until.min(now.saturating_add(a.ticks_from_micros(10_000))));
+            // Not a wait on `completed`: that would wake this thread at every task. The core
+            // whose completion ends the run, and every core that latches a fault, send an
+            // event; the watchdog looks at least every slice.
+            a.wait_for_event(until.min(now.saturating_add(a.ticks_from_micros(SUPERVISE_SLICE_US))));
         }
     }
 }
