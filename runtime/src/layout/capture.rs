@@ -70,6 +70,14 @@ pub mod capture_header {
     /// Participants (publishers and peers) that took an ABORTED acknowledgement as their
     /// phase's answer (cores, fetch-add).
     pub const ABORTS_TAKEN: u64 = 88;
+    /// Requests written for AICPU thread `t` (`ASKED + 8 (t % ASKED_COUNTERS)`; the thread
+    /// serving cluster `c` is `c % threads`): each core adds 1 after it wrote a request (a new
+    /// tick) on its line, and the serving thread scans its cores' request lines only when its
+    /// counter moved, and sleeps on it. Threads `ASKED_COUNTERS` apart share one (a spurious
+    /// scan, nothing missed).
+    pub const ASKED: u64 = 96;
+    /// Counters at [`ASKED`].
+    pub const ASKED_COUNTERS: u32 = 4;
     /// Bytes of the header (two lines).
     pub const BYTES: u64 = 128;
 }
@@ -182,6 +190,10 @@ impl CaptureLayout {
     /// GM address of header word `w` ([`capture_header`]).
     pub const fn header(&self, w: u64) -> u64 {
         self.base + w
+    }
+    /// GM address of the [`capture_header::ASKED`] counter of AICPU thread `t`.
+    pub const fn asked(&self, t: u32) -> u64 {
+        self.header(capture_header::ASKED + 8 * (t % capture_header::ASKED_COUNTERS) as u64)
     }
     /// GM address of the rendezvous slot of lane `lane` of cluster `c`.
     pub const fn slot(&self, c: u32, lane: u32) -> u64 {

@@ -250,6 +250,8 @@ enum Look {
 /// One core's boundary captures: its seat, its counters and the phase it published last
 /// (whose acknowledgement line it may reuse only after that phase's departures).
 pub struct Boundary {
+    /// The [`capture_header::ASKED`] counter of the AICPU thread serving this core's cluster.
+    asked: GmAddr,
     l: CaptureLayout,
     w: u32,
     c: u32,
@@ -279,19 +281,27 @@ const SLICE_US: u64 = 1_000;
 const RETRY_US: u64 = 200;
 
 impl Boundary {
-    /// Worker `w` (cluster `c`) of a run of epoch `epoch` over the region `l`.
-    pub fn new<G: GmAtomic>(a: &G, l: CaptureLayout, w: u32, c: u32, epoch: u64) -> Boundary {
+    /// Worker `w` (cluster `c`) of a run of epoch `epoch` over the region `l`, served by one
+    /// of `threads` AICPU threads (the one of index `c % threads`).
+    pub fn new<G: GmAtomic>(a: &G, l: CaptureLayout, w: u32, c: u32, epoch: u64, threads: u32) -> Boundary {
         Boundary {
             l,
             w,
             c,
             epoch,
+            asked: GmAddr(l.asked(c % threads.max(1))),
             budget: a.query(GmAddr(l.header(capture_header::BUDGET))).max(1),
             seq: core::cell::Cell::new(0),
             tick: core::cell::Cell::new(0),
             last: core::cell::Cell::new(None),
             backoff: core::cell::Cell::new(crate::backoff::Backoff::new()),
         }
+    }
+
+    /// Tell the serving AICPU thread a request was written: its counter, the word it sleeps on
+    /// (an event would wake every AICPU thread, each to scan its cores' request lines).
+    fn ask<G: GmAtomic>(&self, a: &G) {
+        a.fetch_add(self.asked, 1);
     }
 
     /// The region this core's captures use.
@@ -460,7 +470,7 @@ impl Boundary {
         a.fetch_add(GmAddr(self.l.header(capture_header::REQUESTS)), 1);
         write_request(a, line, &r);
         a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
-        a.send_event();
+        self.ask(a);
         let ack_line = GmAddr(self.l.ack(self.w));
         loop {
             // The tick the look was based on; `None`: the line changed during the read.
@@ -488,7 +498,7 @@ impl Boundary {
                             r.cursor = ack.cursor;
                             r.tick = self.next_tick();
                             write_request(a, line, &r);
-                            a.send_event();
+                            self.ask(a);
                             continue;
                         }
                     }

@@ -2,11 +2,12 @@
 //! AICPU thread serves (the clusters `c` with `c % threads == thread`), through that thread's
 //! dump lane.
 //!
-//! One [`Service::step`] is bounded: it scans every served core's request line once (a request
-//! seen for the first time is stamped with the thread's next `observe_tick`), answers an
-//! aborted phase, then serves one request — the one whose reservation is open if it asked
-//! again, else the earliest observed request in flight — copying at most `max_bytes` of
-//! payload. A request that asks while another core's reservation is open is answered
+//! One [`Service::step`] is bounded: when the thread's `ASKED` counter moved since the last
+//! scan (every core adds 1 to it after writing a request), it scans every served core's request
+//! line once, after a read barrier (a request seen for the first time is stamped with the
+//! thread's next `observe_tick`), answers an aborted phase, then serves one request — the one
+//! whose reservation is open if it asked again, else the earliest observed request in flight —
+//! copying at most `max_bytes` of payload. A request that asks while another core's reservation is open is answered
 //! WOULD_BLOCK (the lane would answer its begin `WouldBlock(ReservationOpen)`): nothing is
 //! reserved or accounted for it, and it keeps its place, its first observation, across any
 //! number of such answers — the earliest observed request in flight is served next even while
@@ -95,6 +96,8 @@ pub struct Service<'a, A: AicpuAgent> {
     /// run beside the thread's scheduler (see `Scheduler`).
     cores: Box<PerCore<Served, A::MaxClusters>>,
     next_observe: u64,
+    /// This thread's [`capture_header::ASKED`] counter, and its value at the last scan.
+    asked: (GmAddr, u64),
     /// The open (suspended) reservation and the index in `cores` of the request it serves.
     open: Option<(usize, Suspended)>,
     /// A phase was aborted or a reservation abandoned: the lane is left unclosed.
@@ -138,6 +141,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             args,
             cores,
             next_observe: 0,
+            // Not a value the counter holds at the start: the first step scans.
+            asked: (GmAddr(l.asked(t)), u64::MAX),
             open: None,
             unsettled: false,
             stats: ServiceStats::default(),
@@ -154,6 +159,13 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         &self.lane
     }
 
+    /// The word this thread sleeps on between steps and the value it was based on: its
+    /// [`capture_header::ASKED`] counter as the last step read it (a request written since
+    /// ends the wait at once).
+    pub fn asked(&self) -> (GmAddr, u64) {
+        self.asked
+    }
+
     /// Whether a reservation is open (suspended between steps).
     pub fn reservation_open(&self) -> bool {
         self.open.is_some()
@@ -162,7 +174,15 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// One bounded service step (see the module documentation). Returns whether it answered
     /// anything.
     pub fn step(&mut self) -> bool {
-        self.scan();
+        // The request lines are read only when a core asked since the last scan.
+        let asked = self.a.query(self.asked.0);
+        if asked != self.asked.1 {
+            self.asked.1 = asked;
+            // The core wrote its request line before its add to the counter (an acquire-release
+            // read-modify-write): read the lines after the counter, not before it.
+            self.a.rmb();
+            self.scan();
+        }
         let mut answered = self.abort_aborted();
         // The open reservation's owner first: it keeps advancing.
         let owner = self.open.as_ref().map(|(i, _)| *i);
