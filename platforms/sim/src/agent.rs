@@ -36,9 +36,20 @@ macro_rules! impl_common {
                 self.stores.load(Ordering::Relaxed)
             }
 
-            /// A switch point: the engine may run another agent before this operation.
+            /// A switch point: the engine may run another agent before this operation. The
+            /// agent counts its own operations down ([`Engine::quantum`](crate::engine::Engine::quantum)
+            /// of them: one on a seeded schedule, where every operation is a choice) and asks
+            /// the engine only when the count runs out, so most operations touch no state but
+            /// the agent's own.
             #[inline(always)]
             fn sp(&self, op: &'static str) {
+                // Only this agent's operations count it down: no read-modify-write.
+                let left = self.countdown.load(Ordering::Relaxed);
+                if left > 1 {
+                    self.countdown.store(left - 1, Ordering::Relaxed);
+                    return;
+                }
+                self.countdown.store(self.shared.engine.quantum(), Ordering::Relaxed);
                 self.shared.engine.switch_point(self.slot(), op);
             }
 
@@ -261,6 +272,8 @@ pub struct SimAicpu<C: Contract> {
     shared: Arc<Shared>,
     idx: u32,
     stores: std::sync::atomic::AtomicU64,
+    /// Operations left before the next switch point the engine sees.
+    countdown: std::sync::atomic::AtomicU32,
     /// The launch descriptor of the job this thread runs (the checks' run key).
     launch: std::sync::atomic::AtomicU64,
     _c: PhantomData<fn() -> C>,
@@ -272,6 +285,7 @@ impl<C: Contract> SimAicpu<C> {
             shared,
             idx,
             stores: std::sync::atomic::AtomicU64::new(0),
+            countdown: std::sync::atomic::AtomicU32::new(1),
             launch: Default::default(),
             _c: PhantomData,
         }
@@ -422,6 +436,8 @@ pub struct SimCore<C: Contract> {
     shared: Arc<Shared>,
     worker: u32,
     stores: std::sync::atomic::AtomicU64,
+    /// Operations left before the next switch point the engine sees.
+    countdown: std::sync::atomic::AtomicU32,
     /// The launch descriptor of the job this core runs (the checks' run key).
     launch: std::sync::atomic::AtomicU64,
     phys: u32,
@@ -439,6 +455,7 @@ impl<C: Contract> SimCore<C> {
             phys,
             core_type,
             stores: std::sync::atomic::AtomicU64::new(0),
+            countdown: std::sync::atomic::AtomicU32::new(1),
             launch: Default::default(),
             _c: PhantomData,
         }

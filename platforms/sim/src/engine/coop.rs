@@ -46,7 +46,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -122,8 +122,6 @@ struct Slot {
     yielder: AtomicPtr<Yielder<(), Yield>>,
     /// The coroutine's stack: `[limit, base)`.
     stack: (usize, usize),
-    /// Free mode: switch points left before the agent looks whether to give way.
-    countdown: AtomicU32,
     /// Free mode: when its current slice began (ns since the epoch; 0: not yet looked).
     slice_start: AtomicU64,
     /// Runs on the side thread (an orchestration program in free mode). Changed only by the
@@ -289,7 +287,6 @@ impl Coop {
                 notified: AtomicBool::new(false),
                 yielder: AtomicPtr::new(std::ptr::null_mut()),
                 stack: range,
-                countdown: AtomicU32::new(QUANTUM),
                 slice_start: AtomicU64::new(0),
                 pinned: AtomicBool::new(false),
                 co: Mutex::new(Some(SendCo(co))),
@@ -407,17 +404,20 @@ impl Coop {
         unsafe { &*p }.suspend(y);
     }
 
+    /// Operations an agent counts down between calls of [`Coop::switch_point`]: one on a
+    /// seeded schedule (every operation is a choice), [`QUANTUM`] in free mode.
     #[inline]
+    pub fn quantum(&self) -> u32 {
+        if self.state.seeded.is_some() { 1 } else { QUANTUM }
+    }
+
+    /// Agent `slot` reached a switch point (the HAL operation `op`, one in [`Coop::quantum`]
+    /// of its operations): in free mode it gives way when others wait and its slice is used
+    /// up; on a seeded schedule the chooser picks who runs next.
     pub fn switch_point(&self, slot: usize, op: &'static str) {
         let s = &self.state;
         if s.seeded.is_none() {
-            let c = &s.slots()[slot].countdown;
-            let left = c.load(Ordering::Relaxed);
-            if left > 1 {
-                c.store(left - 1, Ordering::Relaxed);
-                return;
-            }
-            c.store(QUANTUM, Ordering::Relaxed);
+            // The agent counted [`QUANTUM`] operations down before calling.
             let others = if s.slots()[slot].pinned.load(Ordering::Relaxed) { &s.side_queued } else { &s.queued };
             if others.load(Ordering::Relaxed) == 0 || !self.on_own_stack(slot) {
                 return;

@@ -212,7 +212,19 @@ impl Engine {
         }
     }
 
-    /// Agent `slot` reached a HAL operation `op`: another agent may run first.
+    /// How many HAL operations an agent makes per [`Engine::switch_point`] call: every one
+    /// on a seeded schedule, one in [`coop::QUANTUM`] in free mode; the thread engine needs
+    /// none (the operating system switches its threads), so its agents never call.
+    #[inline]
+    pub fn quantum(&self) -> u32 {
+        match self {
+            Engine::Threads(_) => u32::MAX,
+            Engine::Coop(c) => c.quantum(),
+        }
+    }
+
+    /// Agent `slot` reached a HAL operation `op` (one in [`Engine::quantum`] of its operations):
+    /// another agent may run first.
     #[inline(always)]
     pub fn switch_point(&self, slot: usize, op: &'static str) {
         if let Engine::Coop(c) = self {
