@@ -21,19 +21,27 @@ pub(crate) struct CoreCtx<'a> {
 }
 
 impl<'a> CoreCtx<'a> {
-    // Inlined into its caller so the context (2 KiB of descriptors) is built in place, not
-    // copied out.
-    #[inline(always)]
-    pub(crate) fn load<A: AicoreAgent>(a: &'a A, p: &DispatchPayload, core_type: CoreType) -> CoreCtx<'a> {
-        let mut ctx = CoreCtx {
+    /// An empty context for a core of type `core_type`, made once per core and reloaded for
+    /// each dispatch ([`CoreCtx::load`]): its 2 KiB of descriptors are not rebuilt per task.
+    pub(crate) fn new<A: AicoreAgent>(a: &'a A, core_type: CoreType) -> CoreCtx<'a> {
+        CoreCtx {
             gm: a.as_gm(),
             tensors: [TensorDesc::default(); MAX_TENSOR_ARGS],
             scalars: [0; MAX_SCALAR_ARGS],
             nt: 0,
             ns: 0,
-            p: *p,
+            p: DispatchPayload::default(),
             core_type,
-        };
+        }
+    }
+
+    /// Read dispatch `p`'s arguments from its record. Only the first `nt` descriptors and `ns`
+    /// scalars are ever read back (every accessor bounds by them), so what an earlier dispatch
+    /// left past them is never seen.
+    pub(crate) fn load<A: AicoreAgent>(&mut self, a: &A, p: &DispatchPayload) {
+        self.p = *p;
+        self.nt = 0;
+        self.ns = 0;
         let args = GmAddr(p.args);
         let mut h = ArgsHeader::default();
         let observe_args = !crate::breakage::broken(crate::breakage::SKIP_ARGS_OBSERVE);
@@ -54,13 +62,12 @@ impl<'a> CoreCtx<'a> {
                 a.observe_lines(GmAddr(head_end), end - head_end);
             }
         }
-        a.read(body, ctx.tensors[..nt].as_mut_bytes());
+        a.read(body, self.tensors[..nt].as_mut_bytes());
         if ns > 0 {
-            a.read(body.offset(tb), ctx.scalars[..ns].as_mut_bytes());
+            a.read(body.offset(tb), self.scalars[..ns].as_mut_bytes());
         }
-        ctx.nt = nt;
-        ctx.ns = ns;
-        ctx
+        self.nt = nt;
+        self.ns = ns;
     }
 
     /// The first tensor descriptor no kernel could have been given, if any: a rank outside

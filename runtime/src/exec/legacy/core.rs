@@ -27,6 +27,8 @@ pub(crate) fn dispatch_loop<A: AicoreAgent>(
     // After a faulted dispatch the core takes no other (the one pending behind it was
     // dispatched before the latch, but the run is over): only EXIT ends the wait.
     let mut faulted = false;
+    // One argument context for every dispatch of this launch, reloaded per dispatch.
+    let mut ctx = CoreCtx::new(a, launch.core_type);
     loop {
         let v = a.read_dmb();
         if v == regs::DMB_EXIT {
@@ -57,19 +59,20 @@ pub(crate) fn dispatch_loop<A: AicoreAgent>(
         }
         a.rmb();
         last = v;
-        faulted = run_one(a, map, launch, v, trace);
+        faulted = run_one(a, map, launch, v, trace, &mut ctx);
         deadline = 0;
     }
 }
 
 /// Run dispatch `id`; `true` when it faulted (the fault latched, [`regs::COND_FAULTED`] written
 /// instead of FIN).
-fn run_one<A: AicoreAgent>(
-    a: &A,
+fn run_one<'a, A: AicoreAgent>(
+    a: &'a A,
     map: &RunMap,
     launch: &AicoreLaunch,
     id: u32,
     trace: &mut Option<crate::trace::TraceRing>,
+    ctx: &mut CoreCtx<'a>,
 ) -> bool {
     let at = map.payload(launch.block_idx, id & 1);
     if !crate::breakage::broken(crate::breakage::SKIP_PAYLOAD_OBSERVE) {
@@ -104,7 +107,7 @@ fn run_one<A: AicoreAgent>(
                 "kernel binary not loaded for this core type",
             ),
             Some(kernel) => {
-                let mut ctx = CoreCtx::load(a, &p, launch.core_type);
+                ctx.load(a, &p);
                 if let Some(i) = ctx.malformed() {
                     // Nothing of a malformed record is touched: no invalidate over a
                     // garbage range, no kernel on garbage views.
@@ -116,7 +119,7 @@ fn run_one<A: AicoreAgent>(
                     return finished(a, id, true);
                 }
                 ctx.observe_arguments(a);
-                if let Err(e) = a.run_kernel(kernel, &mut ctx) {
+                if let Err(e) = a.run_kernel(kernel, ctx) {
                     fault(ErrorCode::Device(DeviceFault::KernelFault), p.bin, e.as_str());
                 }
                 if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) && !faulted.get() {

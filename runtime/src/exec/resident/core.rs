@@ -96,6 +96,8 @@ pub fn serve<A: AicoreAgent>(
     let late = crate::breakage::broken(crate::breakage::WAKE_SEEN_LATE);
     // Spaces the doorbell polls of an idle core (on the chip, whose word wait is a spin hint).
     let mut backoff = crate::backoff::Backoff::new();
+    // One argument context for every subtask this core runs, reloaded per subtask.
+    let mut ctx = CoreCtx::new(a, launch.core_type);
     loop {
         if a.read_dmb() == regs::DMB_EXIT {
             return Served::Exit;
@@ -107,7 +109,7 @@ pub fn serve<A: AicoreAgent>(
         let taken = if trace.is_some() { a.now_ticks() } else { 0 };
         if !latch_seen(a, map) {
             if let Some((g, e)) = poll_slot(a, &l, c, lane, done) {
-                core.run(lane, e, taken, trace);
+                core.run(lane, e, taken, trace, &mut ctx);
                 done = g;
                 post_completion(a, &l, c, lane, g);
                 // This core's own pass sees its lane free (and may take the consumers it just
@@ -267,7 +269,14 @@ impl<A: AicoreAgent> Core<'_, A> {
     /// a gang's block (`taken`: the tick it was taken at, when tracing). A subtask whose
     /// kernel faults ends there: it is not counted off, so its task never completes and
     /// releases no consumer, and its output capture is never requested.
-    fn run(&self, lane: u32, e: u64, taken: u64, trace: &mut Option<crate::trace::TraceRing>) {
+    fn run<'c>(
+        &self,
+        lane: u32,
+        e: u64,
+        taken: u64,
+        trace: &mut Option<crate::trace::TraceRing>,
+        ctx: &mut CoreCtx<'c>,
+    ) {
         let (a, l, img) = (self.a, self.l, self.img);
         let (t, block) = entry_task_block(e);
         let bad = |detail: u64, text: &str| {
@@ -378,13 +387,13 @@ impl<A: AicoreAgent> Core<'_, A> {
             };
             let start = a.now_ticks();
             a.store_direct(GmAddr(l.running(self.w)), t as u64 + 1);
-            let mut ctx = CoreCtx::load(a, &p, self.launch.core_type);
+            ctx.load(a, &p);
             if let Some(i) = ctx.malformed() {
                 bad(i as u64, "malformed argument record (a stale or corrupt read of its tensor descriptors)");
                 return;
             }
             ctx.observe_arguments(a);
-            let ran = a.run_kernel(kernel, &mut ctx);
+            let ran = a.run_kernel(kernel, ctx);
             let record = |end: u64| TraceRecord {
                 kind: trace_kind::SUBTASK,
                 lane: func_lane as u8,
