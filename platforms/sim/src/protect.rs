@@ -24,6 +24,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::check::BlockLog;
 use pto_hal::{CoreType, GmAddr, GmMemory, KernelContext, KernelFault, KernelFn, MAX_TENSOR_DIMS, TensorArg};
+use smallvec::SmallVec;
 
 /// Views kept on the stack; a task with more tensor arguments spills to the heap.
 const INLINE_VIEWS: usize = 16;
@@ -306,17 +307,9 @@ pub(crate) fn run_kernel(
 ) -> Result<(), KernelFault> {
     let ctx: &dyn KernelContext = ctx;
     let n = ctx.tensor_count();
-    let mut inline = [View::EMPTY; INLINE_VIEWS];
-    let heap: Vec<View>;
-    let views: &[View] = if n <= INLINE_VIEWS {
-        for (i, v) in inline[..n].iter_mut().enumerate() {
-            *v = view_at(ctx, i);
-        }
-        &inline[..n]
-    } else {
-        heap = (0..n).map(|i| view_at(ctx, i)).collect();
-        &heap
-    };
+    // Built in place: a fixed array would write all its places (2 KiB) for every kernel call.
+    let views: SmallVec<[View; INLINE_VIEWS]> = (0..n).map(|i| view_at(ctx, i)).collect();
+    let views = &views[..];
     let log = log.map(RefCell::new);
     let mut guard = Guard { ctx, gm: CheckedGm { inner: ctx.gm(), views, first: OnceCell::new(), log } };
     let r = catch_unwind(AssertUnwindSafe(|| kernel(&mut guard)));
