@@ -485,6 +485,13 @@ impl Coop {
             return;
         }
         self.suspend(slot, Yield::Block { deadline: deadline_ns, wakeable: true });
+        // Resumed: the notification that woke it is consumed here, as a chip's wait for an
+        // event clears the event it woke on. Left set, it would end the agent's next wait at
+        // once, a wake for nothing (one per real wake: a core waiting for its answers woke
+        // twice per answer). A notification that came after the resume is consumed too, but
+        // the caller re-reads the state it waits on after this returns, and the swap acquires
+        // the notifier's release, so the write behind it is seen.
+        sl.notified.swap(false, Ordering::AcqRel);
     }
 
     pub fn delay(&self, slot: usize, ns: u64) {
