@@ -66,13 +66,13 @@ pub(crate) fn dispatch_loop<A: AicoreAgent>(
 
 /// Run dispatch `id`; `true` when it faulted (the fault latched, [`regs::COND_FAULTED`] written
 /// instead of FIN).
-fn run_one<'a, A: AicoreAgent>(
-    a: &'a A,
+fn run_one<A: AicoreAgent>(
+    a: &A,
     map: &RunMap,
     launch: &AicoreLaunch,
     id: u32,
     trace: &mut Option<crate::trace::TraceRing>,
-    ctx: &mut CoreCtx<'a>,
+    ctx: &mut CoreCtx<'_>,
 ) -> bool {
     let at = map.payload(launch.block_idx, id & 1);
     if !crate::breakage::broken(crate::breakage::SKIP_PAYLOAD_OBSERVE) {

@@ -269,14 +269,7 @@ impl<A: AicoreAgent> Core<'_, A> {
     /// a gang's block (`taken`: the tick it was taken at, when tracing). A subtask whose
     /// kernel faults ends there: it is not counted off, so its task never completes and
     /// releases no consumer, and its output capture is never requested.
-    fn run<'c>(
-        &self,
-        lane: u32,
-        e: u64,
-        taken: u64,
-        trace: &mut Option<crate::trace::TraceRing>,
-        ctx: &mut CoreCtx<'c>,
-    ) {
+    fn run(&self, lane: u32, e: u64, taken: u64, trace: &mut Option<crate::trace::TraceRing>, ctx: &mut CoreCtx<'_>) {
         let (a, l, img) = (self.a, self.l, self.img);
         let (t, block) = entry_task_block(e);
         let bad = |detail: u64, text: &str| {
