@@ -64,12 +64,16 @@ impl Faithful {
             }
             let hit = st.cache.contains_key(&line);
             if !hit {
-                self.fill(&mut st, a, line, off + line - addr, gm);
+                self.make_room(&mut st, a, gm);
             }
             let mut found = None;
             {
-                let l = &st.cache[&line];
+                // One look at the line's record serves the fill and the check.
                 let shard = self.shard(line);
+                if !hit {
+                    self.fill_from(&mut st, a, line, off + line - addr, gm, shard.get(&line));
+                }
+                let l = &st.cache[&line];
                 // Every byte whose copy is the last store to it is fresh (the common case,
                 // looked at a slice at a time); only the others are judged one by one.
                 if let Some(m) = shard.get(&line)
@@ -106,14 +110,20 @@ impl Faithful {
         let mut done = 0usize;
         for line in lines(addr, len) {
             let (lo, hi) = span_in(line, addr, len);
-            if !st.cache.contains_key(&line) {
-                self.fill(&mut st, a, line, off + line - addr, gm);
+            let hit = st.cache.contains_key(&line);
+            if !hit {
+                self.make_room(&mut st, a, gm);
             }
             let mut violation = None;
             let mut newly_dirty = false;
             {
                 let mut shard = self.shard(line);
                 let m = shard.entry(line).or_default();
+                if !hit {
+                    // A record made just now is the default one: what a never-written line's
+                    // fill sees.
+                    self.fill_from(&mut st, a, line, off + line - addr, gm, Some(m));
+                }
                 let l = st.cache.get_mut(&line).expect("filled above");
                 if !l.owned {
                     l.owned = true;

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::line::{CLine, Cluster, NONE, PerByte, Stamp, gm_offset};
+use super::line::{CLine, Cluster, LineMeta, NONE, PerByte, Stamp, gm_offset};
 use super::model::{AgentState, Faithful, is_core, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
@@ -84,12 +84,34 @@ impl Faithful {
         }
     }
 
+    /// Fill `line` into agent `a`'s cache (making room first).
     pub(super) fn fill(&self, st: &mut AgentState, a: u16, line: u64, off_line: u64, gm: &Gm) {
+        self.make_room(st, a, gm);
+        let shard = self.shard(line);
+        self.fill_from(st, a, line, off_line, gm, shard.get(&line));
+    }
+
+    /// Evict one of agent `a`'s lines at random when its cache is full. Done before the shard
+    /// of the line to fill is locked: the eviction may write back a line of that shard.
+    pub(super) fn make_room(&self, st: &mut AgentState, a: u16, gm: &Gm) {
         if st.cache.len() >= self.capacity {
             let r = Self::rand(st);
             let k = st.keys[(r % st.keys.len() as u64) as usize];
             self.drop_line(st, a, k, gm, true);
         }
+    }
+
+    /// Fill `line` (not in agent `a`'s cache, which has room) from memory, its bytes' origins
+    /// from the line's record `meta` (`None`: never written), which the caller holds locked.
+    pub(super) fn fill_from(
+        &self,
+        st: &mut AgentState,
+        a: u16,
+        line: u64,
+        off_line: u64,
+        gm: &Gm,
+        meta: Option<&LineMeta>,
+    ) {
         // The record is written in place (a reused one when there is one): no line-sized
         // temporaries are built and copied.
         let mut l = st.spare.pop().unwrap_or_else(|| {
@@ -104,22 +126,19 @@ impl Faithful {
             })
         });
         gm.read_bytes(off_line, &mut l.data);
-        {
-            let shard = self.shard(line);
-            match shard.get(&line) {
-                Some(m) => {
-                    let others_dirty = m.dirty_by & !(1u128 << a) != 0;
-                    let lw = m.last_writer;
-                    let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
-                    l.origin.set(&m.mem);
-                    l.fill_gen = m.r#gen;
-                    l.fill_ok = !others_dirty && ordered;
-                }
-                None => {
-                    l.origin = PerByte::Same(Stamp::NOBODY);
-                    l.fill_gen = 0;
-                    l.fill_ok = true;
-                }
+        match meta {
+            Some(m) => {
+                let others_dirty = m.dirty_by & !(1u128 << a) != 0;
+                let lw = m.last_writer;
+                let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
+                l.origin.set(&m.mem);
+                l.fill_gen = m.r#gen;
+                l.fill_ok = !others_dirty && ordered;
+            }
+            None => {
+                l.origin = PerByte::Same(Stamp::NOBODY);
+                l.fill_gen = 0;
+                l.fill_ok = true;
             }
         }
         l.dirty = 0;

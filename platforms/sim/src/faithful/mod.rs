@@ -47,6 +47,9 @@
 //! An AICPU thread never holds two agent locks (it drops other threads' copies after releasing
 //! its own); an AICore holds its own and then one AICPU thread's at a time; nobody takes an
 //! agent lock or the cluster lock while holding a shard. So no cycle, hence no deadlock.
+//! Two paths take fewer: a register read that finds the register unwritten since the reader
+//! last acquired it takes no lock at all (per-register write counts and per-agent seen counts,
+//! atomics), and a host DMA range takes each shard once for all of its lines in the range.
 //!
 //! The model's parts, each a file that depends only on the ones before it: `line` (the records
 //! of one cache line, line arithmetic), `model` (the state: agents, clocks, shards, settings,

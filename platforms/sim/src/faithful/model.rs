@@ -3,12 +3,10 @@
 //! (seed, eviction rate, AICPU write policy), with construction and reset between runs.
 
 use parking_lot::{Mutex, MutexGuard};
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use super::line::{CLine, Cluster, LINE, LineHasher, LineMap, LineMeta, NONE};
+use super::line::{CLine, Cluster, LINE, LineMap, LineMeta, NONE, lines, span_in};
 use crate::config::AicpuWritePolicy;
 use crate::launch::LaunchState;
 use crate::violation::Violation;
@@ -59,7 +57,6 @@ pub(super) struct AgentState {
     pub(super) spare: Vec<Box<CLine>>,
     pub(super) rng: u64,
     pub(super) unfenced: bool,
-    pub(super) seen: HashMap<u32, u64, BuildHasherDefault<LineHasher>>,
     pub(super) current: Option<Arc<LaunchState>>,
     /// The clock learned from outside the AICPU cluster (a launch, a register, a GM word)
     /// since this agent's last exchange with it (`cluster_sync`).
@@ -81,6 +78,35 @@ pub(super) struct RegSync {
     pub(super) version: u64,
 }
 
+/// Which write of each register each agent last acquired, and how many writes each register
+/// has had, readable without a lock: a read of a register that was not written since the
+/// reader last looked (a core polling its DMB, the scheduler polling a COND) takes no lock.
+///
+/// A register write raises its count (release) before the register's value is stored
+/// (release); a read loads the value (acquire) before the count, so a reader that sees a value
+/// sees at least the count of the write that stored it, and acquires that write's clock.
+pub(super) struct RegVersions {
+    /// Per register: writes so far (the `version` of its `RegSync`).
+    pub(super) written: Box<[AtomicU64]>,
+    /// Per agent, per register: the count it last acquired (`u64::MAX`: never looked). Row
+    /// `a` is touched by agent `a` alone (and by `reset`, when no program runs).
+    pub(super) seen: Box<[AtomicU64]>,
+}
+
+impl RegVersions {
+    fn new(agents: usize, regs: usize) -> RegVersions {
+        RegVersions {
+            written: (0..regs).map(|_| AtomicU64::new(0)).collect(),
+            seen: (0..agents * regs).map(|_| AtomicU64::new(u64::MAX)).collect(),
+        }
+    }
+
+    fn reset(&self) {
+        self.written.iter().for_each(|w| w.store(0, Ordering::Relaxed));
+        self.seen.iter().for_each(|s| s.store(u64::MAX, Ordering::Relaxed));
+    }
+}
+
 /// The faithful model's state for one device.
 pub struct Faithful {
     pub(super) seed: AtomicU64,
@@ -97,6 +123,7 @@ pub struct Faithful {
     pub(super) cluster: Mutex<Cluster>,
     pub(super) shards: Box<[Mutex<LineMap<LineMeta>>]>,
     pub(super) regs: Box<[Mutex<RegSync>]>,
+    pub(super) reg_versions: RegVersions,
     pub(super) words: Mutex<LineMap<Vc>>,
     /// What the AICPU threads know together: they synchronise with each other through their own
     /// memory (ready queues, counters), which the model does not see, so every AICPU
@@ -148,7 +175,6 @@ impl Faithful {
                         spare: Vec::new(),
                         rng: (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1,
                         unfenced: false,
-                        seen: HashMap::default(),
                         current: None,
                         foreign: true,
                         shared_seen: u64::MAX,
@@ -158,6 +184,7 @@ impl Faithful {
             cluster: Mutex::new(Cluster::default()),
             shards: (0..64).map(|_| Mutex::new(LineMap::default())).collect(),
             regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
+            reg_versions: RegVersions::new(n, cores as usize * 2),
             words: Mutex::new(LineMap::default()),
             aicpu_shared: Mutex::new(SharedClock { vc: vec![0; n], version: 0 }),
             violations: Mutex::new(Vec::new()),
@@ -212,7 +239,6 @@ impl Faithful {
             st.dirty_lines = 0;
             st.rng = (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1;
             st.unfenced = false;
-            st.seen.clear();
             st.current = None;
             st.foreign = true;
             st.shared_seen = u64::MAX;
@@ -225,6 +251,7 @@ impl Faithful {
             r.vc = vec![0; n];
             r.version = 0;
         }
+        self.reg_versions.reset();
         lock(&self.words).clear();
         *lock(&self.aicpu_shared) = SharedClock { vc: vec![0; n], version: 0 };
         *lock(&self.cluster) = Cluster::default();
@@ -282,5 +309,26 @@ impl Faithful {
 
     pub(super) fn shard(&self, line: u64) -> MutexGuard<'_, LineMap<LineMeta>> {
         lock(&self.shards[((line / LINE) % self.shards.len() as u64) as usize])
+    }
+
+    /// Calls `f` with each line of `[addr, addr+len)` and the bytes of it the range covers,
+    /// holding the line's shard: lines `k` shards apart share one, so each shard is locked once
+    /// for all of its lines in the range (a host DMA of the image spans thousands of lines; a
+    /// lock per line was a third of what checking it cost). Lines come shard by shard, not in
+    /// address order.
+    pub(super) fn by_shard(&self, addr: u64, len: u64, mut f: impl FnMut(&mut LineMap<LineMeta>, u64, usize, usize)) {
+        let first = addr & !(LINE - 1);
+        let count = lines(addr, len).count() as u64;
+        let stride = self.shards.len() as u64;
+        for s in 0..count.min(stride) {
+            let mut shard = self.shard(first + s * LINE);
+            let mut k = s;
+            while k < count {
+                let line = first + k * LINE;
+                let (lo, hi) = span_in(line, addr, len);
+                f(&mut shard, line, lo, hi);
+                k += stride;
+            }
+        }
     }
 }

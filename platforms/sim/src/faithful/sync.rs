@@ -4,8 +4,9 @@
 //! or unfenced lines, a stale word or D2H read).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use super::line::{LINE, Stamp, lines, span_in};
+use super::line::{LINE, Stamp, lines};
 use super::model::{Faithful, HOST, Vc, is_core, join, lock, remove_key};
 use crate::gm::Gm;
 use crate::launch::LaunchState;
@@ -99,19 +100,26 @@ impl Faithful {
             }
         }
         self.cluster_sync(a, &mut st);
-        let mut r = lock(&self.regs[(phys * 2 + reg) as usize]);
+        let key = (phys * 2 + reg) as usize;
+        let mut r = lock(&self.regs[key]);
         r.vc.clone_from(&st.vc);
         r.version += 1;
+        self.reg_versions.written[key].store(r.version, Ordering::Release);
         st.vc[a as usize] += 1;
     }
 
     /// Agent `a` read register `reg` of `phys`: an acquire when it changed since `a` last looked.
     pub fn reg_read(&self, a: u16, phys: u32, reg: u32) {
+        let key = (phys * 2 + reg) as usize;
+        let seen = &self.reg_versions.seen[a as usize * self.regs.len() + key];
+        if seen.load(Ordering::Relaxed) == self.reg_versions.written[key].load(Ordering::Acquire) {
+            // Nothing written since `a` last acquired this register.
+            return;
+        }
         let mut st = lock(&self.agents[a as usize]);
-        let r = lock(&self.regs[(phys * 2 + reg) as usize]);
-        let key = phys * 2 + reg;
-        if st.seen.get(&key) != Some(&r.version) {
-            st.seen.insert(key, r.version);
+        let r = lock(&self.regs[key]);
+        if seen.load(Ordering::Relaxed) != r.version {
+            seen.store(r.version, Ordering::Relaxed);
             join(&mut st.vc, &r.vc);
             st.foreign = true;
             drop(r);
@@ -176,18 +184,16 @@ impl Faithful {
     /// Host DMA wrote `[off, off+len)` at `addr`: memory now holds the host's bytes.
     pub fn host_write(&self, addr: u64, len: u64) {
         let stamp = lock(&self.agents[HOST as usize]).vc[HOST as usize];
-        for line in lines(addr, len) {
-            let (lo, hi) = span_in(line, addr, len);
-            let mut shard = self.shard(line);
+        let s = Stamp::new(HOST, stamp);
+        self.by_shard(addr, len, |shard, line, lo, hi| {
             let m = shard.entry(line).or_default();
-            let s = Stamp::new(HOST, stamp);
             m.last.fill(lo, hi, s);
             m.mem.fill(lo, hi, s);
             m.mby.fill(lo, hi, HOST);
             m.r#gen += 1;
             m.last_writer = HOST;
             m.last_wb_t = stamp;
-        }
+        });
         if self.host_coherent {
             for t in 0..self.n_aicpu {
                 let mut st = lock(&self.agents[1 + t as usize]);
@@ -202,9 +208,13 @@ impl Faithful {
     /// the latest write that happened before the read.
     pub fn host_read(&self, addr: u64, len: u64) -> Result<(), Violation> {
         let st = lock(&self.agents[HOST as usize]);
-        for line in lines(addr, len) {
-            let (lo, hi) = span_in(line, addr, len);
-            let shard = self.shard(line);
+        // The first stale byte in address order is the one reported, whatever order the
+        // shards are looked at in.
+        let mut first: Option<(u64, Violation)> = None;
+        self.by_shard(addr, len, |shard, line, lo, hi| {
+            if first.as_ref().is_some_and(|(at, _)| *at < line) {
+                return;
+            }
             // Memory holding the last store to every byte is fresh (the common case, looked at
             // a slice at a time); only the other bytes are judged one by one.
             if let Some(m) = shard.get(&line)
@@ -212,11 +222,16 @@ impl Faithful {
             {
                 for b in lo..hi {
                     if let Some(missing) = self.stale(HOST, &st, m, b, m.mem.get(b), false) {
-                        return Err(self.violation(HOST, "read (D2H)", line + b as u64, m.last.get(b).pair(), missing));
+                        let at = line + b as u64;
+                        first = Some((at, self.violation(HOST, "read (D2H)", at, m.last.get(b).pair(), missing)));
+                        return;
                     }
                 }
             }
+        });
+        match first {
+            Some((_, v)) => Err(v),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
