@@ -118,7 +118,7 @@ impl Faithful {
             let mut newly_dirty = false;
             {
                 let mut shard = self.shard(line);
-                let m = shard.entry(line).or_default();
+                let m = shard.record(line);
                 if !hit {
                     // A record made just now is the default one: what a never-written line's
                     // fill sees.
@@ -235,7 +235,7 @@ impl Faithful {
                     cl.keys.push(line);
                 }
                 let mut shard = self.shard(line);
-                let m = shard.entry(line).or_default();
+                let m = shard.record(line);
                 let l = cl.lines.get_mut(&line).expect("inserted above");
                 if !l.owned {
                     l.owned = true;

@@ -55,7 +55,7 @@ impl Faithful {
         let mut clobber = None;
         {
             let mut shard = self.shard(line);
-            let m = shard.entry(line).or_default();
+            let m = shard.record(line);
             // A whole-line write-back: a byte this copy did not dirty that memory holds newer
             // than the copy's origin is clobbered (the first such byte is reported).
             let mut clean = !l.dirty;
@@ -82,13 +82,6 @@ impl Faithful {
             let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);
             self.report(st, v);
         }
-    }
-
-    /// Fill `line` into agent `a`'s cache (making room first).
-    pub(super) fn fill(&self, st: &mut AgentState, a: u16, line: u64, off_line: u64, gm: &Gm) {
-        self.make_room(st, a, gm);
-        let shard = self.shard(line);
-        self.fill_from(st, a, line, off_line, gm, shard.get(&line));
     }
 
     /// Evict one of agent `a`'s lines at random when its cache is full. Done before the shard
@@ -154,7 +147,7 @@ impl Faithful {
             self.write_back(st, a, line, gm);
         } else if let Some(l) = st.cache.get(&line) {
             if l.dirty != 0 {
-                self.shard(line).entry(line).or_default().dirty_by &= !(1u128 << a);
+                self.shard(line).record(line).dirty_by &= !(1u128 << a);
             }
         }
         remove_key(st, line);
@@ -169,7 +162,7 @@ impl Faithful {
         let mut clobber = None;
         {
             let mut shard = self.shard(line);
-            let m = shard.entry(line).or_default();
+            let m = shard.record(line);
             // A whole-line write-back: a byte this copy did not dirty that memory holds newer
             // than the copy's origin is clobbered (the first such byte is reported).
             let mut clean = !l.dirty;

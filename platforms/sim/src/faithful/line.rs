@@ -185,6 +185,46 @@ impl Default for LineMeta {
     }
 }
 
+/// Lines per page of [`Records`].
+pub(super) const PAGE_LINES: u64 = 16;
+
+/// The records of the lines of one shard, kept a page of neighbouring lines together: a range
+/// that spans several lines finds them with one lookup, side by side in memory. A line of a
+/// page that was never written reads as the default record, which says what no record says
+/// (initial contents, never written back).
+#[derive(Default)]
+pub(super) struct Records {
+    pages: LineMap<Box<[LineMeta; PAGE_LINES as usize]>>,
+}
+
+impl Records {
+    /// The page of `line` (its key) and the line's place in it.
+    #[inline]
+    fn place(line: u64) -> (u64, usize) {
+        let page = line & !(PAGE_LINES * LINE - 1);
+        (page, ((line - page) / LINE) as usize)
+    }
+
+    /// `line`'s record, if its page has any.
+    #[inline]
+    pub(super) fn get(&self, line: &u64) -> Option<&LineMeta> {
+        let (page, i) = Self::place(*line);
+        self.pages.get(&page).map(|p| &p[i])
+    }
+
+    /// `line`'s record, made (default) if its page has none yet.
+    #[inline]
+    pub(super) fn record(&mut self, line: u64) -> &mut LineMeta {
+        let (page, i) = Self::place(line);
+        &mut self.pages.entry(page).or_insert_with(|| Box::new(std::array::from_fn(|_| LineMeta::default())))[i]
+    }
+
+    /// Forget every record.
+    pub(super) fn clear(&mut self) {
+        self.pages.clear();
+    }
+}
+
 /// The lines the AICPU cluster holds dirty under the write-back policy, and their keys (for
 /// random eviction).
 #[derive(Default)]

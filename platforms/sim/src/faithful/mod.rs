@@ -49,7 +49,8 @@
 //! agent lock or the cluster lock while holding a shard. So no cycle, hence no deadlock.
 //! Two paths take fewer: a register read that finds the register unwritten since the reader
 //! last acquired it takes no lock at all (per-register write counts and per-agent seen counts,
-//! atomics), and a host DMA range takes each shard once for all of its lines in the range.
+//! atomics), and a host DMA range takes a shard once per page of lines (the records of 16
+//! neighbouring lines are kept together, in one shard).
 //!
 //! The model's parts, each a file that depends only on the ones before it: `line` (the records
 //! of one cache line, line arithmetic), `model` (the state: agents, clocks, shards, settings,

@@ -6,7 +6,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use super::line::{CLine, Cluster, LINE, LineMap, LineMeta, NONE, lines, span_in};
+use super::line::{CLine, Cluster, LINE, LineMap, NONE, PAGE_LINES, Records, lines, span_in};
 use crate::config::AicpuWritePolicy;
 use crate::launch::LaunchState;
 use crate::violation::Violation;
@@ -121,7 +121,7 @@ pub struct Faithful {
     /// so a line one thread dirtied is what every thread reads. A line here has no copy in any
     /// AICPU thread's own cache.
     pub(super) cluster: Mutex<Cluster>,
-    pub(super) shards: Box<[Mutex<LineMap<LineMeta>>]>,
+    pub(super) shards: Box<[Mutex<Records>]>,
     pub(super) regs: Box<[Mutex<RegSync>]>,
     pub(super) reg_versions: RegVersions,
     pub(super) words: Mutex<LineMap<Vc>>,
@@ -182,7 +182,7 @@ impl Faithful {
                 })
                 .collect(),
             cluster: Mutex::new(Cluster::default()),
-            shards: (0..64).map(|_| Mutex::new(LineMap::default())).collect(),
+            shards: (0..64).map(|_| Mutex::new(Records::default())).collect(),
             regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
             reg_versions: RegVersions::new(n, cores as usize * 2),
             words: Mutex::new(LineMap::default()),
@@ -307,27 +307,26 @@ impl Faithful {
         1 + self.n_aicpu + w as u16
     }
 
-    pub(super) fn shard(&self, line: u64) -> MutexGuard<'_, LineMap<LineMeta>> {
-        lock(&self.shards[((line / LINE) % self.shards.len() as u64) as usize])
+    /// The shard holding `line`'s record (a page's lines share one), locked.
+    pub(super) fn shard(&self, line: u64) -> MutexGuard<'_, Records> {
+        lock(&self.shards[((line / (LINE * PAGE_LINES)) % self.shards.len() as u64) as usize])
     }
 
-    /// Calls `f` with each line of `[addr, addr+len)` and the bytes of it the range covers,
-    /// holding the line's shard: lines `k` shards apart share one, so each shard is locked once
-    /// for all of its lines in the range (a host DMA of the image spans thousands of lines; a
-    /// lock per line was a third of what checking it cost). Lines come shard by shard, not in
-    /// address order.
-    pub(super) fn by_shard(&self, addr: u64, len: u64, mut f: impl FnMut(&mut LineMap<LineMeta>, u64, usize, usize)) {
-        let first = addr & !(LINE - 1);
-        let count = lines(addr, len).count() as u64;
-        let stride = self.shards.len() as u64;
-        for s in 0..count.min(stride) {
-            let mut shard = self.shard(first + s * LINE);
-            let mut k = s;
-            while k < count {
-                let line = first + k * LINE;
-                let (lo, hi) = span_in(line, addr, len);
-                f(&mut shard, line, lo, hi);
-                k += stride;
+    /// Calls `f` with each line of `[addr, addr+len)`, in address order, and the bytes of it
+    /// the range covers, holding the line's shard: locked once per page of lines, not once per
+    /// line (a host DMA of the image spans thousands of lines).
+    pub(super) fn by_page(&self, addr: u64, len: u64, mut f: impl FnMut(&mut Records, u64, usize, usize)) {
+        let mut held: Option<(u64, MutexGuard<'_, Records>)> = None;
+        for line in lines(addr, len) {
+            let page = line / (LINE * PAGE_LINES);
+            if held.as_ref().is_none_or(|(p, _)| *p != page) {
+                // The previous page's shard is released before the next one is taken.
+                drop(held.take());
+                held = Some((page, self.shard(line)));
+            }
+            let (lo, hi) = span_in(line, addr, len);
+            if let Some((_, shard)) = held.as_mut() {
+                f(shard, line, lo, hi);
             }
         }
     }

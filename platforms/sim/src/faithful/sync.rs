@@ -169,7 +169,7 @@ impl Faithful {
         let stamp = st.vc[a as usize];
         let line = addr & !(LINE - 1);
         let mut shard = self.shard(line);
-        let m = shard.entry(line).or_default();
+        let m = shard.record(line);
         let b0 = (addr - line) as usize;
         let s = Stamp::new(a, stamp);
         m.last.fill(b0, b0 + 8, s);
@@ -185,8 +185,8 @@ impl Faithful {
     pub fn host_write(&self, addr: u64, len: u64) {
         let stamp = lock(&self.agents[HOST as usize]).vc[HOST as usize];
         let s = Stamp::new(HOST, stamp);
-        self.by_shard(addr, len, |shard, line, lo, hi| {
-            let m = shard.entry(line).or_default();
+        self.by_page(addr, len, |shard, line, lo, hi| {
+            let m = shard.record(line);
             m.last.fill(lo, hi, s);
             m.mem.fill(lo, hi, s);
             m.mby.fill(lo, hi, HOST);
@@ -211,7 +211,7 @@ impl Faithful {
         // The first stale byte in address order is the one reported, whatever order the
         // shards are looked at in.
         let mut first: Option<(u64, Violation)> = None;
-        self.by_shard(addr, len, |shard, line, lo, hi| {
+        self.by_page(addr, len, |shard, line, lo, hi| {
             if first.as_ref().is_some_and(|(at, _)| *at < line) {
                 return;
             }
