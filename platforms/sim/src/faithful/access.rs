@@ -212,30 +212,43 @@ impl Faithful {
             for line in lines(addr, len) {
                 let (lo, hi) = span_in(line, addr, len);
                 remove_key(&mut st, line);
-                if !cl.lines.contains_key(&line) {
-                    if cl.lines.len() >= self.capacity {
-                        let r = Self::rand(&mut st);
-                        let k = cl.keys[(r % cl.keys.len() as u64) as usize];
-                        self.cluster_write_back(&mut st, a, &mut cl, k, gm);
-                    }
-                    let mut data = [0u8; 64];
-                    gm.read_bytes(off + line - addr, &mut data);
-                    let (origin, fill_gen, fill_ok) = match self.shard(line).get(&line) {
-                        Some(m) => {
-                            let others_dirty = m.dirty_by & !self.aicpu_mask() != 0;
-                            let lw = m.last_writer;
-                            let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
-                            (m.mem.clone(), m.r#gen, !others_dirty && ordered)
-                        }
-                        None => (PerByte::Same(Stamp::NOBODY), 0, true),
-                    };
-                    let key = cl.keys.len() as u32;
-                    cl.lines
-                        .insert(line, Box::new(CLine { data, dirty: 0, origin, fill_gen, fill_ok, owned: false, key }));
-                    cl.keys.push(line);
+                let fresh = !cl.lines.contains_key(&line);
+                if fresh && cl.lines.len() >= self.capacity {
+                    let r = Self::rand(&mut st);
+                    let k = cl.keys[(r % cl.keys.len() as u64) as usize];
+                    self.cluster_write_back(&mut st, a, &mut cl, k, gm);
                 }
+                // One look at the line's record serves the fill and the store.
                 let mut shard = self.shard(line);
                 let m = shard.record(line);
+                if fresh {
+                    // A record made just now is the default one: what a never-written line's
+                    // fill sees. The copy is a reused one when there is one (its per-byte
+                    // origins' storage too): no allocation per fill.
+                    let mut l = cl.spare.pop().unwrap_or_else(|| {
+                        Box::new(CLine {
+                            data: [0; 64],
+                            dirty: 0,
+                            origin: PerByte::Same(Stamp::NOBODY),
+                            fill_gen: 0,
+                            fill_ok: true,
+                            owned: false,
+                            key: 0,
+                        })
+                    });
+                    gm.read_bytes(off + line - addr, &mut l.data);
+                    let others_dirty = m.dirty_by & !self.aicpu_mask() != 0;
+                    let lw = m.last_writer;
+                    let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
+                    l.origin.set(&m.mem);
+                    l.fill_gen = m.r#gen;
+                    l.fill_ok = !others_dirty && ordered;
+                    l.dirty = 0;
+                    l.owned = false;
+                    l.key = cl.keys.len() as u32;
+                    cl.lines.insert(line, l);
+                    cl.keys.push(line);
+                }
                 let l = cl.lines.get_mut(&line).expect("inserted above");
                 if !l.owned {
                     l.owned = true;

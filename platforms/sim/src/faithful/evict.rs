@@ -49,6 +49,7 @@ impl Faithful {
     pub(super) fn cluster_write_back(&self, st: &mut AgentState, a: u16, cl: &mut Cluster, line: u64, gm: &Gm) {
         let Some(l) = cl.remove(line) else { return };
         if l.dirty == 0 {
+            cl.recycle(l);
             return;
         }
         let stamp = st.vc[a as usize];
@@ -77,6 +78,7 @@ impl Faithful {
         if let Some(off) = gm_offset(line) {
             gm.write_bytes(off, &l.data);
         }
+        cl.recycle(l);
         st.unfenced = true;
         if let Some((b, w)) = clobber {
             let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);
