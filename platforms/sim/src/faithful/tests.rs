@@ -333,3 +333,83 @@ fn what_one_aicpu_thread_learns_reaches_the_others() {
         assert_eq!((b, missing(&f)), ([0; 8], expected), "launched {launched}");
     }
 }
+
+/// A register read that finds no write since the reader's last look acquires nothing (the
+/// lock-free path), and one that finds a new write acquires it, also after a reset (which
+/// starts every register's write count again, and every reader's last look). Core 1 caches a
+/// line, core 0 publishes a new store to it: only when a register write follows is core 1's
+/// cached copy a missing invalidate.
+#[test]
+fn a_register_read_acquires_each_new_write_and_nothing_else() {
+    let (gm, f, a, off) = setup(false);
+    // Each case: whether core 1's last look at the register was before the reset (in a run
+    // of its own) rather than in this run, and whether core 0 writes the register again after
+    // its publication.
+    for (looked_before, write_again) in [(false, false), (false, true), (true, true)] {
+        // A previous run in which core 1 saw the register's first write.
+        f.reset(9, 0);
+        f.reg_write(C0, 0, 1);
+        f.reg_read(C1, 0, 1);
+        f.reset(9, 0);
+        if !looked_before {
+            f.reg_write(C0, 0, 1);
+            f.reg_read(C1, 0, 1);
+        }
+        let mut b = [0u8; 8];
+        f.load(C1, a, off, &mut b, &gm);
+        f.store(C0, a, off, &[7; 8], &gm);
+        f.clean(C0, a, 8, &gm);
+        f.fence(C0);
+        if write_again {
+            f.reg_write(C0, 0, 1);
+        }
+        f.reg_read(C1, 0, 1);
+        f.load(C1, a, off, &mut b, &gm);
+        let want: &[Missing] = if write_again { &[Missing::Invalidate] } else { &[] };
+        assert_eq!(missing(&f), want, "looked before: {looked_before}, write again: {write_again}");
+    }
+}
+
+/// A host read over several pages of line records reports the stale byte at the lowest
+/// address, whichever page holds it.
+#[test]
+fn a_host_read_reports_its_lowest_stale_byte() {
+    let (gm, f, a, off) = setup(false);
+    f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
+    // Two lines three pages apart (a page keeps 16 lines), the higher one stored first.
+    f.store(CPU, a + 3 * 1024 + 16, off + 3 * 1024 + 16, &[3; 8], &gm);
+    f.store(CPU, a + 40, off + 40, &[4; 8], &gm);
+    let end = f.job_end(CPU, &gm);
+    f.host_acquire(&end);
+    let v = f.host_read(a, 4096).expect_err("two stale bytes");
+    assert_eq!((v.addr, v.missing), (a + 40, Missing::AicpuClean));
+    assert_eq!(f.host_read(a + 1024, 3072).map_err(|v| v.addr), Err(a + 3 * 1024 + 16));
+}
+
+/// The AICPU cluster reuses a dropped dirty copy for its next fill: the reused copy holds the
+/// new line's memory and nothing of the old line (its bytes, dirty mask or origins).
+#[test]
+fn a_reused_cluster_copy_holds_only_its_own_line() {
+    let (gm, f, a, off) = setup(false);
+    f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
+    gm.write_bytes(off + 128, &[6; 64]);
+    f.host_write(a + 128, 64);
+    let launch = LaunchState::new(1, 4, None);
+    f.job_start(CPU, &f.host_release(), &launch);
+    f.store(CPU, a, off, &[1; 64], &gm);
+    f.clean(CPU, a, 64, &gm);
+    f.fence(CPU);
+    // The second line's copy is the first one's record, reused.
+    f.store(CPU, a + 128, off + 128, &[2; 8], &gm);
+    f.clean(CPU, a + 128, 64, &gm);
+    f.fence(CPU);
+    let mut line = [0u8; 64];
+    gm.read_bytes(off + 128, &mut line);
+    let mut want = [6u8; 64];
+    want[..8].fill(2);
+    assert_eq!(line, want, "the write-back carries the line's own bytes only");
+    assert_eq!(missing(&f), []);
+    let end = f.job_end(CPU, &gm);
+    f.host_acquire(&end);
+    assert_eq!(f.host_read(a, 256).map_err(|v| v.missing), Ok(()));
+}
