@@ -69,9 +69,11 @@ impl Faithful {
             let mut found = None;
             {
                 // One look at the line's record serves the fill and the check.
-                let shard = self.shard(line);
+                let mut shard = self.shard(line);
                 if !hit {
-                    self.fill_from(&mut st, a, line, off + line - addr, gm, shard.get(&line));
+                    // An AICPU thread's fill marks it as a holder in the line's record.
+                    let meta = if is_aicpu(self.n_aicpu, a) { Some(shard.record(line)) } else { shard.get_mut(&line) };
+                    self.fill_from(&mut st, a, line, off + line - addr, gm, meta);
                 }
                 let l = &st.cache[&line];
                 // Every byte whose copy is the last store to it is fresh (the common case,
@@ -179,14 +181,7 @@ impl Faithful {
             // The AICPU threads are one coherent SMP cluster: a store drops the other threads'
             // copies (after this thread's own state is released: AICPUs never hold two locks).
             drop(st);
-            for t in 0..self.n_aicpu {
-                if 1 + t != a {
-                    let mut other = lock(&self.agents[1 + t as usize]);
-                    for line in lines(addr, len) {
-                        remove_key(&mut other, line);
-                    }
-                }
-            }
+            self.drop_aicpu_copies(Some(a), addr, len);
         }
     }
 
@@ -277,14 +272,7 @@ impl Faithful {
             self.report(&st, v);
         }
         drop(st);
-        for t in 0..self.n_aicpu {
-            if 1 + t != a {
-                let mut other = lock(&self.agents[1 + t as usize]);
-                for line in lines(addr, len) {
-                    remove_key(&mut other, line);
-                }
-            }
-        }
+        self.drop_aicpu_copies(Some(a), addr, len);
     }
 
     /// Write back every dirty line of `[addr, addr+len)` (a range clean). An AICPU clean also

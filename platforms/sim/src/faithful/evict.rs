@@ -3,8 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::line::{CLine, Cluster, LineMeta, NONE, PerByte, Stamp, gm_offset};
-use super::model::{AgentState, Faithful, is_core, lock, remove_key};
+use super::line::{CLine, Cluster, LineMeta, NONE, PerByte, Stamp, gm_offset, lines};
+use super::model::{AgentState, Faithful, is_aicpu, is_core, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
 
@@ -105,7 +105,7 @@ impl Faithful {
         line: u64,
         off_line: u64,
         gm: &Gm,
-        meta: Option<&LineMeta>,
+        meta: Option<&mut LineMeta>,
     ) {
         // The record is written in place (a reused one when there is one): no line-sized
         // temporaries are built and copied.
@@ -121,8 +121,14 @@ impl Faithful {
             })
         });
         gm.read_bytes(off_line, &mut l.data);
+        if is_aicpu(self.n_aicpu, a) {
+            debug_assert!(meta.is_some(), "an AICPU thread's fill marks the line's record");
+        }
         match meta {
             Some(m) => {
+                if is_aicpu(self.n_aicpu, a) {
+                    m.aicpu_copies |= 1 << (a - 1);
+                }
                 let others_dirty = m.dirty_by & !(1u128 << a) != 0;
                 let lw = m.last_writer;
                 let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;
@@ -141,6 +147,35 @@ impl Faithful {
         l.key = st.keys.len() as u32;
         st.cache.insert(line, l);
         st.keys.push(line);
+    }
+
+    /// Drop every AICPU thread's own copy of the lines of `[addr, addr+len)` (but `except`'s),
+    /// after a write put new bytes in memory or in the cluster's copy: the threads the lines'
+    /// records mark as holders, each locked once (the others hold no copy). A thread that
+    /// fills a line after its record was looked at here reads the new bytes. The caller holds
+    /// no AICPU thread's state and no shard.
+    pub(super) fn drop_aicpu_copies(&self, except: Option<u16>, addr: u64, len: u64) {
+        let mut holders = 0u64;
+        for line in lines(addr, len) {
+            holders |= self.shard(line).get(&line).map_or(0, |m| m.aicpu_copies);
+        }
+        if let Some(a) = except {
+            holders &= !(1 << (a - 1));
+        }
+        while holders != 0 {
+            let t = holders.trailing_zeros();
+            holders &= holders - 1;
+            let mut other = lock(&self.agents[1 + t as usize]);
+            for line in lines(addr, len) {
+                let mut shard = self.shard(line);
+                if let Some(m) = shard.get_mut(&line)
+                    && m.aicpu_copies & (1 << t) != 0
+                {
+                    remove_key(&mut other, line);
+                    m.aicpu_copies &= !(1 << t);
+                }
+            }
+        }
     }
 
     /// Write back (when dirty) and/or drop `line` from agent `a`'s cache.
@@ -196,9 +231,7 @@ impl Faithful {
         }
         // The AICPU shares the AICores' coherence domain: its copy of the line is dropped.
         if is_core(self.n_aicpu, a) {
-            for t in 0..self.n_aicpu {
-                remove_key(&mut lock(&self.agents[1 + t as usize]), line);
-            }
+            self.drop_aicpu_copies(None, line, 1);
         }
     }
 }

@@ -169,6 +169,12 @@ pub(super) struct LineMeta {
     pub(super) last_wb_t: u32,
     /// Agents holding this line dirty.
     pub(super) dirty_by: u128,
+    /// AICPU threads that may hold a copy of this line in their own caches (bit `t`: thread
+    /// `t`). Set by a thread's fill; cleared, with the copy's removal, by whoever drops the
+    /// other threads' copies (a store, a core's write-back, host DMA under the host-coherent
+    /// contract), holding the thread's state and this record. A copy removed another way
+    /// leaves its bit set, which costs a look and nothing else; a copy never lacks its bit.
+    pub(super) aicpu_copies: u64,
 }
 
 impl Default for LineMeta {
@@ -181,6 +187,7 @@ impl Default for LineMeta {
             last_writer: NONE,
             last_wb_t: 0,
             dirty_by: 0,
+            aicpu_copies: 0,
         }
     }
 }
@@ -210,6 +217,13 @@ impl Records {
     pub(super) fn get(&self, line: &u64) -> Option<&LineMeta> {
         let (page, i) = Self::place(*line);
         self.pages.get(&page).map(|p| &p[i])
+    }
+
+    /// `line`'s record to change, if its page has any.
+    #[inline]
+    pub(super) fn get_mut(&mut self, line: &u64) -> Option<&mut LineMeta> {
+        let (page, i) = Self::place(*line);
+        self.pages.get_mut(&page).map(|p| &mut p[i])
     }
 
     /// `line`'s record, made (default) if its page has none yet.

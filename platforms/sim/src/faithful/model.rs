@@ -159,6 +159,7 @@ impl Faithful {
     pub fn new(seed: u64, evict_per_mille: u32, host_coherent: bool, aicpu: u32, cores: u32) -> Faithful {
         let n = 1 + aicpu as usize + cores as usize;
         assert!(n <= 128, "the faithful model tracks at most 128 agents");
+        assert!(aicpu <= 64, "the faithful model tracks at most 64 AICPU threads");
         Faithful {
             seed: AtomicU64::new(seed),
             evict_per_mille: AtomicU32::new(evict_per_mille),

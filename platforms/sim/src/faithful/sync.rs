@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::line::{LINE, Stamp, lines};
-use super::model::{Faithful, HOST, Vc, is_core, join, lock, remove_key};
+use super::line::{LINE, Stamp};
+use super::model::{Faithful, HOST, Vc, is_core, join, lock};
 use crate::gm::Gm;
 use crate::launch::LaunchState;
 use crate::violation::{Missing, Violation};
@@ -195,12 +195,7 @@ impl Faithful {
             m.last_wb_t = stamp;
         });
         if self.host_coherent {
-            for t in 0..self.n_aicpu {
-                let mut st = lock(&self.agents[1 + t as usize]);
-                for line in lines(addr, len) {
-                    remove_key(&mut st, line);
-                }
-            }
+            self.drop_aicpu_copies(None, addr, len);
         }
     }
 

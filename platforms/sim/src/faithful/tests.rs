@@ -413,3 +413,42 @@ fn a_reused_cluster_copy_holds_only_its_own_line() {
     f.host_acquire(&end);
     assert_eq!(f.host_read(a, 256).map_err(|v| v.missing), Ok(()));
 }
+
+/// Every AICPU thread's copy of a line is dropped when the line changes under it — a core's
+/// write-back, another AICPU thread's store — also a copy filled again after an earlier drop
+/// (the line's record marks each fill's thread as a holder; a drop clears the mark). The
+/// threads then read the new bytes, not their old copies.
+#[test]
+fn every_aicpu_copy_is_dropped_when_its_line_changes() {
+    // Two AICPU threads (1, 2) and two cores (3, 4).
+    let gm = Gm::new(1 << 20);
+    let a = gm.alloc(4096, 64).unwrap().0;
+    let off = gm.offset_of(GmAddr(a), 64).unwrap();
+    let f = Faithful::new(9, 0, false, 2, 2);
+    let mut b = [0u8; 8];
+    for round in 1..=3u8 {
+        // Both threads cache the line (again, after the last round dropped it).
+        f.load(1, a, off, &mut b, &gm);
+        f.load(2, a, off, &mut b, &gm);
+        // Core 3 writes it back.
+        f.store(3, a, off, &[round; 8], &gm);
+        f.clean(3, a, 64, &gm);
+        f.fence(3);
+        f.reg_write(3, 0, 1);
+        f.reg_read(1, 0, 1);
+        f.reg_read(2, 0, 1);
+        for t in [1, 2] {
+            f.load(t, a, off, &mut b, &gm);
+            assert_eq!(b, [round; 8], "round {round}: thread {t} reads the core's bytes");
+        }
+        // Thread 1 writes through; thread 2's copy goes.
+        f.store(1, a, off, &[round + 10; 8], &gm);
+        f.load(2, a, off, &mut b, &gm);
+        assert_eq!(b, [round + 10; 8], "round {round}: thread 2 reads thread 1's store");
+        // Core 3's next store is ordered after thread 1's.
+        f.reg_write(1, 0, 0);
+        f.reg_read(3, 0, 0);
+        f.invalidate(3, a, 64, &gm);
+    }
+    assert_eq!(missing(&f), []);
+}
