@@ -3,7 +3,7 @@
 
 use parking_lot::MutexGuard;
 
-use super::line::{CLine, NONE, PerByte, Stamp, lines, span_in};
+use super::line::{CLine, NONE, Stamp, lines, span_in};
 use super::model::{AgentState, Faithful, is_aicpu, is_core, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
@@ -220,17 +220,7 @@ impl Faithful {
                     // A record made just now is the default one: what a never-written line's
                     // fill sees. The copy is a reused one when there is one (its per-byte
                     // origins' storage too): no allocation per fill.
-                    let mut l = cl.spare.pop().unwrap_or_else(|| {
-                        Box::new(CLine {
-                            data: [0; 64],
-                            dirty: 0,
-                            origin: PerByte::Same(Stamp::NOBODY),
-                            fill_gen: 0,
-                            fill_ok: true,
-                            owned: false,
-                            key: 0,
-                        })
-                    });
+                    let mut l = cl.spare.pop().unwrap_or_else(CLine::blank);
                     gm.read_bytes(off + line - addr, &mut l.data);
                     let others_dirty = m.dirty_by & !self.aicpu_mask() != 0;
                     let lw = m.last_writer;

@@ -109,17 +109,7 @@ impl Faithful {
     ) {
         // The record is written in place (a reused one when there is one): no line-sized
         // temporaries are built and copied.
-        let mut l = st.spare.pop().unwrap_or_else(|| {
-            Box::new(CLine {
-                data: [0; 64],
-                dirty: 0,
-                origin: PerByte::Same(Stamp::NOBODY),
-                fill_gen: 0,
-                fill_ok: true,
-                owned: false,
-                key: 0,
-            })
-        });
+        let mut l = st.spare.pop().unwrap_or_else(CLine::blank);
         gm.read_bytes(off_line, &mut l.data);
         if is_aicpu(self.n_aicpu, a) {
             debug_assert!(meta.is_some(), "an AICPU thread's fill marks the line's record");

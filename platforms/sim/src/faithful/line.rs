@@ -139,6 +139,21 @@ pub(super) struct CLine {
     pub(super) key: u32,
 }
 
+impl CLine {
+    /// A new record for a fill to write in place (when no dropped one is at hand to reuse).
+    pub(super) fn blank() -> Box<CLine> {
+        Box::new(CLine {
+            data: [0; 64],
+            dirty: 0,
+            origin: PerByte::Same(Stamp::NOBODY),
+            fill_gen: 0,
+            fill_ok: true,
+            owned: false,
+            key: 0,
+        })
+    }
+}
+
 /// Take `line`'s record out of `map` and its key out of `keys` (the record knows its place:
 /// the last key moves there, and its record learns it).
 pub(super) fn take_line(map: &mut LineMap<Box<CLine>>, keys: &mut Vec<u64>, line: u64) -> Option<Box<CLine>> {

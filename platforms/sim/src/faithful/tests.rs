@@ -24,6 +24,15 @@ fn missing(f: &Faithful) -> Vec<Missing> {
     f.take_violations().into_iter().map(|v| v.missing).collect()
 }
 
+/// A model of two AICPU threads (agents 1, 2) and two cores (3, 4) over a fresh 4 KiB
+/// buffer: the GM, the model, the buffer's address and its arena offset.
+fn two_threads_two_cores() -> (Gm, Faithful, u64, u64) {
+    let gm = Gm::new(1 << 20);
+    let a = gm.alloc(4096, 64).unwrap().0;
+    let off = gm.offset_of(GmAddr(a), 64).unwrap();
+    (gm, Faithful::new(9, 0, false, 2, 2), a, off)
+}
+
 /// Core 0 hands off to core 1 through the AICPU: COND of core 0, then DMB of core 1.
 fn handoff(f: &Faithful) {
     f.reg_write(C0, 0, 1);
@@ -139,12 +148,9 @@ fn ordered_writers_may_share_a_line() {
 
 #[test]
 fn aicpu_threads_hand_work_to_each_other() {
-    // Two AICPU threads (1, 2) and two cores (3, 4): thread 1 sees core 3 finish, thread 2
-    // (which learnt of it through the AICPU's own memory) dispatches the consumer to core 4.
-    let gm = Gm::new(1 << 20);
-    let a = gm.alloc(4096, 64).unwrap().0;
-    let off = gm.offset_of(GmAddr(a), 64).unwrap();
-    let f = Faithful::new(9, 0, false, 2, 2);
+    // Thread 1 sees core 3 finish, thread 2 (which learnt of it through the AICPU's own
+    // memory) dispatches the consumer to core 4.
+    let (gm, f, a, off) = two_threads_two_cores();
     f.store(3, a, off, &[4; 8], &gm);
     f.clean(3, a, 64, &gm);
     f.fence(3);
@@ -420,11 +426,7 @@ fn a_reused_cluster_copy_holds_only_its_own_line() {
 /// threads then read the new bytes, not their old copies.
 #[test]
 fn every_aicpu_copy_is_dropped_when_its_line_changes() {
-    // Two AICPU threads (1, 2) and two cores (3, 4).
-    let gm = Gm::new(1 << 20);
-    let a = gm.alloc(4096, 64).unwrap().0;
-    let off = gm.offset_of(GmAddr(a), 64).unwrap();
-    let f = Faithful::new(9, 0, false, 2, 2);
+    let (gm, f, a, off) = two_threads_two_cores();
     let mut b = [0u8; 8];
     for round in 1..=3u8 {
         // Both threads cache the line (again, after the last round dropped it).
