@@ -210,10 +210,11 @@ impl Default for LineMeta {
 /// Lines per page of [`Records`].
 pub(super) const PAGE_LINES: u64 = 16;
 
-/// The records of the lines of one shard, kept a page of neighbouring lines together: a range
-/// that spans several lines finds them with one lookup, side by side in memory. A line of a
-/// page that was never written reads as the default record, which says what no record says
-/// (initial contents, never written back).
+/// The records of the lines of one shard, kept a page of neighbouring lines together: the
+/// lines of a range share one map entry per page and lie side by side in memory, so after the
+/// first line the lookups hit memory the cache already holds. A line of a page that was never
+/// written reads as the default record, which says what no record says (initial contents,
+/// never written back).
 #[derive(Default)]
 pub(super) struct Records {
     pages: LineMap<Box<[LineMeta; PAGE_LINES as usize]>>,
