@@ -111,9 +111,7 @@ impl Faithful {
         // temporaries are built and copied.
         let mut l = st.spare.pop().unwrap_or_else(CLine::blank);
         gm.read_bytes(off_line, &mut l.data);
-        if is_aicpu(self.n_aicpu, a) {
-            debug_assert!(meta.is_some(), "an AICPU thread's fill marks the line's record");
-        }
+        debug_assert!(meta.is_some() || !is_aicpu(self.n_aicpu, a), "an AICPU thread's fill marks the line's record");
         match meta {
             Some(m) => {
                 if is_aicpu(self.n_aicpu, a) {

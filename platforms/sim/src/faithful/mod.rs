@@ -49,10 +49,12 @@
 //! agent lock or the cluster lock while holding a shard. So no cycle, hence no deadlock.
 //! Two paths take fewer: a register read that finds the register unwritten since the reader
 //! last acquired it takes no lock at all (per-register write counts and per-agent seen counts,
-//! atomics), and a host DMA range takes a shard once per page of lines (the records of 16
-//! neighbouring lines are kept together, in one shard). A write that must drop the AICPU
-//! threads' copies of a line (a core's write-back, an AICPU store, host DMA under the
-//! host-coherent contract) locks only the threads the line's record marks as holders.
+//! atomics; tested by `a_register_read_acquires_each_new_write_and_nothing_else`), and a host
+//! DMA range takes a shard once per page of lines (the records of 16 neighbouring lines are
+//! kept together, in one shard; `a_host_read_reports_its_lowest_stale_byte`). A write that
+//! must drop the AICPU threads' copies of a line (a core's write-back, an AICPU store, host DMA
+//! under the host-coherent contract) locks only the threads the line's record marks as holders
+//! (`every_aicpu_copy_is_dropped_when_its_line_changes`).
 //!
 //! The model's parts, each a file that depends only on the ones before it: `line` (the records
 //! of one cache line, line arithmetic), `model` (the state: agents, clocks, shards, settings,

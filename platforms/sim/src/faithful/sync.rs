@@ -203,11 +203,11 @@ impl Faithful {
     /// the latest write that happened before the read.
     pub fn host_read(&self, addr: u64, len: u64) -> Result<(), Violation> {
         let st = lock(&self.agents[HOST as usize]);
-        // The first stale byte in address order is the one reported, whatever order the
-        // shards are looked at in.
-        let mut first: Option<(u64, Violation)> = None;
+        // The first stale byte in address order is the one reported (`by_page` goes in
+        // address order; the lines after it are not looked at).
+        let mut first: Option<Violation> = None;
         self.by_page(addr, len, |shard, line, lo, hi| {
-            if first.as_ref().is_some_and(|(at, _)| *at < line) {
+            if first.is_some() {
                 return;
             }
             // Memory holding the last store to every byte is fresh (the common case, looked at
@@ -217,16 +217,13 @@ impl Faithful {
             {
                 for b in lo..hi {
                     if let Some(missing) = self.stale(HOST, &st, m, b, m.mem.get(b), false) {
-                        let at = line + b as u64;
-                        first = Some((at, self.violation(HOST, "read (D2H)", at, m.last.get(b).pair(), missing)));
+                        first =
+                            Some(self.violation(HOST, "read (D2H)", line + b as u64, m.last.get(b).pair(), missing));
                         return;
                     }
                 }
             }
         });
-        match first {
-            Some((_, v)) => Err(v),
-            None => Ok(()),
-        }
+        first.map_or(Ok(()), Err)
     }
 }
