@@ -99,17 +99,32 @@ pub struct DumpReport {
     pub payload_bytes: u64,
 }
 
+/// One record the collector took: its lane, the record, where its payload went in `args.bin`
+/// and where its manifest text is in the collector's text.
 struct Collected {
     lane: u32,
     rec: DumpRecord,
     /// Offset in `args.bin`.
     bin: u64,
+    /// Its manifest record's text, in [`Collector::text`].
+    text: std::ops::Range<usize>,
 }
 
 #[derive(Clone, Default)]
 struct LaneCursor {
     ready_head: u64,
     free_tail: u64,
+}
+
+/// The host memory a collector fills, kept by its pipeline slot for the slot's next dumping
+/// run: a run's record list and manifest text reach hundreds of kilobytes, and fresh memory
+/// every run cost a page fault per page and a copy per doubling while the run was in flight.
+#[derive(Default)]
+pub(crate) struct CollectorBuffers {
+    records: Vec<Collected>,
+    text: Vec<u8>,
+    scratch: Vec<u8>,
+    order: Vec<(SortKey, u32)>,
 }
 
 /// Drains a run's lanes into its dump directory.
@@ -120,10 +135,18 @@ pub(crate) struct Collector {
     bin: BufWriter<File>,
     bin_len: u64,
     records: Vec<Collected>,
+    /// The manifest's order of `records` (made at the end).
+    order: Vec<(SortKey, u32)>,
     lanes: Vec<LaneCursor>,
     /// Records whose payload could not be taken (corrupt entry or record).
     host_dropped: u64,
     scratch: Vec<u8>,
+    /// The manifest text of every collected record, made as it is collected (while the run is
+    /// in flight and this thread would otherwise wait), in collection order; the manifest
+    /// writes them sorted at the end.
+    text: Vec<u8>,
+    /// How many of `records` have their text made.
+    rendered: usize,
 }
 
 /// A collector failure: a file that could not be written or a device read that failed.
@@ -134,10 +157,20 @@ pub(crate) enum CollectError<E> {
 }
 
 impl Collector {
-    /// Create the directory and `args.bin`.
-    pub(crate) fn create(l: DumpLayout, level: DumpLevel, dir: &Path) -> std::io::Result<Collector> {
+    /// Create the directory and `args.bin`; the collector fills `reuse` (emptied first).
+    pub(crate) fn create(
+        l: DumpLayout,
+        level: DumpLevel,
+        dir: &Path,
+        reuse: CollectorBuffers,
+    ) -> std::io::Result<Collector> {
         std::fs::create_dir_all(dir)?;
         let bin = BufWriter::new(overwrite(&dir.join("args.bin"))?);
+        let CollectorBuffers { mut records, mut text, mut scratch, mut order } = reuse;
+        records.clear();
+        text.clear();
+        scratch.clear();
+        order.clear();
         Ok(Collector {
             lanes: vec![LaneCursor { ready_head: 0, free_tail: l.header.buffers as u64 }; l.header.lanes as usize],
             l,
@@ -145,26 +178,39 @@ impl Collector {
             dir: dir.to_path_buf(),
             bin,
             bin_len: 0,
-            records: Vec::new(),
+            records,
+            order,
             host_dropped: 0,
-            scratch: Vec::new(),
+            scratch,
+            text,
+            rendered: 0,
         })
     }
 
-    /// Take every buffer the lanes published so far; returns how many.
-    pub(crate) fn drain<D: DeviceMemory>(&mut self, dev: &D) -> Result<usize, CollectError<D::Error>> {
+    /// The memory this collector filled, for the next one.
+    pub(crate) fn into_buffers(self) -> CollectorBuffers {
+        CollectorBuffers { records: self.records, text: self.text, scratch: self.scratch, order: self.order }
+    }
+
+    /// Take every buffer the lanes published so far; returns how many. `locate` gives the base
+    /// of the allocation holding an address (the manifest's element offsets).
+    pub(crate) fn drain<D: DeviceMemory>(
+        &mut self,
+        dev: &D,
+        locate: Locate<'_>,
+    ) -> Result<usize, CollectError<D::Error>> {
         let mut n = 0;
         for t in 0..self.l.header.lanes {
             let tail = dev.load_word(GmAddr(self.l.lane(t))).map_err(CollectError::Device)?;
             while self.lanes[t as usize].ready_head < tail {
-                self.take(dev, t)?;
+                self.take(dev, t, locate)?;
                 n += 1;
             }
         }
         Ok(n)
     }
 
-    fn take<D: DeviceMemory>(&mut self, dev: &D, t: u32) -> Result<(), CollectError<D::Error>> {
+    fn take<D: DeviceMemory>(&mut self, dev: &D, t: u32, locate: Locate<'_>) -> Result<(), CollectError<D::Error>> {
         let h = self.l.header;
         let head = self.lanes[t as usize].ready_head;
         let mut e = DumpReady::new_zeroed();
@@ -189,7 +235,20 @@ impl Collector {
         }
         dev.store_word(GmAddr(self.l.ack(t) + 8), e.end).map_err(CollectError::Device)?;
         c.ready_head += 1;
-        dev.store_word(GmAddr(self.l.ack(t)), c.ready_head).map_err(CollectError::Device)
+        dev.store_word(GmAddr(self.l.ack(t)), c.ready_head).map_err(CollectError::Device)?;
+        // The manifest text last, once the producer has its buffer and bytes back.
+        self.render(locate);
+        Ok(())
+    }
+
+    /// Make the manifest text of the records collected since the last call.
+    fn render(&mut self, locate: Locate<'_>) {
+        for c in &mut self.records[self.rendered..] {
+            let start = self.text.len();
+            render_record(c, locate, &mut self.text);
+            c.text = start..self.text.len();
+        }
+        self.rendered = self.records.len();
     }
 
     fn record<D: DeviceMemory>(&mut self, dev: &D, t: u32, rec: DumpRecord) -> Result<(), CollectError<D::Error>> {
@@ -208,7 +267,7 @@ impl Collector {
             self.bin.write_all(&self.scratch).map_err(CollectError::Io)?;
             self.bin_len += len;
         }
-        self.records.push(Collected { lane: t, rec, bin });
+        self.records.push(Collected { lane: t, rec, bin, text: 0..0 });
         Ok(())
     }
 
@@ -216,15 +275,15 @@ impl Collector {
     /// `complete` is whether the run ended without a fault; a run that did not complete
     /// reports its accounting as unknown.
     pub(crate) fn finish<D: DeviceMemory>(
-        mut self,
+        &mut self,
         dev: &D,
         complete: bool,
         run: RunInfo,
-        locate: &dyn Fn(u64) -> Option<u64>,
+        locate: Locate<'_>,
     ) -> Result<DumpReport, CollectError<D::Error>> {
         let mut totals = Some((0u64, 0u64));
         if complete {
-            self.drain(dev)?;
+            self.drain(dev, locate)?;
             for t in 0..self.l.header.lanes {
                 let mut s = DumpLaneState::new_zeroed();
                 dev.copy_d2h(s.as_mut_bytes(), GmAddr(self.l.lane(t))).map_err(CollectError::Device)?;
@@ -248,21 +307,25 @@ impl Collector {
             }
             _ => Accounting { total: None, collected, dropped: None },
         };
+        // Any record a failed drain left without its text (it stopped between the two).
+        self.render(locate);
         // The records in the manifest's order, sorted by key and index (a lane's sequence
         // numbers are unique, so the order is total: what a stable sort of the records gives).
-        let mut order: Vec<(SortKey, u32)> =
-            self.records.iter().enumerate().map(|(i, c)| (sort_key(c), i as u32)).collect();
+        let mut order = core::mem::take(&mut self.order);
+        order.extend(self.records.iter().enumerate().map(|(i, c)| (sort_key(c), i as u32)));
         order.sort_unstable();
         let file = overwrite(&self.dir.join("args_dump.json")).map_err(CollectError::Io)?;
         let out = std::io::BufWriter::with_capacity(1 << 16, file);
         let write = || -> std::io::Result<()> {
             let mut w = ManifestWriter::begin(out, run, self.level)?;
             for &(_, i) in &order {
-                write_record(&mut w, &self.records[i as usize], locate)?;
+                w.record(&self.text[self.records[i as usize].text.clone()])?;
             }
             cut(&mut w.end(accounting)?.into_inner().map_err(|e| e.into_error())?)
         };
-        write().map_err(CollectError::Io)?;
+        let written = write();
+        self.order = order;
+        written.map_err(CollectError::Io)?;
         Ok(DumpReport { dir: self.dir.clone(), level: self.level, accounting, payload_bytes: self.bin_len })
     }
 }
@@ -303,13 +366,12 @@ fn sort_key(c: &Collected) -> SortKey {
     (c.rec.task, c.rec.stage, c.rec.arg, c.lane, c.rec.seq)
 }
 
-/// Write `c` as the manifest's record: the [`ManifestRecord`] that [`manifest_record`] makes
-/// of it, without building it.
-fn write_record<W: Write>(
-    w: &mut ManifestWriter<W>,
-    c: &Collected,
-    locate: &dyn Fn(u64) -> Option<u64>,
-) -> std::io::Result<()> {
+/// The base address of the allocation holding an address, if any.
+pub(crate) type Locate<'a> = &'a dyn Fn(u64) -> Option<u64>;
+
+/// Append `c`'s manifest record to `out`: the text of the [`ManifestRecord`] that
+/// [`manifest_record`] makes of it, without building it.
+fn render_record(c: &Collected, locate: Locate<'_>, out: &mut Vec<u8>) {
     let r = &c.rec;
     let n = (r.ndims as usize).min(5);
     let mut ids = r.func_ids;
@@ -336,7 +398,7 @@ fn write_record<W: Write>(
             truncated: r.flags & dump_flags::TRUNCATED != 0,
         }
     };
-    w.record(&RecordOut {
+    let r = RecordOut {
         task: r.task,
         func_ids: &ids[..k],
         stage: stage_of(r.stage),
@@ -345,7 +407,8 @@ fn write_record<W: Write>(
         lane: c.lane,
         seq: r.seq,
         body,
-    })
+    };
+    super::documents::manifest::render(&r, out)
 }
 
 /// `c` as the manifest's owned record (what [`write_record`] writes; the tests compare them).
@@ -613,7 +676,7 @@ mod tests {
                 r.payload_len = i as u64 * 64;
                 r.view_bytes = i as u64 * 100;
             }
-            out.push(Collected { lane: i % 3, rec: r, bin: i as u64 * 4096 });
+            out.push(Collected { lane: i % 3, rec: r, bin: i as u64 * 4096, text: 0..0 });
         }
         out
     }
@@ -649,12 +712,20 @@ mod tests {
             Accounting { total: Some(30), collected: 24, dropped: Some(6) },
             Accounting { total: None, collected: 24, dropped: None },
         ] {
+            // As the collector does: each record's text made in collection order, then the
+            // texts written in the manifest's order.
+            let (mut text, mut at) = (Vec::new(), Vec::new());
+            for c in &recs {
+                let start = text.len();
+                render_record(c, &locate, &mut text);
+                at.push(start..text.len());
+            }
             let mut order: Vec<(SortKey, u32)> =
                 recs.iter().enumerate().map(|(i, c)| (sort_key(c), i as u32)).collect();
             order.sort_unstable();
             let mut w = ManifestWriter::begin(Vec::new(), run, DumpLevel::Full).unwrap();
             for &(_, i) in &order {
-                write_record(&mut w, &recs[i as usize], &locate).unwrap();
+                w.record(&text[at[i as usize].clone()]).unwrap();
             }
             let streamed = String::from_utf8(w.end(accounting).unwrap()).unwrap();
 

@@ -65,7 +65,7 @@ pub(super) struct Dumping {
 
 impl Dumping {
     /// Drain what the lanes published (a no-op after a failure); how many buffers it took.
-    fn drain<D: DeviceMemory>(&self, dev: &D) -> usize
+    fn drain<D: DeviceMemory>(&self, dev: &D, locate: super::dump::Locate<'_>) -> usize
     where
         D::Error: std::error::Error + Send + Sync + 'static,
     {
@@ -74,7 +74,7 @@ impl Dumping {
             return 0;
         }
         let mut c = self.collector.lock();
-        match c.as_mut().map(|c| c.drain(dev)) {
+        match c.as_mut().map(|c| c.drain(dev, locate)) {
             Some(Ok(n)) => n,
             Some(Err(e)) => {
                 *failed = Some(collect_error(e));
@@ -219,7 +219,8 @@ impl<P: HostPlatform> InFlight<P> {
         let Some(d) = &self.dump else { return };
         let started = Instant::now();
         let span = tracing::trace_span!(target: "pto::host", "dump_drain", epoch = self.epoch);
-        if span.in_scope(|| d.drain(&inner.dev)) > 0 {
+        let locate = |addr: u64| inner.allocs.locate(addr);
+        if span.in_scope(|| d.drain(&inner.dev, &locate)) > 0 {
             self.host.lock().until_now(HostPhase::DumpDrain, started);
         }
     }
@@ -414,7 +415,11 @@ impl<P: HostPlatform> InFlight<P> {
         let complete = fenced && result.is_ok() && failed.is_none();
         let run = super::dump::RunInfo { epoch: self.epoch, runtime: self.runtime, complete };
         let locate = |addr: u64| inner.allocs.locate(addr);
-        let report = collector.map(|c| c.finish(&inner.dev, complete, run, &locate));
+        let report = collector.map(|mut c| {
+            let r = c.finish(&inner.dev, complete, run, &locate);
+            inner.slot_mem[self.slot.slot].lock().dump_buffers = c.into_buffers();
+            r
+        });
         match (result, failed, report) {
             (Ok(_), Some(e), _) => Err(e),
             // The collection failed mid-run, so the host stopped draining and the resident

@@ -214,6 +214,7 @@ impl<P: HostPlatform> Device<P> {
                 trace: None,
                 dump_mem: None,
                 dump: None,
+                dump_buffers: Default::default(),
                 resident: None,
             }));
         }

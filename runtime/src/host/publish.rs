@@ -33,6 +33,8 @@ pub(crate) struct SlotMem {
     pub(crate) dump_mem: Option<(GmAddr, u64)>,
     /// The collector of the dumping run published in this slot (taken by its launch).
     pub(crate) dump: Option<DumpRegion>,
+    /// The host memory the slot's last collector filled, for its next one.
+    pub(crate) dump_buffers: super::dump::CollectorBuffers,
     /// The resident executor's scheduler state (allocated by the first resident run of the
     /// slot, kept for its later ones; rewritten whole before every resident run).
     pub(crate) resident: Option<(GmAddr, u64)>,
@@ -248,7 +250,7 @@ impl<P: HostPlatform> Device<P> {
                         inner.allocs.device()
                     ))
                 });
-                match super::dump::Collector::create(l, level, &dir) {
+                match super::dump::Collector::create(l, level, &dir, core::mem::take(&mut mem.dump_buffers)) {
                     Ok(collector) => mem.dump = Some(DumpRegion { collector }),
                     Err(source) => return Err(Error::DumpFiles { path: dir, why: source.to_string() }),
                 }

@@ -166,6 +166,56 @@ fn full_records_in_outs_at_both_stages_with_offsets_and_func_ids() {
     }
 }
 
+/// The host memory a pipeline slot's collector filled is reused by the slot's next dumping
+/// run and carries nothing into it: after a larger dump in each slot, a small graph's manifest
+/// holds exactly its own records (tasks, arguments, stages, element offsets, values and
+/// payloads), as on the device's first dump, on both executors.
+#[test]
+fn a_dump_after_a_larger_one_holds_only_its_own_records() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    // What a record says, less where it sits (lane, sequence, place in `args.bin`).
+    let summary = |d: &Dump| {
+        let mut v: Vec<_> = d
+            .records
+            .iter()
+            .map(|r| ((r.task, r.arg, r.stage, r.offset, r.value, r.payload_len), d.bytes(r).to_vec()))
+            .collect();
+        v.sort();
+        v
+    };
+    for exec in [Executor::Legacy, Executor::Resident] {
+        let cfg = RunConfig::default().with_executor(exec).with_dump(Some(DumpLevel::Full));
+        let (_x, _y, small) = rows(&dev, 3, |_| 0);
+        let (_bx, _by, big) = rows(&dev, 40, |_| 0);
+        let (rep, first) = run_dump(&dev, &small, cfg.clone(), "reuse-first");
+        let want = summary(&first);
+        assert_eq!(rep.dump.unwrap().accounting.collected, want.len() as u64);
+        assert!(want.iter().any(|r| r.0.2 == Stage::AfterCompletion), "{exec:?}: outputs recorded");
+        // Two pipeline slots: a larger dump in each before the small graph runs in each again.
+        for round in 0..2 {
+            let (_, b) = run_dump(&dev, &big, cfg.clone(), "reuse-big");
+            assert!(b.records.len() > want.len(), "{exec:?}");
+            for again in 0..2 {
+                // Every run of `small` adds x to y again, so y's payloads differ from run to run;
+                // everything else a record says does not.
+                let (rep, d) = run_dump(&dev, &small, cfg.clone(), "reuse-again");
+                let got = summary(&d);
+                assert_eq!(rep.dump.unwrap().accounting.collected, got.len() as u64, "{exec:?} {round} {again}");
+                assert_eq!(
+                    got.iter().map(|r| r.0).collect::<Vec<_>>(),
+                    want.iter().map(|r| r.0).collect::<Vec<_>>(),
+                    "{exec:?} round {round} run {again}: the records themselves"
+                );
+                // x (argument 0) never changes: its payloads are the first run's, byte for byte.
+                for (g, w) in got.iter().zip(&want).filter(|(g, _)| g.0.1 == 0) {
+                    assert_eq!(g.1, w.1, "{exec:?}: task {} input payload", g.0.0);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn a_strided_view_is_captured_element_by_element() {
     let _s = serial();

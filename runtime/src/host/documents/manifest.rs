@@ -105,16 +105,13 @@ pub(crate) enum BodyOut<'a> {
 
 /// Writes `args_dump.json` record by record, as the collector produces them: the same text
 /// [`Manifest::write_json`] writes for the same manifest (the documents' tests compare the two
-/// on records of every shape), without building the manifest's owned records first. Every
-/// name and enum value is written as serde spells it; integers through `itoa`, as
-/// `serde_json` does.
+/// on records of every shape), without building the manifest's owned records first. Each
+/// record's text is made by a [`RecordText`] beforehand (the collector makes it while the run
+/// is still in flight, when the host thread is otherwise waiting) and given here in the
+/// manifest's order.
 pub(crate) struct ManifestWriter<W: std::io::Write> {
     out: W,
     records: u64,
-    /// One record's text, reused.
-    buf: Vec<u8>,
-    /// The JSON text of each element type met so far (`"f32"`), by its code.
-    dtypes: Vec<(u32, Vec<u8>)>,
 }
 
 impl<W: std::io::Write> ManifestWriter<W> {
@@ -132,70 +129,17 @@ impl<W: std::io::Write> ManifestWriter<W> {
         out.write_all(b",\"bin_format\":")?;
         serde_json::to_writer(&mut out, &bin_format)?;
         out.write_all(b",\"records\":[")?;
-        Ok(ManifestWriter { out, records: 0, buf: Vec::with_capacity(512), dtypes: Vec::new() })
+        Ok(ManifestWriter { out, records: 0 })
     }
 
-    /// Append one record.
-    pub(crate) fn record(&mut self, r: &RecordOut<'_>) -> std::io::Result<()> {
-        let mut b = core::mem::take(&mut self.buf);
-        b.clear();
+    /// Append one record, `text` as [`RecordText::render`] made it.
+    pub(crate) fn record(&mut self, text: &[u8]) -> std::io::Result<()> {
         if self.records > 0 {
-            b.push(b',');
+            self.out.write_all(b",")?;
         }
-        let kind: &[u8] = match r.body {
-            BodyOut::Tensor { .. } => b"{\"kind\":\"tensor\"",
-            BodyOut::Scalar { .. } => b"{\"kind\":\"scalar\"",
-        };
-        b.extend_from_slice(kind);
-        int(&mut b, b",\"task\":", r.task as u64);
-        list(&mut b, b",\"func_ids\":", r.func_ids.iter().map(|&f| f as u64));
-        name(&mut b, b",\"stage\":", r.stage.name());
-        int(&mut b, b",\"arg\":", r.arg as u64);
-        name(&mut b, b",\"direction\":", r.direction.name());
-        int(&mut b, b",\"lane\":", r.lane as u64);
-        int(&mut b, b",\"seq\":", r.seq);
-        match r.body {
-            BodyOut::Tensor {
-                dtype,
-                shape,
-                strides,
-                offset,
-                addr,
-                payload_offset,
-                payload_len,
-                view_bytes,
-                truncated,
-            } => {
-                b.extend_from_slice(b",\"dtype\":");
-                match dtype {
-                    Some(d) => b.extend_from_slice(self.dtype_json(d)?),
-                    None => b.extend_from_slice(b"null"),
-                }
-                list(&mut b, b",\"shape\":", shape.iter().map(|&v| v as u64));
-                list(&mut b, b",\"strides\":", strides.iter().map(|&v| v as u64));
-                match offset {
-                    Some(o) => int(&mut b, b",\"offset\":", o),
-                    None => b.extend_from_slice(b",\"offset\":null"),
-                }
-                b.extend_from_slice(b",\"addr\":\"0x");
-                let mut hex = [0u8; 16];
-                let digits = hex_digits(addr, &mut hex);
-                b.extend_from_slice(digits);
-                b.push(b'"');
-                int(&mut b, b",\"payload_offset\":", payload_offset);
-                int(&mut b, b",\"payload_len\":", payload_len);
-                int(&mut b, b",\"view_bytes\":", view_bytes);
-                b.extend_from_slice(if truncated { b",\"truncated\":true}" } else { b",\"truncated\":false}" });
-            }
-            BodyOut::Scalar { value } => {
-                int(&mut b, b",\"value\":", value);
-                b.extend_from_slice(b",\"dtype\":null}");
-            }
-        }
-        let r = self.out.write_all(&b);
-        self.buf = b;
+        self.out.write_all(text)?;
         self.records += 1;
-        r
+        Ok(())
     }
 
     /// End the document with its `accounting`; returns the writer.
@@ -205,18 +149,50 @@ impl<W: std::io::Write> ManifestWriter<W> {
         self.out.write_all(b"}")?;
         Ok(self.out)
     }
+}
 
-    /// `d`'s JSON text (a quoted name), as serde writes it.
-    fn dtype_json(&mut self, d: DType) -> std::io::Result<&[u8]> {
-        let code = u32::from(d);
-        let at = match self.dtypes.iter().position(|(c, _)| *c == code) {
-            Some(i) => i,
-            None => {
-                self.dtypes.push((code, serde_json::to_vec(&d).map_err(std::io::Error::from)?));
-                self.dtypes.len() - 1
+/// Append the JSON text of manifest record `r` to `b` (an element of `records`, without the
+/// comma between elements): every name and enum value as serde spells it (the documents'
+/// tests check each name against serde's), integers through `itoa`, as `serde_json` does.
+pub(crate) fn render(r: &RecordOut<'_>, b: &mut Vec<u8>) {
+    let kind: &[u8] = match r.body {
+        BodyOut::Tensor { .. } => b"{\"kind\":\"tensor\"",
+        BodyOut::Scalar { .. } => b"{\"kind\":\"scalar\"",
+    };
+    b.extend_from_slice(kind);
+    int(b, b",\"task\":", r.task as u64);
+    list(b, b",\"func_ids\":", r.func_ids.iter().map(|&f| f as u64));
+    name(b, b",\"stage\":", r.stage.name());
+    int(b, b",\"arg\":", r.arg as u64);
+    name(b, b",\"direction\":", r.direction.name());
+    int(b, b",\"lane\":", r.lane as u64);
+    int(b, b",\"seq\":", r.seq);
+    match r.body {
+        BodyOut::Tensor { dtype, shape, strides, offset, addr, payload_offset, payload_len, view_bytes, truncated } => {
+            match dtype {
+                Some(d) => name(b, b",\"dtype\":", d.name()),
+                None => b.extend_from_slice(b",\"dtype\":null"),
             }
-        };
-        Ok(&self.dtypes[at].1)
+            list(b, b",\"shape\":", shape.iter().map(|&v| v as u64));
+            list(b, b",\"strides\":", strides.iter().map(|&v| v as u64));
+            match offset {
+                Some(o) => int(b, b",\"offset\":", o),
+                None => b.extend_from_slice(b",\"offset\":null"),
+            }
+            b.extend_from_slice(b",\"addr\":\"0x");
+            let mut hex = [0u8; 16];
+            let digits = hex_digits(addr, &mut hex);
+            b.extend_from_slice(digits);
+            b.push(b'"');
+            int(b, b",\"payload_offset\":", payload_offset);
+            int(b, b",\"payload_len\":", payload_len);
+            int(b, b",\"view_bytes\":", view_bytes);
+            b.extend_from_slice(if truncated { b",\"truncated\":true}" } else { b",\"truncated\":false}" });
+        }
+        BodyOut::Scalar { value } => {
+            int(b, b",\"value\":", value);
+            b.extend_from_slice(b",\"dtype\":null}");
+        }
     }
 }
 
