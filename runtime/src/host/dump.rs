@@ -127,6 +127,26 @@ pub(crate) struct CollectorBuffers {
     order: Vec<(SortKey, u32)>,
 }
 
+/// The most bytes one of a slot's kept buffers may hold between runs: one very large dump
+/// does not pin its memory for the device's lifetime (a full dump of 100 000 tasks writes
+/// about 50 MiB of manifest text; 1000 tasks, half a megabyte).
+pub(crate) const KEPT_BUFFER_BYTES: usize = 16 << 20;
+
+impl CollectorBuffers {
+    /// These buffers, less any that holds more than [`KEPT_BUFFER_BYTES`] (freed).
+    fn bounded(self) -> CollectorBuffers {
+        fn keep<T>(v: Vec<T>) -> Vec<T> {
+            if v.capacity() * core::mem::size_of::<T>() > KEPT_BUFFER_BYTES { Vec::new() } else { v }
+        }
+        CollectorBuffers {
+            records: keep(self.records),
+            text: keep(self.text),
+            scratch: keep(self.scratch),
+            order: keep(self.order),
+        }
+    }
+}
+
 /// Drains a run's lanes into its dump directory.
 pub(crate) struct Collector {
     l: DumpLayout,
@@ -187,9 +207,10 @@ impl Collector {
         })
     }
 
-    /// The memory this collector filled, for the next one.
+    /// The memory this collector filled, for the next one (a buffer larger than
+    /// [`KEPT_BUFFER_BYTES`] is freed instead).
     pub(crate) fn into_buffers(self) -> CollectorBuffers {
-        CollectorBuffers { records: self.records, text: self.text, scratch: self.scratch, order: self.order }
+        CollectorBuffers { records: self.records, text: self.text, scratch: self.scratch, order: self.order }.bounded()
     }
 
     /// Take every buffer the lanes published so far; returns how many. `locate` gives the base
@@ -679,6 +700,19 @@ mod tests {
             out.push(Collected { lane: i % 3, rec: r, bin: i as u64 * 4096, text: 0..0 });
         }
         out
+    }
+
+    /// A slot keeps a collector's buffers for its next run only up to a bound each: a buffer
+    /// past it is freed, one within it is kept with its memory.
+    #[test]
+    fn a_slot_keeps_no_buffer_past_the_bound() {
+        let big = Vec::<u8>::with_capacity(KEPT_BUFFER_BYTES + 1);
+        let small = Vec::<u8>::with_capacity(4096);
+        let order = Vec::<(SortKey, u32)>::with_capacity(KEPT_BUFFER_BYTES / 24 + 1);
+        let b = CollectorBuffers { records: Vec::new(), text: big, scratch: small, order }.bounded();
+        assert_eq!(b.text.capacity(), 0, "a text buffer past the bound is freed");
+        assert_eq!(b.order.capacity(), 0, "the bound counts bytes, not elements");
+        assert!(b.scratch.capacity() >= 4096, "a buffer within the bound is kept");
     }
 
     /// A file rewritten through `overwrite` and `cut` holds the new text alone, whether the
