@@ -332,21 +332,18 @@ impl Collector {
         self.render(locate);
         // The records in the manifest's order, sorted by key and index (a lane's sequence
         // numbers are unique, so the order is total: what a stable sort of the records gives).
-        let mut order = core::mem::take(&mut self.order);
-        order.extend(self.records.iter().enumerate().map(|(i, c)| (sort_key(c), i as u32)));
-        order.sort_unstable();
+        self.order.extend(self.records.iter().enumerate().map(|(i, c)| (sort_key(c), i as u32)));
+        self.order.sort_unstable();
         let file = overwrite(&self.dir.join("args_dump.json")).map_err(CollectError::Io)?;
         let out = std::io::BufWriter::with_capacity(1 << 16, file);
         let write = || -> std::io::Result<()> {
             let mut w = ManifestWriter::begin(out, run, self.level)?;
-            for &(_, i) in &order {
+            for &(_, i) in &self.order {
                 w.record(&self.text[self.records[i as usize].text.clone()])?;
             }
             cut(&mut w.end(accounting)?.into_inner().map_err(|e| e.into_error())?)
         };
-        let written = write();
-        self.order = order;
-        written.map_err(CollectError::Io)?;
+        write().map_err(CollectError::Io)?;
         Ok(DumpReport { dir: self.dir.clone(), level: self.level, accounting, payload_bytes: self.bin_len })
     }
 }
@@ -391,7 +388,7 @@ fn sort_key(c: &Collected) -> SortKey {
 pub(crate) type Locate<'a> = &'a dyn Fn(u64) -> Option<u64>;
 
 /// Append `c`'s manifest record to `out`: the text of the [`ManifestRecord`] that
-/// [`manifest_record`] makes of it, without building it.
+/// `manifest_record` (the unit tests') makes of it, without building it.
 fn render_record(c: &Collected, locate: Locate<'_>, out: &mut Vec<u8>) {
     let r = &c.rec;
     let n = (r.ndims as usize).min(5);

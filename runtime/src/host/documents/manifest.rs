@@ -106,8 +106,8 @@ pub(crate) enum BodyOut<'a> {
 /// Writes `args_dump.json` record by record, as the collector produces them: the same text
 /// [`Manifest::write_json`] writes for the same manifest (the documents' tests compare the two
 /// on records of every shape), without building the manifest's owned records first. Each
-/// record's text is made by a [`RecordText`] beforehand (the collector makes it while the run
-/// is still in flight, when the host thread is otherwise waiting) and given here in the
+/// record's text is made by [`render`] beforehand (the collector makes it while the run is
+/// still in flight, when the host thread is otherwise waiting) and given here in the
 /// manifest's order.
 pub(crate) struct ManifestWriter<W: std::io::Write> {
     out: W,
@@ -132,7 +132,7 @@ impl<W: std::io::Write> ManifestWriter<W> {
         Ok(ManifestWriter { out, records: 0 })
     }
 
-    /// Append one record, `text` as [`RecordText::render`] made it.
+    /// Append one record, `text` as [`render`] made it.
     pub(crate) fn record(&mut self, text: &[u8]) -> std::io::Result<()> {
         if self.records > 0 {
             self.out.write_all(b",")?;
