@@ -2,6 +2,7 @@
 //! the write-back policy, the cluster's), range maintenance (clean, invalidate) and barriers.
 
 use parking_lot::MutexGuard;
+use std::sync::atomic::Ordering;
 
 use super::line::{CLine, NONE, Stamp, lines, span_in};
 use super::model::{AgentState, Faithful, is_aicpu, is_core, lock, remove_key};
@@ -28,7 +29,7 @@ impl Faithful {
                 // A line the cluster holds dirty is what every AICPU thread reads.
                 let mut found = None;
                 let served = {
-                    let cl = lock(&self.cluster);
+                    let cl = self.cluster_set(line);
                     match cl.lines.get(&line) {
                         Some(l) => {
                             let shard = self.shard(line);
@@ -203,12 +204,12 @@ impl Faithful {
         let mut done = 0usize;
         let mut found = Vec::new();
         {
-            let mut cl = lock(&self.cluster);
             for line in lines(addr, len) {
                 let (lo, hi) = span_in(line, addr, len);
                 remove_key(&mut st, line);
+                let mut cl = self.cluster_set(line);
                 let fresh = !cl.lines.contains_key(&line);
-                if fresh && cl.lines.len() >= self.capacity {
+                if fresh && cl.lines.len() >= self.cluster_set_capacity() {
                     let r = Self::rand(&mut st);
                     let k = cl.keys[(r % cl.keys.len() as u64) as usize];
                     self.cluster_write_back(&mut st, a, &mut cl, k, gm);
@@ -220,7 +221,7 @@ impl Faithful {
                     // A record made just now is the default one: what a never-written line's
                     // fill sees. The copy is a reused one when there is one (its per-byte
                     // origins' storage too): no allocation per fill.
-                    let mut l = cl.spare.pop().unwrap_or_else(CLine::blank);
+                    let mut l = st.spare.pop().unwrap_or_else(CLine::blank);
                     gm.read_bytes(off + line - addr, &mut l.data);
                     let others_dirty = m.dirty_by & !self.aicpu_mask() != 0;
                     let lw = m.last_writer;
@@ -232,6 +233,7 @@ impl Faithful {
                     l.owned = false;
                     l.key = cl.keys.len() as u32;
                     cl.lines.insert(line, l);
+                    self.cluster_lines.fetch_add(1, Ordering::Relaxed);
                     cl.keys.push(line);
                 }
                 let l = cl.lines.get_mut(&line).expect("inserted above");
@@ -285,13 +287,12 @@ impl Faithful {
     }
 
     pub(super) fn clean_cluster(&self, st: &mut AgentState, a: u16, addr: u64, len: u64, gm: &Gm) {
-        if is_aicpu(self.n_aicpu, a) && self.aicpu_wb() {
-            let mut cl = lock(&self.cluster);
-            if cl.lines.is_empty() {
-                return;
-            }
+        if is_aicpu(self.n_aicpu, a) && self.aicpu_wb() && self.cluster_lines.load(Ordering::Relaxed) > 0 {
             for line in lines(addr, len) {
-                self.cluster_write_back(st, a, &mut cl, line, gm);
+                let mut cl = self.cluster_set(line);
+                if !cl.lines.is_empty() {
+                    self.cluster_write_back(st, a, &mut cl, line, gm);
+                }
             }
         }
     }

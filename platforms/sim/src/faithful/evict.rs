@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::line::{CLine, Cluster, LineMeta, NONE, PerByte, Stamp, gm_offset, lines};
-use super::model::{AgentState, Faithful, is_aicpu, is_core, lock, remove_key};
+use super::model::{AgentState, Faithful, is_aicpu, is_core, keep_spare, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
 
@@ -30,26 +30,34 @@ impl Faithful {
         }
     }
 
-    /// An AICPU access may evict one of the cluster's dirty lines (write-back policy).
+    /// An AICPU access may evict one of the cluster's dirty lines (write-back policy): a line of
+    /// a set chosen at random, or of the next set that holds any (one set locked at a time), so
+    /// an eviction drawn while the cluster holds a line always evicts one.
     pub(super) fn maybe_evict_cluster(&self, st: &mut AgentState, a: u16, gm: &Gm) {
         let p = self.evict_per_mille.load(Ordering::Relaxed) as u64;
-        if p == 0 || Self::rand(st) % 1000 >= p {
+        if p == 0 || Self::rand(st) % 1000 >= p || self.cluster_lines.load(Ordering::Relaxed) == 0 {
             return;
         }
         let r = Self::rand(st);
-        let mut cl = lock(&self.cluster);
-        if cl.keys.is_empty() {
+        let sets = self.cluster.len();
+        let first = (r % sets as u64) as usize;
+        for i in 0..sets {
+            let mut cl = lock(&self.cluster[(first + i) % sets]);
+            if cl.keys.is_empty() {
+                continue;
+            }
+            let k = cl.keys[((r / sets as u64) % cl.keys.len() as u64) as usize];
+            self.cluster_write_back(st, a, &mut cl, k, gm);
             return;
         }
-        let k = cl.keys[(r % cl.keys.len() as u64) as usize];
-        self.cluster_write_back(st, a, &mut cl, k, gm);
     }
 
     /// AICPU thread `a` writes the cluster's dirty copy of `line` back (whole line) and drops it.
     pub(super) fn cluster_write_back(&self, st: &mut AgentState, a: u16, cl: &mut Cluster, line: u64, gm: &Gm) {
         let Some(l) = cl.remove(line) else { return };
+        self.cluster_lines.fetch_sub(1, Ordering::Relaxed);
         if l.dirty == 0 {
-            cl.recycle(l);
+            keep_spare(st, l);
             return;
         }
         let stamp = st.vc[a as usize];
@@ -78,7 +86,7 @@ impl Faithful {
         if let Some(off) = gm_offset(line) {
             gm.write_bytes(off, &l.data);
         }
-        cl.recycle(l);
+        keep_spare(st, l);
         st.unfenced = true;
         if let Some((b, w)) = clobber {
             let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);

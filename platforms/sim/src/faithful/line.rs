@@ -261,24 +261,11 @@ impl Records {
 pub(super) struct Cluster {
     pub(super) lines: LineMap<Box<CLine>>,
     pub(super) keys: Vec<u64>,
-    /// Copies written back and dropped, reused by the next fills (no allocation per fill).
-    #[allow(clippy::vec_box)]
-    pub(super) spare: Vec<Box<CLine>>,
 }
-
-/// Dropped copies the cluster keeps for reuse.
-const SPARE_LINES: usize = 32;
 
 impl Cluster {
     pub(super) fn remove(&mut self, line: u64) -> Option<Box<CLine>> {
         take_line(&mut self.lines, &mut self.keys, line)
-    }
-
-    /// Keep the dropped copy `l` for a later fill.
-    pub(super) fn recycle(&mut self, l: Box<CLine>) {
-        if self.spare.len() < SPARE_LINES {
-            self.spare.push(l);
-        }
     }
 }
 

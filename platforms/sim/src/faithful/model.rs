@@ -4,7 +4,7 @@
 
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::line::{CLine, Cluster, LINE, LineMap, NONE, PAGE_LINES, Records, lines, span_in};
 use crate::config::AicpuWritePolicy;
@@ -117,10 +117,18 @@ pub struct Faithful {
     pub(super) aicpu_write_back: std::sync::atomic::AtomicBool,
     pub(super) n_aicpu: u16,
     pub(super) agents: Box<[Mutex<AgentState>]>,
-    /// Lines the AICPU cluster holds dirty (write-back policy): one map for the whole cluster,
-    /// so a line one thread dirtied is what every thread reads. A line here has no copy in any
-    /// AICPU thread's own cache.
-    pub(super) cluster: Mutex<Cluster>,
+    /// Lines the AICPU cluster holds dirty (write-back policy): one cache for the whole
+    /// cluster, so a line one thread dirtied is what every thread reads. A line here has no
+    /// copy in any AICPU thread's own cache. The cache is [`CLUSTER_SETS`] sets of lines, a
+    /// line's set chosen by its address ([`Faithful::cluster_set`]), each set locked on its
+    /// own: the device-side orchestrator and a scheduler thread, on two host threads, store
+    /// to different lines and so seldom wait for each other.
+    pub(super) cluster: Box<[Mutex<Cluster>]>,
+    /// Lines in `cluster`, all sets together: a clean or an eviction draw that finds none locks
+    /// no set. Changed under the set's lock by the insert or removal; a thread reads its own
+    /// changes, and another thread's once the program synchronised with it (the model's host
+    /// state is shared through the host's own atomics and locks, which order this too).
+    pub(super) cluster_lines: AtomicUsize,
     pub(super) shards: Box<[Mutex<Records>]>,
     pub(super) regs: Box<[Mutex<RegSync>]>,
     pub(super) reg_versions: RegVersions,
@@ -138,6 +146,9 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock()
 }
 
+/// Sets of the AICPU cluster's cache; its capacity is spread evenly over them.
+pub(super) const CLUSTER_SETS: usize = 16;
+
 /// Line records an agent keeps for reuse.
 const SPARE_LINES: usize = 32;
 
@@ -147,9 +158,15 @@ pub(super) fn remove_key(st: &mut AgentState, line: u64) {
         if l.dirty != 0 {
             st.dirty_lines -= 1;
         }
-        if st.spare.len() < SPARE_LINES {
-            st.spare.push(l);
-        }
+        keep_spare(st, l);
+    }
+}
+
+/// Keeps the dropped line record `l` for the agent's next fill (its own cache's or, for an
+/// AICPU thread, the cluster's), up to [`SPARE_LINES`].
+pub(super) fn keep_spare(st: &mut AgentState, l: Box<CLine>) {
+    if st.spare.len() < SPARE_LINES {
+        st.spare.push(l);
     }
 }
 
@@ -182,7 +199,8 @@ impl Faithful {
                     })
                 })
                 .collect(),
-            cluster: Mutex::new(Cluster::default()),
+            cluster: (0..CLUSTER_SETS).map(|_| Mutex::new(Cluster::default())).collect(),
+            cluster_lines: AtomicUsize::new(0),
             shards: (0..64).map(|_| Mutex::new(Records::default())).collect(),
             regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
             reg_versions: RegVersions::new(n, cores as usize * 2),
@@ -255,7 +273,10 @@ impl Faithful {
         self.reg_versions.reset();
         lock(&self.words).clear();
         *lock(&self.aicpu_shared) = SharedClock { vc: vec![0; n], version: 0 };
-        *lock(&self.cluster) = Cluster::default();
+        for set in self.cluster.iter() {
+            *lock(set) = Cluster::default();
+        }
+        self.cluster_lines.store(0, Ordering::Relaxed);
     }
 
     /// AICPU thread `a` exchanges what it knows with the other AICPU threads (see
@@ -306,6 +327,17 @@ impl Faithful {
     /// Agent id of AICore worker `w`.
     pub fn core_id(&self, w: u32) -> u16 {
         1 + self.n_aicpu + w as u16
+    }
+
+    /// The set of the AICPU cluster's cache that holds `line` when the cluster has it, locked.
+    /// Consecutive lines fall in consecutive sets.
+    pub(super) fn cluster_set(&self, line: u64) -> MutexGuard<'_, Cluster> {
+        lock(&self.cluster[((line / LINE) % CLUSTER_SETS as u64) as usize])
+    }
+
+    /// How many lines one set of the AICPU cluster's cache holds.
+    pub(super) fn cluster_set_capacity(&self) -> usize {
+        (self.capacity / CLUSTER_SETS).max(1)
     }
 
     /// The shard holding `line`'s record (a page's lines share one), locked.

@@ -454,3 +454,36 @@ fn every_aicpu_copy_is_dropped_when_its_line_changes() {
     }
     assert_eq!(missing(&f), []);
 }
+
+#[test]
+fn a_full_set_of_the_aicpu_cluster_makes_room_in_that_set_alone() {
+    // One AICPU thread (1), one core; no random eviction. Lines 16 apart share a set of the
+    // cluster's cache (`CLUSTER_SETS` sets of `capacity / CLUSTER_SETS` lines).
+    let sets = super::model::CLUSTER_SETS as u64;
+    let gm = Gm::new(1 << 20);
+    let a = gm.alloc(64 * 1024, 1024).unwrap().0;
+    let off = gm.offset_of(GmAddr(a), 64).unwrap();
+    let f = Faithful::new(9, 0, false, 1, 1);
+    f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
+    let per_set = (f.capacity / super::model::CLUSTER_SETS) as u64;
+    let stride = 64 * sets;
+    let in_memory = |k: u64| {
+        let mut b = [0u8; 8];
+        gm.read_bytes(off + k * stride, &mut b);
+        b
+    };
+    // The set fills up, and a line of the next set is dirtied: nothing reaches memory.
+    for k in 0..per_set {
+        f.store(CPU, a + k * stride, off + k * stride, &[k as u8 + 1; 8], &gm);
+    }
+    f.store(CPU, a + 64, off + 64, &[99; 8], &gm);
+    assert!((0..per_set).all(|k| in_memory(k) == [0; 8]), "a set below its capacity writes nothing back");
+    // One more line of the full set: exactly one of that set's lines is written back.
+    f.store(CPU, a + per_set * stride, off + per_set * stride, &[0xEE; 8], &gm);
+    let back: Vec<u64> = (0..per_set).filter(|&k| in_memory(k) == [k as u8 + 1; 8]).collect();
+    assert_eq!(back.len(), 1, "the full set made room by writing back one of its own lines: {back:?}");
+    let mut other = [0u8; 8];
+    gm.read_bytes(off + 64, &mut other);
+    assert_eq!(other, [0; 8], "the other set's dirty line stays in the cluster");
+    assert_eq!(missing(&f), vec![]);
+}
