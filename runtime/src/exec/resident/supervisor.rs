@@ -77,8 +77,10 @@ pub fn supervise<A: AicpuAgent>(
             lifecycle::latch(a, map.desc, f, "");
             return c;
         }
-        if stepped.0 {
-            // Answered a request: its core asks again at once; look again without sleeping.
+        if stepped.0 && service.as_deref().is_some_and(|s| s.pending()) {
+            // Answered a request while another one waits its turn: serve it without sleeping.
+            // A request written since the last scan (a core asking again after its answer)
+            // ends the wait below at once: it moved the counter the wait is based on.
             continue;
         }
         let until = last_progress.saturating_add(watchdog + 1);

@@ -473,8 +473,11 @@ impl Boundary {
         self.ask(a);
         let ack_line = GmAddr(self.l.ack(self.w));
         loop {
-            // The tick the look was based on; `None`: the line changed during the read.
-            let seen = read_ack(a, ack_line).map(|ack| (ack, ack.tick));
+            // The tick the look was based on; `None`: the line changed during the read. A tick
+            // other than this request's is an earlier answer (or none yet): the rest of the
+            // line is not read.
+            let tick = a.query(ack_line.offset(capture_ack::TICK));
+            let seen = if tick == r.tick { read_ack(a, ack_line).map(|ack| (ack, ack.tick)) } else { None };
             if let Some((ack, _)) = seen
                 && ack.identity == (self.epoch, task as u64, seq)
                 && ack.tick == r.tick
@@ -510,9 +513,14 @@ impl Boundary {
             if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
-            // `None`: being rewritten (tick 0, wait for the new one) or changed during the
-            // read (the tick is not 0 any more: the wait ends at once).
-            let tick = seen.map_or(0, |(_, tick)| tick);
+            // Not read whole (an earlier answer's tick, or 0 while the line is rewritten): wait
+            // for the tick to change from the one read. Read whole but changed during the read
+            // (`None`): the tick is not 0 any more, so a wait based on 0 ends at once.
+            let tick = match seen {
+                Some((_, t)) => t,
+                None if tick == r.tick => 0,
+                None => tick,
+            };
             self.pause(a, ack_line.offset(capture_ack::TICK), tick, w.deadline);
         }
     }

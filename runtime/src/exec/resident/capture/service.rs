@@ -232,6 +232,13 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         answered
     }
 
+    /// Whether a request this service has read asked since its last answer (it can be served
+    /// without another request being written): after a step that answered one request, another
+    /// may be waiting its turn.
+    pub fn pending(&self) -> bool {
+        (0..self.cores.len()).any(|i| self.asking(i))
+    }
+
     /// Whether served core `i` has a request in flight that asked since its last answer.
     fn asking(&self, i: usize) -> bool {
         self.cores[i].req.is_some_and(|r| r.tick != r.answered)
