@@ -18,10 +18,10 @@
 //!     emits the whole line, as an AICore's does. The AICPU threads are one coherent SMP
 //!     cluster: a line one thread dirtied is what every AICPU thread reads (the model keeps
 //!     AICPU-dirty lines in one cluster-level cache of 16 sets, a line's set chosen by its
-//!     address, and a line there has no copy in any thread's own cache). Another agent's cached or device-direct read, and a host D2H read,
-//!     see memory. Under the host-coherent contract (a5) the contract's premise — completed
-//!     AICPU GM writes are visible to every consumer without a clean — makes `back` behave as
-//!     `through`.
+//!     address, and a line there has no copy in any thread's own cache). Another agent's
+//!     cached or device-direct read, and a host D2H read, see memory. Under the host-coherent
+//!     contract (a5) the contract's premise — completed AICPU GM writes are visible to every
+//!     consumer without a clean — makes `back` behave as `through`.
 //!
 //!   Either way an AICore write-back drops the AICPU threads' copies of the line (one coherence
 //!   domain on the read side), and host DMA writes memory, not caches: with the
@@ -46,7 +46,8 @@
 //! a time, then a line shard; the shared AICPU clock and the word clocks are taken under an
 //! agent's state only. An AICPU thread never holds two agent locks (it drops other threads'
 //! copies after releasing its own); an AICore holds its own and then one AICPU thread's at a
-//! time; nobody takes an agent lock or a cluster set's lock while holding a shard. So no cycle, hence no deadlock.
+//! time; nobody takes an agent lock or a cluster set's lock while holding a shard. So no
+//! cycle, hence no deadlock.
 //! Two paths take fewer: a register read that finds the register unwritten since the reader
 //! last acquired it takes no lock at all (per-register write counts and per-agent seen counts,
 //! atomics; tested by `a_register_read_acquires_each_new_write_and_nothing_else`), and a host
