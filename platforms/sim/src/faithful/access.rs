@@ -289,10 +289,7 @@ impl Faithful {
     pub(super) fn clean_cluster(&self, st: &mut AgentState, a: u16, addr: u64, len: u64, gm: &Gm) {
         if is_aicpu(self.n_aicpu, a) && self.aicpu_wb() && self.cluster_lines.load(Ordering::Relaxed) > 0 {
             for line in lines(addr, len) {
-                let mut cl = self.cluster_set(line);
-                if !cl.lines.is_empty() {
-                    self.cluster_write_back(st, a, &mut cl, line, gm);
-                }
+                self.cluster_write_back(st, a, &mut self.cluster_set(line), line, gm);
             }
         }
     }
