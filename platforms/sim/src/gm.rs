@@ -132,6 +132,35 @@ impl Gm {
         }
     }
 
+    /// Copy the 64 bytes at arena offset `off` into `dst`: a cache line's fill. At an offset
+    /// that is a multiple of 8 (every line's is) it is eight word loads and nothing else;
+    /// otherwise it is [`Gm::read_bytes`].
+    #[inline]
+    pub fn read_line(&self, off: u64, dst: &mut [u8; 64]) {
+        if off % 8 != 0 {
+            return self.read_bytes(off, dst);
+        }
+        let at = (off / 8) as usize;
+        for (w, c) in self.words[at..at + 8].iter().zip(dst.chunks_exact_mut(8)) {
+            c.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
+    }
+
+    /// Copy the 64 bytes of `src` to arena offset `off`: a cache line's write-back. At an
+    /// offset that is a multiple of 8 it is eight word stores; otherwise [`Gm::write_bytes`].
+    #[inline]
+    pub fn write_line(&self, off: u64, src: &[u8; 64]) {
+        if off % 8 != 0 {
+            return self.write_bytes(off, src);
+        }
+        let at = (off / 8) as usize;
+        for (w, c) in self.words[at..at + 8].iter().zip(src.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            w.store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+    }
+
     /// Copy `src` to arena offset `off`: the whole words between a partial first and last one
     /// are stored (one store each); the partial ones are merged into what memory holds.
     pub fn write_bytes(&self, off: u64, src: &[u8]) {
@@ -252,6 +281,28 @@ mod tests {
         gm.free(a).unwrap();
         assert_eq!(gm.free(a), Err(SimError::BadFree(a)));
         assert_eq!(gm.allocated_bytes(), 0);
+    }
+
+    /// A line read or written whole is the same 64 bytes as the byte-range access gives, at a
+    /// word-aligned offset (eight word accesses) and at every unaligned one (the fallback).
+    #[test]
+    fn whole_lines_agree_with_byte_ranges_at_aligned_and_unaligned_offsets() {
+        let gm = Gm::new(4096);
+        let a = gm.alloc(256, 64).unwrap();
+        let base = gm.offset_of(a, 256).unwrap();
+        for off in [0u64, 8, 64, 1, 3, 7, 13, 63] {
+            let line: [u8; 64] = std::array::from_fn(|i| (i as u8).wrapping_mul(7).wrapping_add(off as u8));
+            gm.write_bytes(base, &[0x5A; 256]);
+            gm.write_line(base + off, &line);
+            let mut whole = [0u8; 256];
+            gm.read_bytes(base, &mut whole);
+            assert_eq!(&whole[off as usize..off as usize + 64], &line, "written at {off}");
+            assert!(whole[..off as usize].iter().all(|&b| b == 0x5A), "bytes before {off} kept");
+            assert!(whole[off as usize + 64..].iter().all(|&b| b == 0x5A), "bytes after {off} kept");
+            let mut back = [0u8; 64];
+            gm.read_line(base + off, &mut back);
+            assert_eq!(back, line, "read at {off}");
+        }
     }
 
     /// Reads, writes and fills at every offset and length over a few words agree with a plain

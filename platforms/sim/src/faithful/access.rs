@@ -222,7 +222,7 @@ impl Faithful {
                     // fill sees. The copy is a reused one when there is one (its per-byte
                     // origins' storage too): no allocation per fill.
                     let mut l = st.spare.pop().unwrap_or_else(CLine::blank);
-                    gm.read_bytes(off + line - addr, &mut l.data);
+                    gm.read_line(off + line - addr, &mut l.data);
                     let others_dirty = m.dirty_by & !self.aicpu_mask() != 0;
                     let lw = m.last_writer;
                     let ordered = lw == NONE || lw == a || st.vc[lw as usize] >= m.last_wb_t;

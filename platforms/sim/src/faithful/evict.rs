@@ -84,7 +84,7 @@ impl Faithful {
             m.dirty_by &= !self.aicpu_mask();
         }
         if let Some(off) = gm_offset(line) {
-            gm.write_bytes(off, &l.data);
+            gm.write_line(off, &l.data);
         }
         keep_spare(st, l);
         st.unfenced = true;
@@ -118,7 +118,7 @@ impl Faithful {
         // The record is written in place (a reused one when there is one): no line-sized
         // temporaries are built and copied.
         let mut l = st.spare.pop().unwrap_or_else(CLine::blank);
-        gm.read_bytes(off_line, &mut l.data);
+        gm.read_line(off_line, &mut l.data);
         debug_assert!(meta.is_some() || !is_aicpu(self.n_aicpu, a), "an AICPU thread's fill marks the line's record");
         match meta {
             Some(m) => {
@@ -216,7 +216,7 @@ impl Faithful {
             l.fill_gen = m.r#gen;
         }
         if let Some(off) = gm_offset(line) {
-            gm.write_bytes(off, &l.data);
+            gm.write_line(off, &l.data);
         }
         l.dirty = 0;
         st.dirty_lines -= 1;
