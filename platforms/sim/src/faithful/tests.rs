@@ -487,3 +487,32 @@ fn a_full_set_of_the_aicpu_cluster_makes_room_in_that_set_alone() {
     assert_eq!(other, [0; 8], "the other set's dirty line stays in the cluster");
     assert_eq!(missing(&f), vec![]);
 }
+
+/// A join of two vector clocks is their entrywise maximum as unsigned numbers, at every length
+/// (whole vectors of eight and four entries and the rest after them) and for entries on both
+/// sides of 2^31 (a signed comparison would take 2^31 for the smaller): whichever instruction
+/// set the host's processor offers the join.
+#[test]
+fn a_join_is_the_entrywise_unsigned_maximum_at_every_length() {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Small clocks, clocks past 2^31 and the extremes.
+        match x % 4 {
+            0 => (x >> 40) as u32 % 100,
+            1 => 0x8000_0000 + (x >> 40) as u32 % 100,
+            2 => u32::MAX - (x >> 40) as u32 % 3,
+            _ => (x >> 32) as u32,
+        }
+    };
+    for n in 0..=80 {
+        let a: Vec<u32> = (0..n).map(|_| next()).collect();
+        let b: Vec<u32> = (0..n).map(|_| next()).collect();
+        let mut joined = a.clone();
+        super::model::join(&mut joined, &b);
+        let want: Vec<u32> = a.iter().zip(&b).map(|(p, q)| *p.max(q)).collect();
+        assert_eq!(joined, want, "length {n}");
+    }
+}
