@@ -228,10 +228,11 @@ fn traced_runs_pass_the_faithful_cache_model() {
     on::<pto::board::SimA5>();
 }
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("pto-trace-test-{}", std::process::id()));
+/// A test's own scratch directory (made; removed when the test ends).
+fn scratch(name: &str) -> pto_testkit::ScratchDir {
+    let d = pto_testkit::ScratchDir::new("pto-trace-test", name);
     std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    d
 }
 
 /// A traced run written to a file as `pto run --trace` writes it, read back with the typed
@@ -239,9 +240,10 @@ fn tmp(name: &str) -> std::path::PathBuf {
 #[test]
 fn a_written_trace_reads_back_through_its_types() {
     let runs = [(RuntimeKind::HostBuiltGraph, Executor::Legacy), (RuntimeKind::TensormapRing, Executor::Auto)];
+    let dir = scratch("reads-back");
     for (rt, e) in runs {
         let (o, t, _) = traced_vector(rt, e);
-        let path = tmp(&format!("{rt}.json"));
+        let path = dir.join(format!("{rt}.json"));
         pto_testkit::write_trace(&o.report, Some(&path), None).unwrap();
         let doc = ChromeTrace::read(&path).unwrap_or_else(|e| panic!("{rt}: {e}"));
         let other = &doc.other_data;
@@ -288,12 +290,13 @@ fn a_written_trace_reads_back_through_its_types() {
 #[test]
 fn a_trace_of_another_version_or_missing_a_field_is_refused_by_name() {
     let (o, t, _) = traced_vector(RuntimeKind::HostBuiltGraph, Executor::Auto);
-    let good = tmp("good.json");
+    let dir = scratch("versions");
+    let good = dir.join("good.json");
     pto_testkit::write_trace(&o.report, Some(&good), None).unwrap();
     let text = std::fs::read_to_string(&good).unwrap();
     let edited = |name: &str, from: &str, to: &str| {
         assert_eq!(text.matches(from).count(), 1, "{from}");
-        let p = tmp(name);
+        let p = dir.join(name);
         std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
         (ChromeTrace::read(&p).unwrap_err(), p)
     };
@@ -413,8 +416,8 @@ fn the_chrome_trace_puts_the_host_phases_on_the_devices_axis() {
         (RuntimeKind::HostBuiltGraph, Executor::Legacy, Some(DumpLevel::Full)),
     ];
     for (rt, e, dump) in runs {
-        let dir = tmp(&format!("host-{rt}-{e}-dump"));
-        let o = pto_testkit::dumped(dump, Some(dir), || {
+        let dir = pto_testkit::ScratchDir::new("pto-trace-test", &format!("host-{rt}-{e}-dump"));
+        let o = pto_testkit::dumped(dump, Some(dir.clone()), || {
             pto_testkit::executed(e, || pto_testkit::traced(true, || pto_testkit::vector(&dev, &k, rt)))
         })
         .unwrap_or_else(|err| panic!("{rt} {e}: {err}"));

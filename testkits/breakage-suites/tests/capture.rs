@@ -51,10 +51,9 @@ fn device_with(faithful: bool, t: Timeouts) -> Dev {
     host::Device::new_in_process(raw, t).unwrap()
 }
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("pto-capture-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// A scratch directory for this test's files, removed when the test ends.
+fn tmp(name: &str) -> pto_testkit::ScratchDir {
+    pto_testkit::ScratchDir::new("pto-capture-test", name)
 }
 
 fn func<P: HostPlatform>(dev: &host::Device<P>, name: &str, ty: CoreType, k: fn(&mut dyn KernelContext)) -> FuncId {
@@ -487,12 +486,13 @@ fn reproducer_a_service_silent_while_a_reservation_is_open_is_caught_every_time(
     let _s = serial();
     let dev = failing_device(false);
     let (g, _tensors) = two_accumulates(&dev);
+    let dir = tmp("silent-while-open");
     let cfg = RunConfig::default()
         .with_dump(Some(DumpLevel::Full))
         .with_dump_arena(64 * 1024)
         .with_aicpu_threads(1)
         .with_executor(Executor::Resident)
-        .with_dump_dir(tmp("silent-while-open"));
+        .with_dump_dir(&dir);
     let _b = breakage::activate(breakage::CAPTURE_HOLD_OPEN | breakage::CAPTURE_SILENT_WHILE_OPEN);
     for rep in 0..3 {
         match dev.run_with(&g, &cfg) {

@@ -23,10 +23,9 @@ fn serial() -> parking_lot::MutexGuard<'static, ()> {
     SERIAL.lock()
 }
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("pto-dump-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// A scratch directory for this test's files, removed when the test ends.
+fn tmp(name: &str) -> pto_testkit::ScratchDir {
+    pto_testkit::ScratchDir::new("pto-dump-test", name)
 }
 
 /// chain513 at Full: every task's input at dispatch and output at completion; task k's output
@@ -346,7 +345,8 @@ fn a_payload_published_without_write_back_is_caught_and_the_correct_lane_passes_
     let dev = device::<SimA2a3>(true);
     let (_x, _y, g) = rows(&dev, 6, |_| 0);
     let _b = breakage::activate(breakage::SKIP_DUMP_CLEAN);
-    let r = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_dir(tmp("broken")));
+    let dir = tmp("broken");
+    let r = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_dir(&dir));
     match r {
         Err(Error::Platform { op, message, .. }) => {
             assert_eq!(op, "args-dump collection", "{message}");

@@ -24,6 +24,7 @@ mod outcome;
 mod outputs;
 mod registry;
 mod run;
+mod scratch;
 mod shapes;
 mod workloads;
 
@@ -47,6 +48,7 @@ pub use outcome::{Failure, Outcome};
 pub use outputs::{dump_summary, failed_dump_summary, trace_path, write_trace};
 pub use registry::{Kernels, Programs, setup, setup_with};
 pub use run::{RUNTIMES, aicored, dumped, dumped_with_arena, executed, run_on, traced};
+pub use scratch::ScratchDir;
 pub use shapes::{Prepared, build_shape};
 pub use workloads::{
     CHAIN_N, MANUAL_N, MIX_TILE, MIX_TILES, TINY_ITERS, TINY_N, VECTOR_N, Workload, chain513, check_chain513_dump,

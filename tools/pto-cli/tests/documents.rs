@@ -2,7 +2,7 @@
 //! types, `pto dump --json` writes numbers as JSON numbers (every dtype, 64-bit integers
 //! exactly), and a file of another version is refused with its name and the versions.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use pto::runtime::dump::DumpLevel;
@@ -10,10 +10,9 @@ use pto::runtime::graph::DType;
 use pto::runtime::host::RunConfig;
 use serde_json::Value;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pto-cli-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// A scratch directory for this test's files, removed when the test ends.
+fn tmp(name: &str) -> pto_testkit::ScratchDir {
+    pto_testkit::ScratchDir::new("pto-cli-test", name)
 }
 
 fn pto(args: &[&str]) -> Output {
@@ -153,7 +152,9 @@ fn a_document_of_another_version_is_refused_with_its_name() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains(&m.display().to_string()) && err.contains("format_version is 7, this reader reads version 1"));
     // A trace, written by `pto run --trace`.
-    let t = tmp("trace.json");
+    let t_dir = tmp("trace");
+    std::fs::create_dir_all(&t_dir).unwrap();
+    let t = t_dir.join("trace.json");
     let o = pto(&["run", "vector", "--runtime", "hbg", "--trace", t.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = pto(&["trace", t.to_str().unwrap(), "--summary"]);
@@ -174,7 +175,9 @@ fn a_document_of_another_version_is_refused_with_its_name() {
 /// its format version; `--trace` lines go to standard error then.
 #[test]
 fn run_json_is_one_object_per_runtime() {
-    let trace = tmp("run-json-trace.json");
+    let trace_dir = tmp("run-json");
+    std::fs::create_dir_all(&trace_dir).unwrap();
+    let trace = trace_dir.join("trace.json");
     let o = pto(&[
         "run",
         "vector",
