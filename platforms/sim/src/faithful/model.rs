@@ -312,10 +312,12 @@ impl Faithful {
     /// records) would stamp a record and its later rewrite of the same heap bytes alike, and a
     /// core reading the rewrite through the line it cached for the first would look fresh.
     ///
-    /// The exchange is a join both ways of the two clocks; between exchanges an AICPU thread's
-    /// clock changes only in the AICPU threads' own entries unless it learned something from
-    /// outside (`foreign`), and the cluster's only in those entries unless its version moved,
-    /// so most exchanges touch those few entries alone.
+    /// The exchange is a join both ways of the two clocks. A thread that learned something from
+    /// outside since its last exchange (`foreign`) joins its whole clock into the cluster's,
+    /// which moves the cluster's version; otherwise its own entry is the only one it can know
+    /// better than the cluster, and publishing it is one store (debug-asserted). Back, a thread
+    /// that saw the cluster's version copies the AICPU threads' entries (the cluster's are then
+    /// at least its own), and one that did not joins the cluster's whole clock.
     pub(super) fn cluster_sync(&self, a: u16, st: &mut AgentState) {
         if a != HOST && !is_core(self.n_aicpu, a) {
             st.vc[a as usize] += 1;
