@@ -165,13 +165,12 @@ impl Faithful {
                     m.last_writer = a;
                     m.last_wb_t = stamp;
                     l.fill_gen = m.r#gen;
+                    // Memory changes with its record, under the shard a fill reads both under.
+                    gm.write_bytes(off + done as u64, &src[done..done + (hi - lo)]);
                 }
             }
             if newly_dirty {
                 st.dirty_lines += 1;
-            }
-            if !core {
-                gm.write_bytes(off + done as u64, &src[done..done + (hi - lo)]);
             }
             done += hi - lo;
             if let Some(v) = violation {
@@ -286,8 +285,13 @@ impl Faithful {
         }
     }
 
+    /// An AICPU thread's clean or invalidate of `[addr, addr+len)` writes back the lines of it
+    /// the cluster holds dirty. A cluster that holds no line at all is not looked at; the count
+    /// is read with an acquire, so a write-back that emptied it (another thread's eviction of
+    /// one of these lines) is in memory when this clean returns, as a `dc cvac` completes a
+    /// write-back already under way (see [`Faithful::cluster_write_back`]).
     pub(super) fn clean_cluster(&self, st: &mut AgentState, a: u16, addr: u64, len: u64, gm: &Gm) {
-        if is_aicpu(self.n_aicpu, a) && self.aicpu_wb() && self.cluster_lines.load(Ordering::Relaxed) > 0 {
+        if is_aicpu(self.n_aicpu, a) && self.aicpu_wb() && self.cluster_lines.load(Ordering::Acquire) > 0 {
             for line in lines(addr, len) {
                 self.cluster_write_back(st, a, &mut self.cluster_set(line), line, gm);
             }

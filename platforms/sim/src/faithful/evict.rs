@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::line::{CLine, Cluster, LineMeta, NONE, PerByte, Stamp, gm_offset, lines};
-use super::model::{AgentState, Faithful, is_aicpu, is_core, keep_spare, lock, remove_key};
+use super::model::{AgentState, Faithful, PausePoint, is_aicpu, is_core, keep_spare, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
 
@@ -53,11 +53,20 @@ impl Faithful {
     }
 
     /// AICPU thread `a` writes the cluster's dirty copy of `line` back (whole line) and drops it.
+    /// The caller holds `line`'s set (`cl`) for the whole write-back.
+    ///
+    /// The cluster's line count falls only once the bytes are in memory, with a release: a
+    /// clean by another thread that reads the count (`clean_cluster`) either sees the line still
+    /// counted, and so waits on the set for this write-back to end, or sees it gone, and so sees
+    /// its bytes. (Falling first let a scheduler's clean of a payload pass while an orchestrator's
+    /// eviction of that line was still on its way to memory: the core read the payload of two
+    /// dispatches before. `a_clean_waits_for_a_write_back_another_thread_has_in_flight`.)
     pub(super) fn cluster_write_back(&self, st: &mut AgentState, a: u16, cl: &mut Cluster, line: u64, gm: &Gm) {
         let Some(l) = cl.remove(line) else { return };
-        self.cluster_lines.fetch_sub(1, Ordering::Relaxed);
+        self.pause(a, PausePoint::LineTaken);
         if l.dirty == 0 {
             keep_spare(st, l);
+            self.cluster_lines.fetch_sub(1, Ordering::Release);
             return;
         }
         let stamp = st.vc[a as usize];
@@ -82,11 +91,14 @@ impl Faithful {
             m.last_writer = a;
             m.last_wb_t = stamp;
             m.dirty_by &= !self.aicpu_mask();
-        }
-        if let Some(off) = gm_offset(line) {
-            gm.write_line(off, &l.data);
+            // Memory changes with its record, under the shard a fill reads both under.
+            self.pause(a, PausePoint::RecordWritten);
+            if let Some(off) = gm_offset(line) {
+                gm.write_line(off, &l.data);
+            }
         }
         keep_spare(st, l);
+        self.cluster_lines.fetch_sub(1, Ordering::Release);
         st.unfenced = true;
         if let Some((b, w)) = clobber {
             let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);
@@ -214,9 +226,10 @@ impl Faithful {
             m.last_wb_t = stamp;
             m.dirty_by &= !(1u128 << a);
             l.fill_gen = m.r#gen;
-        }
-        if let Some(off) = gm_offset(line) {
-            gm.write_line(off, &l.data);
+            // Memory changes with its record, under the shard a fill reads both under.
+            if let Some(off) = gm_offset(line) {
+                gm.write_line(off, &l.data);
+            }
         }
         l.dirty = 0;
         st.dirty_lines -= 1;

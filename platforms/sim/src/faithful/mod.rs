@@ -48,6 +48,13 @@
 //! copies after releasing its own); an AICore holds its own and then one AICPU thread's at a
 //! time; nobody takes an agent lock or a cluster set's lock while holding a shard. So no
 //! cycle, hence no deadlock.
+//! A line's record and its memory change together, under the line's shard, which a fill
+//! also reads both under: no fill takes origins from a record ahead of memory
+//! (`a_fill_never_sees_a_line_record_ahead_of_memory`). The cluster's count of dirty lines,
+//! which lets a clean skip an empty cluster without locking a set, falls only after a
+//! write-back's bytes are in memory, and a clean reads it with an acquire: a clean never passes
+//! a write-back of its lines that another AICPU thread has under way
+//! (`a_clean_waits_for_a_write_back_another_thread_has_in_flight`).
 //! Two paths take fewer: a register read that finds the register unwritten since the reader
 //! last acquired it takes no lock at all (per-register write counts and per-agent seen counts,
 //! atomics; tested by `a_register_read_acquires_each_new_write_and_nothing_else`), and a host

@@ -161,6 +161,59 @@ pub struct Faithful {
     pub(super) aicpu_shared: Mutex<SharedClock>,
     pub(super) violations: Mutex<Vec<Violation>>,
     pub(super) capacity: usize,
+    /// Where a unit test holds a write-back of a cluster line (`Faithful::pause`).
+    #[cfg(test)]
+    pub(super) held: Hold,
+}
+
+/// A point inside an AICPU thread's write-back of one of the cluster's lines
+/// ([`Faithful::cluster_write_back`]), where a unit test can hold the thread to force the
+/// interleaving it checks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum PausePoint {
+    /// The line is out of its set (the set still locked), nothing of it written yet.
+    LineTaken = 1,
+    /// The line's record says memory holds its bytes (its shard still locked); memory is next.
+    RecordWritten = 2,
+}
+
+/// Which agent a unit test holds at which [`PausePoint`], whether it got there, and whether
+/// the test let it go. A held agent waits at most [`Hold::MAX`]: a test that never lets go
+/// is slow, never stuck.
+#[cfg(test)]
+#[derive(Default)]
+pub(super) struct Hold {
+    pub(super) at: std::sync::atomic::AtomicU8,
+    pub(super) agent: std::sync::atomic::AtomicU16,
+    pub(super) reached: std::sync::atomic::AtomicBool,
+    pub(super) released: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(test)]
+impl Hold {
+    pub(super) const MAX: std::time::Duration = std::time::Duration::from_secs(20);
+
+    /// Hold agent `a` at `p` (once: the hold is spent when it lets go).
+    pub(super) fn arm(&self, a: u16, p: PausePoint) {
+        self.agent.store(a, Ordering::SeqCst);
+        self.reached.store(false, Ordering::SeqCst);
+        self.released.store(false, Ordering::SeqCst);
+        self.at.store(p as u8, Ordering::SeqCst);
+    }
+
+    /// Wait until the held agent got to its point (at most [`Hold::MAX`]); whether it did.
+    pub(super) fn wait_reached(&self) -> bool {
+        let t = std::time::Instant::now();
+        while !self.reached.load(Ordering::SeqCst) && t.elapsed() < Self::MAX {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        self.reached.load(Ordering::SeqCst)
+    }
+
+    /// Let the held agent go on.
+    pub(super) fn release(&self) {
+        self.released.store(true, Ordering::SeqCst);
+    }
 }
 
 /// Takes `m`'s lock.
@@ -230,6 +283,8 @@ impl Faithful {
             aicpu_shared: Mutex::new(SharedClock { vc: vec![0; n], version: 0 }),
             violations: Mutex::new(Vec::new()),
             capacity: 256,
+            #[cfg(test)]
+            held: Hold::default(),
         }
     }
 
@@ -348,6 +403,26 @@ impl Faithful {
                 join(&mut st.vc, &shared.vc);
                 st.shared_seen = shared.version;
             }
+        }
+    }
+
+    /// A point where a unit test may hold agent `a` ([`Hold`]); nothing outside unit tests.
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(super) fn pause(&self, _a: u16, _p: PausePoint) {}
+
+    /// A point where a unit test may hold agent `a` ([`Hold`]).
+    #[cfg(test)]
+    pub(super) fn pause(&self, a: u16, p: PausePoint) {
+        let h = &self.held;
+        if h.at.load(Ordering::SeqCst) != p as u8 || h.agent.load(Ordering::SeqCst) != a {
+            return;
+        }
+        h.at.store(0, Ordering::SeqCst);
+        h.reached.store(true, Ordering::SeqCst);
+        let t = std::time::Instant::now();
+        while !h.released.load(Ordering::SeqCst) && t.elapsed() < Hold::MAX {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 

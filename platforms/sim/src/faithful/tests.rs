@@ -516,3 +516,90 @@ fn a_join_is_the_entrywise_unsigned_maximum_at_every_length() {
         assert_eq!(joined, want, "length {n}");
     }
 }
+
+/// Two AICPU threads (agents 1 and 2: a scheduler and the device-side orchestrator) and one
+/// core (agent 3), AICPU stores write-back, and a 4 KiB buffer: the GM, the model, the
+/// buffer's address and its arena offset.
+fn two_threads_one_core_write_back() -> (Gm, Faithful, u64, u64) {
+    let gm = Gm::new(1 << 20);
+    let a = gm.alloc(4096, 64).unwrap().0;
+    let off = gm.offset_of(GmAddr(a), 64).unwrap();
+    let f = Faithful::new(9, 0, false, 2, 1);
+    f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
+    (gm, f, a, off)
+}
+
+/// Invariant: an AICPU clean returns only once every dirty byte of its range the cluster held
+/// is in memory, even when another AICPU thread took the line out of the cluster to write it
+/// back and is not done (on the device-side runtime the orchestrator's random eviction of a
+/// scheduler's payload line, on another host thread). The interleaving is forced: thread 2 is
+/// held inside its write-back of the line, after taking it out of its set, while thread 1
+/// cleans the line and dispatches the core that reads it. A clean that passes then (the
+/// cluster's line count fell before the bytes reached memory) lets the core read the bytes of
+/// before the store, as the C AICore program once read the payload of two dispatches before.
+#[test]
+fn a_clean_waits_for_a_write_back_another_thread_has_in_flight() {
+    use super::model::PausePoint;
+    let (gm, f, a, off) = two_threads_one_core_write_back();
+    let (f, gm) = (&f, &gm);
+    f.store(1, a, off, &[7; 8], gm);
+    f.held.arm(2, PausePoint::LineTaken);
+    std::thread::scope(|s| {
+        // Thread 2 writes the line back (a clean here, as its random eviction would).
+        s.spawn(move || f.clean(2, a, 64, gm));
+        assert!(f.held.wait_reached(), "thread 2 reached its write-back");
+        let (tx, rx) = std::sync::mpsc::channel();
+        s.spawn(move || {
+            f.clean(1, a, 64, gm);
+            f.fence(1);
+            dispatch_from(f, 1);
+            f.invalidate(3, a, 64, gm);
+            let mut b = [0u8; 8];
+            f.load(3, a, off, &mut b, gm);
+            tx.send(b).unwrap();
+        });
+        // A clean that does not wait for thread 2 ends well within this; one that waits ends
+        // once thread 2 is let go.
+        let early = rx.recv_timeout(std::time::Duration::from_millis(300));
+        f.held.release();
+        let b = early.or_else(|_| rx.recv()).unwrap();
+        assert_eq!((b, missing(f)), ([7; 8], vec![]), "the core read the payload as cleaned");
+    });
+}
+
+/// Invariant: a line's record and memory change together, so a fill never takes its bytes'
+/// origins from a record that is ahead of memory. Forced: thread 2 is held inside its
+/// write-back of thread 1's line after the record says memory holds the store, while the core
+/// (not ordered after the store: either value is allowed) fills the line. Whatever it reads,
+/// the bytes must be what the origins its copy was given say.
+#[test]
+fn a_fill_never_sees_a_line_record_ahead_of_memory() {
+    use super::model::PausePoint;
+    let (gm, f, a, off) = two_threads_one_core_write_back();
+    let (f, gm) = (&f, &gm);
+    f.store(1, a, off, &[7; 8], gm);
+    f.held.arm(2, PausePoint::RecordWritten);
+    std::thread::scope(|s| {
+        s.spawn(move || f.clean(2, a, 64, gm));
+        assert!(f.held.wait_reached(), "thread 2 reached its write-back");
+        let (tx, rx) = std::sync::mpsc::channel();
+        s.spawn(move || {
+            let mut b = [0u8; 8];
+            f.load(3, a, off, &mut b, gm);
+            let origin = super::model::lock(&f.agents[3]).cache[&a].origin.get(0);
+            tx.send((b, origin.agent())).unwrap();
+        });
+        let early = rx.recv_timeout(std::time::Duration::from_millis(300));
+        f.held.release();
+        let (b, writer) = early.or_else(|_| rx.recv()).unwrap();
+        let said = if writer == 1 { [7; 8] } else { [0; 8] };
+        assert_eq!(b, said, "the core's copy holds the bytes its origins name (writer {writer})");
+        assert_eq!(missing(f), vec![]);
+    });
+}
+
+/// AICPU thread `t` dispatches to core 0 (agent 3 in a model of two threads): DMB of core 0.
+fn dispatch_from(f: &Faithful, t: u16) {
+    f.reg_write(t, 0, 0);
+    f.reg_read(3, 0, 0);
+}
