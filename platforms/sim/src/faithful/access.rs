@@ -5,7 +5,7 @@ use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 
 use super::line::{CLine, NONE, Stamp, lines, span_in};
-use super::model::{AgentState, Faithful, is_aicpu, is_core, lock, remove_key};
+use super::model::{AgentState, Faithful, PausePoint, is_aicpu, is_core, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
 
@@ -25,11 +25,19 @@ impl Faithful {
         let mut done = 0usize;
         for line in lines(addr, len) {
             let (lo, hi) = span_in(line, addr, len);
+            // An AICPU thread (write-back policy) holds the line's set of the cluster until it
+            // has read the line: another thread's store to the line waits, so a copy this
+            // thread fills below is filled before that store (which then drops it) or the store
+            // is found in the cluster. Released between the look and the fill, a store could
+            // fall between them, drop no copy, and leave this thread's copy stale under the
+            // cluster's once the cluster wrote its line back
+            // (`an_aicpu_fill_never_outlives_a_store_to_its_line_by_another_thread`).
+            let mut set = None;
             if cluster {
                 // A line the cluster holds dirty is what every AICPU thread reads.
                 let mut found = None;
                 let served = {
-                    let cl = self.cluster_set(line);
+                    let cl = set.insert(self.cluster_set(line));
                     match cl.lines.get(&line) {
                         Some(l) => {
                             let shard = self.shard(line);
@@ -55,13 +63,15 @@ impl Faithful {
                         None => false,
                     }
                 };
-                if let Some(v) = found {
-                    self.report(&st, v);
-                }
                 if served {
+                    drop(set);
+                    if let Some(v) = found {
+                        self.report(&st, v);
+                    }
                     done += hi - lo;
                     continue;
                 }
+                self.pause(a, PausePoint::ClusterMissed);
             }
             let hit = st.cache.contains_key(&line);
             if !hit {
@@ -91,6 +101,7 @@ impl Faithful {
                 }
                 dst[done..done + (hi - lo)].copy_from_slice(&l.data[lo..hi]);
             }
+            drop(set);
             done += hi - lo;
             if let Some(v) = found {
                 self.report(&st, v);

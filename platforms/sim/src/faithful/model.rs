@@ -161,20 +161,22 @@ pub struct Faithful {
     pub(super) aicpu_shared: Mutex<SharedClock>,
     pub(super) violations: Mutex<Vec<Violation>>,
     pub(super) capacity: usize,
-    /// Where a unit test holds a write-back of a cluster line (`Faithful::pause`).
+    /// Which agent a unit test holds at which point (`Faithful::pause`).
     #[cfg(test)]
     pub(super) held: Hold,
 }
 
 /// A point inside an AICPU thread's write-back of one of the cluster's lines
-/// ([`Faithful::cluster_write_back`]), where a unit test can hold the thread to force the
-/// interleaving it checks.
+/// ([`Faithful::cluster_write_back`]) or its load of a line, where a unit test can hold the
+/// thread to force the interleaving it checks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum PausePoint {
     /// The line is out of its set (the set still locked), nothing of it written yet.
     LineTaken = 1,
     /// The line's record says memory holds its bytes (its shard still locked); memory is next.
     RecordWritten = 2,
+    /// An AICPU thread's load found the line not in the cluster; its own copy is next.
+    ClusterMissed = 3,
 }
 
 /// Which agent a unit test holds at which [`PausePoint`], whether it got there, and whether

@@ -598,6 +598,43 @@ fn a_fill_never_sees_a_line_record_ahead_of_memory() {
     });
 }
 
+/// Invariant: an AICPU thread's own copy of a line never outlives another AICPU thread's store
+/// to that line (one coherent cluster: no AICPU thread ever needs to invalidate for another's
+/// stores). Forced: thread 2 is held in its load of the line's second word, after it found the
+/// line not in the cluster and before it fills its own copy, while thread 1 stores the line's
+/// first word (false sharing). A store that passes then drops no copy (there is none yet), the
+/// copy filled after it holds the line of before it, and once thread 1's clean has taken the
+/// cluster's line to memory, thread 2 would read its stale copy.
+#[test]
+fn an_aicpu_fill_never_outlives_a_store_to_its_line_by_another_thread() {
+    use super::model::PausePoint;
+    let (gm, f, a, off) = two_threads_one_core_write_back();
+    let (f, gm) = (&f, &gm);
+    f.held.arm(2, PausePoint::ClusterMissed);
+    std::thread::scope(|s| {
+        let reader = s.spawn(move || {
+            let mut b = [0u8; 8];
+            f.load(2, a + 8, off + 8, &mut b, gm);
+        });
+        assert!(f.held.wait_reached(), "thread 2 reached its fill");
+        let (tx, rx) = std::sync::mpsc::channel();
+        s.spawn(move || {
+            f.store(1, a, off, &[7; 8], gm);
+            tx.send(()).unwrap();
+        });
+        // A store that does not wait for thread 2's fill ends well within this.
+        let early = rx.recv_timeout(std::time::Duration::from_millis(300));
+        f.held.release();
+        early.or_else(|_| rx.recv()).unwrap();
+        reader.join().unwrap();
+    });
+    f.clean(1, a, 64, gm);
+    f.fence(1);
+    let mut b = [0u8; 8];
+    f.load(2, a, off, &mut b, gm);
+    assert_eq!((b, missing(f)), ([7; 8], vec![]), "thread 2 reads thread 1's store");
+}
+
 /// AICPU thread `t` dispatches to core 0 (agent 3 in a model of two threads): DMB of core 0.
 fn dispatch_from(f: &Faithful, t: u16) {
     f.reg_write(t, 0, 0);
