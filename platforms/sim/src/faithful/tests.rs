@@ -529,6 +529,32 @@ fn two_threads_one_core_write_back() -> (Gm, Faithful, u64, u64) {
     (gm, f, a, off)
 }
 
+/// Runs `held` on one thread, which the model holds at `point` when agent `agent` gets there,
+/// and, once it is held, `during` on another. Lets the held thread go as soon as `during`
+/// returned, or after 300 ms when `during` waits for it (`during` then returns after it). Both
+/// are done when this returns `during`'s result. Whatever the machine's load, `during` runs
+/// with the held thread stopped at `point` until it returns or blocks.
+fn while_held<T: Send>(
+    f: &Faithful,
+    agent: u16,
+    point: super::model::PausePoint,
+    held: impl FnOnce() + Send,
+    during: impl FnOnce() -> T + Send,
+) -> T {
+    f.held.arm(agent, point);
+    std::thread::scope(|s| {
+        let h = s.spawn(held);
+        assert!(f.held.wait_reached(), "agent {agent} reached {point:?}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        s.spawn(move || tx.send(during()).unwrap());
+        let early = rx.recv_timeout(std::time::Duration::from_millis(300));
+        f.held.release();
+        let v = early.or_else(|_| rx.recv()).unwrap();
+        h.join().unwrap();
+        v
+    })
+}
+
 /// Invariant: an AICPU clean returns only once every dirty byte of its range the cluster held
 /// is in memory, even when another AICPU thread took the line out of the cluster to write it
 /// back and is not done (on the device-side runtime the orchestrator's random eviction of a
@@ -539,32 +565,26 @@ fn two_threads_one_core_write_back() -> (Gm, Faithful, u64, u64) {
 /// before the store, as the C AICore program once read the payload of two dispatches before.
 #[test]
 fn a_clean_waits_for_a_write_back_another_thread_has_in_flight() {
-    use super::model::PausePoint;
     let (gm, f, a, off) = two_threads_one_core_write_back();
     let (f, gm) = (&f, &gm);
     f.store(1, a, off, &[7; 8], gm);
-    f.held.arm(2, PausePoint::LineTaken);
-    std::thread::scope(|s| {
-        // Thread 2 writes the line back (a clean here, as its random eviction would).
-        s.spawn(move || f.clean(2, a, 64, gm));
-        assert!(f.held.wait_reached(), "thread 2 reached its write-back");
-        let (tx, rx) = std::sync::mpsc::channel();
-        s.spawn(move || {
+    // Thread 2 writes the line back (a clean here, as its random eviction would).
+    let b = while_held(
+        f,
+        2,
+        super::model::PausePoint::LineTaken,
+        || f.clean(2, a, 64, gm),
+        || {
             f.clean(1, a, 64, gm);
             f.fence(1);
             dispatch_from(f, 1);
             f.invalidate(3, a, 64, gm);
             let mut b = [0u8; 8];
             f.load(3, a, off, &mut b, gm);
-            tx.send(b).unwrap();
-        });
-        // A clean that does not wait for thread 2 ends well within this; one that waits ends
-        // once thread 2 is let go.
-        let early = rx.recv_timeout(std::time::Duration::from_millis(300));
-        f.held.release();
-        let b = early.or_else(|_| rx.recv()).unwrap();
-        assert_eq!((b, missing(f)), ([7; 8], vec![]), "the core read the payload as cleaned");
-    });
+            b
+        },
+    );
+    assert_eq!((b, missing(f)), ([7; 8], vec![]), "the core read the payload as cleaned");
 }
 
 /// Invariant: a line's record and memory change together, so a fill never takes its bytes'
@@ -574,28 +594,24 @@ fn a_clean_waits_for_a_write_back_another_thread_has_in_flight() {
 /// the bytes must be what the origins its copy was given say.
 #[test]
 fn a_fill_never_sees_a_line_record_ahead_of_memory() {
-    use super::model::PausePoint;
     let (gm, f, a, off) = two_threads_one_core_write_back();
     let (f, gm) = (&f, &gm);
     f.store(1, a, off, &[7; 8], gm);
-    f.held.arm(2, PausePoint::RecordWritten);
-    std::thread::scope(|s| {
-        s.spawn(move || f.clean(2, a, 64, gm));
-        assert!(f.held.wait_reached(), "thread 2 reached its write-back");
-        let (tx, rx) = std::sync::mpsc::channel();
-        s.spawn(move || {
+    let (b, writer) = while_held(
+        f,
+        2,
+        super::model::PausePoint::RecordWritten,
+        || f.clean(2, a, 64, gm),
+        || {
             let mut b = [0u8; 8];
             f.load(3, a, off, &mut b, gm);
             let origin = super::model::lock(&f.agents[3]).cache[&a].origin.get(0);
-            tx.send((b, origin.agent())).unwrap();
-        });
-        let early = rx.recv_timeout(std::time::Duration::from_millis(300));
-        f.held.release();
-        let (b, writer) = early.or_else(|_| rx.recv()).unwrap();
-        let said = if writer == 1 { [7; 8] } else { [0; 8] };
-        assert_eq!(b, said, "the core's copy holds the bytes its origins name (writer {writer})");
-        assert_eq!(missing(f), vec![]);
-    });
+            (b, origin.agent())
+        },
+    );
+    let said = if writer == 1 { [7; 8] } else { [0; 8] };
+    assert_eq!(b, said, "the core's copy holds the bytes its origins name (writer {writer})");
+    assert_eq!(missing(f), vec![]);
 }
 
 /// Invariant: an AICPU thread's own copy of a line never outlives another AICPU thread's store
@@ -607,27 +623,15 @@ fn a_fill_never_sees_a_line_record_ahead_of_memory() {
 /// cluster's line to memory, thread 2 would read its stale copy.
 #[test]
 fn an_aicpu_fill_never_outlives_a_store_to_its_line_by_another_thread() {
-    use super::model::PausePoint;
     let (gm, f, a, off) = two_threads_one_core_write_back();
     let (f, gm) = (&f, &gm);
-    f.held.arm(2, PausePoint::ClusterMissed);
-    std::thread::scope(|s| {
-        let reader = s.spawn(move || {
-            let mut b = [0u8; 8];
-            f.load(2, a + 8, off + 8, &mut b, gm);
-        });
-        assert!(f.held.wait_reached(), "thread 2 reached its fill");
-        let (tx, rx) = std::sync::mpsc::channel();
-        s.spawn(move || {
-            f.store(1, a, off, &[7; 8], gm);
-            tx.send(()).unwrap();
-        });
-        // A store that does not wait for thread 2's fill ends well within this.
-        let early = rx.recv_timeout(std::time::Duration::from_millis(300));
-        f.held.release();
-        early.or_else(|_| rx.recv()).unwrap();
-        reader.join().unwrap();
-    });
+    while_held(
+        f,
+        2,
+        super::model::PausePoint::ClusterMissed,
+        || f.load(2, a + 8, off + 8, &mut [0u8; 8], gm),
+        || f.store(1, a, off, &[7; 8], gm),
+    );
     f.clean(1, a, 64, gm);
     f.fence(1);
     let mut b = [0u8; 8];
