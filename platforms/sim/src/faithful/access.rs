@@ -5,7 +5,7 @@ use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 
 use super::line::{CLine, NONE, Stamp, lines, span_in};
-use super::model::{AgentState, Faithful, PausePoint, is_aicpu, is_core, lock, remove_key};
+use super::model::{AgentState, Faithful, HOST, PausePoint, is_aicpu, is_core, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
 
@@ -73,7 +73,7 @@ impl Faithful {
                 }
                 self.pause(a, PausePoint::ClusterMissed);
             }
-            let hit = st.cache.contains_key(&line);
+            let mut hit = st.cache.contains_key(&line);
             if !hit {
                 self.make_room(&mut st, a, gm);
             }
@@ -81,6 +81,12 @@ impl Faithful {
             {
                 // One look at the line's record serves the fill and the check.
                 let mut shard = self.shard(line);
+                if hit && is_aicpu(self.n_aicpu, a) && self.dropping(&st, shard.get(&line), line) {
+                    // The copy is one whose drop is under way: read the line as the drop
+                    // leaves it.
+                    remove_key(&mut st, line);
+                    hit = false;
+                }
                 if !hit {
                     // An AICPU thread's fill marks it as a holder in the line's record.
                     let meta = if is_aicpu(self.n_aicpu, a) { Some(shard.record(line)) } else { shard.get_mut(&line) };
@@ -107,6 +113,20 @@ impl Faithful {
                 self.report(&st, v);
             }
         }
+    }
+
+    /// Whether an AICPU thread's copy of `line` (in `st`'s cache) is one whose drop is under
+    /// way: its line changed in memory since the fill, and not by host DMA under the
+    /// host-non-coherent contract, across which AICPU copies stay stale. Every other change
+    /// drops the AICPU threads' copies — another thread's store, a core's write-back, host DMA
+    /// under the host-coherent contract — but after the change reached memory and the line's
+    /// record (`drop_aicpu_copies` takes agent locks, which no one takes under a shard). A
+    /// thread reading in between reads the line as that drop leaves it: an AICPU thread never
+    /// needs to invalidate for those
+    /// (`an_aicpu_copy_a_store_is_about_to_drop_is_never_read`).
+    fn dropping(&self, st: &AgentState, m: Option<&super::line::LineMeta>, line: u64) -> bool {
+        let (Some(m), Some(l)) = (m, st.cache.get(&line)) else { return false };
+        m.r#gen != l.fill_gen && (self.host_coherent || m.last_writer != HOST)
     }
 
     /// Agent `a` stores `src` at `addr` (arena offset `off`).
@@ -192,6 +212,7 @@ impl Faithful {
             // The AICPU threads are one coherent SMP cluster: a store drops the other threads'
             // copies (after this thread's own state is released: AICPUs never hold two locks).
             drop(st);
+            self.pause(a, PausePoint::StoreLanded);
             self.drop_aicpu_copies(Some(a), addr, len);
         }
     }

@@ -54,7 +54,11 @@
 //! which lets a clean skip an empty cluster without locking a set, falls only after a
 //! write-back's bytes are in memory, and a clean reads it with an acquire: a clean never passes
 //! a write-back of its lines that another AICPU thread has under way
-//! (`a_clean_waits_for_a_write_back_another_thread_has_in_flight`).
+//! (`a_clean_waits_for_a_write_back_another_thread_has_in_flight`). An AICPU thread holds the
+//! line's set of the cluster from its look there until it has its own copy, so no store falls
+//! between them (`an_aicpu_fill_never_outlives_a_store_to_its_line_by_another_thread`), and it
+//! never reads a copy whose drop another agent's change has under way
+//! (`an_aicpu_copy_a_store_is_about_to_drop_is_never_read`).
 //! Two paths take fewer: a register read that finds the register unwritten since the reader
 //! last acquired it takes no lock at all (per-register write counts and per-agent seen counts,
 //! atomics; tested by `a_register_read_acquires_each_new_write_and_nothing_else`), and a host

@@ -167,7 +167,7 @@ pub struct Faithful {
 }
 
 /// A point inside an AICPU thread's write-back of one of the cluster's lines
-/// ([`Faithful::cluster_write_back`]) or its load of a line, where a unit test can hold the
+/// ([`Faithful::cluster_write_back`]), its load of a line or its store, where a unit test can hold the
 /// thread to force the interleaving it checks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum PausePoint {
@@ -177,6 +177,9 @@ pub(super) enum PausePoint {
     RecordWritten = 2,
     /// An AICPU thread's load found the line not in the cluster; its own copy is next.
     ClusterMissed = 3,
+    /// An AICPU thread's store (write-through) is in memory and in the line's record; dropping
+    /// the other threads' copies is next.
+    StoreLanded = 4,
 }
 
 /// Which agent a unit test holds at which [`PausePoint`], whether it got there, and whether

@@ -639,6 +639,37 @@ fn an_aicpu_fill_never_outlives_a_store_to_its_line_by_another_thread() {
     assert_eq!((b, missing(f)), ([7; 8], vec![]), "thread 2 reads thread 1's store");
 }
 
+/// Invariant: what an AICPU thread reads through its own copy is never older than another
+/// AICPU thread's store that is already in memory (write-through policy: one coherent
+/// cluster, whose stores drop the other threads' copies). Forced: thread 1's store is held
+/// after it reached memory and the line's record, before it drops thread 2's copy, while
+/// thread 2 reads the stored bytes through the copy it filled before. The model's AICPU threads
+/// share what they know at every access, so thread 2 counts as ordered after the store; its
+/// copy is the one about to be dropped, and reading it would be a stale read no program could
+/// prevent (no AICPU thread invalidates for another's stores).
+#[test]
+fn an_aicpu_copy_a_store_is_about_to_drop_is_never_read() {
+    let gm = Gm::new(1 << 20);
+    let a = gm.alloc(4096, 64).unwrap().0;
+    let off = gm.offset_of(GmAddr(a), 64).unwrap();
+    let f = Faithful::new(9, 0, false, 2, 1);
+    let (f, gm) = (&f, &gm);
+    let mut b = [0u8; 8];
+    f.load(2, a, off, &mut b, gm);
+    let b = while_held(
+        f,
+        1,
+        super::model::PausePoint::StoreLanded,
+        || f.store(1, a, off, &[7; 8], gm),
+        || {
+            let mut b = [0u8; 8];
+            f.load(2, a, off, &mut b, gm);
+            b
+        },
+    );
+    assert_eq!((b, missing(f)), ([7; 8], vec![]), "thread 2 reads the store in memory");
+}
+
 /// AICPU thread `t` dispatches to core 0 (agent 3 in a model of two threads): DMB of core 0.
 fn dispatch_from(f: &Faithful, t: u16) {
     f.reg_write(t, 0, 0);
