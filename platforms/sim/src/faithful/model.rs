@@ -167,8 +167,8 @@ pub struct Faithful {
 }
 
 /// A point inside an AICPU thread's write-back of one of the cluster's lines
-/// ([`Faithful::cluster_write_back`]), its load of a line or its store, where a unit test can hold the
-/// thread to force the interleaving it checks.
+/// ([`Faithful::cluster_write_back`]), its load of a line or its store, where a unit test can
+/// hold the thread to force the interleaving it checks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum PausePoint {
     /// The line is out of its set (the set still locked), nothing of it written yet.

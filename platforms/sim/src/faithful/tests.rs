@@ -518,14 +518,14 @@ fn a_join_is_the_entrywise_unsigned_maximum_at_every_length() {
 }
 
 /// Two AICPU threads (agents 1 and 2: a scheduler and the device-side orchestrator) and one
-/// core (agent 3), AICPU stores write-back, and a 4 KiB buffer: the GM, the model, the
+/// core (agent 3), AICPU stores under `policy`, and a 4 KiB buffer: the GM, the model, the
 /// buffer's address and its arena offset.
-fn two_threads_one_core_write_back() -> (Gm, Faithful, u64, u64) {
+fn two_threads_one_core(policy: AicpuWritePolicy) -> (Gm, Faithful, u64, u64) {
     let gm = Gm::new(1 << 20);
     let a = gm.alloc(4096, 64).unwrap().0;
     let off = gm.offset_of(GmAddr(a), 64).unwrap();
     let f = Faithful::new(9, 0, false, 2, 1);
-    f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
+    assert_eq!(f.set_aicpu_writes(policy), policy);
     (gm, f, a, off)
 }
 
@@ -565,7 +565,7 @@ fn while_held<T: Send>(
 /// before the store, as the C AICore program once read the payload of two dispatches before.
 #[test]
 fn a_clean_waits_for_a_write_back_another_thread_has_in_flight() {
-    let (gm, f, a, off) = two_threads_one_core_write_back();
+    let (gm, f, a, off) = two_threads_one_core(AicpuWritePolicy::WriteBack);
     let (f, gm) = (&f, &gm);
     f.store(1, a, off, &[7; 8], gm);
     // Thread 2 writes the line back (a clean here, as its random eviction would).
@@ -594,7 +594,7 @@ fn a_clean_waits_for_a_write_back_another_thread_has_in_flight() {
 /// the bytes must be what the origins its copy was given say.
 #[test]
 fn a_fill_never_sees_a_line_record_ahead_of_memory() {
-    let (gm, f, a, off) = two_threads_one_core_write_back();
+    let (gm, f, a, off) = two_threads_one_core(AicpuWritePolicy::WriteBack);
     let (f, gm) = (&f, &gm);
     f.store(1, a, off, &[7; 8], gm);
     let (b, writer) = while_held(
@@ -623,7 +623,7 @@ fn a_fill_never_sees_a_line_record_ahead_of_memory() {
 /// cluster's line to memory, thread 2 would read its stale copy.
 #[test]
 fn an_aicpu_fill_never_outlives_a_store_to_its_line_by_another_thread() {
-    let (gm, f, a, off) = two_threads_one_core_write_back();
+    let (gm, f, a, off) = two_threads_one_core(AicpuWritePolicy::WriteBack);
     let (f, gm) = (&f, &gm);
     while_held(
         f,
@@ -649,10 +649,7 @@ fn an_aicpu_fill_never_outlives_a_store_to_its_line_by_another_thread() {
 /// prevent (no AICPU thread invalidates for another's stores).
 #[test]
 fn an_aicpu_copy_a_store_is_about_to_drop_is_never_read() {
-    let gm = Gm::new(1 << 20);
-    let a = gm.alloc(4096, 64).unwrap().0;
-    let off = gm.offset_of(GmAddr(a), 64).unwrap();
-    let f = Faithful::new(9, 0, false, 2, 1);
+    let (gm, f, a, off) = two_threads_one_core(AicpuWritePolicy::WriteThrough);
     let (f, gm) = (&f, &gm);
     let mut b = [0u8; 8];
     f.load(2, a, off, &mut b, gm);
