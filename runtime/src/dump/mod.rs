@@ -110,81 +110,139 @@ pub const fn at_stage(dir: u8, stage: u8) -> bool {
     }
 }
 
-/// The first argument of task `task` (argument record at `args`) with index `from` or later
-/// that `level` records at `stage`, and its capture: tensors in order (inputs and in-outs
-/// before dispatch, outputs and in-outs after completion), then — before dispatch only — the
-/// scalars (argument index `tensors + j`). Every record carries the task's func ids. `None`
-/// when no further argument is recorded. Both routes build their records here: the legacy
-/// route's AICPU threads at dispatch and reap, the resident route's supervisor per request.
-pub fn next_capture<G: GmMemory>(
-    a: &G,
-    level: DumpLevel,
-    task: u32,
+/// A task's argument record as the dump reads it: its address and its header, read once
+/// (the header is what every question below starts from; the image does not change during a
+/// run, so one read serves a task's whole boundary).
+#[derive(Copy, Clone, Debug)]
+pub struct TaskArgs {
     args: u64,
-    stage: u8,
-    from: u32,
-) -> Option<(u32, Capture)> {
-    let mut head = ArgsHeader::new_zeroed();
-    a.read(GmAddr(args), head.as_mut_bytes());
-    let funcs = head.funcs;
-    let func_count = funcs.iter().filter(|&&f| f != NO_FUNC).count() as u8;
-    let base = DumpRecord { task, stage, func_ids: funcs, func_count, ..DumpRecord::new_zeroed() };
-    let tensors = head.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32);
-    for i in from..tensors {
-        let mut d = TensorDesc::new_zeroed();
-        a.read(GmAddr(args + ARGS_HEAD + i as u64 * 64), d.as_mut_bytes());
-        let dir = direction_of(d.flags);
-        if !at_stage(dir, stage) {
-            continue;
-        }
-        let Some(payload) = level.select(d.flags & TENSOR_DUMP != 0) else { continue };
-        let record = DumpRecord {
-            arg: i as u16,
-            direction: dir,
-            dtype: d.dtype,
-            elem_bytes: d.elem_bytes,
-            addr: d.addr,
-            ndims: d.ndims,
-            shape: d.shape,
-            strides: d.strides,
-            ..base
-        };
-        return Some((i, Capture { record, payload }));
-    }
-    if stage != dump_stage::BEFORE_DISPATCH {
-        return None;
-    }
-    let scalars = head.scalars.min(crate::layout::MAX_SCALAR_ARGS as u32);
-    let at = args + ARGS_HEAD + head.tensors as u64 * 64;
-    for j in from.saturating_sub(head.tensors)..scalars {
-        if level.select(head.dump_scalars & (1 << j) != 0).is_none() {
-            continue;
-        }
-        let record = DumpRecord {
-            arg: (head.tensors + j) as u16,
-            direction: dump_direction::INPUT,
-            flags: dump_flags::SCALAR,
-            dtype: u32::MAX,
-            scalar: a.read_u64(GmAddr(at + j as u64 * 8)),
-            ..base
-        };
-        return Some((head.tensors + j, Capture { record, payload: false }));
-    }
-    None
+    head: ArgsHeader,
 }
 
-/// Make task `args`'s argument record visible to this AICPU thread before [`next_capture`]
-/// reads it, by the contract: the record was written by the host (a host-built graph's image)
-/// or by the orchestrating thread (the device-side runtime), and the thread that reads it for
-/// the dump need not be the one that made the image visible at boot. On a2a3 an invalidate
-/// of the header's line, then of the whole record; nothing on a5.
-pub fn observe_args<A: AicpuCache + GmMemory>(a: &A, args: u64) {
+impl TaskArgs {
+    /// Read the header of the argument record at `args`.
+    pub fn read<G: GmMemory>(a: &G, args: u64) -> TaskArgs {
+        let mut head = ArgsHeader::new_zeroed();
+        a.read(GmAddr(args), head.as_mut_bytes());
+        TaskArgs { args, head }
+    }
+
+    /// The argument record at `args` whose header the caller has already read.
+    pub const fn with_header(args: u64, head: ArgsHeader) -> TaskArgs {
+        TaskArgs { args, head }
+    }
+
+    /// Tensor arguments, bounded by the layout's maximum.
+    fn tensors(&self) -> u32 {
+        self.head.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32)
+    }
+
+    /// Scalar arguments, bounded by the layout's maximum.
+    fn scalars(&self) -> u32 {
+        self.head.scalars.min(crate::layout::MAX_SCALAR_ARGS as u32)
+    }
+
+    /// Tensor descriptor `i`.
+    fn desc<G: GmMemory>(&self, a: &G, i: u32) -> TensorDesc {
+        let mut d = TensorDesc::new_zeroed();
+        a.read(GmAddr(self.args + ARGS_HEAD + i as u64 * 64), d.as_mut_bytes());
+        d
+    }
+
+    /// The first argument of task `task` with index `from` or later that `level` records at
+    /// `stage`, and its capture: tensors in order (inputs and in-outs before dispatch, outputs
+    /// and in-outs after completion), then — before dispatch only — the scalars (argument
+    /// index `tensors + j`). Every record carries the task's func ids. `None` when no further
+    /// argument is recorded. Both routes build their records here: the legacy route's AICPU
+    /// threads at dispatch and reap, the resident route's supervisor per request.
+    pub fn next<G: GmMemory>(
+        &self,
+        a: &G,
+        level: DumpLevel,
+        task: u32,
+        stage: u8,
+        from: u32,
+    ) -> Option<(u32, Capture)> {
+        let head = &self.head;
+        let funcs = head.funcs;
+        let func_count = funcs.iter().filter(|&&f| f != NO_FUNC).count() as u8;
+        let base = DumpRecord { task, stage, func_ids: funcs, func_count, ..DumpRecord::new_zeroed() };
+        for i in from..self.tensors() {
+            let d = self.desc(a, i);
+            let dir = direction_of(d.flags);
+            if !at_stage(dir, stage) {
+                continue;
+            }
+            let Some(payload) = level.select(d.flags & TENSOR_DUMP != 0) else { continue };
+            let record = DumpRecord {
+                arg: i as u16,
+                direction: dir,
+                dtype: d.dtype,
+                elem_bytes: d.elem_bytes,
+                addr: d.addr,
+                ndims: d.ndims,
+                shape: d.shape,
+                strides: d.strides,
+                ..base
+            };
+            return Some((i, Capture { record, payload }));
+        }
+        if stage != dump_stage::BEFORE_DISPATCH {
+            return None;
+        }
+        let at = self.args + ARGS_HEAD + head.tensors as u64 * 64;
+        for j in from.saturating_sub(head.tensors)..self.scalars() {
+            if level.select(head.dump_scalars & (1 << j) != 0).is_none() {
+                continue;
+            }
+            let record = DumpRecord {
+                arg: (head.tensors + j) as u16,
+                direction: dump_direction::INPUT,
+                flags: dump_flags::SCALAR,
+                dtype: u32::MAX,
+                scalar: a.read_u64(GmAddr(at + j as u64 * 8)),
+                ..base
+            };
+            return Some((head.tensors + j, Capture { record, payload: false }));
+        }
+        None
+    }
+
+    /// Whether `level` records anything of this task before dispatch and after completion:
+    /// `[self.next(.., BEFORE_DISPATCH, 0).is_some(), self.next(.., AFTER_COMPLETION, 0).is_some()]`
+    /// in one pass over the descriptors, stopping once both are known.
+    pub fn stages<G: GmMemory>(&self, a: &G, level: DumpLevel) -> [bool; 2] {
+        let mut has = [false; 2];
+        let selected = |mask: u32| level.select(mask != 0).is_some();
+        if (0..self.scalars()).any(|j| selected(self.head.dump_scalars & (1 << j))) {
+            has[0] = true;
+        }
+        for i in 0..self.tensors() {
+            if has == [true; 2] {
+                break;
+            }
+            let d = self.desc(a, i);
+            if !selected(d.flags & TENSOR_DUMP) {
+                continue;
+            }
+            let dir = direction_of(d.flags);
+            has[0] |= at_stage(dir, dump_stage::BEFORE_DISPATCH);
+            has[1] |= at_stage(dir, dump_stage::AFTER_COMPLETION);
+        }
+        has
+    }
+}
+
+/// Make task `args`'s argument record visible to this AICPU thread, by the contract, and read
+/// its header: the record was written by the host (a host-built graph's image) or by the
+/// orchestrating thread (the device-side runtime), and the thread that reads it for the dump
+/// need not be the one that made the image visible at boot. On a2a3 an invalidate of the
+/// header's line, then of the whole record; nothing on a5.
+pub fn observe_args<A: AicpuCache + GmMemory>(a: &A, args: u64) -> TaskArgs {
     crate::observe_host::<A>(a, GmAddr(args), ARGS_HEAD);
-    let mut head = ArgsHeader::new_zeroed();
-    a.read(GmAddr(args), head.as_mut_bytes());
-    let tensors = head.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32) as u64;
-    let scalars = head.scalars.min(crate::layout::MAX_SCALAR_ARGS as u32) as u64;
-    crate::observe_host::<A>(a, GmAddr(args), ARGS_HEAD + tensors * 64 + scalars * 8);
+    let t = TaskArgs::read(a, args);
+    crate::observe_host::<A>(a, GmAddr(args), ARGS_HEAD + t.tensors() as u64 * 64 + t.scalars() as u64 * 8);
+    t
 }
 
 /// Largest chunk a blocking capture copies between checks of its stop condition.
@@ -221,9 +279,9 @@ impl<'a, A: AicpuAgent> Dumper<'a, A> {
     /// run is over; a record given up is counted as dropped.
     pub fn task(&mut self, task: u32, args: u64, stage: u8, stop: &dyn Fn() -> bool) {
         let a = self.lane.agent();
-        observe_args(a, args);
+        let record = observe_args(a, args);
         let mut from = 0;
-        while let Some((i, c)) = next_capture(a, self.level, task, args, stage, from) {
+        while let Some((i, c)) = record.next(a, self.level, task, stage, from) {
             self.capture(&c, stop);
             from = i + 1;
         }
@@ -264,5 +322,89 @@ impl<'a, A: AicpuAgent> Dumper<'a, A> {
     /// Publish what is left and close the lane (the host may then trust its counters).
     pub fn close(&mut self) {
         self.lane.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_words::WordsAicpu;
+
+    /// Write an argument record at `at`: one descriptor per entry of `tensors` (its flags),
+    /// `scalars` scalars, `marked` the scalars' dump mask.
+    fn record(gm: &WordsAicpu, at: u64, tensors: &[u32], scalars: u32, marked: u32) {
+        let head = ArgsHeader {
+            tensors: tensors.len() as u32,
+            scalars,
+            dump_scalars: marked,
+            funcs: [NO_FUNC, 3, NO_FUNC],
+            ..ArgsHeader::default()
+        };
+        gm.write(GmAddr(at), head.as_bytes());
+        for (i, &flags) in tensors.iter().enumerate() {
+            let d = TensorDesc { flags, addr: 0x1000 * (i as u64 + 1), ..TensorDesc::default() };
+            gm.write(GmAddr(at + ARGS_HEAD + i as u64 * 64), d.as_bytes());
+        }
+        for j in 0..scalars as u64 {
+            gm.write(GmAddr(at + ARGS_HEAD + tensors.len() as u64 * 64 + 8 * j), &(j + 7).to_le_bytes());
+        }
+    }
+
+    /// The core decides which boundaries a task enters from `TaskArgs::stages`, the service
+    /// records from `TaskArgs::next`: the two must agree, or a task would enter a phase that
+    /// records nothing or skip one that records something. Every level, every direction and
+    /// mark of up to three tensors, with and without a marked scalar.
+    #[test]
+    fn stages_answers_what_next_finds_at_each_boundary() {
+        let flag_sets = [0, TENSOR_READ, TENSOR_WRITTEN, TENSOR_READ | TENSOR_WRITTEN]
+            .into_iter()
+            .flat_map(|f| [f, f | TENSOR_DUMP]);
+        let flags: alloc::vec::Vec<u32> = flag_sets.collect();
+        let mut checked = 0;
+        for level in [DumpLevel::Partial, DumpLevel::Hybrid, DumpLevel::Full] {
+            for n in 0..=3usize {
+                for combo in 0..flags.len().pow(n as u32) {
+                    let tensors: alloc::vec::Vec<u32> =
+                        (0..n).map(|k| flags[combo / flags.len().pow(k as u32) % flags.len()]).collect();
+                    for (scalars, marked) in [(0, 0), (2, 0), (2, 0b10)] {
+                        let gm = WordsAicpu::default();
+                        record(&gm, 0x4000, &tensors, scalars, marked);
+                        let args = TaskArgs::read(&gm, 0x4000);
+                        let want = [dump_stage::BEFORE_DISPATCH, dump_stage::AFTER_COMPLETION]
+                            .map(|stage| args.next(&gm, level, 9, stage, 0).is_some());
+                        assert_eq!(
+                            args.stages(&gm, level),
+                            want,
+                            "{level} tensors {tensors:?} scalars {scalars} marked {marked:b}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 3 * (1 + 8 + 64 + 512) * 3);
+    }
+
+    /// `next` walks a record's arguments in order from `from`: tensors at their stage, then
+    /// scalars before dispatch only, each carrying the task's func ids.
+    #[test]
+    fn next_walks_the_recorded_arguments_in_order() {
+        let gm = WordsAicpu::default();
+        record(&gm, 0x4000, &[TENSOR_READ, TENSOR_WRITTEN, TENSOR_READ | TENSOR_WRITTEN | TENSOR_DUMP], 2, 0b01);
+        let args = TaskArgs::read(&gm, 0x4000);
+        let walk = |level, stage| {
+            let mut from = 0;
+            let mut seen = alloc::vec::Vec::new();
+            while let Some((i, c)) = args.next(&gm, level, 5, stage, from) {
+                assert_eq!((c.record.task, c.record.func_count, c.record.func_ids[1]), (5, 1, 3));
+                seen.push((i, c.payload));
+                from = i + 1;
+            }
+            seen
+        };
+        assert_eq!(walk(DumpLevel::Full, dump_stage::BEFORE_DISPATCH), [(0, true), (2, true), (3, false), (4, false)]);
+        assert_eq!(walk(DumpLevel::Full, dump_stage::AFTER_COMPLETION), [(1, true), (2, true)]);
+        assert_eq!(walk(DumpLevel::Partial, dump_stage::BEFORE_DISPATCH), [(2, true), (3, false)]);
+        assert_eq!(walk(DumpLevel::Hybrid, dump_stage::AFTER_COMPLETION), [(1, false), (2, true)]);
     }
 }

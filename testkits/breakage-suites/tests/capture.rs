@@ -396,7 +396,9 @@ fn acceptance_09_bounded_service() {
         let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(arena);
         let (r, d) = run(&dev, &g, cfg, "bounded");
         let c = capture(&r);
-        assert!(c.largest_step <= c.max_step, "no step past max_bytes: {c:?}");
+        // The clamp-sized argument's steps copy `max_bytes` each: the largest step is that,
+        // never more.
+        assert_eq!(c.largest_step, c.max_step, "no step past max_bytes, and the large argument's fill it: {c:?}");
         assert!(c.steps >= 2 * (arena / 2) / c.max_step, "the clamp-sized argument took many steps: {c:?}");
         let x0 = d.find(0, 0, Stage::BeforeDispatch).unwrap();
         assert!(!x0.truncated && x0.payload_len == arena / 2);

@@ -8,7 +8,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use super::capture::rendezvous::{Boundary, Failure};
 use super::state::*;
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
-use crate::dump::{DumpLevel, next_capture};
+use crate::dump::{DumpLevel, TaskArgs};
 use crate::exec::kernel_call::CoreCtx;
 use crate::layout::{
     ARGS_HEAD, ArgsHeader, CaptureLayout, DispatchPayload, ENTRY_GANG, ImageSource, ImageView, NO_FUNC, ResidentLayout,
@@ -308,7 +308,6 @@ impl<A: AicoreAgent> Core<'_, A> {
             let len =
                 ARGS_HEAD + h.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32) as u64 * 64 + h.scalars as u64 * 8;
             a.observe_lines(args, len);
-            let has = |stage| next_capture(a, *level, t, args.0, stage, 0).is_some();
             let mask = if gang {
                 match home_fields(a.query(GmAddr(l.home(t)))).2 {
                     0 => 0b111,
@@ -318,12 +317,7 @@ impl<A: AicoreAgent> Core<'_, A> {
                 1 << lane
             };
             let n = b.occupancy(a, lane);
-            (
-                b,
-                mask,
-                n,
-                [has(crate::layout::dump_stage::BEFORE_DISPATCH), has(crate::layout::dump_stage::AFTER_COMPLETION)],
-            )
+            (b, mask, n, TaskArgs::with_header(args.0, h).stages(a, *level))
         });
         // A task that records at either boundary crosses AFTER (possibly empty: the AICPU
         // seals it at once), so its occupancy always settles; it claims the slot at the first

@@ -25,7 +25,7 @@ use alloc::boxed::Box;
 use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr};
 
 use super::rendezvous::{Ack, write_ack};
-use crate::dump::{DumpLevel, GmLane, Suspended, next_capture};
+use crate::dump::{DumpLevel, GmLane, Suspended, observe_args};
 use crate::fixed::PerCore;
 use crate::layout::{
     CaptureLayout, capture_header, capture_phase, capture_request, capture_slot, capture_status, dump_stage,
@@ -326,9 +326,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         let Some(mut r) = self.cores[i].req else { return };
         let stage =
             if r.phase == capture_phase::BEFORE { dump_stage::BEFORE_DISPATCH } else { dump_stage::AFTER_COMPLETION };
-        let args = self.args[r.task as usize];
         // This thread may not be the one that made the image visible at boot.
-        crate::dump::observe_args(self.a, args);
+        let record = observe_args(self.a, self.args[r.task as usize]);
         let mut budget = self.max_bytes;
         let mut copied_total = 0u64;
         let mut committed = 0u64;
@@ -343,7 +342,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
                     status = capture_status::WOULD_BLOCK;
                     break;
                 }
-                None => match next_capture(self.a, self.level, r.task, args, stage, r.arg) {
+                None => match record.next(self.a, self.level, r.task, stage, r.arg) {
                     None => {
                         status = capture_status::SEALED;
                         break;
@@ -367,7 +366,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
                             continue;
                         }
                         // Out of budget for this step: the next record begins on the next.
-                        status = match next_capture(self.a, self.level, r.task, args, stage, r.arg) {
+                        status = match record.next(self.a, self.level, r.task, stage, r.arg) {
                             None => capture_status::SEALED,
                             Some(_) => capture_status::IN_PROGRESS,
                         };
@@ -393,17 +392,21 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         }
         if committed > 0 || copied_total > 0 {
             self.stats.steps += 1;
-            self.stats.largest_step = self.stats.largest_step.max(copied_total);
             self.stats.committed += committed;
             self.a.fetch_add(GmAddr(self.l.header(capture_header::SERVED)), 1);
-            let at = GmAddr(self.l.header(capture_header::LARGEST_STEP));
-            let mut cur = self.a.query(at);
-            while cur < copied_total {
-                let seen = self.a.compare_exchange(at, cur, copied_total);
-                if seen == cur {
-                    break;
+            // The header's word is the largest step of every thread, never below this
+            // thread's own largest: only a new largest of this thread can raise it.
+            if copied_total > self.stats.largest_step {
+                self.stats.largest_step = copied_total;
+                let at = GmAddr(self.l.header(capture_header::LARGEST_STEP));
+                let mut cur = self.a.query(at);
+                while cur < copied_total {
+                    let seen = self.a.compare_exchange(at, cur, copied_total);
+                    if seen == cur {
+                        break;
+                    }
+                    cur = seen;
                 }
-                cur = seen;
             }
         }
         if status == capture_status::SEALED {
