@@ -116,11 +116,16 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
     }
     fn copy_h2d(&self, dst: GmAddr, src: &[u8]) -> Result<(), SimError> {
         let off = self.host_range(dst, src.len() as u64)?;
-        self.shared().gm.write_bytes(off, src);
-        self.shared().checker.host_wrote(dst.0, dst.0 + src.len() as u64);
-        if let Some(f) = self.shared().model() {
-            f.host_write(dst.0, src.len() as u64);
+        let gm = &self.shared().gm;
+        match self.shared().model() {
+            // Memory and the lines' records change together (`Faithful::host_write`).
+            Some(f) => f.host_write(dst.0, src.len() as u64, |at, n| {
+                let i = (at - dst.0) as usize;
+                gm.write_bytes(off + i as u64, &src[i..i + n as usize]);
+            }),
+            None => gm.write_bytes(off, src),
         }
+        self.shared().checker.host_wrote(dst.0, dst.0 + src.len() as u64);
         Ok(())
     }
     fn copy_d2h(&self, dst: &mut [u8], src: GmAddr) -> Result<(), SimError> {
@@ -133,11 +138,12 @@ impl<C: Contract> DeviceMemory for SimDevice<C> {
     }
     fn memset(&self, dst: GmAddr, byte: u8, len: u64) -> Result<(), SimError> {
         let off = self.host_range(dst, len)?;
-        self.shared().gm.fill(off, byte, len);
-        self.shared().checker.host_wrote(dst.0, dst.0 + len);
-        if let Some(f) = self.shared().model() {
-            f.host_write(dst.0, len);
+        let gm = &self.shared().gm;
+        match self.shared().model() {
+            Some(f) => f.host_write(dst.0, len, |at, n| gm.fill(off + (at - dst.0), byte, n)),
+            None => gm.fill(off, byte, len),
         }
+        self.shared().checker.host_wrote(dst.0, dst.0 + len);
         Ok(())
     }
     fn load_word(&self, addr: GmAddr) -> Result<u64, SimError> {

@@ -180,6 +180,8 @@ pub(super) enum PausePoint {
     /// An AICPU thread's store (write-through) is in memory and in the line's record; dropping
     /// the other threads' copies is next.
     StoreLanded = 4,
+    /// Host DMA wrote a line's piece to memory (its shard locked); the line's record is next.
+    HostWrote = 5,
 }
 
 /// Which agent a unit test holds at which [`PausePoint`], whether it got there, and whether

@@ -181,11 +181,17 @@ impl Faithful {
 
     // ------------------------------------------------------------ host DMA
 
-    /// Host DMA wrote `[off, off+len)` at `addr`: memory now holds the host's bytes.
-    pub fn host_write(&self, addr: u64, len: u64) {
+    /// Host DMA writes `[addr, addr+len)`: `put(at, n)` writes the host's bytes of
+    /// `[at, at+n)` to memory. Each line's piece is written under the line's shard lock, with
+    /// its record: a fill (which reads memory under the same lock) sees the host's bytes only
+    /// with the host's origins, never the new bytes under the old origins (a later whole-line
+    /// write-back of that copy would be reported as a clobber of the bytes it carries).
+    pub fn host_write(&self, addr: u64, len: u64, mut put: impl FnMut(u64, u64)) {
         let stamp = lock(&self.agents[HOST as usize]).vc[HOST as usize];
         let s = Stamp::new(HOST, stamp);
         self.by_page(addr, len, |shard, line, lo, hi| {
+            put(line + lo as u64, (hi - lo) as u64);
+            self.pause(HOST, super::model::PausePoint::HostWrote);
             let m = shard.record(line);
             m.last.fill(lo, hi, s);
             m.mem.fill(lo, hi, s);

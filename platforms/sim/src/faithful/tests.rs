@@ -102,8 +102,7 @@ fn host_dma_is_visible_to_the_aicpu_only_under_the_coherent_contract() {
         let (gm, f, a, off) = setup(coherent);
         let mut b = [0u8; 8];
         f.load(CPU, a, off, &mut b, &gm); // the AICPU caches the line
-        gm.write_bytes(off, &[5; 8]);
-        f.host_write(a, 8);
+        f.host_write(a, 8, |at, n| gm.write_bytes(off + at - a, &[5; 8][..n as usize]));
         let launch = LaunchState::new(1, 4, None);
         f.job_start(CPU, &f.host_release(), &launch);
         f.load(CPU, a, off, &mut b, &gm);
@@ -327,8 +326,7 @@ fn what_one_aicpu_thread_learns_reaches_the_others() {
             f.load(OTHER, a.0 + 128, off + 128, &mut b, &gm);
         }
         f.load(OTHER, a.0, off, &mut b, &gm); // the other thread caches the line
-        gm.write_bytes(off, &[5; 8]);
-        f.host_write(a.0, 8);
+        f.host_write(a.0, 8, |at, n| gm.write_bytes(off + at - a.0, &[5; 8][..n as usize]));
         if launched {
             let launch = LaunchState::new(1, 4, None);
             f.job_start(FIRST, &f.host_release(), &launch);
@@ -398,8 +396,7 @@ fn a_host_read_reports_its_lowest_stale_byte() {
 fn a_reused_cluster_copy_holds_only_its_own_line() {
     let (gm, f, a, off) = setup(false);
     f.set_aicpu_writes(AicpuWritePolicy::WriteBack);
-    gm.write_bytes(off + 128, &[6; 64]);
-    f.host_write(a + 128, 64);
+    f.host_write(a + 128, 64, |at, n| gm.write_bytes(off + at - a, &[6; 64][..n as usize]));
     let launch = LaunchState::new(1, 4, None);
     f.job_start(CPU, &f.host_release(), &launch);
     f.store(CPU, a, off, &[1; 64], &gm);
@@ -671,4 +668,32 @@ fn an_aicpu_copy_a_store_is_about_to_drop_is_never_read() {
 fn dispatch_from(f: &Faithful, t: u16) {
     f.reg_write(t, 0, 0);
     f.reg_read(3, 0, 0);
+}
+
+/// Invariant: host DMA changes a line's memory and its record together, so a fill never takes
+/// the host's new bytes under the line's old origins (the dual of
+/// [`a_fill_never_sees_a_line_record_ahead_of_memory`]). Forced: the host is held inside its
+/// DMA of a line, after writing the line's memory, while a core (not ordered after the DMA:
+/// either value is allowed) fills the line. Whatever it reads, the bytes must be what the
+/// origins its copy was given say: a copy of the new bytes under the old origins would be
+/// judged as the line of before the DMA.
+#[test]
+fn a_fill_never_sees_host_dma_bytes_under_their_old_origins() {
+    let (gm, f, a, off) = two_threads_one_core(AicpuWritePolicy::WriteBack);
+    let (f, gm) = (&f, &gm);
+    let (b, writer) = while_held(
+        f,
+        super::HOST,
+        super::model::PausePoint::HostWrote,
+        || f.host_write(a, 64, |at, n| gm.write_bytes(off + at - a, &[5; 64][..n as usize])),
+        || {
+            let mut b = [0u8; 8];
+            f.load(3, a, off, &mut b, gm);
+            let origin = super::model::lock(&f.agents[3]).cache[&a].origin.get(0);
+            (b, origin.agent())
+        },
+    );
+    let said = if writer == super::HOST { [5; 8] } else { [0; 8] };
+    assert_eq!(b, said, "the core's copy holds the bytes its origins name (writer {writer})");
+    assert_eq!(missing(f), vec![]);
 }
