@@ -45,8 +45,11 @@ const KERNELS: [(&str, CoreType); 9] = [
     ("mix_vec_half", CoreType::Aiv),
 ];
 
+/// Where this test process writes its stand-in device images: under cargo's scratch
+/// directory for integration tests (inside `target/`, gone with `cargo clean`), one directory
+/// per process so two runs of the suite never read each other's half-written files.
 fn dir() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("pto-cann-stub-{}", std::process::id()))
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("pto-cann-stub-{}", std::process::id()))
 }
 
 /// Stand-in device images: files whose bytes name the symbols they hold (the stand-in looks
