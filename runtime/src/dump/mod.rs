@@ -142,6 +142,12 @@ impl TaskArgs {
         self.head.scalars.min(crate::layout::MAX_SCALAR_ARGS as u32)
     }
 
+    /// The record's length in bytes as its header gives it (both counts bounded by the
+    /// layout's maximums): the range an agent makes visible before it reads the arguments.
+    pub fn bytes(&self) -> u64 {
+        ARGS_HEAD + self.tensors() as u64 * 64 + self.scalars() as u64 * 8
+    }
+
     /// Tensor descriptor `i`.
     fn desc<G: GmMemory>(&self, a: &G, i: u32) -> TensorDesc {
         let mut d = TensorDesc::new_zeroed();
@@ -241,7 +247,7 @@ impl TaskArgs {
 pub fn observe_args<A: AicpuCache + GmMemory>(a: &A, args: u64) -> TaskArgs {
     crate::observe_host::<A>(a, GmAddr(args), ARGS_HEAD);
     let t = TaskArgs::read(a, args);
-    crate::observe_host::<A>(a, GmAddr(args), ARGS_HEAD + t.tensors() as u64 * 64 + t.scalars() as u64 * 8);
+    crate::observe_host::<A>(a, GmAddr(args), t.bytes());
     t
 }
 

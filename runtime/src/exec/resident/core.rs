@@ -305,9 +305,8 @@ impl<A: AicoreAgent> Core<'_, A> {
         let skip = h.predicate != 0 && !predicate_holds(a, h.predicate);
         // The boundaries this task has: a phase that records nothing is not entered.
         let boundary = self.capture.as_ref().map(|(b, level)| {
-            let len =
-                ARGS_HEAD + h.tensors.min(crate::layout::MAX_TENSOR_ARGS as u32) as u64 * 64 + h.scalars as u64 * 8;
-            a.observe_lines(args, len);
+            let record = TaskArgs::with_header(args.0, h);
+            a.observe_lines(args, record.bytes());
             let mask = if gang {
                 match home_fields(a.query(GmAddr(l.home(t)))).2 {
                     0 => 0b111,
@@ -317,7 +316,7 @@ impl<A: AicoreAgent> Core<'_, A> {
                 1 << lane
             };
             let n = b.occupancy(a, lane);
-            (b, mask, n, TaskArgs::with_header(args.0, h).stages(a, *level))
+            (b, mask, n, record.stages(a, *level))
         });
         // A task that records at either boundary crosses AFTER (possibly empty: the AICPU
         // seals it at once), so its occupancy always settles; it claims the slot at the first
