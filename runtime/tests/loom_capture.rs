@@ -350,11 +350,13 @@ struct Seat {
     seq: u64,
     tick: u64,
     last: Option<(u64, u64, u64)>,
+    /// The request its line holds (`Boundary`'s `sent`): only changed words are stored again.
+    sent: Option<Request>,
 }
 
 impl Seat {
     fn new(dev: &Arc<Device>, w: u32) -> Seat {
-        Seat { a: core(dev, w), w, seq: 0, tick: 0, last: None }
+        Seat { a: core(dev, w), w, seq: 0, tick: 0, last: None, sent: None }
     }
 
     /// Cross phase `phase` of the task at occupancy `n` as participant `bit` of `mask`, in
@@ -387,7 +389,8 @@ impl Seat {
                 slot: LANE as u64,
                 tick: self.tick,
             };
-            write_request(a, GmAddr(l.request(self.w)), &r);
+            write_request(a, GmAddr(l.request(self.w)), &r, self.sent.as_ref());
+            self.sent = Some(r);
             a.store_direct(slot().offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
             served.named.fetch_add(1, Ordering::SeqCst);
             bell.ring();
@@ -476,6 +479,8 @@ fn serve_requests(a: LoomAicpu, mut seen: Vec<u64>, bell: &Bell, served: &Served
     let l = region();
     let cores = seen.len() as u32;
     let mut sealed = Vec::new();
+    // The answer each core's line holds (`Service`'s `acked`): only changed words are stored.
+    let mut acked: Vec<Option<Ack>> = vec![None; cores as usize];
     while sealed.len() < served.phases {
         let rung = bell.seen();
         let before = sealed.len();
@@ -501,7 +506,8 @@ fn serve_requests(a: LoomAicpu, mut seen: Vec<u64>, bell: &Bell, served: &Served
             );
             let ack =
                 Ack { status: capture_status::SEALED, arg_index: 0, cursor: 0, tick, identity: (EPOCH, TASK, seq) };
-            write_ack(&a, GmAddr(l.ack(w)), &ack);
+            write_ack(&a, GmAddr(l.ack(w)), &ack, acked[w as usize].as_ref());
+            acked[w as usize] = Some(ack);
             sealed.push((phase, w, seq));
             bell.ring();
         }
@@ -658,9 +664,10 @@ fn ack_model() -> bool {
         Ack { status: capture_status::IN_PROGRESS, arg_index: 1, cursor: 64, tick: 2, identity: (EPOCH, TASK, 2) };
     let dev = device_at(&[]);
     // The line as the service left it after phase 1 (written before the threads start).
-    write_ack(&LoomAicpu { dev: dev.clone() }, line, &first);
+    write_ack(&LoomAicpu { dev: dev.clone() }, line, &first, None);
     let service = LoomAicpu { dev: dev.clone() };
-    let writer = thread::spawn(move || write_ack(&service, line, &second));
+    // As the service rewrites a line: the words the two answers share are not stored again.
+    let writer = thread::spawn(move || write_ack(&service, line, &second, Some(&first)));
     let peer = core(&dev, 1);
     let none = match read_ack(&peer, line) {
         None => true,

@@ -173,19 +173,46 @@ pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
 /// one writer): the tick cleared first and a store barrier, then every other word, a store
 /// barrier, the tick last — so [`read_ack`] never takes a mix of the previous answer and this
 /// one (`ack.tick` is never 0: request ticks start at 1).
-pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack) {
+///
+/// `prev` is what the line holds, when the writer knows it (the answer it wrote last, `None`
+/// for a line it has not written in this run): a word that already holds its new value is not
+/// stored again. It was stored before an earlier tick, so a reader that takes the new tick
+/// reads it as this answer has it.
+pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: Option<&Ack>) {
+    use capture_ack as k;
     if !crate::breakage::broken(crate::breakage::CAPTURE_ACK_TICK_KEPT) {
-        a.store_direct(line.offset(capture_ack::TICK), 0);
+        a.store_direct(line.offset(k::TICK), 0);
         a.store_barrier();
     }
-    a.store_direct(line.offset(capture_ack::STATUS), ack.status);
-    a.store_direct(line.offset(capture_ack::ARG_INDEX), ack.arg_index);
-    a.store_direct(line.offset(capture_ack::CURSOR), ack.cursor);
-    a.store_direct(line.offset(capture_ack::EPOCH), ack.identity.0);
-    a.store_direct(line.offset(capture_ack::TASK), ack.identity.1);
-    a.store_direct(line.offset(capture_ack::PHASE_SEQ), ack.identity.2);
+    let words = |x: &Ack| {
+        [
+            (k::STATUS, x.status),
+            (k::ARG_INDEX, x.arg_index),
+            (k::CURSOR, x.cursor),
+            (k::EPOCH, x.identity.0),
+            (k::TASK, x.identity.1),
+            (k::PHASE_SEQ, x.identity.2),
+        ]
+    };
+    store_changed(a, line, &words(ack), prev.map(words).as_ref());
     a.store_barrier();
-    a.store_direct(line.offset(capture_ack::TICK), ack.tick);
+    a.store_direct(line.offset(k::TICK), ack.tick);
+}
+
+/// Store each `(offset, value)` of `words` into the line at `line`, device-direct and in order,
+/// except those `prev` (the same offsets, as the line holds them) shows holding their value
+/// already.
+fn store_changed<G: GmAtomic, const N: usize>(
+    a: &G,
+    line: GmAddr,
+    words: &[(u64, u64); N],
+    prev: Option<&[(u64, u64); N]>,
+) {
+    for (i, &(o, v)) in words.iter().enumerate() {
+        if prev.is_none_or(|p| p[i].1 != v) {
+            a.store_direct(line.offset(o), v);
+        }
+    }
 }
 
 /// A request as the core writes it.
@@ -210,19 +237,23 @@ pub struct Request {
 }
 
 /// Write request `r` into the line at `line`: every word, a store barrier, the tick last.
-pub fn write_request<G: GmAtomic + Barriers>(a: &G, line: GmAddr, r: &Request) {
+/// `prev` is the request the line holds, when the writer knows it (its last, `None` for a line
+/// it has not written in this run): a word that already holds its new value is not stored
+/// again (it was stored before an earlier tick).
+pub fn write_request<G: GmAtomic + Barriers>(a: &G, line: GmAddr, r: &Request, prev: Option<&Request>) {
     use capture_request as q;
-    for (w, v) in [
-        (q::EPOCH, r.epoch),
-        (q::TASK, r.task),
-        (q::PHASE, r.phase),
-        (q::PHASE_SEQ, r.phase_seq),
-        (q::ARG_INDEX, r.arg_index),
-        (q::CURSOR, r.cursor),
-        (q::SLOT, r.slot),
-    ] {
-        a.store_direct(line.offset(w), v);
-    }
+    let words = |x: &Request| {
+        [
+            (q::EPOCH, x.epoch),
+            (q::TASK, x.task),
+            (q::PHASE, x.phase),
+            (q::PHASE_SEQ, x.phase_seq),
+            (q::ARG_INDEX, x.arg_index),
+            (q::CURSOR, x.cursor),
+            (q::SLOT, x.slot),
+        ]
+    };
+    store_changed(a, line, &words(r), prev.map(words).as_ref());
     a.store_barrier();
     a.store_direct(line.offset(q::TICK), r.tick);
 }
@@ -261,6 +292,9 @@ pub struct Boundary {
     tick: core::cell::Cell<u64>,
     /// `(slot, phase, mask, occupancy)` of the phase this core published last.
     last: core::cell::Cell<Option<(GmAddr, u64, u64, u64)>>,
+    /// The request this core's line holds (the last it wrote in this run): only the words
+    /// that change are stored again.
+    sent: core::cell::Cell<Option<Request>>,
     /// Spaces this core's looks at a word that did not change ([`Boundary::pause`]).
     backoff: core::cell::Cell<crate::backoff::Backoff>,
 }
@@ -294,6 +328,7 @@ impl Boundary {
             seq: core::cell::Cell::new(0),
             tick: core::cell::Cell::new(0),
             last: core::cell::Cell::new(None),
+            sent: core::cell::Cell::new(None),
             backoff: core::cell::Cell::new(crate::backoff::Backoff::new()),
         }
     }
@@ -302,6 +337,12 @@ impl Boundary {
     /// (an event would wake every AICPU thread, each to scan its cores' request lines).
     fn ask<G: GmAtomic>(&self, a: &G) {
         a.fetch_add(self.asked, 1);
+    }
+
+    /// Write request `r` into this core's request line (`line`), storing only what changed.
+    fn send<G: GmAtomic + Barriers>(&self, a: &G, line: GmAddr, r: &Request) {
+        write_request(a, line, r, self.sent.get().as_ref());
+        self.sent.set(Some(*r));
     }
 
     /// The region this core's captures use.
@@ -468,7 +509,7 @@ impl Boundary {
         };
         let line = GmAddr(self.l.request(self.w));
         a.fetch_add(GmAddr(self.l.header(capture_header::REQUESTS)), 1);
-        write_request(a, line, &r);
+        self.send(a, line, &r);
         a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
         self.ask(a);
         let ack_line = GmAddr(self.l.ack(self.w));
@@ -500,7 +541,7 @@ impl Boundary {
                             r.arg_index = ack.arg_index;
                             r.cursor = ack.cursor;
                             r.tick = self.next_tick();
-                            write_request(a, line, &r);
+                            self.send(a, line, &r);
                             self.ask(a);
                             continue;
                         }

@@ -56,6 +56,9 @@ struct Served {
     /// The request tick last read from its line.
     seen: u64,
     req: Option<Req>,
+    /// The answer its acknowledgement line holds (the last this thread wrote in this run):
+    /// only the words that change are stored again.
+    acked: Option<Ack>,
 }
 
 /// What the service counted (for tests and the run's diagnostics).
@@ -126,7 +129,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         // were one not to, it would go unserved (its budget ends its wait), never indexed past
         // the table.
         for w in (0..l.workers()).filter(|&w| crate::exec::resident::state::seat(w, l.clusters).0 % threads == t) {
-            if cores.push(Served { w, seen: 0, req: None }).is_err() {
+            if cores.push(Served { w, seen: 0, req: None, acked: None }).is_err() {
                 break;
             }
         }
@@ -442,10 +445,12 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// the answered tick last (the word its waiters watch; the store wakes them).
     fn ack(&mut self, i: usize, status: u64, arg: u64, cursor: u64) {
         let line = GmAddr(self.l.ack(self.cores[i].w));
-        let Some(r) = self.cores[i].req.as_mut() else { return };
+        let c = &mut self.cores[i];
+        let Some(r) = c.req.as_mut() else { return };
         r.answered = r.tick;
         let ack = Ack { status, arg_index: arg, cursor, tick: r.tick, identity: (self.epoch, r.task as u64, r.seq) };
-        write_ack(self.a, line, &ack);
+        write_ack(self.a, line, &ack, c.acked.as_ref());
+        c.acked = Some(ack);
     }
 
     /// The producer stops: an open reservation is abandoned (one dropped record) and the lane
