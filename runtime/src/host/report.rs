@@ -63,7 +63,8 @@ pub struct CaptureReport {
     pub region_bytes: u64,
     /// Phases the cores requested (one per task boundary that records something).
     pub requests: u64,
-    /// Rendezvous slots claimed (one per task that entered a boundary).
+    /// Rendezvous slots claimed: one per task of several participants (a gang) that entered a
+    /// boundary. A task of one participant meets no peer and claims no slot.
     pub claims: u64,
     /// Service steps that copied or committed something.
     pub steps: u64,

@@ -55,7 +55,7 @@ pub mod capture_header {
     pub const LARGEST_STEP: u64 = 40;
     /// Phases requested (each phase's publisher, fetch-add, once per phase).
     pub const REQUESTS: u64 = 48;
-    /// Rendezvous slots claimed (each claim's winner, fetch-add).
+    /// Rendezvous slots claimed (each claim's winner, fetch-add; only gangs claim).
     pub const CLAIMS: u64 = 56;
     /// Records begun for a request while an earlier-observed request of the same AICPU thread
     /// was still in flight (AICPU threads, fetch-add): 0 when every thread serves in order of

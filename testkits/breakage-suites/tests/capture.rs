@@ -185,7 +185,8 @@ fn reproducer_peers_that_skip_the_seal_are_caught_every_time() {
 }
 
 /// Item 2: every cluster requests at once (a task per core, and gangs, all ready at the
-/// start): the run completes with every record, no core starved, no slot left claimed.
+/// start): the run completes with every record, no core starved, no slot left claimed, and
+/// only the gangs claim a slot.
 #[test]
 fn acceptance_02_concurrent_cores() {
     let _s = serial();
@@ -219,7 +220,8 @@ fn acceptance_02_concurrent_cores() {
         let tasks = workers as u64;
         let mixes = (0..workers).filter(|w| w % 4 == 3).count() as u64;
         assert_eq!(r.tasks, tasks);
-        assert_eq!(c.claims, tasks, "{c:?}");
+        // Only the gangs meet at a rendezvous slot; a single-lane task claims none.
+        assert_eq!(c.claims, mixes, "{c:?}");
         assert_eq!(c.requests, 2 * tasks, "{c:?}");
         assert_eq!(c.unsettled_slots, 0, "no slot left READY: {c:?}");
         assert_eq!(c.overtakes, 0, "every AICPU thread served in order of first observation: {c:?}");

@@ -315,7 +315,8 @@ impl<A: AicoreAgent> Core<'_, A> {
             } else {
                 1 << lane
             };
-            let n = b.occupancy(a, lane);
+            // A lone participant claims no slot: its occupancy is never handed out.
+            let n = if mask.count_ones() > 1 { b.occupancy(a, lane) } else { 0 };
             (b, mask, n, record.stages(a, *level))
         });
         // A task that records at either boundary crosses AFTER (possibly empty: the AICPU

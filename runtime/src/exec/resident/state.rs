@@ -389,10 +389,11 @@ pub fn dispatch<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, dummy: impl FnMu
 /// Every inbox class: the `classes` argument of [`dispatch_with`] that never skips one.
 pub const ALL_CLASSES: u8 = (1 << inbox_class::AIC) | (1 << inbox_class::AIV) | (1 << inbox_class::GANG);
 
-/// Hand out the next occupancy of the rendezvous slot of the task about to be published to
+/// Hand out the next occupancy of the rendezvous slot of the gang about to be published to
 /// lanes `lanes` of cluster `c` (its lowest lane's slot), and record it for each of those lanes
 /// (token holder only, before the entries are published): the occupancy each participant
-/// claims or joins at the task's boundaries.
+/// claims or joins at the task's boundaries. A task of one lane has no peer to meet and is
+/// given none.
 pub fn occupy<G: GmAtomic>(a: &G, cap: &CaptureLayout, c: u32, lanes: u8) {
     let key = lanes.trailing_zeros();
     let at = GmAddr(cap.occupancy_issued(c, key));
@@ -404,7 +405,7 @@ pub fn occupy<G: GmAtomic>(a: &G, cap: &CaptureLayout, c: u32, lanes: u8) {
 }
 
 /// [`dispatch`], with the args dump's boundary capture on when `cap` is given (every
-/// publication is given its rendezvous occupancy first, [`occupy`]), looking only for the
+/// gang's publication is given its rendezvous occupancy first, [`occupy`]), looking only for the
 /// inbox classes set in `classes` (bit `k` for [`inbox_class`] `k`; the graph's own
 /// [`ResidentLayout::classes`]: a class the graph lacks has no entry to find).
 pub fn dispatch_with<G: GmAtomic>(
@@ -468,9 +469,8 @@ pub fn dispatch_with<G: GmAtomic>(
                     again = true;
                     continue;
                 }
-                if let Some(cap) = cap {
-                    occupy(a, cap, c, 1 << i);
-                }
+                // A single-lane task has one participant: it claims no rendezvous slot, so it is
+                // given no occupancy.
                 publish_slot(a, l, c, i, e);
                 published |= 1 << i;
                 free &= !(1 << i);

@@ -381,6 +381,9 @@ impl Boundary {
             crate::codes::Site::CaptureAfter
         };
         let deadline = a.now_ticks().saturating_add(self.budget);
+        if mask == bit {
+            return self.alone(a, slot, key, phase, task, site as u32, deadline);
+        }
         let exit = |a: &A| a.read_dmb() == regs::DMB_EXIT;
         if claim_first {
             loop {
@@ -413,7 +416,7 @@ impl Boundary {
         let last = arrive(a, slot, phase, bit, mask);
         let mut w = Waiting { deadline, expired: false, code: None };
         let sealed = if last {
-            self.publish(a, slot, key, n, mask, phase, task, site as u32, &mut w)?
+            self.publish(a, slot, key, Some((n, mask)), phase, task, site as u32, &mut w)?
         } else {
             self.follow(a, slot, phase, task, site as u32, &mut w)?
         };
@@ -423,6 +426,32 @@ impl Boundary {
             a.fetch_add(GmAddr(self.l.header(capture_header::ABORTS_TAKEN)), 1);
         }
         if sealed { Ok(()) } else { Err(Failure::Aborted(w.code)) }
+    }
+
+    /// Cross phase `phase` of task `task` as its one participant: no peer waits on the slot,
+    /// so nothing of it is claimed, joined or left (its occupancy is not read); the core
+    /// publishes its request and waits for the terminal answer as a publisher does, and only
+    /// the slot's abort word is shared with the AICPU (see [`Boundary::publish`]). A lone phase
+    /// whose budget ran out fails even if its seal comes late: it has marked the slot aborted,
+    /// and no later claim clears that mark for the lone tasks that come after it.
+    #[allow(clippy::too_many_arguments)]
+    fn alone<A: AicoreAgent>(
+        &self,
+        a: &A,
+        slot: GmAddr,
+        key: u32,
+        phase: u64,
+        task: u32,
+        site: u32,
+        deadline: u64,
+    ) -> Result<(), Failure> {
+        let mut w = Waiting { deadline, expired: false, code: None };
+        let sealed = self.publish(a, slot, key, None, phase, task, site, &mut w)?;
+        if sealed && !w.expired {
+            return Ok(());
+        }
+        a.fetch_add(GmAddr(self.l.header(capture_header::ABORTS_TAKEN)), 1);
+        Err(Failure::Aborted(w.code))
     }
 
     /// Wait a slice (or until `deadline`) for `word` to change from `seen`, the value the
@@ -453,17 +482,17 @@ impl Boundary {
         true
     }
 
-    /// The last arriver: allocate the phase's `phase_seq`, write the request, store the
-    /// publisher word, and re-request (a new tick) until the acknowledgement for this tick is
-    /// terminal. `Ok(true)` sealed, `Ok(false)` aborted and acknowledged.
+    /// The last arriver (or a lone participant: `peers` is `None`): allocate the phase's
+    /// `phase_seq`, write the request, store the publisher word when there are peers
+    /// (`(occupancy, mask)`), and re-request (a new tick) until the acknowledgement for this
+    /// tick is terminal. `Ok(true)` sealed, `Ok(false)` aborted and acknowledged.
     #[allow(clippy::too_many_arguments)]
     fn publish<A: AicoreAgent>(
         &self,
         a: &A,
         slot: GmAddr,
         key: u32,
-        n: u64,
-        mask: u64,
+        peers: Option<(u64, u64)>,
         phase: u64,
         task: u32,
         site: u32,
@@ -482,7 +511,8 @@ impl Boundary {
                 self.pause(a, at, a.query(at), w.deadline);
             }
         }
-        if phase == capture_phase::BEFORE
+        if let Some((_, mask)) = peers
+            && phase == capture_phase::BEFORE
             && crate::breakage::broken(crate::breakage::CAPTURE_PEERS_SKIP_SEAL)
             && crate::breakage::forcing()
         {
@@ -496,7 +526,9 @@ impl Boundary {
         }
         let seq = self.seq.get() % 0xFFFF_FFFF + 1;
         self.seq.set(seq);
-        self.last.set(Some((slot, phase, mask, n)));
+        // A lone phase's line is read by its publisher alone: nothing to wait for before the
+        // next reuse.
+        self.last.set(peers.map(|(n, mask)| (slot, phase, mask, n)));
         let mut r = Request {
             epoch: self.epoch,
             task: task as u64,
@@ -510,7 +542,9 @@ impl Boundary {
         let line = GmAddr(self.l.request(self.w));
         a.fetch_add(GmAddr(self.l.header(capture_header::REQUESTS)), 1);
         self.send(a, line, &r);
-        a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
+        if peers.is_some() {
+            a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
+        }
         self.ask(a);
         let ack_line = GmAddr(self.l.ack(self.w));
         loop {
