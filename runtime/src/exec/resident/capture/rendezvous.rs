@@ -303,6 +303,9 @@ pub struct Boundary {
 /// aborted), and the code this core latches, if any.
 struct Waiting {
     deadline: u64,
+    /// The clock as the waiter last read it (at the phase's start, then at each look that
+    /// found nothing): one read serves the budget's check and the next wait's slice.
+    now: u64,
     expired: bool,
     code: Option<crate::codes::DeviceFault>,
 }
@@ -380,9 +383,10 @@ impl Boundary {
         } else {
             crate::codes::Site::CaptureAfter
         };
-        let deadline = a.now_ticks().saturating_add(self.budget);
+        let now = a.now_ticks();
+        let deadline = now.saturating_add(self.budget);
         if mask == bit {
-            return self.alone(a, slot, key, phase, task, site as u32, deadline);
+            return self.alone(a, slot, key, phase, task, site as u32, (now, deadline));
         }
         let exit = |a: &A| a.read_dmb() == regs::DMB_EXIT;
         if claim_first {
@@ -399,7 +403,8 @@ impl Boundary {
                         if exit(a) {
                             return Err(Failure::Exit);
                         }
-                        if a.now_ticks() >= deadline {
+                        let now = a.now_ticks();
+                        if now >= deadline {
                             // In CLAIMING nothing may be written: no abort word, just the code.
                             return Err(Failure::Aborted(Some(if c == Claim::Initialising {
                                 crate::codes::DeviceFault::ArgsCaptureInitLost
@@ -408,13 +413,13 @@ impl Boundary {
                             })));
                         }
                         let at = slot.offset(capture_slot::CLAIM);
-                        self.pause(a, at, a.query(at), deadline);
+                        self.pause(a, at, a.query(at), deadline, now);
                     }
                 }
             }
         }
         let last = arrive(a, slot, phase, bit, mask);
-        let mut w = Waiting { deadline, expired: false, code: None };
+        let mut w = Waiting { deadline, now, expired: false, code: None };
         let sealed = if last {
             self.publish(a, slot, key, Some((n, mask)), phase, task, site as u32, &mut w)?
         } else {
@@ -443,9 +448,9 @@ impl Boundary {
         phase: u64,
         task: u32,
         site: u32,
-        deadline: u64,
+        (now, deadline): (u64, u64),
     ) -> Result<(), Failure> {
-        let mut w = Waiting { deadline, expired: false, code: None };
+        let mut w = Waiting { deadline, now, expired: false, code: None };
         let sealed = self.publish(a, slot, key, None, phase, task, site, &mut w)?;
         if sealed && !w.expired {
             return Ok(());
@@ -458,8 +463,9 @@ impl Boundary {
     /// caller's last look was based on (so a store landing since then ends the wait at once).
     /// A look that finds the same word with the same value as the last one backs off
     /// ([`Backoff::wait_word`](crate::backoff::Backoff::wait_word)).
-    fn pause<A: AicoreAgent>(&self, a: &A, word: GmAddr, seen: u64, deadline: u64) {
-        let until = deadline.min(a.now_ticks().saturating_add(a.ticks_from_micros(SLICE_US)));
+    /// `now` is the caller's latest clock read.
+    fn pause<A: AicoreAgent>(&self, a: &A, word: GmAddr, seen: u64, deadline: u64, now: u64) {
+        let until = deadline.min(now.saturating_add(a.ticks_from_micros(SLICE_US)));
         let mut b = self.backoff.get();
         b.wait_word(a, word, seen, until);
         self.backoff.set(b);
@@ -504,11 +510,12 @@ impl Boundary {
                 if a.read_dmb() == regs::DMB_EXIT {
                     return Err(Failure::Exit);
                 }
-                if a.now_ticks() >= w.deadline {
+                w.now = a.now_ticks();
+                if w.now >= w.deadline {
                     return Err(Failure::Aborted(Some(crate::codes::DeviceFault::ArgsCaptureTimeout)));
                 }
                 let at = s.offset(capture_slot::RELEASED + 8 * p);
-                self.pause(a, at, a.query(at), w.deadline);
+                self.pause(a, at, a.query(at), w.deadline, w.now);
             }
         }
         if let Some((_, mask)) = peers
@@ -521,7 +528,7 @@ impl Boundary {
             let after = slot.offset(capture_slot::ARRIVED + 8 * capture_phase::AFTER);
             let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
             while (a.query(after).count_ones() + 1) < mask.count_ones() && a.now_ticks() < until {
-                self.pause(a, after, a.query(after), until);
+                self.pause(a, after, a.query(after), until, a.now_ticks());
             }
         }
         let seq = self.seq.get() % 0xFFFF_FFFF + 1;
@@ -547,6 +554,7 @@ impl Boundary {
         }
         self.ask(a);
         let ack_line = GmAddr(self.l.ack(self.w));
+        let mut first = true;
         loop {
             // The tick the look was based on; `None`: the line changed during the read. A tick
             // other than this request's is an earlier answer (or none yet): the rest of the
@@ -585,7 +593,11 @@ impl Boundary {
             if a.read_dmb() == regs::DMB_EXIT {
                 return Err(Failure::Exit);
             }
-            if a.now_ticks() >= w.deadline && !self.expire(a, slot, site, w) {
+            // The first look's clock is the phase's start (or the departures' last look): the
+            // request was written since, and no wait came between.
+            let now = if first { w.now } else { a.now_ticks() };
+            first = false;
+            if now >= w.deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
             // Not read whole (an earlier answer's tick, or 0 while the line is rewritten): wait
@@ -596,7 +608,7 @@ impl Boundary {
                 None if tick == r.tick => 0,
                 None => tick,
             };
-            self.pause(a, ack_line.offset(capture_ack::TICK), tick, w.deadline);
+            self.pause(a, ack_line.offset(capture_ack::TICK), tick, w.deadline, now);
         }
     }
 
@@ -641,10 +653,11 @@ impl Boundary {
             // hung, never as its peers' capture timeout.
             let deadline =
                 if publisher_seen.is_none() { w.deadline.saturating_add(2 * self.budget) } else { w.deadline };
-            if a.now_ticks() >= deadline && !self.expire(a, slot, site, w) {
+            let now = a.now_ticks();
+            if now >= deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
-            self.pause(a, on, seen, deadline);
+            self.pause(a, on, seen, deadline, now);
         }
     }
 
