@@ -25,7 +25,7 @@ use alloc::boxed::Box;
 use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr};
 
 use super::rendezvous::{Ack, write_ack};
-use crate::dump::{DumpLevel, GmLane, Suspended, observe_args};
+use crate::dump::{DumpLevel, GmLane, Suspended, TaskArgs, observe_args};
 use crate::fixed::PerCore;
 use crate::layout::{
     CaptureLayout, capture_header, capture_phase, capture_request, capture_slot, capture_status, dump_stage,
@@ -59,6 +59,10 @@ struct Served {
     /// The answer its acknowledgement line holds (the last this thread wrote in this run):
     /// only the words that change are stored again.
     acked: Option<Ack>,
+    /// The task whose argument record this thread made visible last for this core, and its
+    /// header: the image does not change during a run, so the task's later steps and its
+    /// other phase read the record without observing it again.
+    observed: Option<(u32, TaskArgs)>,
 }
 
 /// What the service counted (for tests and the run's diagnostics).
@@ -129,7 +133,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         // were one not to, it would go unserved (its budget ends its wait), never indexed past
         // the table.
         for w in (0..l.workers()).filter(|&w| crate::exec::resident::state::seat(w, l.clusters).0 % threads == t) {
-            if cores.push(Served { w, seen: 0, req: None, acked: None }).is_err() {
+            if cores.push(Served { w, seen: 0, req: None, acked: None, observed: None }).is_err() {
                 break;
             }
         }
@@ -329,8 +333,16 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         let Some(mut r) = self.cores[i].req else { return };
         let stage =
             if r.phase == capture_phase::BEFORE { dump_stage::BEFORE_DISPATCH } else { dump_stage::AFTER_COMPLETION };
-        // This thread may not be the one that made the image visible at boot.
-        let record = observe_args(self.a, self.args[r.task as usize]);
+        // This thread may not be the one that made the image visible at boot: it observes a
+        // task's record once, at the first step it serves of the task.
+        let record = match self.cores[i].observed {
+            Some((t, record)) if t == r.task => record,
+            _ => {
+                let record = observe_args(self.a, self.args[r.task as usize]);
+                self.cores[i].observed = Some((r.task, record));
+                record
+            }
+        };
         let mut budget = self.max_bytes;
         let mut copied_total = 0u64;
         let mut committed = 0u64;
