@@ -154,8 +154,15 @@ pub(crate) struct Collector {
     dir: PathBuf,
     bin: BufWriter<File>,
     bin_len: u64,
+    /// `args.bin`'s length when it was opened ([`cut`]).
+    bin_old_len: u64,
+    /// `args_dump.json`, opened at the first drain (while the run is in flight) or at the end.
+    manifest: Option<Overwritten>,
+    /// How many of `records` have their place in `order`.
+    sorted: usize,
     records: Vec<Collected>,
-    /// The manifest's order of `records` (made at the end).
+    /// The manifest's order of the first `sorted` of `records`: kept sorted at every drain,
+    /// while the run is in flight, so the end has only the last drain's records to place.
     order: Vec<(SortKey, u32)>,
     lanes: Vec<LaneCursor>,
     /// Records whose payload could not be taken (corrupt entry or record).
@@ -185,7 +192,8 @@ impl Collector {
         reuse: CollectorBuffers,
     ) -> std::io::Result<Collector> {
         std::fs::create_dir_all(dir)?;
-        let bin = BufWriter::new(overwrite(&dir.join("args.bin"))?);
+        let Overwritten { file, old_len: bin_old_len } = overwrite(&dir.join("args.bin"))?;
+        let bin = BufWriter::new(file);
         let CollectorBuffers { mut records, mut text, mut scratch, mut order } = reuse;
         records.clear();
         text.clear();
@@ -198,6 +206,9 @@ impl Collector {
             dir: dir.to_path_buf(),
             bin,
             bin_len: 0,
+            bin_old_len,
+            manifest: None,
+            sorted: 0,
             records,
             order,
             host_dropped: 0,
@@ -228,6 +239,11 @@ impl Collector {
                 n += 1;
             }
         }
+        // The host would otherwise wait: the manifest's file and its order are made now.
+        if self.manifest.is_none() {
+            self.manifest = Some(overwrite(&self.dir.join("args_dump.json")).map_err(CollectError::Io)?);
+        }
+        self.place();
         Ok(n)
     }
 
@@ -260,6 +276,24 @@ impl Collector {
         // The manifest text last, once the producer has its buffer and bytes back.
         self.render(locate);
         Ok(())
+    }
+
+    /// Give the records collected since the last call their place in the manifest's order,
+    /// sorted by key and index (a lane's sequence numbers are unique, so the order is total:
+    /// what a stable sort of the records gives). The order so far is one sorted run and the
+    /// new records another: the stable sort merges them.
+    fn place(&mut self) {
+        if self.sorted == self.records.len() {
+            return;
+        }
+        let from = self.order.len();
+        self.order.extend(self.records[self.sorted..].iter().zip(self.sorted..).map(|(c, i)| (sort_key(c), i as u32)));
+        self.order[from..].sort_unstable();
+        // Records taken in order (a chain's) need no merge.
+        if from > 0 && self.order[from - 1] > self.order[from] {
+            self.order.sort();
+        }
+        self.sorted = self.records.len();
     }
 
     /// Make the manifest text of the records collected since the last call.
@@ -320,7 +354,8 @@ impl Collector {
         } else {
             totals = None;
         }
-        self.bin.flush().and_then(|()| cut(self.bin.get_mut())).map_err(CollectError::Io)?;
+        let bin_old_len = self.bin_old_len;
+        self.bin.flush().and_then(|()| cut(self.bin.get_mut(), bin_old_len)).map_err(CollectError::Io)?;
         let collected = self.records.len() as u64;
         let accounting = match totals {
             Some((committed, dropped)) if committed == collected + self.host_dropped => {
@@ -330,18 +365,18 @@ impl Collector {
         };
         // Any record a failed drain left without its text (it stopped between the two).
         self.render(locate);
-        // The records in the manifest's order, sorted by key and index (a lane's sequence
-        // numbers are unique, so the order is total: what a stable sort of the records gives).
-        self.order.extend(self.records.iter().enumerate().map(|(i, c)| (sort_key(c), i as u32)));
-        self.order.sort_unstable();
-        let file = overwrite(&self.dir.join("args_dump.json")).map_err(CollectError::Io)?;
+        self.place();
+        let Overwritten { file, old_len } = match self.manifest.take() {
+            Some(m) => m,
+            None => overwrite(&self.dir.join("args_dump.json")).map_err(CollectError::Io)?,
+        };
         let out = std::io::BufWriter::with_capacity(1 << 16, file);
         let write = || -> std::io::Result<()> {
             let mut w = ManifestWriter::begin(out, run, self.level)?;
             for &(_, i) in &self.order {
                 w.record(&self.text[self.records[i as usize].text.clone()])?;
             }
-            cut(&mut w.end(accounting)?.into_inner().map_err(|e| e.into_error())?)
+            cut(&mut w.end(accounting)?.into_inner().map_err(|e| e.into_error())?, old_len)
         };
         write().map_err(CollectError::Io)?;
         Ok(DumpReport { dir: self.dir.clone(), level: self.level, accounting, payload_bytes: self.bin_len })
@@ -362,19 +397,30 @@ fn direction_of(d: u8) -> ArgDirection {
     }
 }
 
+/// A file opened by [`overwrite`]: the file, and its length when it was opened.
+struct Overwritten {
+    file: File,
+    old_len: u64,
+}
+
 /// Open `path` for writing from its start, creating it if needed but not truncating it: a
 /// dumping run that writes the same directory again rewrites the previous file's pages in
 /// place (the host keeps them cached) instead of freeing them and allocating new ones; [`cut`]
 /// drops what is left of the old text past the new.
-fn overwrite(path: &Path) -> std::io::Result<File> {
-    std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)
+fn overwrite(path: &Path) -> std::io::Result<Overwritten> {
+    let file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    let old_len = file.metadata()?.len();
+    Ok(Overwritten { file, old_len })
 }
 
-/// End a file written through [`overwrite`] where the writing ended.
-fn cut(f: &mut File) -> std::io::Result<()> {
+/// End a file written through [`overwrite`] where the writing ended (`old_len`: its length
+/// when it was opened). Only a shorter text is cut: a truncation is a file-system transaction
+/// (tens of microseconds on the host's ext4), and a text at least as long as the old one has
+/// replaced all of it.
+fn cut(f: &mut File, old_len: u64) -> std::io::Result<()> {
     use std::io::Seek;
     let len = f.stream_position()?;
-    f.set_len(len)
+    if len < old_len { f.set_len(len) } else { Ok(()) }
 }
 
 /// Where a record goes in the manifest: by task, stage, argument, then lane and sequence.
@@ -721,11 +767,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pto-overwrite-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f");
-        for text in ["a long first text", "short", "", "longer than the one before"] {
-            let mut f = overwrite(&path).unwrap();
-            f.write_all(text.as_bytes()).unwrap();
-            cut(&mut f).unwrap();
-            drop(f);
+        // Shorter (cut), empty, longer (nothing to cut), as long (nothing to cut), shorter again.
+        for text in ["a long first text", "short", "", "longer than the one before", "as long as the one before!", "x"]
+        {
+            let Overwritten { mut file, old_len } = overwrite(&path).unwrap();
+            file.write_all(text.as_bytes()).unwrap();
+            cut(&mut file, old_len).unwrap();
+            drop(file);
             assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
         }
         std::fs::remove_dir_all(&dir).unwrap();
