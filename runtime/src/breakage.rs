@@ -97,9 +97,9 @@ pub const CAPTURE_STALL_OPEN: u64 = 1 << 28;
 /// Fault injection: the AICPU capture service holds an open reservation (does not advance it)
 /// until it has answered another core's request WOULD_BLOCK.
 pub const CAPTURE_HOLD_OPEN: u64 = 1 << 29;
-/// Resident args capture: the acknowledgement writer leaves the previous tick in place while
-/// it rewrites the line (the old order), so a reader can take the old status with the new
-/// identity.
+/// Resident args capture: the acknowledgement writer marks the line (its `BEGIN` word) only
+/// after it rewrote it, so during the rewrite `BEGIN` keeps the previous tick and a reader can
+/// take the old status with the new identity.
 pub const CAPTURE_ACK_TICK_KEPT: u64 = 1 << 31;
 /// The AICore entry returns on an error (window timeout, idle timeout, resident start
 /// timeout) without writing EXITED or passing its teardown gate (the old error exits).

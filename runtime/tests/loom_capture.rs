@@ -40,8 +40,8 @@
 //!   step (each step that can end a wait rings it), the way `wait_for_word` ends on a store.
 //! * **The AICPU side is part transcription** ([`serve_requests`]): `Service::scan`'s read of a
 //!   request line (tick, read barrier, words) is transcribed and must follow
-//!   `capture/service.rs`; the acknowledgement is written with the real `write_ack` (the tick
-//!   cleared, the other words, a store barrier, the answered tick last). Every phase is
+//!   `capture/service.rs`; the acknowledgement is written with the real `write_ack` (the new
+//!   tick in `BEGIN`, the other words, a store barrier, the answered tick last). Every phase is
 //!   answered SEALED at once (the task records nothing).
 //! * **The host side of the lane** is [`collector`], a cut-down transcription of
 //!   `host::dump::Collector` (as in `tests/loom_dump.rs`): drain the ready queue, read the
@@ -693,8 +693,8 @@ fn acknowledgement_is_never_read_torn() {
     seen.assert_all_reached(&["a read during the rewrite saw nothing", "every read saw a whole answer"]);
 }
 
-/// Reproducer: the writer keeps the previous tick while it rewrites the line (the old order,
-/// `breakage::CAPTURE_ACK_TICK_KEPT`). Loom must find a read that takes the old tick on both
+/// Reproducer: the writer marks the line only after rewriting it (`BEGIN` keeps the previous
+/// tick meanwhile, `breakage::CAPTURE_ACK_TICK_KEPT`). Loom must find a read that takes the old tick on both
 /// sides of a mix of the two answers.
 #[cfg(feature = "breakage")]
 #[test]

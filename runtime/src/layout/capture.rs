@@ -142,9 +142,10 @@ pub mod capture_request {
     pub const TICK: u64 = 56;
 }
 
-/// Words of an acknowledgement line. The AICPU writes every other word, a store barrier, then
-/// `TICK` last: the tick is the line's version (it changes with every answer), so it is the
-/// one word every waiter watches, and a read bracketed by two equal ticks is one answer.
+/// Words of an acknowledgement line. The AICPU writes `BEGIN` (the new answer's tick) first, a
+/// store barrier, every other word, a store barrier, then `TICK` last: the tick is the line's
+/// version (it changes with every answer), so it is the one word every waiter watches, and a
+/// read that finds `BEGIN` equal to the `TICK` it started from is one answer.
 pub mod capture_ack {
     /// What the AICPU did with the request ([`capture_status`](super::capture_status)).
     pub const STATUS: u64 = 0;
@@ -160,6 +161,9 @@ pub mod capture_ack {
     pub const TASK: u64 = 40;
     /// The phase identity.
     pub const PHASE_SEQ: u64 = 48;
+    /// The tick of the answer being written (written first): differs from `TICK` while the
+    /// line is rewritten.
+    pub const BEGIN: u64 = 56;
 }
 
 /// Acknowledgement statuses.

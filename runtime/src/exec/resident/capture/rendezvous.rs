@@ -141,13 +141,16 @@ pub struct Ack {
     pub identity: (u64, u64, u64),
 }
 
-/// Read the acknowledgement line at `line`: the tick on both sides of the other words, so a
-/// line rewritten during the read reads as `None` rather than as a torn mix of two answers.
-/// [`write_ack`] clears the tick before it rewrites anything and stores the new one last, so
-/// a read that saw any new word sees the tick cleared or changed; a cleared tick (a line being
-/// rewritten, or never written: request ticks start at 1) is `None` too. Only this phase's
-/// answers are written to the line while any of its participants reads it (its publisher asks
-/// for nothing else before they all departed).
+/// Read the acknowledgement line at `line`: the tick, then the other words, then the tick of
+/// the answer being written, so a line rewritten during the read reads as `None` rather than
+/// as a torn mix of two answers. [`write_ack`] stores the new answer's tick in `BEGIN` before
+/// it rewrites anything and in `TICK` last, so a read that saw any new word sees `BEGIN`
+/// differ from the `TICK` it started from; a tick of 0 (a line never written: request ticks
+/// start at 1) is `None` too. Only this phase's answers are written to the line while any of
+/// its participants reads it (its publisher asks for nothing else before they all departed).
+/// Two answers to one tick (ABORTED after an IN_PROGRESS answer, for a publisher that stopped
+/// asking) differ only in status and echoes: a read across the second may mix those, and its
+/// reader, which asks no more, looks again.
 pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
     let tick = a.query(line.offset(capture_ack::TICK));
     if tick == 0 {
@@ -166,13 +169,15 @@ pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
         ),
     };
     a.rmb();
-    (a.query(line.offset(capture_ack::TICK)) == tick).then_some(ack)
+    (a.query(line.offset(capture_ack::BEGIN)) == tick).then_some(ack)
 }
 
 /// Write acknowledgement `ack` into the line at `line` (the AICPU capture service, the line's
-/// one writer): the tick cleared first and a store barrier, then every other word, a store
-/// barrier, the tick last — so [`read_ack`] never takes a mix of the previous answer and this
-/// one (`ack.tick` is never 0: request ticks start at 1).
+/// one writer): its tick in `BEGIN` first and a store barrier, then every other word, a store
+/// barrier, the tick in `TICK` last — so [`read_ack`] never takes a mix of the previous answer
+/// and this one (`ack.tick` is never 0: request ticks start at 1). Nobody waits on `BEGIN`: the
+/// first store wakes no reader (the old order cleared `TICK` first, waking every waiter on it
+/// for a line not yet written).
 ///
 /// `prev` is what the line holds, when the writer knows it (the answer it wrote last, `None`
 /// for a line it has not written in this run): a word that already holds its new value is not
@@ -181,7 +186,7 @@ pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
 pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: Option<&Ack>) {
     use capture_ack as k;
     if !crate::breakage::broken(crate::breakage::CAPTURE_ACK_TICK_KEPT) {
-        a.store_direct(line.offset(k::TICK), 0);
+        a.store_direct(line.offset(k::BEGIN), ack.tick);
         a.store_barrier();
     }
     let words = |x: &Ack| {
@@ -197,6 +202,11 @@ pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: O
     store_changed(a, line, &words(ack), prev.map(words).as_ref());
     a.store_barrier();
     a.store_direct(line.offset(k::TICK), ack.tick);
+    if crate::breakage::broken(crate::breakage::CAPTURE_ACK_TICK_KEPT) {
+        // Broken on purpose: the line is marked only once it is whole, so during the rewrite
+        // `BEGIN` still holds the previous answer's tick.
+        a.store_direct(line.offset(k::BEGIN), ack.tick);
+    }
 }
 
 /// Store each `(offset, value)` of `words` into the line at `line`, device-direct and in order,
@@ -600,9 +610,9 @@ impl Boundary {
             if now >= w.deadline && !self.expire(a, slot, site, w) {
                 return Err(Failure::Aborted(w.code));
             }
-            // Not read whole (an earlier answer's tick, or 0 while the line is rewritten): wait
-            // for the tick to change from the one read. Read whole but changed during the read
-            // (`None`): the tick is not 0 any more, so a wait based on 0 ends at once.
+            // Not this request's answer yet (an earlier answer's tick, or 0): wait for the tick
+            // to change from the one read. This request's tick but rewritten during the read
+            // (`None`): look again soon (a wait based on 0 ends at once, and backs off).
             let tick = match seen {
                 Some((_, t)) => t,
                 None if tick == r.tick => 0,
@@ -683,7 +693,8 @@ impl Boundary {
         };
         let line = GmAddr(self.l.ack(p));
         let Some(ack) = read_ack(a, line) else {
-            // A line being rewritten (tick 0): wait for its new tick.
+            // A line being rewritten (or not written yet): look again soon (a wait based on 0
+            // ends at once; the waits back off while the look finds the same).
             return Look::Pending(Some((line.offset(capture_ack::TICK), 0)));
         };
         if ack.identity == (self.epoch, task as u64, seq) {
