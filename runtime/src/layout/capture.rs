@@ -71,13 +71,29 @@ pub mod capture_header {
     /// phase's answer (cores, fetch-add).
     pub const ABORTS_TAKEN: u64 = 88;
     /// Requests written for AICPU thread `t` (`ASKED + 8 (t % ASKED_COUNTERS)`; the thread
-    /// serving cluster `c` is `c % threads`): each core adds 1 after it wrote a request (a new
-    /// tick) on its line, and the serving thread scans its cores' request lines only when its
-    /// counter moved, and sleeps on it. Threads `ASKED_COUNTERS` apart share one (a spurious
-    /// scan, nothing missed).
+    /// serving cluster `c` is `c % threads`), as an [`asked_word`]: each core, after it wrote
+    /// a request (a new tick) on its line, adds 1 to the count and names itself, in one
+    /// compare-and-swap. The serving thread reads its cores' request lines only when the word
+    /// moved, and sleeps on it; when the count moved by exactly one it reads the named core's
+    /// line alone. Threads `ASKED_COUNTERS` apart share one (a spurious scan, nothing missed).
     pub const ASKED: u64 = 96;
     /// Counters at [`ASKED`].
     pub const ASKED_COUNTERS: u32 = 4;
+    /// The count's bits in an [`asked_word`] (above the worker field).
+    pub const ASKED_COUNT_MASK: u64 = (1 << 48) - 1;
+
+    /// An `ASKED` word: `count` (48 bits) above worker `w + 1` (16 bits; 0 when `w` does not
+    /// fit: no core named, so the reader reads every line).
+    pub const fn asked_word(count: u64, w: u32) -> u64 {
+        let who = if w < 0xFFFF { w as u64 + 1 } else { 0 };
+        ((count & ASKED_COUNT_MASK) << 16) | who
+    }
+
+    /// `(count, worker)` of an [`asked_word`].
+    pub const fn asked_fields(word: u64) -> (u64, Option<u32>) {
+        let who = word & 0xFFFF;
+        (word >> 16, if who == 0 { None } else { Some(who as u32 - 1) })
+    }
     /// Bytes of the header (two lines).
     pub const BYTES: u64 = 128;
 }
@@ -222,5 +238,23 @@ impl CaptureLayout {
     /// Bytes of the whole region.
     pub const fn bytes(&self) -> u64 {
         self.ack(self.workers()) - self.base
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::capture_header::{ASKED_COUNT_MASK, asked_fields, asked_word};
+
+    /// An `ASKED` word gives back the count and the worker it was made of; a worker that does
+    /// not fit in its field is named as no one (the reader then reads every line), and the
+    /// count wraps within its own bits without touching the worker's.
+    #[test]
+    fn an_asked_word_names_the_count_and_the_asker() {
+        for (count, w) in [(0, 0), (1, 0), (7, 107), (ASKED_COUNT_MASK, 3), (12, 0xFFFE)] {
+            assert_eq!(asked_fields(asked_word(count, w)), (count, Some(w)));
+        }
+        assert_eq!(asked_fields(asked_word(5, 0xFFFF)), (5, None));
+        assert_eq!(asked_fields(asked_word(5, u32::MAX)), (5, None));
+        assert_eq!(asked_fields(asked_word(ASKED_COUNT_MASK + 1, 2)), (0, Some(2)));
     }
 }

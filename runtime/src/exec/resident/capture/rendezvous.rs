@@ -347,9 +347,18 @@ impl Boundary {
     }
 
     /// Tell the serving AICPU thread a request was written: its counter, the word it sleeps on
-    /// (an event would wake every AICPU thread, each to scan its cores' request lines).
+    /// (an event would wake every AICPU thread, each to scan its cores' request lines), one
+    /// more and naming this core ([`capture_header::asked_word`]), so a thread that finds one
+    /// ask since its last look reads this core's line alone.
     fn ask<G: GmAtomic>(&self, a: &G) {
-        a.fetch_add(self.asked, 1);
+        let mut seen = a.query(self.asked);
+        loop {
+            let next = capture_header::asked_word((seen >> 16) + 1, self.w);
+            match a.compare_exchange(self.asked, seen, next) {
+                v if v == seen => return,
+                v => seen = v,
+            }
+        }
     }
 
     /// Write request `r` into this core's request line (`line`), storing only what changed.

@@ -184,11 +184,14 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         // The request lines are read only when a core asked since the last scan.
         let asked = self.a.query(self.asked.0);
         if asked != self.asked.1 {
-            self.asked.1 = asked;
-            // The core wrote its request line before its add to the counter (an acquire-release
-            // read-modify-write): read the lines after the counter, not before it.
+            let prev = core::mem::replace(&mut self.asked.1, asked);
+            // The core wrote its request line before its update of the counter (an
+            // acquire-release read-modify-write): read the lines after the counter, not before.
             self.a.rmb();
-            self.scan();
+            match self.one_asker(prev, asked) {
+                Some(i) => self.scan_core(i),
+                None => self.scan(),
+            }
         }
         let mut answered = self.abort_aborted();
         // The open reservation's owner first: it keeps advancing.
@@ -257,41 +260,60 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         self.abort_aborted()
     }
 
-    /// Read every served core's request line once; a new phase is stamped with the next
-    /// observation tick, a new tick of a known phase only marks it as asking again.
+    /// Read every served core's request line once ([`Service::scan_core`]).
     fn scan(&mut self) {
-        let a = self.a;
         for i in 0..self.cores.len() {
-            let w = self.cores[i].w;
-            let line = GmAddr(self.l.request(w));
-            let tick = a.query(line.offset(capture_request::TICK));
-            if tick == self.cores[i].seen {
-                continue;
-            }
-            // The core wrote every other word before the tick.
-            a.rmb();
-            let q = |o: u64| a.query(line.offset(o));
-            let (epoch, task, phase, seq, slot) = (
-                q(capture_request::EPOCH),
-                q(capture_request::TASK),
-                q(capture_request::PHASE),
-                q(capture_request::PHASE_SEQ),
-                q(capture_request::SLOT),
-            );
-            self.cores[i].seen = tick;
-            if epoch != self.epoch || task >= self.args.len() as u64 || phase > capture_phase::AFTER {
-                // Not a request of this run: nothing to answer (the core's budget covers it).
-                continue;
-            }
-            let task = task as u32;
-            let slot = ((slot >> 8) as u32, (slot & 0xFF) as u32);
-            match &mut self.cores[i].req {
-                Some(r) if (r.task, r.phase, r.seq) == (task, phase, seq) => r.tick = tick,
-                cur => {
-                    let observed = self.next_observe;
-                    self.next_observe += 1;
-                    *cur = Some(Req { task, phase, seq, slot, tick, answered: 0, observed, arg: 0 });
-                }
+            self.scan_core(i);
+        }
+    }
+
+    /// The served core that made the one ask between the counter values `prev` and `now`
+    /// ([`capture_header::asked_word`]), when exactly one ask came (its count moved by one)
+    /// from a core this thread serves; `None` otherwise (several asks, another thread's core
+    /// sharing the counter, or the first step): then every line is read.
+    fn one_asker(&self, prev: u64, now: u64) -> Option<usize> {
+        let (was, _) = capture_header::asked_fields(prev);
+        let (count, who) = capture_header::asked_fields(now);
+        if prev == u64::MAX || count != was.wrapping_add(1) & capture_header::ASKED_COUNT_MASK {
+            return None;
+        }
+        let w = who?;
+        self.cores.iter().position(|s| s.w == w)
+    }
+
+    /// Read served core `i`'s request line; a new phase is stamped with the next observation
+    /// tick, a new tick of a known phase only marks it as asking again.
+    fn scan_core(&mut self, i: usize) {
+        let a = self.a;
+        let w = self.cores[i].w;
+        let line = GmAddr(self.l.request(w));
+        let tick = a.query(line.offset(capture_request::TICK));
+        if tick == self.cores[i].seen {
+            return;
+        }
+        // The core wrote every other word before the tick.
+        a.rmb();
+        let q = |o: u64| a.query(line.offset(o));
+        let (epoch, task, phase, seq, slot) = (
+            q(capture_request::EPOCH),
+            q(capture_request::TASK),
+            q(capture_request::PHASE),
+            q(capture_request::PHASE_SEQ),
+            q(capture_request::SLOT),
+        );
+        self.cores[i].seen = tick;
+        if epoch != self.epoch || task >= self.args.len() as u64 || phase > capture_phase::AFTER {
+            // Not a request of this run: nothing to answer (the core's budget covers it).
+            return;
+        }
+        let task = task as u32;
+        let slot = ((slot >> 8) as u32, (slot & 0xFF) as u32);
+        match &mut self.cores[i].req {
+            Some(r) if (r.task, r.phase, r.seq) == (task, phase, seq) => r.tick = tick,
+            cur => {
+                let observed = self.next_observe;
+                self.next_observe += 1;
+                *cur = Some(Req { task, phase, seq, slot, tick, answered: 0, observed, arg: 0 });
             }
         }
     }
