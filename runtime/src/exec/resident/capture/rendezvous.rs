@@ -474,7 +474,10 @@ impl Boundary {
         if sealed && !w.expired {
             return Ok(());
         }
-        a.fetch_add(GmAddr(self.l.header(capture_header::ABORTS_TAKEN)), 1);
+        if !sealed {
+            // The phase's answer was ABORTED (acknowledged by the AICPU).
+            a.fetch_add(GmAddr(self.l.header(capture_header::ABORTS_TAKEN)), 1);
+        }
         Err(Failure::Aborted(w.code))
     }
 
