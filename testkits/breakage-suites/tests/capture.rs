@@ -861,6 +861,60 @@ fn a_fault_in_a_dumping_gang_is_the_kernels_and_seals_nothing() {
     }
 }
 
+/// The middle task of the faulting chain: `x` (INOUT, arg 0) is read, then the kernel faults.
+fn k_reads_then_panics(k: &mut dyn KernelContext) {
+    let _ = k.load::<f32>(0);
+    panic!("deliberate fault in the middle of a dumping chain");
+}
+
+/// A hostile run: the middle task of a dumping chain of three single-lane tasks (each a lone
+/// participant at its boundaries, `x += 1` in place) faults. The run ends with the kernel's
+/// fault naming task 1; the dump keeps what was sealed before it — task 0 before and after,
+/// task 1 before (the inputs it read) — and nothing runs or is recorded after it: no output
+/// capture of task 1, nothing of task 2 (its consumer). The next run on the device is whole.
+/// With the faulted subtask releasing its consumers (`RELEASE_ON_FAULT`) it fails.
+#[test]
+fn a_fault_in_the_middle_of_a_dumping_chain_records_nothing_after_it() {
+    let _s = serial();
+    for faithful in [false, true] {
+        let dev = device(faithful);
+        let add1 = func(&dev, "add1", CoreType::Aiv, kit::k_add1);
+        let bad = func(&dev, "reads_then_panics", CoreType::Aiv, k_reads_then_panics);
+        let x = dev.tensor_from(&[256], &vec![0.0f32; 256]).unwrap();
+        let g = dev
+            .build(|g| {
+                for f in [add1, bad, add1] {
+                    g.submit(Task::aiv(f).inout(&x.tensor()))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let dir = tmp("chain-fault");
+        let cfg =
+            RunConfig::default().with_dump(Some(DumpLevel::Full)).with_executor(Executor::Resident).with_dump_dir(&dir);
+        match dev.run_with(&g, &cfg) {
+            Err(Error::Device(e)) => {
+                assert_eq!(e.code, ErrorCode::Device(DeviceFault::KernelFault), "faithful={faithful}: {e}");
+                assert_eq!((e.site, e.task), (Site::Kernel, Some(1)), "{e}");
+            }
+            other => panic!("faithful={faithful}: expected KERNEL_FAULT, got {other:?}"),
+        }
+        let d = Dump::open(&dir).unwrap();
+        assert_eq!(d.data::<f32>(d.find(0, 0, Stage::BeforeDispatch).unwrap()).unwrap(), vec![0.0f32; 256]);
+        assert_eq!(d.data::<f32>(d.find(0, 0, Stage::AfterCompletion).unwrap()).unwrap(), vec![1.0f32; 256]);
+        let read = d.find(1, 0, Stage::BeforeDispatch).expect("the faulted task's input, as it read it");
+        assert_eq!(d.data::<f32>(read).unwrap(), vec![1.0f32; 256]);
+        assert!(d.find(1, 0, Stage::AfterCompletion).is_none(), "faithful={faithful}: no output of the faulted task");
+        assert!(d.by_task().get(&2).is_none(), "faithful={faithful}: nothing of the faulted task's consumer");
+        let _ = std::fs::remove_dir_all(&dir);
+        let (y2, g2) = kit::add1_chain(&dev, 16).unwrap();
+        let (r, d) = run(&dev, &g2, RunConfig::default().with_dump(Some(DumpLevel::Full)), "after-chain-fault");
+        assert_eq!(r.tasks, 16);
+        assert_eq!(d.records.len(), 16 * 2, "x before and after, per task");
+        assert_eq!(y2.read::<f32>().unwrap(), vec![16.0f32; 16]);
+    }
+}
+
 static RELEASE_HUNG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// AIV lanes of the hanging gang: lane 1 never returns until the test releases it.
