@@ -320,8 +320,8 @@ impl<A: AicoreAgent> Core<'_, A> {
             (b, mask, n, record.stages(a, *level))
         });
         // A task that records at either boundary crosses AFTER (possibly empty: the AICPU
-        // seals it at once), so its occupancy always settles; it claims the slot at the first
-        // phase it enters.
+        // seals it at once), so a gang's occupancy always settles; a gang claims its slot at
+        // the first phase it enters (a single-lane task claims none).
         let cross = |phase: u64| -> bool {
             let Some((b, mask, n, has)) = boundary else { return true };
             let enter = if phase == crate::layout::capture_phase::BEFORE { has[0] } else { has[0] || has[1] };

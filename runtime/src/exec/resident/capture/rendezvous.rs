@@ -402,7 +402,7 @@ impl Boundary {
         } else {
             crate::codes::Site::CaptureAfter
         };
-        let now = a.now_ticks();
+        let mut now = a.now_ticks();
         let deadline = now.saturating_add(self.budget);
         if mask == bit {
             return self.alone(a, slot, key, phase, task, site as u32, (now, deadline));
@@ -422,7 +422,7 @@ impl Boundary {
                         if exit(a) {
                             return Err(Failure::Exit);
                         }
-                        let now = a.now_ticks();
+                        now = a.now_ticks();
                         if now >= deadline {
                             // In CLAIMING nothing may be written: no abort word, just the code.
                             return Err(Failure::Aborted(Some(if c == Claim::Initialising {
@@ -615,8 +615,8 @@ impl Boundary {
             if a.read_dmb() == regs::DMB_EXIT {
                 return Err(Failure::Exit);
             }
-            // The first look's clock is the phase's start (or the departures' last look): the
-            // request was written since, and no wait came between.
+            // The first look's clock is the last one read before the request (the phase's start,
+            // the claim's or the departures' last look): no wait came since.
             let now = if first { w.now } else { a.now_ticks() };
             first = false;
             if now >= w.deadline && !self.expire(a, slot, site, w) {
