@@ -56,11 +56,13 @@ fn join_entries(into: &mut [u32], from: &[u32]) {
     }
 }
 
-/// A fresh clock for agent `i` of `n`: its own entry starts at 1, so its first stores (stamp 1)
-/// are visible to others only after its first release.
-pub(super) fn own_clock(n: usize, i: usize) -> Vc {
-    let mut v = vec![0; n];
-    v[i] = 1;
+/// A fresh clock for agent `i` of `n` that knows every agent's stores up to `base`: its own
+/// entry starts at `base + 1`, so its first stores are visible to others only after its first
+/// release. A new model starts from base 0; a reset from a base above every clock entry of the
+/// model before it ([`Faithful::reset`]).
+pub(super) fn own_clock(n: usize, i: usize, base: u32) -> Vc {
+    let mut v = vec![base; n];
+    v[i] = base + 1;
     v
 }
 
@@ -268,7 +270,7 @@ impl Faithful {
             agents: (0..n)
                 .map(|i| {
                     Mutex::new(AgentState {
-                        vc: own_clock(n, i),
+                        vc: own_clock(n, i, 0),
                         cache: LineMap::default(),
                         keys: Vec::new(),
                         dirty_lines: 0,
@@ -328,15 +330,28 @@ impl Faithful {
         ((1u128 << (self.n_aicpu + 1)) - 1) & !1
     }
 
-    /// Forget every cache, clock and line record (between runs, when no program is active).
+    /// Forget every cache and line record, and start every clock again (between runs, when no
+    /// program is active).
+    ///
+    /// Clocks restart *above* every entry they hold now, never from zero: a clock taken before
+    /// the reset outlives it — a finished launch's end clock, which the next launch on its
+    /// stream joins into its start clock, and which the host acquires when it retires that
+    /// launch. Restarted from zero, a core's first stores after the reset would carry stamps
+    /// that such a clock already names, and an AICPU polling the line before the core wrote it
+    /// back would be told the store had been published to it (a handshake report's marker,
+    /// read between the core's store and its write-back:
+    /// `a_clock_from_before_a_reset_names_no_store_after_it`). Every agent starts knowing every
+    /// store up to the base; none is left to know, as the line records are forgotten.
     pub fn reset(&self, seed: u64, evict_per_mille: u32) {
         self.seed.store(seed, Ordering::Relaxed);
         self.evict_per_mille.store(evict_per_mille, Ordering::Relaxed);
         lock(&self.violations).clear();
         let n = self.agents.len();
+        // Any clock's entry for agent `x` is at most `x`'s own entry, which only grows.
+        let base = self.agents.iter().enumerate().map(|(i, m)| lock(m).vc[i]).max().unwrap_or(0);
         for (i, m) in self.agents.iter().enumerate() {
             let mut st = lock(m);
-            st.vc = own_clock(n, i);
+            st.vc = own_clock(n, i, base);
             st.cache.clear();
             st.keys.clear();
             st.dirty_lines = 0;
@@ -356,7 +371,7 @@ impl Faithful {
         }
         self.reg_versions.reset();
         lock(&self.words).clear();
-        *lock(&self.aicpu_shared) = SharedClock { vc: vec![0; n], version: 0 };
+        *lock(&self.aicpu_shared) = SharedClock { vc: vec![base; n], version: 0 };
         for set in self.cluster.iter() {
             *lock(set) = Cluster::default();
         }

@@ -338,6 +338,42 @@ fn what_one_aicpu_thread_learns_reaches_the_others() {
     }
 }
 
+/// A reset forgets every line record but not the clocks a finished launch carries: the next
+/// launch on its stream starts from the previous one's end clock. A core's first store after
+/// the reset must carry a stamp that clock does not name; otherwise an AICPU that polls the
+/// line before the core wrote it back (a handshake report's marker) is told the store was
+/// published to it. Once written back and handed off, the store is seen.
+#[test]
+fn a_clock_from_before_a_reset_names_no_store_after_it() {
+    let (gm, f, a, off) = setup(false);
+    // A run before the reset: core 0 releases three times, then its program ends.
+    let launch = LaunchState::new(1, 4, None);
+    f.job_start(C0, &f.host_release(), &launch);
+    for _ in 0..3 {
+        f.reg_write(C0, 0, 1);
+    }
+    let end = f.job_end(C0, &gm);
+    f.reset(9, 0);
+    // The next launch on the stream starts from the host's clock joined with that end clock.
+    let mut start = f.host_release();
+    for (x, y) in start.iter_mut().zip(&end) {
+        *x = (*x).max(*y);
+    }
+    let next = LaunchState::new(2, 4, None);
+    f.job_start(C0, &start, &next);
+    f.job_start(CPU, &start, &next);
+    f.store(C0, a, off, &[7; 8], &gm);
+    let mut b = [0u8; 8];
+    f.load(CPU, a, off, &mut b, &gm);
+    assert_eq!((b, missing(&f)), ([0; 8], vec![]), "a poll before the write-back reads the old bytes, unblamed");
+    f.clean(C0, a, 8, &gm);
+    f.fence(C0);
+    f.reg_write(C0, 0, 1);
+    f.reg_read(CPU, 0, 1);
+    f.load(CPU, a, off, &mut b, &gm);
+    assert_eq!((b, missing(&f)), ([7; 8], vec![]), "published and handed off");
+}
+
 /// A register read that finds no write since the reader's last look acquires nothing (the
 /// lock-free path), and one that finds a new write acquires it, also after a reset (which
 /// starts every register's write count again, and every reader's last look). Core 1 caches a
