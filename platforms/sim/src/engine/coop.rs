@@ -692,9 +692,11 @@ enum Next {
 /// pinned agents (`Queue::Side`).
 fn run_pool(s: &State, me: &PoolThread, role: Queue) {
     crate::panics::install_quiet_hook();
+    // One lock per resume: the lock taken to file the agent that just suspended also picks the
+    // next one.
+    let mut g = s.sched.lock();
     loop {
         let next = {
-            let mut g = s.sched.lock();
             let n = match role {
                 Queue::Side => pick_side(s, &mut g),
                 Queue::Pool => pick_next(s, &mut g),
@@ -729,6 +731,7 @@ fn run_pool(s: &State, me: &PoolThread, role: Queue) {
             Next::Leave => return,
             Next::Wait(_) => unreachable!(),
         };
+        drop(g);
         me.slot.store(slot, Ordering::Relaxed);
         me.resumes.fetch_add(1, Ordering::Release);
         s.slots()[slot].slice_start.store(0, Ordering::Relaxed);
@@ -738,8 +741,8 @@ fn run_pool(s: &State, me: &PoolThread, role: Queue) {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.0.resume(())))
         };
         me.resumes.fetch_add(1, Ordering::Release);
+        g = s.sched.lock();
         {
-            let mut g = s.sched.lock();
             match result {
                 Ok(CoroutineResult::Yield(Yield::Switch)) => {
                     // Free mode: to the back of its queue (the other one when it was just
