@@ -218,6 +218,17 @@ impl TaskArgs {
     /// `[self.next(.., BEFORE_DISPATCH, 0).is_some(), self.next(.., AFTER_COMPLETION, 0).is_some()]`
     /// in one pass over the descriptors, stopping once both are known.
     pub fn stages<G: GmMemory>(&self, a: &G, level: DumpLevel) -> [bool; 2] {
+        self.stages_with(level, |i| self.desc(a, i))
+    }
+
+    /// [`TaskArgs::stages`] over the record's tensor descriptors as the caller already read
+    /// them (`descs[i]` is descriptor `i`; one missing counts as recording nothing): a core that
+    /// loaded its kernel's arguments asks without reading them again.
+    pub fn stages_in(&self, descs: &[TensorDesc], level: DumpLevel) -> [bool; 2] {
+        self.stages_with(level, |i| descs.get(i as usize).copied().unwrap_or_default())
+    }
+
+    fn stages_with(&self, level: DumpLevel, desc: impl Fn(u32) -> TensorDesc) -> [bool; 2] {
         let mut has = [false; 2];
         let selected = |mask: u32| level.select(mask != 0).is_some();
         if (0..self.scalars()).any(|j| selected(self.head.dump_scalars & (1 << j))) {
@@ -227,7 +238,7 @@ impl TaskArgs {
             if has == [true; 2] {
                 break;
             }
-            let d = self.desc(a, i);
+            let d = desc(i);
             if !selected(d.flags & TENSOR_DUMP) {
                 continue;
             }
@@ -356,8 +367,9 @@ mod tests {
         }
     }
 
-    /// The core decides which boundaries a task enters from `TaskArgs::stages`, the service
-    /// records from `TaskArgs::next`: the two must agree, or a task would enter a phase that
+    /// The core decides which boundaries a task enters from `TaskArgs::stages` (over the
+    /// descriptors it loaded: `TaskArgs::stages_in`), the service records from
+    /// `TaskArgs::next`: the two must agree, or a task would enter a phase that
     /// records nothing or skip one that records something. Every level, every direction and
     /// mark of up to three tensors, with and without a marked scalar.
     #[test]
@@ -382,6 +394,13 @@ mod tests {
                             args.stages(&gm, level),
                             want,
                             "{level} tensors {tensors:?} scalars {scalars} marked {marked:b}"
+                        );
+                        // The resident core asks over the descriptors it loaded for its kernel.
+                        let descs: alloc::vec::Vec<TensorDesc> = (0..n as u32).map(|i| args.desc(&gm, i)).collect();
+                        assert_eq!(
+                            args.stages_in(&descs, level),
+                            want,
+                            "loaded: {level} tensors {tensors:?} scalars {scalars} marked {marked:b}"
                         );
                         checked += 1;
                     }

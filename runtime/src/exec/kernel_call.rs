@@ -39,16 +39,29 @@ impl<'a> CoreCtx<'a> {
     /// scalars are ever read back (every accessor bounds by them), so what an earlier dispatch
     /// left past them is never seen.
     pub(crate) fn load<A: AicoreAgent>(&mut self, a: &A, p: &DispatchPayload) {
-        self.p = *p;
-        self.nt = 0;
-        self.ns = 0;
         let args = GmAddr(p.args);
         let mut h = ArgsHeader::default();
-        let observe_args = !crate::breakage::broken(crate::breakage::SKIP_ARGS_OBSERVE);
-        if observe_args {
+        if !crate::breakage::broken(crate::breakage::SKIP_ARGS_OBSERVE) {
             a.observe_lines(args, crate::layout::ARGS_HEAD);
         }
         a.read(args, h.as_mut_bytes());
+        self.load_body(a, args, &h);
+        self.set_payload(p);
+    }
+
+    /// Dispatch `p` is the one whose record [`CoreCtx::load_body`] read.
+    pub(crate) fn set_payload(&mut self, p: &DispatchPayload) {
+        self.p = *p;
+    }
+
+    /// Read the descriptors and scalars of the argument record at `args`, whose header `h`
+    /// the caller observed and read (a core reads the header first for the task's predicate
+    /// and, with the args dump on, loads the body before the task's input capture, whose
+    /// boundaries it learns from the loaded descriptors: the record is read once).
+    pub(crate) fn load_body<A: AicoreAgent>(&mut self, a: &A, args: GmAddr, h: &ArgsHeader) {
+        self.nt = 0;
+        self.ns = 0;
+        let observe_args = !crate::breakage::broken(crate::breakage::SKIP_ARGS_OBSERVE);
         let nt = (h.tensors as usize).min(MAX_TENSOR_ARGS);
         let ns = (h.scalars as usize).min(MAX_SCALAR_ARGS);
         let tb = (nt * 64) as u64;
@@ -68,6 +81,11 @@ impl<'a> CoreCtx<'a> {
         }
         self.nt = nt;
         self.ns = ns;
+    }
+
+    /// The tensor descriptors loaded (the first `nt` of the record).
+    pub(crate) fn descriptors(&self) -> &[TensorDesc] {
+        &self.tensors[..self.nt]
     }
 
     /// The first tensor descriptor no kernel could have been given, if any: a rank outside

@@ -303,10 +303,15 @@ impl<A: AicoreAgent> Core<'_, A> {
         a.observe_lines(args, ARGS_HEAD);
         a.read(args, h.as_mut_bytes());
         let skip = h.predicate != 0 && !predicate_holds(a, h.predicate);
-        // The boundaries this task has: a phase that records nothing is not entered.
+        // The boundaries this task has: a phase that records nothing is not entered. They are
+        // learnt from the kernel's arguments, loaded here (before the input capture, which
+        // does not change them) instead of read a second time for the kernel.
+        let loaded = self.capture.is_some();
+        if loaded {
+            ctx.load_body(a, args, &h);
+        }
         let boundary = self.capture.as_ref().map(|(b, level)| {
             let record = TaskArgs::with_header(args.0, h);
-            a.observe_lines(args, record.bytes());
             let mask = if gang {
                 match home_fields(a.query(GmAddr(l.home(t)))).2 {
                     0 => 0b111,
@@ -317,7 +322,7 @@ impl<A: AicoreAgent> Core<'_, A> {
             };
             // A lone participant claims no slot: its occupancy is never handed out.
             let n = if mask.count_ones() > 1 { b.occupancy(a, lane) } else { 0 };
-            (b, mask, n, record.stages(a, *level))
+            (b, mask, n, record.stages_in(ctx.descriptors(), *level))
         });
         // A task that records at either boundary crosses AFTER (possibly empty: the AICPU
         // seals it at once), so a gang's occupancy always settles; a gang claims its slot at
@@ -374,7 +379,10 @@ impl<A: AicoreAgent> Core<'_, A> {
             };
             let start = a.now_ticks();
             a.store_direct(GmAddr(l.running(self.w)), t as u64 + 1);
-            ctx.load(a, &p);
+            if !loaded {
+                ctx.load_body(a, args, &h);
+            }
+            ctx.set_payload(&p);
             if let Some(i) = ctx.malformed() {
                 bad(i as u64, "malformed argument record (a stale or corrupt read of its tensor descriptors)");
                 return;
