@@ -150,6 +150,16 @@ pub const RELEASE_ON_FAULT: u64 = 1 << 30;
 /// stays unmarked: no core steals it).
 pub const UNSTOCK_NO_SECOND_LOOK: u64 = 1 << 41;
 
+/// Fault injection (a forced schedule): a resident capture publisher whose look at its
+/// acknowledgement found no answer waits for the run's stop (`DMB_EXIT`) before it reads DMB,
+/// so the stop lands between the look and the read (an ABORTED answer written before the stop
+/// comes after the look).
+pub const CAPTURE_STOP_AFTER_LOOK: u64 = 1 << 42;
+
+/// Resident args capture: a publisher that sees the run's stop leaves at once, without looking
+/// at its acknowledgement once more (an ABORTED answer the stop overtook is left untaken).
+pub const CAPTURE_PUBLISHER_EXIT_NO_RELOOK: u64 = 1 << 43;
+
 /// Not a bug: the forced interleavings of the broken variants above are off (a variant whose
 /// bug shows only in some interleavings waits, where it is broken, for the one that shows it;
 /// with this bit it leaves the interleaving to the schedule). What the simulator's seeded

@@ -650,6 +650,44 @@ fn acceptance_10_every_participant_takes_the_abort() {
     }
 }
 
+/// Item 10, the stop after the abort: the run's stop (`DMB_EXIT`) lands between the
+/// publisher's look at its acknowledgement and its read of DMB (`CAPTURE_STOP_AFTER_LOOK` forces
+/// it), after the AICPU answered the phase ABORTED: the publisher looks once more and takes the
+/// answer, as the peers do, so all three participants take the abort. On the thread engine under
+/// load this interleaving came by itself once (`aborts_taken` 2 of 3 in
+/// `acceptance_10_every_participant_takes_the_abort`). 3 runs. The broken variant (the publisher
+/// leaves on the stop without that look) is caught below.
+#[test]
+fn acceptance_10_a_publisher_overtaken_by_the_stop_takes_the_abort() {
+    let _s = serial();
+    let dev = failing_device(false);
+    let (g, [x, _y]) = gang_graph(&dev);
+    let dir = tmp("gang-abort-stop");
+    for rep in 0..3 {
+        let (e, c) = aborted_gang(&dev, &g, &dir, breakage::CAPTURE_STALL_OPEN | breakage::CAPTURE_STOP_AFTER_LOOK);
+        assert_eq!(e.code, ErrorCode::Device(DeviceFault::ArgsCaptureTimeout), "rep {rep}: {e}");
+        assert_eq!((c.aborts_answered, c.aborts_taken), (1, 3), "rep {rep}: {c:?}");
+        assert_eq!(x.read::<f32>().unwrap(), vec![0.0f32; 4096], "no lane ran");
+    }
+}
+
+/// The broken variant of the test above: a publisher that leaves on the run's stop without
+/// looking at its acknowledgement again (`CAPTURE_PUBLISHER_EXIT_NO_RELOOK`) leaves the ABORTED
+/// answer untaken — caught in 3 of 3 runs.
+#[test]
+fn reproducer_10_a_publisher_that_leaves_on_the_stop_is_caught_every_time() {
+    let _s = serial();
+    let dir = tmp("gang-abort-stop-broken");
+    let bits =
+        breakage::CAPTURE_STALL_OPEN | breakage::CAPTURE_STOP_AFTER_LOOK | breakage::CAPTURE_PUBLISHER_EXIT_NO_RELOOK;
+    for rep in 0..3 {
+        let dev = failing_device(false);
+        let (g, _xy) = gang_graph(&dev);
+        let (_, c) = aborted_gang(&dev, &g, &dir, bits);
+        assert_eq!((c.aborts_answered, c.aborts_taken), (1, 2), "rep {rep}: not caught: {c:?}");
+    }
+}
+
 /// Item 10 with no reservation open: two tasks behind one AICPU thread, the first one's
 /// reservation stalled open (`CAPTURE_STALL_OPEN`), the second told WOULD_BLOCK until its
 /// budget runs out too; the owner's abort is answered after the other's

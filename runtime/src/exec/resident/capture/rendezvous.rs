@@ -612,7 +612,29 @@ impl Boundary {
                     }
                 }
             }
+            if crate::breakage::broken(crate::breakage::CAPTURE_STOP_AFTER_LOOK) && crate::breakage::forcing() {
+                // The interleaving forced: the run's stop lands between the look and the read.
+                let until = a.now_ticks().saturating_add(a.ticks_from_micros(10_000_000));
+                while a.read_dmb() != regs::DMB_EXIT && a.now_ticks() < until {
+                    let slice = a.now_ticks().saturating_add(a.ticks_from_micros(1_000));
+                    a.wait_for_event(slice.min(until));
+                }
+            }
             if a.read_dmb() == regs::DMB_EXIT {
+                // The run's stop may have overtaken the last look: an ABORTED answer written
+                // before the stop (the AICPU answers the aborted phases before it retires its
+                // cores) is visible to a look after it, and is this publisher's to take, as it
+                // is a peer's (`Boundary::follow`).
+                if !crate::breakage::broken(crate::breakage::CAPTURE_PUBLISHER_EXIT_NO_RELOOK)
+                    && a.query(ack_line.offset(capture_ack::TICK)) == r.tick
+                    && read_ack(a, ack_line).is_some_and(|ack| {
+                        ack.identity == (self.epoch, task as u64, seq)
+                            && ack.tick == r.tick
+                            && ack.status == crate::layout::capture_status::ABORTED
+                    })
+                {
+                    return Ok(false);
+                }
                 return Err(Failure::Exit);
             }
             // The first look's clock is the last one read before the request (the phase's start,
