@@ -250,7 +250,15 @@ impl<P: HostPlatform> Device<P> {
                         inner.allocs.device()
                     ))
                 });
-                match super::dump::Collector::create(l, level, &dir, core::mem::take(&mut mem.dump_buffers)) {
+                // The manifest's records reach its file while the run is in flight, after the
+                // head a successful run writes.
+                let runtime = if what.runtime == crate::layout::RUNTIME_HBG {
+                    crate::orch::RuntimeKind::HostBuiltGraph
+                } else {
+                    crate::orch::RuntimeKind::TensormapRing
+                };
+                let expected = super::dump::RunInfo { epoch, runtime, complete: true };
+                match super::dump::Collector::create(l, level, expected, &dir, core::mem::take(&mut mem.dump_buffers)) {
                     Ok(collector) => mem.dump = Some(DumpRegion { collector }),
                     Err(source) => return Err(Error::DumpFiles { path: dir, why: source.to_string() }),
                 }

@@ -103,51 +103,43 @@ pub(crate) enum BodyOut<'a> {
     Scalar { value: u64 },
 }
 
-/// Writes `args_dump.json` record by record, as the collector produces them: the same text
-/// [`Manifest::write_json`] writes for the same manifest (the documents' tests compare the two
-/// on records of every shape), without building the manifest's owned records first. Each
-/// record's text is made by [`render`] beforehand (the collector makes it while the run is
-/// still in flight, when the host thread is otherwise waiting) and given here in the
-/// manifest's order.
-pub(crate) struct ManifestWriter<W: std::io::Write> {
-    out: W,
-    records: u64,
+/// The text of `args_dump.json` before its first record: the same bytes
+/// [`Manifest::write_json`] writes there for a manifest of this `run` and `level`. The
+/// collector writes the document in three parts, so that the records (each made by [`render`]
+/// while the run is in flight, when the host thread would otherwise wait) can reach the file
+/// before the run ends: this head, the records in the manifest's order joined by `,`, and
+/// [`document_tail`]. The documents' tests compare the joined text with serde's on records of
+/// every shape.
+pub(crate) fn document_head(run: RunInfo, level: DumpLevel) -> Vec<u8> {
+    let bin_format = BinFormat { layout: BinLayout::LogicalContiguous, byte_order: ByteOrder::LittleEndian };
+    let mut out = Vec::with_capacity(192);
+    out.extend_from_slice(b"{\"format_version\":");
+    out.extend_from_slice(itoa::Buffer::new().format(FORMAT_VERSION).as_bytes());
+    out.extend_from_slice(b",\"run\":");
+    serde_value(&mut out, &run);
+    out.extend_from_slice(b",\"level\":");
+    serde_value(&mut out, &level);
+    out.extend_from_slice(b",\"bin_file\":");
+    serde_value(&mut out, &BinFile::ArgsBin);
+    out.extend_from_slice(b",\"bin_format\":");
+    serde_value(&mut out, &bin_format);
+    out.extend_from_slice(b",\"records\":[");
+    out
 }
 
-impl<W: std::io::Write> ManifestWriter<W> {
-    /// Start the document: everything before the first record.
-    pub(crate) fn begin(mut out: W, run: RunInfo, level: DumpLevel) -> std::io::Result<Self> {
-        let bin_format = BinFormat { layout: BinLayout::LogicalContiguous, byte_order: ByteOrder::LittleEndian };
-        out.write_all(b"{\"format_version\":")?;
-        out.write_all(itoa::Buffer::new().format(FORMAT_VERSION).as_bytes())?;
-        out.write_all(b",\"run\":")?;
-        serde_json::to_writer(&mut out, &run)?;
-        out.write_all(b",\"level\":")?;
-        serde_json::to_writer(&mut out, &level)?;
-        out.write_all(b",\"bin_file\":")?;
-        serde_json::to_writer(&mut out, &BinFile::ArgsBin)?;
-        out.write_all(b",\"bin_format\":")?;
-        serde_json::to_writer(&mut out, &bin_format)?;
-        out.write_all(b",\"records\":[")?;
-        Ok(ManifestWriter { out, records: 0 })
-    }
+/// The text of `args_dump.json` after its last record, with its `accounting` (see
+/// [`document_head`]).
+pub(crate) fn document_tail(accounting: Accounting, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"],\"accounting\":");
+    serde_value(out, &accounting);
+    out.push(b'}');
+}
 
-    /// Append one record, `text` as [`render`] made it.
-    pub(crate) fn record(&mut self, text: &[u8]) -> std::io::Result<()> {
-        if self.records > 0 {
-            self.out.write_all(b",")?;
-        }
-        self.out.write_all(text)?;
-        self.records += 1;
-        Ok(())
-    }
-
-    /// End the document with its `accounting`; returns the writer.
-    pub(crate) fn end(mut self, accounting: Accounting) -> std::io::Result<W> {
-        self.out.write_all(b"],\"accounting\":")?;
-        serde_json::to_writer(&mut self.out, &accounting)?;
-        self.out.write_all(b"}")?;
-        Ok(self.out)
+/// Append serde's JSON text of `v`: these are plain structs and enums of integers, booleans
+/// and names, whose serialization into memory does not fail.
+fn serde_value(out: &mut Vec<u8>, v: &impl Serialize) {
+    if let Err(e) = serde_json::to_writer(&mut *out, v) {
+        unreachable!("serde_json failed on a manifest field: {e}");
     }
 }
 

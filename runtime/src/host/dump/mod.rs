@@ -31,12 +31,15 @@ use zerocopy::{FromZeros, IntoBytes};
 
 #[cfg(test)]
 use super::documents::Null;
-use super::documents::manifest::{BodyOut, ManifestWriter, RecordOut};
+use super::documents::manifest::{BodyOut, RecordOut, document_head, document_tail};
 use crate::dump::DumpLevel;
 use crate::graph::DType;
 use crate::layout::{
     DUMP_MAGIC, DumpHeader, DumpLaneState, DumpLayout, DumpReady, DumpRecord, dump_direction, dump_flags, dump_stage,
 };
+
+mod manifest_file;
+use manifest_file::ManifestFile;
 
 pub use super::documents::DocumentError;
 pub use super::documents::manifest::{
@@ -125,6 +128,8 @@ pub(crate) struct CollectorBuffers {
     text: Vec<u8>,
     scratch: Vec<u8>,
     order: Vec<(SortKey, u32)>,
+    /// The bytes of one write of the manifest's file.
+    writes: Vec<u8>,
 }
 
 /// The most bytes one of a slot's kept buffers may hold between runs: one very large dump
@@ -143,6 +148,7 @@ impl CollectorBuffers {
             text: keep(self.text),
             scratch: keep(self.scratch),
             order: keep(self.order),
+            writes: keep(self.writes),
         }
     }
 }
@@ -151,13 +157,19 @@ impl CollectorBuffers {
 pub(crate) struct Collector {
     l: DumpLayout,
     level: DumpLevel,
+    /// The run as its success records it (`complete`): the head the manifest's records follow
+    /// while the run is in flight.
+    run: RunInfo,
     dir: PathBuf,
     bin: BufWriter<File>,
     bin_len: u64,
     /// `args.bin`'s length when it was opened ([`cut`]).
     bin_old_len: u64,
-    /// `args_dump.json`, opened at the first drain (while the run is in flight) or at the end.
-    manifest: Option<Overwritten>,
+    /// `args_dump.json`, opened at the first drain (while the run is in flight) or at the end;
+    /// every drain writes the records it placed.
+    manifest: Option<ManifestFile>,
+    /// The manifest file's write buffer until the file is opened.
+    writes: Vec<u8>,
     /// How many of `records` have their place in `order`.
     sorted: usize,
     records: Vec<Collected>,
@@ -184,17 +196,19 @@ pub(crate) enum CollectError<E> {
 }
 
 impl Collector {
-    /// Create the directory and `args.bin`; the collector fills `reuse` (emptied first).
+    /// Create the directory and `args.bin`; the collector fills `reuse` (emptied first). `run`
+    /// is the run as its success records it (`complete: true`).
     pub(crate) fn create(
         l: DumpLayout,
         level: DumpLevel,
+        run: RunInfo,
         dir: &Path,
         reuse: CollectorBuffers,
     ) -> std::io::Result<Collector> {
         std::fs::create_dir_all(dir)?;
         let Overwritten { file, old_len: bin_old_len } = overwrite(&dir.join("args.bin"))?;
         let bin = BufWriter::new(file);
-        let CollectorBuffers { mut records, mut text, mut scratch, mut order } = reuse;
+        let CollectorBuffers { mut records, mut text, mut scratch, mut order, writes } = reuse;
         records.clear();
         text.clear();
         scratch.clear();
@@ -203,11 +217,13 @@ impl Collector {
             lanes: vec![LaneCursor { ready_head: 0, free_tail: l.header.buffers as u64 }; l.header.lanes as usize],
             l,
             level,
+            run,
             dir: dir.to_path_buf(),
             bin,
             bin_len: 0,
             bin_old_len,
             manifest: None,
+            writes,
             sorted: 0,
             records,
             order,
@@ -221,7 +237,14 @@ impl Collector {
     /// The memory this collector filled, for the next one (a buffer larger than
     /// [`KEPT_BUFFER_BYTES`] is freed instead).
     pub(crate) fn into_buffers(self) -> CollectorBuffers {
-        CollectorBuffers { records: self.records, text: self.text, scratch: self.scratch, order: self.order }.bounded()
+        CollectorBuffers {
+            records: self.records,
+            text: self.text,
+            scratch: self.scratch,
+            order: self.order,
+            writes: self.writes,
+        }
+        .bounded()
     }
 
     /// Take every buffer the lanes published so far; returns how many. `locate` gives the base
@@ -239,11 +262,21 @@ impl Collector {
                 n += 1;
             }
         }
-        // The host would otherwise wait: the manifest's file and its order are made now.
+        // The host would otherwise wait: the manifest's file, its order and its records are
+        // written now.
         if self.manifest.is_none() {
-            self.manifest = Some(overwrite(&self.dir.join("args_dump.json")).map_err(CollectError::Io)?);
+            let head = document_head(self.run, self.level);
+            let path = self.dir.join("args_dump.json");
+            let m = ManifestFile::open(&path, head, core::mem::take(&mut self.writes)).map_err(CollectError::Io)?;
+            self.manifest = Some(m);
         }
-        self.place();
+        let moved = self.place();
+        let (order, records, text) = (&self.order, &self.records, &self.text);
+        if let Some(m) = &mut self.manifest {
+            let at = |k: usize| records[order[k].1 as usize].text.clone();
+            m.reordered_from(moved, |k| at(k).len());
+            m.extend(order.len(), |k| &text[at(k)]).map_err(CollectError::Io)?;
+        }
         Ok(n)
     }
 
@@ -281,19 +314,24 @@ impl Collector {
     /// Give the records collected since the last call their place in the manifest's order,
     /// sorted by key and index (a lane's sequence numbers are unique, so the order is total:
     /// what a stable sort of the records gives). The order so far is one sorted run and the
-    /// new records another: the stable sort merges them.
-    fn place(&mut self) {
+    /// new records another: the stable sort merges them. Returns the first position of the
+    /// order that changed (its length when nothing did).
+    fn place(&mut self) -> usize {
         if self.sorted == self.records.len() {
-            return;
+            return self.order.len();
         }
         let from = self.order.len();
         self.order.extend(self.records[self.sorted..].iter().zip(self.sorted..).map(|(c, i)| (sort_key(c), i as u32)));
         self.order[from..].sort_unstable();
+        // Everything before the first new record stays in place.
+        let lowest = self.order[from];
+        let moved = self.order[..from].partition_point(|e| *e < lowest);
         // Records taken in order (a chain's) need no merge.
-        if from > 0 && self.order[from - 1] > self.order[from] {
+        if moved < from {
             self.order.sort();
         }
         self.sorted = self.records.len();
+        moved
     }
 
     /// Make the manifest text of the records collected since the last call.
@@ -365,20 +403,21 @@ impl Collector {
         };
         // Any record a failed drain left without its text (it stopped between the two).
         self.render(locate);
-        self.place();
-        let Overwritten { file, old_len } = match self.manifest.take() {
+        let moved = self.place();
+        let head = document_head(run, self.level);
+        let mut tail = Vec::with_capacity(96);
+        document_tail(accounting, &mut tail);
+        let mut m = match self.manifest.take() {
             Some(m) => m,
-            None => overwrite(&self.dir.join("args_dump.json")).map_err(CollectError::Io)?,
-        };
-        let out = std::io::BufWriter::with_capacity(1 << 16, file);
-        let write = || -> std::io::Result<()> {
-            let mut w = ManifestWriter::begin(out, run, self.level)?;
-            for &(_, i) in &self.order {
-                w.record(&self.text[self.records[i as usize].text.clone()])?;
+            None => {
+                ManifestFile::open(&self.dir.join("args_dump.json"), head.clone(), core::mem::take(&mut self.writes))
+                    .map_err(CollectError::Io)?
             }
-            cut(&mut w.end(accounting)?.into_inner().map_err(|e| e.into_error())?, old_len)
         };
-        write().map_err(CollectError::Io)?;
+        let (order, records, text) = (&self.order, &self.records, &self.text);
+        let at = |k: usize| records[order[k].1 as usize].text.clone();
+        m.reordered_from(moved, |k| at(k).len());
+        self.writes = m.finish(&head, order.len(), |k| &text[at(k)], &tail).map_err(CollectError::Io)?;
         Ok(DumpReport { dir: self.dir.clone(), level: self.level, accounting, payload_bytes: self.bin_len })
     }
 }
@@ -752,7 +791,8 @@ mod tests {
         let big = Vec::<u8>::with_capacity(KEPT_BUFFER_BYTES + 1);
         let small = Vec::<u8>::with_capacity(4096);
         let order = Vec::<(SortKey, u32)>::with_capacity(KEPT_BUFFER_BYTES / 24 + 1);
-        let b = CollectorBuffers { records: Vec::new(), text: big, scratch: small, order }.bounded();
+        let b =
+            CollectorBuffers { records: Vec::new(), text: big, scratch: small, order, writes: Vec::new() }.bounded();
         assert_eq!(b.text.capacity(), 0, "a text buffer past the bound is freed");
         assert_eq!(b.order.capacity(), 0, "the bound counts bytes, not elements");
         assert!(b.scratch.capacity() >= 4096, "a buffer within the bound is kept");
@@ -802,11 +842,15 @@ mod tests {
             let mut order: Vec<(SortKey, u32)> =
                 recs.iter().enumerate().map(|(i, c)| (sort_key(c), i as u32)).collect();
             order.sort_unstable();
-            let mut w = ManifestWriter::begin(Vec::new(), run, DumpLevel::Full).unwrap();
-            for &(_, i) in &order {
-                w.record(&text[at[i as usize].clone()]).unwrap();
+            let mut doc = document_head(run, DumpLevel::Full);
+            for (k, &(_, i)) in order.iter().enumerate() {
+                if k > 0 {
+                    doc.push(b',');
+                }
+                doc.extend_from_slice(&text[at[i as usize].clone()]);
             }
-            let streamed = String::from_utf8(w.end(accounting).unwrap()).unwrap();
+            document_tail(accounting, &mut doc);
+            let streamed = String::from_utf8(doc).unwrap();
 
             let mut sorted: Vec<&Collected> = recs.iter().collect();
             sorted.sort_by_key(|c| (c.rec.task, c.rec.stage, c.rec.arg, c.lane, c.rec.seq));
