@@ -60,7 +60,7 @@ impl Mock {
         }
     }
     fn w(&self, addr: GmAddr) -> &AtomicU64 {
-        assert!(addr.0 % 8 == 0);
+        assert!(addr.0.is_multiple_of(8));
         &self.gm[((addr.0 - BASE) / 8) as usize]
     }
     /// Cache maintenance: writes this thread's buffered stores back, unless the mutant skips it.

@@ -151,7 +151,7 @@ impl DeviceLaunch {
             && self.version == LAUNCH_VERSION
             && gm.contains(pto_hal::GmAddr(self.desc), 8)
             && self.reg_windows != 0
-            && self.reg_windows % 8 == 0
+            && self.reg_windows.is_multiple_of(8)
             && self.reg_window_count != 0
     }
 }

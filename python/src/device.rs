@@ -501,13 +501,13 @@ impl PyDevice {
         if let Some(r) = rings {
             cfg = cfg.with_rings(parse_rings(&r)?);
         }
-        if let Some(d) = graph.device() {
-            if d != self.dev.serial() {
-                return Err(crate::errors::graph_error(format!(
-                    "the graph names kernels or tensors of device #{d}; this is device #{}",
-                    self.dev.serial()
-                )));
-            }
+        if let Some(d) = graph.device()
+            && d != self.dev.serial()
+        {
+            return Err(crate::errors::graph_error(format!(
+                "the graph names kernels or tensors of device #{d}; this is device #{}",
+                self.dev.serial()
+            )));
         }
         let (spec, tensors) = graph.parts(py);
         drop(graph);

@@ -213,7 +213,7 @@ fn boot<A: AicpuAgent>(a: &A, desc: GmAddr) -> Option<Shared> {
         return None;
     }
     let mode_ok = match cfg.executor {
-        executor_mode::RESIDENT_PENDING => cfg.resident != 0 && cfg.resident % 64 == 0,
+        executor_mode::RESIDENT_PENDING => cfg.resident != 0 && cfg.resident.is_multiple_of(64),
         executor_mode::LEGACY_GRAPH | executor_mode::LEGACY_UNSUPPORTED_SHAPE => cfg.resident == 0,
         _ => false,
     };

@@ -135,7 +135,7 @@ fn classify_exact(new: &Region, old: &Region) -> Option<Overlap> {
         return None;
     }
     for k in 1..n {
-        if st[k] == 0 || st[k - 1] % st[k] != 0 {
+        if st[k] == 0 || !st[k - 1].is_multiple_of(st[k]) {
             return None;
         }
     }

@@ -57,7 +57,7 @@ impl LogRing {
     /// a copy of its address) is used, and is accessed by no one else except through rings over
     /// the same range; no writer or reader uses it while it is being initialised.
     pub unsafe fn init(addr: GmAddr, len: u64) -> Option<LogRing> {
-        if len <= HEADER_BYTES || addr.0 % 8 != 0 || usize::try_from(len).is_err() {
+        if len <= HEADER_BYTES || !addr.0.is_multiple_of(8) || usize::try_from(len).is_err() {
             return None;
         }
         let ring = LogRing { base: addr.0 as *mut u8, cap: len - HEADER_BYTES };

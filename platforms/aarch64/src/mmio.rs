@@ -58,7 +58,10 @@ impl<'r> RegWindows<'r> {
             Some(_) => panic!("core {core} has no register window (base 0)"),
             None => panic!("no register window for core {core}: {} windows", self.bases.len()),
         };
-        assert!(offset % 4 == 0 && offset + 4 <= self.window_bytes, "register offset {offset:#x} outside the window");
+        assert!(
+            offset.is_multiple_of(4) && offset + 4 <= self.window_bytes,
+            "register offset {offset:#x} outside the window"
+        );
         // SAFETY: `base` is a non-zero window base, so by `new`'s contract `[base, base +
         // window_bytes)` is valid for volatile 32-bit accesses for `'r`; `offset + 4` lies in
         // the window and both are 4-aligned, so the pointer is non-null, aligned and in bounds.

@@ -138,11 +138,11 @@ impl Heap {
         let len = self.live.remove(&addr).ok_or(HeapError::NotAllocated(addr))?;
         // A live allocation lies inside the range, so its end is representable.
         let (mut start, mut end) = (addr, addr.saturating_add(len));
-        if let Some((&p, &plen)) = self.free.range(..addr).next_back() {
-            if p.checked_add(plen) == Some(addr) {
-                self.free.remove(&p);
-                start = p;
-            }
+        if let Some((&p, &plen)) = self.free.range(..addr).next_back()
+            && p.checked_add(plen) == Some(addr)
+        {
+            self.free.remove(&p);
+            start = p;
         }
         if let Some(nlen) = self.free.remove(&end) {
             end = end.saturating_add(nlen);

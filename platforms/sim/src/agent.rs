@@ -20,7 +20,7 @@ use crate::shared::Shared;
 /// Word-level atomics shared by both agent kinds.
 #[inline]
 fn word(shared: &Shared, addr: GmAddr) -> &std::sync::atomic::AtomicU64 {
-    if addr.0 % 8 != 0 {
+    if !addr.0.is_multiple_of(8) {
         panic!("misaligned GM atomic at {:#x}", addr.0);
     }
     shared.gm.word(shared.gm.checked(addr, 8))

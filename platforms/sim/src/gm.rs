@@ -67,7 +67,7 @@ impl Gm {
     /// large allocation (the device-side runtime's ring heaps: megabytes, mostly unused) costs
     /// a read of its bytes, not a write of every page.
     fn clear(&self, off: u64, len: u64) {
-        debug_assert!(off % 8 == 0 && len % 8 == 0, "allocations are whole words");
+        debug_assert!(off.is_multiple_of(8) && len.is_multiple_of(8), "allocations are whole words");
         let at = (off / 8) as usize;
         for w in &self.words[at..at + (len / 8) as usize] {
             if w.load(Ordering::Relaxed) != 0 {
@@ -106,7 +106,7 @@ impl Gm {
     /// The word holding arena offset `off` (which must be 8-aligned).
     #[inline]
     pub fn word(&self, off: u64) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0, "unaligned word access at offset {off:#x}");
+        debug_assert!(off.is_multiple_of(8), "unaligned word access at offset {off:#x}");
         &self.words[(off / 8) as usize]
     }
 
@@ -137,7 +137,7 @@ impl Gm {
     /// otherwise it is [`Gm::read_bytes`].
     #[inline]
     pub fn read_line(&self, off: u64, dst: &mut [u8; 64]) {
-        if off % 8 != 0 {
+        if !off.is_multiple_of(8) {
             return self.read_bytes(off, dst);
         }
         let at = (off / 8) as usize;
@@ -150,7 +150,7 @@ impl Gm {
     /// offset that is a multiple of 8 it is eight word stores; otherwise [`Gm::write_bytes`].
     #[inline]
     pub fn write_line(&self, off: u64, src: &[u8; 64]) {
-        if off % 8 != 0 {
+        if !off.is_multiple_of(8) {
             return self.write_bytes(off, src);
         }
         let at = (off / 8) as usize;

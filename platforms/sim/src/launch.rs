@@ -109,15 +109,15 @@ impl Launch for LaunchState {
     /// device fault with its status and message.
     fn failure(&self) -> Option<SimError> {
         let status = self.status.load(Ordering::Acquire);
-        if status == CHECK_STATUS {
-            if let Some(r) = self.check.lock().clone() {
-                return Some(SimError::Check(r));
-            }
+        if status == CHECK_STATUS
+            && let Some(r) = self.check.lock().clone()
+        {
+            return Some(SimError::Check(r));
         }
-        if status == COHERENCE_STATUS {
-            if let Some(v) = self.violation.lock().clone() {
-                return Some(SimError::Coherence(v));
-            }
+        if status == COHERENCE_STATUS
+            && let Some(v) = self.violation.lock().clone()
+        {
+            return Some(SimError::Coherence(v));
         }
         (status != 0).then(|| SimError::DeviceFault { status, message: self.message.lock().clone() })
     }

@@ -127,7 +127,7 @@ impl Wake {
                 }
             }
             n += 1;
-            if n % 8 == 0 {
+            if n.is_multiple_of(8) {
                 let now = Instant::now();
                 if now.duration_since(start) >= spin || deadline.is_some_and(|d| now >= d) {
                     return false;

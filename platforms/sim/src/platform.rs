@@ -96,7 +96,7 @@ impl<C: Contract> SimDevice<C> {
         self.shared().gm.offset_of(addr, len).ok_or(SimError::InvalidAddress { addr: addr.0, len })
     }
     fn host_word(&self, addr: GmAddr) -> Result<u64, SimError> {
-        if addr.0 % 8 != 0 {
+        if !addr.0.is_multiple_of(8) {
             return Err(SimError::InvalidArgument("a device word address must be 8-aligned"));
         }
         self.host_range(addr, 8)

@@ -152,7 +152,8 @@ pub struct RunConfig {
     pub dump: Option<DumpLevel>,
     /// Where the args dump writes `args_dump.json` and `args.bin` (default: a fresh
     /// directory `pto-dump/run-<process>-<device>-<epoch>` under the system's temporary
-    /// directory).
+    /// directory). One run writes a directory at a time: a run given a directory another
+    /// run is still dumping into is refused with [`Error::DumpFiles`](super::Error::DumpFiles).
     pub dump_dir: Option<PathBuf>,
     /// Payload arena bytes per AICPU thread (default
     /// [`DEFAULT_ARENA`](super::dump::DEFAULT_ARENA); a multiple of 64 in
@@ -303,7 +304,7 @@ impl RingConfig {
                 )));
             }
             let h = self.heap[r];
-            if h < 64 || h % 64 != 0 || h > MAX_RING_HEAP {
+            if h < 64 || !h.is_multiple_of(64) || h > MAX_RING_HEAP {
                 return Err(Error::Config(format!(
                     "rings.heap[{r}] = {h}: a ring's heap must be a non-zero multiple of 64 bytes, at most 2^40"
                 )));
@@ -345,13 +346,13 @@ impl<P: pto_hal::HostPlatform> super::Device<P> {
                 "executor = resident is not supported by the native (C) AICore program, which runs the legacy executor only: use aicore = rust, or executor = legacy or auto",
             )));
         }
-        if let Some(c) = cfg.check.filter(|&c| c != P::checks(&inner.dev)) {
-            if !P::set_checks(&inner.dev, c) {
-                return Err(Error::Config(format!(
-                    "checks {}: this platform cannot run them, or another run is in flight on the device",
-                    c.name()
-                )));
-            }
+        if let Some(c) = cfg.check.filter(|&c| c != P::checks(&inner.dev))
+            && !P::set_checks(&inner.dev, c)
+        {
+            return Err(Error::Config(format!(
+                "checks {}: this platform cannot run them, or another run is in flight on the device",
+                c.name()
+            )));
         }
         Ok((clusters, threads))
     }

@@ -230,7 +230,7 @@ impl<P: HostPlatform> Device<P> {
             None => 0,
             Some(level) => {
                 let arena = cfg.dump_arena.unwrap_or(super::dump::DEFAULT_ARENA);
-                if arena % 64 != 0 || !(super::dump::MIN_ARENA..=super::dump::MAX_ARENA).contains(&arena) {
+                if !arena.is_multiple_of(64) || !(super::dump::MIN_ARENA..=super::dump::MAX_ARENA).contains(&arena) {
                     return Err(Error::Config(format!(
                         "dump_arena = {arena}: must be a multiple of 64 in {}..={}",
                         super::dump::MIN_ARENA,

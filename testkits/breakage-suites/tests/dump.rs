@@ -322,6 +322,42 @@ fn a_failed_run_reports_its_accounting_as_unknown() {
     dev.run(&ok).unwrap();
 }
 
+/// Two runs in flight cannot dump into one directory: the second is refused at prepare with
+/// `DumpFiles` naming the directory, nothing of it launched; the first's files are untouched
+/// (its dump reads back whole and exact, with a record count the second run's graph could not
+/// give), and once the first is fenced the directory takes a new run.
+#[test]
+fn a_directory_another_run_is_dumping_into_is_refused_and_the_first_dump_is_whole() {
+    let _s = serial();
+    let dev = pto::open().unwrap();
+    let dir = tmp("shared-dir");
+    let cfg = RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_dir(&dir);
+    let (_x, y, first) = rows(&dev, 12, |_| 0);
+    let (_x2, _y2, second) = rows(&dev, 5, |_| 0);
+    let running = dev.prepare(&first, &cfg).unwrap().launch().unwrap();
+    match dev.prepare(&second, &cfg) {
+        Err(Error::DumpFiles { path, why }) => {
+            assert_eq!(path, *dir, "the error names the directory");
+            assert!(why.contains("another run"), "{why}");
+        }
+        Err(e) => panic!("the second run failed, but not on its dump directory: {e:?}"),
+        Ok(_) => panic!("a second run was prepared to dump into a directory another run is writing"),
+    }
+    let rep = running.wait().unwrap();
+    assert_eq!(rep.dump.as_ref().unwrap().accounting.dropped, Some(0));
+    let d = Dump::open(&dir).unwrap();
+    assert!(d.run.complete);
+    // Twelve tasks, each its input, inout and scalar before dispatch and its inout after.
+    assert_eq!(d.records.len(), 12 * 4, "the first run's records, all of them");
+    assert_eq!(d.accounting.collected, d.records.len() as u64);
+    let ys: Vec<f32> = y.read().unwrap();
+    let last = d.find(11, 1, Stage::AfterCompletion).expect("task 11's inout after completion");
+    assert_eq!(d.data::<f32>(last).unwrap(), ys[11 * 16..12 * 16].to_vec(), "its payload is the device's result");
+    // Fenced: the directory is free again.
+    dev.run_with(&second, &cfg).unwrap();
+    assert_eq!(Dump::open(&dir).unwrap().records.len(), 5 * 4);
+}
+
 /// The faithful model: a payload published without its write-back is caught on a2a3; the
 /// correct code passes on every board.
 #[test]

@@ -129,7 +129,7 @@ fn parents(i: u32) -> Vec<u32> {
     if i > 0 {
         p.push((i - 1) / 2);
     }
-    if i % 5 == 0 && i > 1 && (i - 1) / 2 != i - 1 {
+    if i.is_multiple_of(5) && i > 1 && (i - 1) / 2 != i - 1 {
         p.push(i - 1);
     }
     p

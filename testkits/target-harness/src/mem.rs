@@ -43,7 +43,7 @@ impl Arena {
     }
     /// The 32-bit word at byte `off`, read directly (volatile).
     pub fn word32(&self, off: usize) -> u32 {
-        assert!(off % 4 == 0 && off + 4 <= self.layout.size());
+        assert!(off.is_multiple_of(4) && off + 4 <= self.layout.size());
         // SAFETY: in bounds and aligned (checked); the arena outlives the read.
         unsafe { std::ptr::read_volatile(self.ptr.add(off) as *const u32) }
     }

@@ -550,7 +550,7 @@ impl<C: Chip> TargetAicore<C> {
     }
     /// The 32-bit register at `offset` of this core's window.
     fn reg(&self, offset: u32) -> *mut u32 {
-        assert!(offset % 4 == 0 && offset + 4 <= C::REG_WINDOW_BYTES);
+        assert!(offset.is_multiple_of(4) && offset + 4 <= C::REG_WINDOW_BYTES);
         (self.window + offset as u64) as usize as *mut u32
     }
     /// The line holding `addr`, checked to lie in GM.

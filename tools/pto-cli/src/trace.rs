@@ -108,10 +108,10 @@ fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {
     let at: HashMap<(u32, u64), u32> = tasks.iter().map(|s| ((s.tid, s.ts.to_bits()), s.args.task)).collect();
     let mut producers: HashMap<u32, Vec<u32>> = HashMap::new();
     for (s, f) in flows.values() {
-        if let (Some((pt, pts)), Some((ct, cts))) = (s, f) {
-            if let (Some(&p), Some(&c)) = (at.get(&(*pt, pts.to_bits())), at.get(&(*ct, cts.to_bits()))) {
-                producers.entry(c).or_default().push(p);
-            }
+        if let (Some((pt, pts)), Some((ct, cts))) = (s, f)
+            && let (Some(&p), Some(&c)) = (at.get(&(*pt, pts.to_bits())), at.get(&(*ct, cts.to_bits())))
+        {
+            producers.entry(c).or_default().push(p);
         }
     }
     let Some(last) = tasks.iter().max_by(|a, b| (a.ts + a.dur).total_cmp(&(b.ts + b.dur))) else {

@@ -283,7 +283,7 @@ impl DeviceMemory for CannDevice {
         // SAFETY: `p` is a valid out-pointer; size and policy are plain values.
         check("aclrtMalloc", unsafe { (self.shared.api.aclrtMalloc)(&mut p, bytes, ffi::ACL_MEM_MALLOC_HUGE_FIRST) })?;
         let addr = p as usize as u64;
-        if addr == 0 || addr % align != 0 {
+        if addr == 0 || !addr.is_multiple_of(align) {
             // SAFETY: `p` was just returned by aclrtMalloc (a null is rejected by aclrtFree).
             let _ = unsafe { (self.shared.api.aclrtFree)(p) };
             return Err(CannError::Unsupported(

@@ -852,7 +852,7 @@ fn pick_next(s: &State, g: &mut Sched) -> Next {
         // The clock is read when the queue is empty, and every few picks otherwise (a timer
         // fires a little late while agents are runnable: device time is not the host's).
         g.picks = g.picks.wrapping_add(1);
-        if g.queue.is_empty() || g.picks % TIMER_LOOK == 0 {
+        if g.queue.is_empty() || g.picks.is_multiple_of(TIMER_LOOK) {
             fire_timers(s, g, s.clock.now_ns());
         }
         if let Some(i) = g.queue.pop_front() {

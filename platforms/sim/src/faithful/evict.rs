@@ -190,10 +190,10 @@ impl Faithful {
     pub(super) fn drop_line(&self, st: &mut AgentState, a: u16, line: u64, gm: &Gm, write_back: bool) {
         if write_back {
             self.write_back(st, a, line, gm);
-        } else if let Some(l) = st.cache.get(&line) {
-            if l.dirty != 0 {
-                self.shard(line).record(line).dirty_by &= !(1u128 << a);
-            }
+        } else if let Some(l) = st.cache.get(&line)
+            && l.dirty != 0
+        {
+            self.shard(line).record(line).dirty_by &= !(1u128 << a);
         }
         remove_key(st, line);
     }

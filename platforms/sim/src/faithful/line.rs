@@ -161,10 +161,10 @@ pub(super) fn take_line(map: &mut LineMap<Box<CLine>>, keys: &mut Vec<u64>, line
     let i = l.key as usize;
     debug_assert_eq!(keys.get(i), Some(&line), "a cached line knows its place in the key list");
     keys.swap_remove(i);
-    if let Some(&moved) = keys.get(i) {
-        if let Some(m) = map.get_mut(&moved) {
-            m.key = i as u32;
-        }
+    if let Some(&moved) = keys.get(i)
+        && let Some(m) = map.get_mut(&moved)
+    {
+        m.key = i as u32;
     }
     Some(l)
 }

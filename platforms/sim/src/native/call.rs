@@ -184,13 +184,14 @@ pub(crate) fn call(
                 s.arg.addr.0 as i64 + at
             )));
         }
-        if s.read && !s.write {
-            if let Some(&(off, _)) = s.changed().first() {
-                return Err(fault(format!(
-                    "wrote tensor argument {i}, which the task passed read-only (byte {off} of its view, {:#x})",
-                    s.arg.addr.0 + off
-                )));
-            }
+        if s.read
+            && !s.write
+            && let Some(&(off, _)) = s.changed().first()
+        {
+            return Err(fault(format!(
+                "wrote tensor argument {i}, which the task passed read-only (byte {off} of its view, {:#x})",
+                s.arg.addr.0 + off
+            )));
         }
     }
     Ok(())

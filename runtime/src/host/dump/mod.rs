@@ -207,6 +207,7 @@ impl Collector {
     ) -> std::io::Result<Collector> {
         std::fs::create_dir_all(dir)?;
         let Overwritten { file, old_len: bin_old_len } = overwrite(&dir.join("args.bin"))?;
+        hold(&file)?;
         let bin = BufWriter::new(file);
         let CollectorBuffers { mut records, mut text, mut scratch, mut order, writes } = reuse;
         records.clear();
@@ -450,6 +451,23 @@ fn overwrite(path: &Path) -> std::io::Result<Overwritten> {
     let file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
     let old_len = file.metadata()?.len();
     Ok(Overwritten { file, old_len })
+}
+
+/// Hold a dump directory for one collector: an exclusive lock on its open `args.bin`, taken
+/// before anything is written and released when the collector (and so the file) is dropped.
+/// Two runs writing one directory at once would interleave both files (pipelined runs of one
+/// device given the same `dump_dir`, two devices, or two processes): the second is refused,
+/// and the first's files are untouched. A file system without locks holds nothing.
+fn hold(f: &File) -> std::io::Result<()> {
+    match f.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(std::io::Error::new(
+            std::io::ErrorKind::ResourceBusy,
+            "another run is writing its args dump into this directory (its args.bin is locked)",
+        )),
+        Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => Ok(()),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
 }
 
 /// End a file written through [`overwrite`] where the writing ended (`old_len`: its length
@@ -722,7 +740,7 @@ impl Dump {
             return None;
         }
         let b = self.bytes(r);
-        if b.len() % core::mem::size_of::<T>() != 0 {
+        if !b.len().is_multiple_of(core::mem::size_of::<T>()) {
             return None;
         }
         Some(b.chunks_exact(core::mem::size_of::<T>()).map(bytemuck::pod_read_unaligned).collect())
@@ -825,7 +843,7 @@ mod tests {
     #[test]
     fn the_streamed_manifest_is_the_serde_manifest() {
         let recs = samples();
-        let locate = |a: u64| (a % 3 != 0 && a != 0).then_some(a - (a % 0x1000));
+        let locate = |a: u64| (!a.is_multiple_of(3) && a != 0).then_some(a - (a % 0x1000));
         let run = RunInfo { epoch: 7, runtime: crate::orch::RuntimeKind::TensormapRing, complete: true };
         for accounting in [
             Accounting { total: Some(30), collected: 24, dropped: Some(6) },

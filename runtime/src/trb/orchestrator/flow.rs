@@ -52,17 +52,17 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                     format!("one task has {edges} producers; ring {ring}'s dependency pool has {dep_cap} entries");
                 return Err(self.stop_with(OrchError::DepPoolOverflow, edges, &text));
             }
-            if let Some(scope) = c.oldest_scope() {
-                if let Some(pos) = self.scopes.iter().position(|sc| sc.id == scope) {
-                    // The oldest task holds a reference of a scope that is still open: it
-                    // cannot be consumed while this orchestrator waits inside that scope.
-                    let innermost = pos + 1 == self.scopes.len();
-                    let c = code(if innermost { OrchError::ScopeDeadlock } else { OrchError::FlowControlDeadlock });
-                    let text = format!(
-                        "ring {ring} (window {window}, heap {heap_size} B, dep pool {dep_cap}) is full of tasks of a scope that is still open ({lack:?} exhausted)"
-                    );
-                    return Err(self.stop_with(c, window as u64, &text));
-                }
+            if let Some(scope) = c.oldest_scope()
+                && let Some(pos) = self.scopes.iter().position(|sc| sc.id == scope)
+            {
+                // The oldest task holds a reference of a scope that is still open: it
+                // cannot be consumed while this orchestrator waits inside that scope.
+                let innermost = pos + 1 == self.scopes.len();
+                let c = code(if innermost { OrchError::ScopeDeadlock } else { OrchError::FlowControlDeadlock });
+                let text = format!(
+                    "ring {ring} (window {window}, heap {heap_size} B, dep pool {dep_cap}) is full of tasks of a scope that is still open ({lack:?} exhausted)"
+                );
+                return Err(self.stop_with(c, window as u64, &text));
             }
             self.live()?;
             let now = self.a.now_ticks();

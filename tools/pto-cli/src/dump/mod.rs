@@ -159,20 +159,20 @@ fn json_text<T: serde::Serialize>(doc: &T) -> Result<String, Fail> {
 pub(crate) fn dump(a: &DumpArgs) -> Result<(), Fail> {
     let d = Dump::open(&a.dir).map_err(|e| Fail(format!("cannot read the args dump: {e}"), 1))?;
     let by_task = d.by_task();
-    if let Some(t) = a.task {
-        if !by_task.contains_key(&t) {
-            let known: Vec<String> = by_task.keys().take(8).map(|t| t.to_string()).collect();
-            return Err(Fail(
-                format!(
-                    "{}: no records of task {t} ({} tasks recorded{}{})",
-                    a.dir.display(),
-                    by_task.len(),
-                    if known.is_empty() { "" } else { ": " },
-                    known.join(", ") + if by_task.len() > known.len() { ", ..." } else { "" }
-                ),
-                1,
-            ));
-        }
+    if let Some(t) = a.task
+        && !by_task.contains_key(&t)
+    {
+        let known: Vec<String> = by_task.keys().take(8).map(|t| t.to_string()).collect();
+        return Err(Fail(
+            format!(
+                "{}: no records of task {t} ({} tasks recorded{}{})",
+                a.dir.display(),
+                by_task.len(),
+                if known.is_empty() { "" } else { ": " },
+                known.join(", ") + if by_task.len() > known.len() { ", ..." } else { "" }
+            ),
+            1,
+        ));
     }
     if let (Some(t), Some(k)) = (a.task, a.arg) {
         return dump_tensor(a, &d, t, k, &by_task[&t]);

@@ -253,7 +253,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             iter = iter.wrapping_add(1);
             if progress {
                 last_progress = 0;
-                if iter % 64 == 0 {
+                if iter.is_multiple_of(64) {
                     s.latch_seen(a);
                 }
                 continue;
@@ -424,10 +424,8 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             }
             progress |= d.running_acked;
         }
-        if progress {
-            if let Some(t) = &mut self.trace {
-                t.phase(a, trace_kind::COMPLETING, started, a.now_ticks());
-            }
+        if progress && let Some(t) = &mut self.trace {
+            t.phase(a, trace_kind::COMPLETING, started, a.now_ticks());
         }
         progress
     }
