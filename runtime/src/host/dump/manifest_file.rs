@@ -150,8 +150,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "opens a file")]
     fn the_file_written_in_flight_is_the_document_written_at_once() {
-        let dir = std::env::temp_dir().join(format!("pto-manifest-file-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = super::super::scratch_dir("manifest-file");
         let path = dir.join("args_dump.json");
         let expected_head = b"{\"head\":true,\"records\":[".to_vec();
         let failed_head = b"{\"head\":false,\"records\":[".to_vec();
@@ -196,8 +195,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "opens a file")]
     fn a_file_finished_without_drains_is_the_document() {
-        let dir = std::env::temp_dir().join(format!("pto-manifest-file-0-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = super::super::scratch_dir("manifest-file-0");
         let path = dir.join("args_dump.json");
         let head = b"{\"records\":[".to_vec();
         for texts in [vec![b"{\"a\":1}".to_vec(), b"{\"b\":2}".to_vec()], Vec::new()] {

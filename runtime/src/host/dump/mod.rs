@@ -761,6 +761,14 @@ impl Dump {
     }
 }
 
+/// A fresh directory `<temp>/pto-<name>-<process>` for a unit test's files.
+#[cfg(test)]
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pto-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -822,8 +830,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "opens a file")]
     fn an_overwritten_file_holds_only_the_new_text() {
-        let dir = std::env::temp_dir().join(format!("pto-overwrite-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("overwrite");
         let path = dir.join("f");
         // Shorter (cut), empty, longer (nothing to cut), as long (nothing to cut), shorter again.
         for text in ["a long first text", "short", "", "longer than the one before", "as long as the one before!", "x"]
