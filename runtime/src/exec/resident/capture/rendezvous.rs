@@ -141,6 +141,21 @@ pub struct Ack {
     pub identity: (u64, u64, u64),
 }
 
+impl Ack {
+    /// Whether this is the answer to the request of `identity` asked with `tick`.
+    pub fn answers(&self, identity: (u64, u64, u64), tick: u64) -> bool {
+        self.identity == identity && self.tick == tick
+    }
+}
+
+/// One look at the acknowledgement line at `line` by the core that asked with request tick
+/// `tick`: the tick the line holds, and the line as [`read_ack`] reads it when that tick is
+/// `tick` (`None` otherwise: an earlier answer's line, or none yet, is not read further).
+pub fn look_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, tick: u64) -> (u64, Option<Ack>) {
+    let held = a.query(line.offset(capture_ack::TICK));
+    (held, if held == tick { read_ack(a, line) } else { None })
+}
+
 /// Read the acknowledgement line at `line`: the tick, then the other words, then the tick of
 /// the answer being written, so a line rewritten during the read reads as `None` rather than
 /// as a torn mix of two answers. [`write_ack`] stores the new answer's tick in `BEGIN` before
@@ -576,16 +591,14 @@ impl Boundary {
         }
         self.ask(a);
         let ack_line = GmAddr(self.l.ack(self.w));
+        let identity = (self.epoch, task as u64, seq);
         let mut first = true;
         loop {
-            // The tick the look was based on; `None`: the line changed during the read. A tick
-            // other than this request's is an earlier answer (or none yet): the rest of the
-            // line is not read.
-            let tick = a.query(ack_line.offset(capture_ack::TICK));
-            let seen = if tick == r.tick { read_ack(a, ack_line).map(|ack| (ack, ack.tick)) } else { None };
-            if let Some((ack, _)) = seen
-                && ack.identity == (self.epoch, task as u64, seq)
-                && ack.tick == r.tick
+            // The tick the look was based on; `None`: the line changed during the read, or its
+            // tick is an earlier answer's (or none yet).
+            let (held, seen) = look_ack(a, ack_line, r.tick);
+            if let Some(ack) = seen
+                && ack.answers(identity, r.tick)
             {
                 match ack.status {
                     crate::layout::capture_status::SEALED => return Ok(true),
@@ -626,11 +639,8 @@ impl Boundary {
                 // cores) is visible to a look after it, and is this publisher's to take, as it
                 // is a peer's (`Boundary::follow`).
                 if !crate::breakage::broken(crate::breakage::CAPTURE_PUBLISHER_EXIT_NO_RELOOK)
-                    && a.query(ack_line.offset(capture_ack::TICK)) == r.tick
-                    && read_ack(a, ack_line).is_some_and(|ack| {
-                        ack.identity == (self.epoch, task as u64, seq)
-                            && ack.tick == r.tick
-                            && ack.status == crate::layout::capture_status::ABORTED
+                    && look_ack(a, ack_line, r.tick).1.is_some_and(|ack| {
+                        ack.answers(identity, r.tick) && ack.status == crate::layout::capture_status::ABORTED
                     })
                 {
                     return Ok(false);
@@ -648,9 +658,9 @@ impl Boundary {
             // to change from the one read. This request's tick but rewritten during the read
             // (`None`): look again soon (a wait based on 0 ends at once, and backs off).
             let tick = match seen {
-                Some((_, t)) => t,
-                None if tick == r.tick => 0,
-                None => tick,
+                Some(ack) => ack.tick,
+                None if held == r.tick => 0,
+                None => held,
             };
             self.pause(a, ack_line.offset(capture_ack::TICK), tick, w.deadline, now);
         }
