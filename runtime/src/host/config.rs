@@ -153,7 +153,7 @@ pub struct RunConfig {
     /// Where the args dump writes `args_dump.json` and `args.bin` (default: a fresh
     /// directory `pto-dump/run-<process>-<device>-<epoch>` under the system's temporary
     /// directory). One run writes a directory at a time: a run given a directory another
-    /// run is still dumping into is refused with [`Error::DumpFiles`](super::Error::DumpFiles).
+    /// run is still dumping into is refused with [`Error::DumpFiles`].
     pub dump_dir: Option<PathBuf>,
     /// Payload arena bytes per AICPU thread (default
     /// [`DEFAULT_ARENA`](super::dump::DEFAULT_ARENA); a multiple of 64 in
