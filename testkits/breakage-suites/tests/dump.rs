@@ -322,8 +322,9 @@ fn a_failed_run_reports_its_accounting_as_unknown() {
     dev.run(&ok).unwrap();
 }
 
-/// Two runs in flight cannot dump into one directory: the second is refused at prepare with
-/// `DumpFiles` naming the directory, nothing of it launched; the first's files are untouched
+/// Two runs in flight cannot dump into one directory: the second (of the same device, or of
+/// another) is refused at prepare with `DumpFiles` naming the directory, nothing of it
+/// launched; the first's files are untouched
 /// (its dump reads back whole and exact, with a record count the second run's graph could not
 /// give), and once the first is fenced the directory takes a new run.
 #[test]
@@ -343,6 +344,11 @@ fn a_directory_another_run_is_dumping_into_is_refused_and_the_first_dump_is_whol
         Err(e) => panic!("the second run failed, but not on its dump directory: {e:?}"),
         Ok(_) => panic!("a second run was prepared to dump into a directory another run is writing"),
     }
+    // Nor may another device's run (the lock is the file's, not the device's).
+    let other = pto::open().unwrap();
+    let (_x3, _y3, third) = rows(&other, 3, |_| 0);
+    let e = other.run_with(&third, &cfg);
+    assert!(matches!(&e, Err(Error::DumpFiles { why, .. }) if why.contains("another run")), "{e:?}");
     let rep = running.wait().unwrap();
     assert_eq!(rep.dump.as_ref().unwrap().accounting.dropped, Some(0));
     let d = Dump::open(&dir).unwrap();
