@@ -14,7 +14,8 @@
 //! [`super::Device::run`]), and on every [`super::RunHandle::is_done`] poll: between short
 //! waits on the streams it drains every lane's ready queue, appends the payloads to
 //! `args.bin`, returns the buffers to the free queue and acknowledges the payload bytes (which
-//! releases the producer's back-pressure). A run launched and left alone is not drained: its
+//! releases the producer's back-pressure), then writes the records it placed into
+//! `args_dump.json` (`manifest_file.rs`). A run launched and left alone is not drained: its
 //! producer waits up to half the watchdog for room, per record, then drops the record and
 //! counts it.
 
@@ -181,8 +182,8 @@ pub(crate) struct Collector {
     host_dropped: u64,
     scratch: Vec<u8>,
     /// The manifest text of every collected record, made as it is collected (while the run is
-    /// in flight and this thread would otherwise wait), in collection order; the manifest
-    /// writes them sorted at the end.
+    /// in flight and this thread would otherwise wait), in collection order; the manifest's
+    /// file takes them in the manifest's order, at every drain and at the end.
     text: Vec<u8>,
     /// How many of `records` have their text made.
     rendered: usize,
