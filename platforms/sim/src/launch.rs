@@ -15,6 +15,9 @@ use crate::violation::{COHERENCE_STATUS, Violation};
 
 /// Status a launch reports when a check (`PTO_SIM_CHECK`) found something in its run.
 pub const CHECK_STATUS: i32 = -78;
+/// Status a launch reports when the faithful cache model cannot follow it: an agent's vector
+/// clock entry is near the limit of its 32 bits ([`CLOCK_LIMIT`](crate::CLOCK_LIMIT)).
+pub const MODEL_LIMIT_STATUS: i32 = -79;
 
 /// Completion state of one launch on a stream.
 pub(crate) struct LaunchState {
@@ -79,6 +82,14 @@ impl LaunchState {
             shared.active_launches.fetch_sub(1, Ordering::AcqRel);
             shared.engine.launch_finished();
         });
+    }
+
+    /// Mark the launch failed with `status` and `message` before its agents finish (first
+    /// failure wins): a failure of the simulator's own, not of the program.
+    pub fn fail_with_message(&self, status: i32, message: String) {
+        if self.status.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            *self.message.lock() = Some(message);
+        }
     }
 
     /// Mark the launch failed by a check's finding (first failure wins).

@@ -86,4 +86,4 @@ mod sync;
 #[cfg(test)]
 mod tests;
 
-pub use model::{Faithful, HOST};
+pub use model::{CLOCK_LIMIT, Faithful, HOST};

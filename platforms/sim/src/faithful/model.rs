@@ -56,6 +56,14 @@ fn join_entries(into: &mut [u32], from: &[u32]) {
     }
 }
 
+/// The largest own clock entry an agent may start a launch with. Entries are 32 bits and only
+/// grow (one per release; a reset restarts them above their old values), a busy agent's by
+/// about 7,000 per run of 1,000 tasks, so one device reaches the limit after about 450,000
+/// such runs under the model; the 2^30 left above it are more than any one run takes. A launch
+/// started past it fails by name, with [`MODEL_LIMIT_STATUS`](crate::MODEL_LIMIT_STATUS), instead of
+/// wrapping.
+pub const CLOCK_LIMIT: u32 = u32::MAX - (1 << 30);
+
 /// A fresh clock for agent `i` of `n` that knows every agent's stores up to `base`: its own
 /// entry starts at `base + 1`, so its first stores are visible to others only after its first
 /// release. A new model starts from base 0; a reset from a base above every clock entry of the

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::line::{LINE, Stamp};
-use super::model::{Faithful, HOST, Vc, is_core, join, lock};
+use super::model::{CLOCK_LIMIT, Faithful, HOST, Vc, is_core, join, lock};
 use crate::gm::Gm;
-use crate::launch::LaunchState;
+use crate::launch::{LaunchState, MODEL_LIMIT_STATUS};
 use crate::violation::{Missing, Violation};
 
 impl Faithful {
@@ -28,11 +28,24 @@ impl Faithful {
         join(&mut lock(&self.agents[HOST as usize]).vc, vc);
     }
 
-    /// Agent `a` starts a program of `launch`, whose submission released `start`.
+    /// Agent `a` starts a program of `launch`, whose submission released `start`. An agent
+    /// whose own clock entry reached [`CLOCK_LIMIT`] fails the launch by name
+    /// ([`MODEL_LIMIT_STATUS`]) rather than let the entry wrap during it.
     pub fn job_start(&self, a: u16, start: &[u32], launch: &Arc<LaunchState>) {
         let mut st = lock(&self.agents[a as usize]);
         for (x, y) in st.vc.iter_mut().zip(start) {
             *x = (*x).max(*y);
+        }
+        let own = st.vc[a as usize];
+        if own >= CLOCK_LIMIT {
+            launch.fail_with_message(
+                MODEL_LIMIT_STATUS,
+                format!(
+                    "the faithful cache model's clocks are exhausted: agent {a}'s entry is {own}, past the \
+                     limit {CLOCK_LIMIT} of its 32 bits, after this device's runs under the model; it would \
+                     wrap within a run. Open the device again (a switch of the cache model keeps the clocks)"
+                ),
+            );
         }
         st.foreign = true;
         self.cluster_sync(a, &mut st);

@@ -733,3 +733,28 @@ fn a_fill_never_sees_host_dma_bytes_under_their_old_origins() {
     assert_eq!(b, said, "the core's copy holds the bytes its origins name (writer {writer})");
     assert_eq!(missing(f), vec![]);
 }
+
+/// An agent whose own clock entry reached the limit of its 32 bits fails the launch it starts
+/// by name, with the model's status, instead of letting the entry wrap during the run (a wrap
+/// would make old stores look unpublished and unpublished ones look published); one below
+/// the limit starts as usual.
+#[test]
+fn a_clock_at_its_limit_fails_the_launch_by_name() {
+    use crate::launch::MODEL_LIMIT_STATUS;
+    use crate::{CLOCK_LIMIT, SimError};
+    use pto_inproc::Launch;
+    for (own, fails) in [(CLOCK_LIMIT - 1, false), (CLOCK_LIMIT, true), (u32::MAX - 5, true)] {
+        let (_gm, f, _, _) = setup(false);
+        super::model::lock(&f.agents[C0 as usize]).vc[C0 as usize] = own;
+        let launch = LaunchState::new(1, 4, None);
+        f.job_start(C0, &f.host_release(), &launch);
+        match launch.failure() {
+            Some(SimError::DeviceFault { status, message: Some(m) }) if fails => {
+                assert_eq!(status, MODEL_LIMIT_STATUS);
+                assert!(m.contains("clocks are exhausted") && m.contains(&own.to_string()), "{m}");
+            }
+            None if !fails => {}
+            other => panic!("entry {own}: {other:?}"),
+        }
+    }
+}
