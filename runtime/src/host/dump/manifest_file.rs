@@ -42,12 +42,12 @@ impl ManifestFile {
     }
 
     /// The manifest's order changed from position `at` on (a drain placed records there):
-    /// records written from there are not in their places. `len(k)` is the text length of the
-    /// record now at position `k`.
-    pub(super) fn reordered_from(&mut self, at: usize, len: impl Fn(usize) -> usize) {
+    /// records written from there are not in their places. `text(k)` is the text of the record
+    /// now at position `k`.
+    pub(super) fn reordered_from<'t>(&mut self, at: usize, text: impl Fn(usize) -> &'t [u8]) {
         if at < self.written {
             self.written = at;
-            self.end = self.head.len() as u64 + (0..at).map(|k| len(k) as u64 + (k > 0) as u64).sum::<u64>();
+            self.end = self.head.len() as u64 + (0..at).map(|k| text(k).len() as u64 + (k > 0) as u64).sum::<u64>();
         }
     }
 
@@ -173,7 +173,7 @@ mod tests {
                     moved = moved.min(at);
                     order.insert(at, (k, text));
                 }
-                m.reordered_from(moved, |k| order[k].1.len());
+                m.reordered_from(moved, |k| order[k].1.as_slice());
                 assert_eq!(m.written, before.min(moved), "the prefix is cut at the first place that moved");
                 kept += m.written;
                 m.extend(order.len(), |k| order[k].1.as_slice()).unwrap();

@@ -275,9 +275,9 @@ impl Collector {
         let moved = self.place();
         let (order, records, text) = (&self.order, &self.records, &self.text);
         if let Some(m) = &mut self.manifest {
-            let at = |k: usize| records[order[k].1 as usize].text.clone();
-            m.reordered_from(moved, |k| at(k).len());
-            m.extend(order.len(), |k| &text[at(k)]).map_err(CollectError::Io)?;
+            let text_at = |k: usize| &text[records[order[k].1 as usize].text.clone()];
+            m.reordered_from(moved, text_at);
+            m.extend(order.len(), text_at).map_err(CollectError::Io)?;
         }
         Ok(n)
     }
@@ -417,9 +417,9 @@ impl Collector {
             }
         };
         let (order, records, text) = (&self.order, &self.records, &self.text);
-        let at = |k: usize| records[order[k].1 as usize].text.clone();
-        m.reordered_from(moved, |k| at(k).len());
-        self.writes = m.finish(&head, order.len(), |k| &text[at(k)], &tail).map_err(CollectError::Io)?;
+        let text_at = |k: usize| &text[records[order[k].1 as usize].text.clone()];
+        m.reordered_from(moved, text_at);
+        self.writes = m.finish(&head, order.len(), text_at, &tail).map_err(CollectError::Io)?;
         Ok(DumpReport { dir: self.dir.clone(), level: self.level, accounting, payload_bytes: self.bin_len })
     }
 }
