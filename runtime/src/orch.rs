@@ -85,6 +85,13 @@ impl RuntimeKind {
             RuntimeKind::TensormapRing => "trb",
         }
     }
+
+    /// The runtime a launch descriptor's `runtime` code names:
+    /// [`RUNTIME_HBG`](crate::layout::RUNTIME_HBG) is the host-built graph, any other the
+    /// tensormap-and-ring runtime.
+    pub fn of_launch(code: u32) -> RuntimeKind {
+        if code == crate::layout::RUNTIME_HBG { RuntimeKind::HostBuiltGraph } else { RuntimeKind::TensormapRing }
+    }
 }
 
 /// How a scope discovers dependencies.

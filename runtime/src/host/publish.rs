@@ -252,11 +252,7 @@ impl<P: HostPlatform> Device<P> {
                 });
                 // The manifest's records reach its file while the run is in flight, after the
                 // head a successful run writes.
-                let runtime = if what.runtime == crate::layout::RUNTIME_HBG {
-                    crate::orch::RuntimeKind::HostBuiltGraph
-                } else {
-                    crate::orch::RuntimeKind::TensormapRing
-                };
+                let runtime = crate::orch::RuntimeKind::of_launch(what.runtime);
                 let expected = super::dump::RunInfo { epoch, runtime, complete: true };
                 match super::dump::Collector::create(l, level, expected, &dir, core::mem::take(&mut mem.dump_buffers)) {
                     Ok(collector) => mem.dump = Some(DumpRegion { collector }),

@@ -13,7 +13,7 @@ use super::{Phase, PhaseTrace, RingOwner, RingStatus, SubtaskTrace, Trace};
 use crate::hbg::FuncTable;
 use crate::host::Error;
 use crate::host::error::platform;
-use crate::layout::{LaunchDesc, RUNTIME_HBG, TraceHeader, TraceLayout, TraceRecord, trace_kind};
+use crate::layout::{LaunchDesc, TraceHeader, TraceLayout, TraceRecord, trace_kind};
 use crate::orch::RuntimeKind;
 
 fn read<D: DeviceMemory>(dev: &D, at: u64, len: usize) -> Result<Vec<u8>, Error>
@@ -135,8 +135,7 @@ where
     phases.sort_by_key(|p| (p.thread, p.start));
     let used: std::collections::BTreeSet<u16> = subtasks.iter().filter_map(|s| s.func).collect();
     names.retain(|k, _| used.contains(k));
-    let runtime =
-        if d.config.runtime == RUNTIME_HBG { RuntimeKind::HostBuiltGraph } else { RuntimeKind::TensormapRing };
+    let runtime = RuntimeKind::of_launch(d.config.runtime);
     // The host-built graph's edges were decided when the host built it; the device-side
     // runtime's orchestrator records each dependency it finds in its own ring.
     let edges = if runtime == RuntimeKind::HostBuiltGraph {
