@@ -119,7 +119,7 @@ pub(super) struct RegSync {
 /// sees at least the count of the write that stored it, and acquires that write's clock.
 pub(super) struct RegVersions {
     /// Per register: writes so far (the `version` of its `RegSync`).
-    pub(super) written: Box<[AtomicU64]>,
+    pub(super) written: Box<[Padded<AtomicU64>]>,
     /// Per agent, per register: the count it last acquired (`u64::MAX`: never looked). Row
     /// `a` is touched by agent `a` alone (and by `reset`, when no program runs).
     pub(super) seen: Box<[AtomicU64]>,
@@ -128,7 +128,7 @@ pub(super) struct RegVersions {
 impl RegVersions {
     fn new(agents: usize, regs: usize) -> RegVersions {
         RegVersions {
-            written: (0..regs).map(|_| AtomicU64::new(0)).collect(),
+            written: (0..regs).map(|_| Padded(AtomicU64::new(0))).collect(),
             seen: (0..agents * regs).map(|_| AtomicU64::new(u64::MAX)).collect(),
         }
     }
@@ -148,27 +148,27 @@ pub struct Faithful {
     /// only under the host-non-coherent contract).
     pub(super) aicpu_write_back: std::sync::atomic::AtomicBool,
     pub(super) n_aicpu: u16,
-    pub(super) agents: Box<[Mutex<AgentState>]>,
+    pub(super) agents: Box<[Padded<Mutex<AgentState>>]>,
     /// Lines the AICPU cluster holds dirty (write-back policy): one cache for the whole
     /// cluster, so a line one thread dirtied is what every thread reads. A line here has no
     /// copy in any AICPU thread's own cache. The cache is [`CLUSTER_SETS`] sets of lines, a
     /// line's set chosen by its address ([`Faithful::cluster_set`]), each set locked on its
     /// own: the device-side orchestrator and a scheduler thread, on two host threads, store
     /// to different lines and so seldom wait for each other.
-    pub(super) cluster: Box<[Mutex<Cluster>]>,
+    pub(super) cluster: Box<[Padded<Mutex<Cluster>>]>,
     /// Lines in `cluster`, all sets together: a clean or an eviction draw that finds none locks
     /// no set. Changed under the set's lock by the insert or removal; a thread reads its own
     /// changes, and another thread's once the program synchronised with it (the model's host
     /// state is shared through the host's own atomics and locks, which order this too).
-    pub(super) cluster_lines: AtomicUsize,
-    pub(super) shards: Box<[Mutex<Records>]>,
-    pub(super) regs: Box<[Mutex<RegSync>]>,
+    pub(super) cluster_lines: Padded<AtomicUsize>,
+    pub(super) shards: Box<[Padded<Mutex<Records>>]>,
+    pub(super) regs: Box<[Padded<Mutex<RegSync>>]>,
     pub(super) reg_versions: RegVersions,
-    pub(super) words: Mutex<LineMap<Vc>>,
+    pub(super) words: Padded<Mutex<LineMap<Vc>>>,
     /// What the AICPU threads know together: they synchronise with each other through their own
     /// memory (ready queues, counters), which the model does not see, so every AICPU
     /// acquire adds to this clock and every AICPU release carries it.
-    pub(super) aicpu_shared: Mutex<SharedClock>,
+    pub(super) aicpu_shared: Padded<Mutex<SharedClock>>,
     pub(super) violations: Mutex<Vec<Violation>>,
     pub(super) capacity: usize,
     /// Which agent a unit test holds at which point (`Faithful::pause`).
@@ -233,6 +233,20 @@ impl Hold {
     }
 }
 
+/// A value alone on its cache lines (128 bytes: two lines, as neighbouring-line prefetch
+/// pairs them). The model's per-agent, per-set, per-shard and per-register states sit in
+/// arrays that host threads touch at once; packed, two of them shared a line, and every lock
+/// or count update of one evicted its neighbour from the other thread's cache.
+#[repr(align(128))]
+pub(super) struct Padded<T>(pub(super) T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// Takes `m`'s lock.
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock()
@@ -277,7 +291,7 @@ impl Faithful {
             n_aicpu: aicpu as u16,
             agents: (0..n)
                 .map(|i| {
-                    Mutex::new(AgentState {
+                    Padded(Mutex::new(AgentState {
                         vc: own_clock(n, i, 0),
                         cache: LineMap::default(),
                         keys: Vec::new(),
@@ -288,16 +302,16 @@ impl Faithful {
                         current: None,
                         foreign: true,
                         shared_seen: u64::MAX,
-                    })
+                    }))
                 })
                 .collect(),
-            cluster: (0..CLUSTER_SETS).map(|_| Mutex::new(Cluster::default())).collect(),
-            cluster_lines: AtomicUsize::new(0),
-            shards: (0..64).map(|_| Mutex::new(Records::default())).collect(),
-            regs: (0..cores as usize * 2).map(|_| Mutex::new(RegSync { vc: vec![0; n], version: 0 })).collect(),
+            cluster: (0..CLUSTER_SETS).map(|_| Padded(Mutex::new(Cluster::default()))).collect(),
+            cluster_lines: Padded(AtomicUsize::new(0)),
+            shards: (0..64).map(|_| Padded(Mutex::new(Records::default()))).collect(),
+            regs: (0..cores as usize * 2).map(|_| Padded(Mutex::new(RegSync { vc: vec![0; n], version: 0 }))).collect(),
             reg_versions: RegVersions::new(n, cores as usize * 2),
-            words: Mutex::new(LineMap::default()),
-            aicpu_shared: Mutex::new(SharedClock { vc: vec![0; n], version: 0 }),
+            words: Padded(Mutex::new(LineMap::default())),
+            aicpu_shared: Padded(Mutex::new(SharedClock { vc: vec![0; n], version: 0 })),
             violations: Mutex::new(Vec::new()),
             capacity: 256,
             #[cfg(test)]
