@@ -341,7 +341,7 @@ impl Faithful {
 
     /// A barrier: write-backs issued so far have completed.
     pub fn fence(&self, a: u16) {
-        lock(&self.agents[a as usize]).unfenced = false;
+        self.unfenced[a as usize].store(false, Ordering::Relaxed);
     }
 }
 

@@ -99,7 +99,7 @@ impl Faithful {
         }
         keep_spare(st, l);
         self.cluster_lines.fetch_sub(1, Ordering::Release);
-        st.unfenced = true;
+        self.unfenced[a as usize].store(true, Ordering::Relaxed);
         if let Some((b, w)) = clobber {
             let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);
             self.report(st, v);
@@ -233,7 +233,7 @@ impl Faithful {
         }
         l.dirty = 0;
         st.dirty_lines -= 1;
-        st.unfenced = true;
+        self.unfenced[a as usize].store(true, Ordering::Relaxed);
         if let Some((b, w)) = clobber {
             let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);
             self.report(st, v);

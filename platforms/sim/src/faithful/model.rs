@@ -4,7 +4,7 @@
 
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::line::{CLine, Cluster, LINE, LineMap, NONE, PAGE_LINES, Records, lines, span_in};
 use crate::config::AicpuWritePolicy;
@@ -75,8 +75,8 @@ pub(super) fn own_clock(n: usize, i: usize, base: u32) -> Vc {
 }
 
 /// One agent's cache (lines, and their keys for random eviction), its clock and eviction
-/// generator, whether it has write-backs not yet fenced, the register versions it has seen, and
-/// the launch it is running (which a violation fails).
+/// generator, the register versions it has seen, and the launch it is running (which a
+/// violation fails).
 pub(super) struct AgentState {
     pub(super) vc: Vc,
     pub(super) cache: LineMap<Box<CLine>>,
@@ -88,7 +88,6 @@ pub(super) struct AgentState {
     #[allow(clippy::vec_box)]
     pub(super) spare: Vec<Box<CLine>>,
     pub(super) rng: u64,
-    pub(super) unfenced: bool,
     pub(super) current: Option<Arc<LaunchState>>,
     /// The clock learned from outside the AICPU cluster (a launch, a register, a GM word)
     /// since this agent's last exchange with it (`cluster_sync`).
@@ -149,6 +148,10 @@ pub struct Faithful {
     pub(super) aicpu_write_back: std::sync::atomic::AtomicBool,
     pub(super) n_aicpu: u16,
     pub(super) agents: Box<[Padded<Mutex<AgentState>>]>,
+    /// Per agent: whether it has write-backs not yet fenced. Apart from its state's lock:
+    /// only the agent itself reads or writes its flag (and `reset`, when no program runs),
+    /// and a barrier, several per task, is then one store instead of a lock and an unlock.
+    pub(super) unfenced: Box<[Padded<AtomicBool>]>,
     /// Lines the AICPU cluster holds dirty (write-back policy): one cache for the whole
     /// cluster, so a line one thread dirtied is what every thread reads. A line here has no
     /// copy in any AICPU thread's own cache. The cache is [`CLUSTER_SETS`] sets of lines, a
@@ -298,13 +301,13 @@ impl Faithful {
                         dirty_lines: 0,
                         spare: Vec::new(),
                         rng: (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1,
-                        unfenced: false,
                         current: None,
                         foreign: true,
                         shared_seen: u64::MAX,
                     }))
                 })
                 .collect(),
+            unfenced: (0..n).map(|_| Padded(AtomicBool::new(false))).collect(),
             cluster: (0..CLUSTER_SETS).map(|_| Padded(Mutex::new(Cluster::default()))).collect(),
             cluster_lines: Padded(AtomicUsize::new(0)),
             shards: (0..64).map(|_| Padded(Mutex::new(Records::default()))).collect(),
@@ -378,10 +381,12 @@ impl Faithful {
             st.keys.clear();
             st.dirty_lines = 0;
             st.rng = (seed ^ ((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))) | 1;
-            st.unfenced = false;
             st.current = None;
             st.foreign = true;
             st.shared_seen = u64::MAX;
+        }
+        for u in self.unfenced.iter() {
+            u.store(false, Ordering::Relaxed);
         }
         for s in self.shards.iter() {
             lock(s).clear();

@@ -76,7 +76,7 @@ impl Faithful {
         // violation by themselves (AICPU-to-AICPU data needs no publication), but any other
         // agent's or the host's later read of them is (`Missing::AicpuClean`), and so is a
         // later write-back over bytes written since (the whole-line rule).
-        st.unfenced = false;
+        self.unfenced[a as usize].store(false, Ordering::Relaxed);
         let vc = st.vc.clone();
         st.vc[a as usize] += 1;
         st.current = None;
@@ -101,7 +101,7 @@ impl Faithful {
                     Missing::WriteBackBeforeSignal,
                 );
                 self.report(&st, v);
-            } else if st.unfenced {
+            } else if self.unfenced[a as usize].load(Ordering::Relaxed) {
                 let v = self.violation(
                     a,
                     "register hand-off",
