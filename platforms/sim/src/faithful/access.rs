@@ -4,7 +4,7 @@
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 
-use super::line::{CLine, NONE, Stamp, lines, span_in};
+use super::line::{CLine, Held, NONE, Stamp, lines, span_in};
 use super::model::{AgentState, Faithful, HOST, PausePoint, is_aicpu, is_core, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
@@ -262,8 +262,8 @@ impl Faithful {
                     l.fill_ok = !others_dirty && ordered;
                     l.dirty = 0;
                     l.owned = false;
-                    l.key = cl.keys.len() as u32;
-                    cl.lines.insert(line, l);
+                    let key = cl.keys.len() as u32;
+                    cl.lines.insert(line, Held { key, copy: l });
                     self.cluster_lines.fetch_add(1, Ordering::Relaxed);
                     cl.keys.push(line);
                 }

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::line::{CLine, Cluster, LineMeta, NONE, PerByte, Stamp, gm_offset, lines};
+use super::line::{CLine, Cluster, Held, LineMeta, NONE, PerByte, Stamp, gm_offset, lines};
 use super::model::{AgentState, Faithful, PausePoint, is_aicpu, is_core, keep_spare, lock, remove_key};
 use crate::gm::Gm;
 use crate::violation::Missing;
@@ -152,8 +152,8 @@ impl Faithful {
         }
         l.dirty = 0;
         l.owned = false;
-        l.key = st.keys.len() as u32;
-        st.cache.insert(line, l);
+        let key = st.keys.len() as u32;
+        st.cache.insert(line, Held { key, copy: l });
         st.keys.push(line);
     }
 
@@ -190,7 +190,8 @@ impl Faithful {
     pub(super) fn drop_line(&self, st: &mut AgentState, a: u16, line: u64, gm: &Gm, write_back: bool) {
         if write_back {
             self.write_back(st, a, line, gm);
-        } else if let Some(l) = st.cache.get(&line)
+        } else if st.dirty_lines != 0
+            && let Some(l) = st.cache.get(&line)
             && l.dirty != 0
         {
             self.shard(line).record(line).dirty_by &= !(1u128 << a);
@@ -199,6 +200,11 @@ impl Faithful {
     }
 
     pub(super) fn write_back(&self, st: &mut AgentState, a: u16, line: u64, gm: &Gm) {
+        // No dirty line at all (a core before its kernel's stores, an AICPU thread): the copy
+        // is not looked at.
+        if st.dirty_lines == 0 {
+            return;
+        }
         let Some(l) = st.cache.get_mut(&line) else { return };
         if l.dirty == 0 {
             return;

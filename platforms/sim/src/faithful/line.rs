@@ -135,8 +135,6 @@ pub(super) struct CLine {
     pub(super) fill_ok: bool,
     /// Whether this copy has been stored to (the whole-line check is made at the first store).
     pub(super) owned: bool,
-    /// Its place in its holder's key list (so dropping it does not search the list).
-    pub(super) key: u32,
 }
 
 impl CLine {
@@ -149,16 +147,37 @@ impl CLine {
             fill_gen: 0,
             fill_ok: true,
             owned: false,
-            key: 0,
         })
     }
 }
 
-/// Take `line`'s record out of `map` and its key out of `keys` (the record knows its place:
-/// the last key moves there, and its record learns it).
-pub(super) fn take_line(map: &mut LineMap<Box<CLine>>, keys: &mut Vec<u64>, line: u64) -> Option<Box<CLine>> {
-    let l = map.remove(&line)?;
-    let i = l.key as usize;
+/// A cached copy as its holder's map keeps it: the copy, and its place in the holder's key
+/// list (so dropping it does not search the list). The place lives in the map's own entry, not
+/// in the boxed copy: dropping a line and moving another's key touch no copy, whose memory is
+/// seldom in the host's cache by then (a core's copies were filled tasks ago).
+pub(super) struct Held {
+    pub(super) key: u32,
+    pub(super) copy: Box<CLine>,
+}
+
+impl std::ops::Deref for Held {
+    type Target = CLine;
+    fn deref(&self) -> &CLine {
+        &self.copy
+    }
+}
+
+impl std::ops::DerefMut for Held {
+    fn deref_mut(&mut self) -> &mut CLine {
+        &mut self.copy
+    }
+}
+
+/// Take `line`'s copy out of `map` and its key out of `keys` (the entry knows its place: the
+/// last key moves there, and its entry learns it).
+pub(super) fn take_line(map: &mut LineMap<Held>, keys: &mut Vec<u64>, line: u64) -> Option<Box<CLine>> {
+    let Held { key, copy } = map.remove(&line)?;
+    let i = key as usize;
     debug_assert_eq!(keys.get(i), Some(&line), "a cached line knows its place in the key list");
     keys.swap_remove(i);
     if let Some(&moved) = keys.get(i)
@@ -166,7 +185,7 @@ pub(super) fn take_line(map: &mut LineMap<Box<CLine>>, keys: &mut Vec<u64>, line
     {
         m.key = i as u32;
     }
-    Some(l)
+    Some(copy)
 }
 
 /// What memory and the program know about one line: per byte, the last store and the store
@@ -259,7 +278,7 @@ impl Records {
 /// random eviction).
 #[derive(Default)]
 pub(super) struct Cluster {
-    pub(super) lines: LineMap<Box<CLine>>,
+    pub(super) lines: LineMap<Held>,
     pub(super) keys: Vec<u64>,
 }
 

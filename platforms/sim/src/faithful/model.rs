@@ -6,7 +6,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::line::{CLine, Cluster, LINE, LineMap, NONE, PAGE_LINES, Records, lines, span_in};
+use super::line::{CLine, Cluster, Held, LINE, LineMap, NONE, PAGE_LINES, Records, lines, span_in};
 use crate::config::AicpuWritePolicy;
 use crate::launch::LaunchState;
 use crate::violation::Violation;
@@ -79,7 +79,7 @@ pub(super) fn own_clock(n: usize, i: usize, base: u32) -> Vc {
 /// violation fails).
 pub(super) struct AgentState {
     pub(super) vc: Vc,
-    pub(super) cache: LineMap<Box<CLine>>,
+    pub(super) cache: LineMap<Held>,
     pub(super) keys: Vec<u64>,
     /// Lines of `cache` holding dirty bytes (a hand-off looks for one only when there is one).
     pub(super) dirty_lines: u32,
@@ -264,7 +264,7 @@ const SPARE_LINES: usize = 32;
 /// Drops `line` from the agent's cache, without a write-back.
 pub(super) fn remove_key(st: &mut AgentState, line: u64) {
     if let Some(l) = super::line::take_line(&mut st.cache, &mut st.keys, line) {
-        if l.dirty != 0 {
+        if st.dirty_lines != 0 && l.dirty != 0 {
             st.dirty_lines -= 1;
         }
         keep_spare(st, l);
