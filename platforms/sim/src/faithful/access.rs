@@ -264,7 +264,7 @@ impl Faithful {
                     l.owned = false;
                     let key = cl.keys.len() as u32;
                     cl.lines.insert(line, Held { key, copy: l });
-                    self.cluster_lines.fetch_add(1, Ordering::Relaxed);
+                    self.cluster_set_of(line).count_moves(true);
                     cl.keys.push(line);
                 }
                 let l = cl.lines.get_mut(&line).expect("inserted above");
@@ -323,9 +323,12 @@ impl Faithful {
     /// one of these lines) is in memory when this clean returns, as a `dc cvac` completes a
     /// write-back already under way (see [`Faithful::cluster_write_back`]).
     pub(super) fn clean_cluster(&self, st: &mut AgentState, a: u16, addr: u64, len: u64, gm: &Gm) {
-        if is_aicpu(self.n_aicpu, a) && self.aicpu_wb() && self.cluster_lines.load(Ordering::Acquire) > 0 {
+        if is_aicpu(self.n_aicpu, a) && self.aicpu_wb() {
             for line in lines(addr, len) {
-                self.cluster_write_back(st, a, &mut self.cluster_set(line), line, gm);
+                let set = self.cluster_set_of(line);
+                if set.count.load(Ordering::Acquire) > 0 {
+                    self.cluster_write_back(st, a, &mut lock(&set.cache), line, gm);
+                }
             }
         }
     }

@@ -35,14 +35,18 @@ impl Faithful {
     /// an eviction drawn while the cluster holds a line always evicts one.
     pub(super) fn maybe_evict_cluster(&self, st: &mut AgentState, a: u16, gm: &Gm) {
         let p = self.evict_per_mille.load(Ordering::Relaxed) as u64;
-        if p == 0 || Self::rand(st) % 1000 >= p || self.cluster_lines.load(Ordering::Relaxed) == 0 {
+        if p == 0 || Self::rand(st) % 1000 >= p {
             return;
         }
         let r = Self::rand(st);
         let sets = self.cluster.len();
         let first = (r % sets as u64) as usize;
         for i in 0..sets {
-            let mut cl = lock(&self.cluster[(first + i) % sets]);
+            let set = &self.cluster[(first + i) % sets];
+            if set.count.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let mut cl = lock(&set.cache);
             if cl.keys.is_empty() {
                 continue;
             }
@@ -55,7 +59,7 @@ impl Faithful {
     /// AICPU thread `a` writes the cluster's dirty copy of `line` back (whole line) and drops it.
     /// The caller holds `line`'s set (`cl`) for the whole write-back.
     ///
-    /// The cluster's line count falls only once the bytes are in memory, with a release: a
+    /// The set's line count falls only once the bytes are in memory, with a release: a
     /// clean by another thread that reads the count (`clean_cluster`) either sees the line still
     /// counted, and so waits on the set for this write-back to end, or sees it gone, and so sees
     /// its bytes. (Falling first let a scheduler's clean of a payload pass while an orchestrator's
@@ -66,7 +70,7 @@ impl Faithful {
         self.pause(a, PausePoint::LineTaken);
         if l.dirty == 0 {
             keep_spare(st, l);
-            self.cluster_lines.fetch_sub(1, Ordering::Release);
+            self.cluster_set_of(line).count_moves(false);
             return;
         }
         let stamp = st.vc[a as usize];
@@ -98,7 +102,7 @@ impl Faithful {
             }
         }
         keep_spare(st, l);
-        self.cluster_lines.fetch_sub(1, Ordering::Release);
+        self.cluster_set_of(line).count_moves(false);
         self.unfenced[a as usize].store(true, Ordering::Relaxed);
         if let Some((b, w)) = clobber {
             let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);

@@ -52,8 +52,8 @@
 //! also reads both under: no fill takes origins from a record ahead of memory
 //! (`a_fill_never_sees_a_line_record_ahead_of_memory`), nor memory ahead of its record (host
 //! DMA writes each line's piece under its shard too:
-//! `a_fill_never_sees_host_dma_bytes_under_their_old_origins`). The cluster's count of dirty lines,
-//! which lets a clean skip an empty cluster without locking a set, falls only after a
+//! `a_fill_never_sees_host_dma_bytes_under_their_old_origins`). Each cluster set's count of dirty lines,
+//! which lets a clean skip an empty set without locking it, falls only after a
 //! write-back's bytes are in memory, and a clean reads it with an acquire: a clean never passes
 //! a write-back of its lines that another AICPU thread has under way
 //! (`a_clean_waits_for_a_write_back_another_thread_has_in_flight`). An AICPU thread holds the

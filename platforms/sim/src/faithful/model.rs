@@ -103,6 +103,26 @@ pub(super) struct SharedClock {
     pub(super) version: u64,
 }
 
+/// One set of the AICPU cluster's cache: its lines, and how many it holds, readable without
+/// the lock — a clean or an eviction draw that finds a set empty locks nothing. The count is
+/// changed under the set's lock (so a plain load and store, no read-modify-write) by the
+/// insert or the removal; a removal's fall comes after the write-back's bytes are in memory,
+/// with a release, which a clean's acquire pairs with (see [`Faithful::cluster_write_back`]).
+/// One count per set, beside its lock, so the orchestrating thread's inserts do not move a
+/// line every other AICPU thread's clean reads.
+pub(super) struct ClusterSet {
+    pub(super) count: AtomicUsize,
+    pub(super) cache: Mutex<Cluster>,
+}
+
+impl ClusterSet {
+    /// The count one higher or one lower (`up`), by the holder of the set's lock.
+    pub(super) fn count_moves(&self, up: bool) {
+        let n = self.count.load(Ordering::Relaxed);
+        self.count.store(if up { n + 1 } else { n - 1 }, Ordering::Release);
+    }
+}
+
 /// The clock a register's last write released, and how many writes it has had.
 pub(super) struct RegSync {
     pub(super) vc: Vc,
@@ -158,12 +178,7 @@ pub struct Faithful {
     /// line's set chosen by its address ([`Faithful::cluster_set`]), each set locked on its
     /// own: the device-side orchestrator and a scheduler thread, on two host threads, store
     /// to different lines and so seldom wait for each other.
-    pub(super) cluster: Box<[Padded<Mutex<Cluster>>]>,
-    /// Lines in `cluster`, all sets together: a clean or an eviction draw that finds none locks
-    /// no set. Changed under the set's lock by the insert or removal; a thread reads its own
-    /// changes, and another thread's once the program synchronised with it (the model's host
-    /// state is shared through the host's own atomics and locks, which order this too).
-    pub(super) cluster_lines: Padded<AtomicUsize>,
+    pub(super) cluster: Box<[Padded<ClusterSet>]>,
     pub(super) shards: Box<[Padded<Mutex<Records>>]>,
     pub(super) regs: Box<[Padded<Mutex<RegSync>>]>,
     pub(super) reg_versions: RegVersions,
@@ -308,8 +323,9 @@ impl Faithful {
                 })
                 .collect(),
             unfenced: (0..n).map(|_| Padded(AtomicBool::new(false))).collect(),
-            cluster: (0..CLUSTER_SETS).map(|_| Padded(Mutex::new(Cluster::default()))).collect(),
-            cluster_lines: Padded(AtomicUsize::new(0)),
+            cluster: (0..CLUSTER_SETS)
+                .map(|_| Padded(ClusterSet { count: AtomicUsize::new(0), cache: Mutex::new(Cluster::default()) }))
+                .collect(),
             shards: (0..64).map(|_| Padded(Mutex::new(Records::default()))).collect(),
             regs: (0..cores as usize * 2).map(|_| Padded(Mutex::new(RegSync { vc: vec![0; n], version: 0 }))).collect(),
             reg_versions: RegVersions::new(n, cores as usize * 2),
@@ -400,9 +416,9 @@ impl Faithful {
         lock(&self.words).clear();
         *lock(&self.aicpu_shared) = SharedClock { vc: vec![base; n], version: 0 };
         for set in self.cluster.iter() {
-            *lock(set) = Cluster::default();
+            *lock(&set.cache) = Cluster::default();
+            set.count.store(0, Ordering::Relaxed);
         }
-        self.cluster_lines.store(0, Ordering::Relaxed);
     }
 
     /// AICPU thread `a` exchanges what it knows with the other AICPU threads (see
@@ -488,7 +504,12 @@ impl Faithful {
     /// The set of the AICPU cluster's cache that holds `line` when the cluster has it, locked.
     /// Consecutive lines fall in consecutive sets.
     pub(super) fn cluster_set(&self, line: u64) -> MutexGuard<'_, Cluster> {
-        lock(&self.cluster[((line / LINE) % CLUSTER_SETS as u64) as usize])
+        lock(&self.cluster_set_of(line).cache)
+    }
+
+    /// The set of the AICPU cluster's cache that holds `line` when the cluster has it.
+    pub(super) fn cluster_set_of(&self, line: u64) -> &ClusterSet {
+        &self.cluster[((line / LINE) % CLUSTER_SETS as u64) as usize]
     }
 
     /// How many lines one set of the AICPU cluster's cache holds.
