@@ -182,7 +182,10 @@ pub struct Faithful {
     pub(super) shards: Box<[Padded<Mutex<Records>>]>,
     pub(super) regs: Box<[Padded<Mutex<RegSync>>]>,
     pub(super) reg_versions: RegVersions,
-    pub(super) words: Padded<Mutex<LineMap<Vc>>>,
+    /// The clock each device-direct word's last store or RMW released, by arena offset, in
+    /// [`WORD_SHARDS`] maps a word's line chooses among (the words of one line share one), each
+    /// locked on its own: the scheduler threads and the cores poll different words.
+    pub(super) words: Box<[Padded<Mutex<LineMap<Vc>>>]>,
     /// What the AICPU threads know together: they synchronise with each other through their own
     /// memory (ready queues, counters), which the model does not see, so every AICPU
     /// acquire adds to this clock and every AICPU release carries it.
@@ -273,6 +276,9 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Sets of the AICPU cluster's cache; its capacity is spread evenly over them.
 pub(super) const CLUSTER_SETS: usize = 16;
 
+/// Maps of the device-direct words' clocks (`Faithful::words`).
+pub(super) const WORD_SHARDS: usize = 16;
+
 /// Line records an agent keeps for reuse.
 const SPARE_LINES: usize = 32;
 
@@ -329,7 +335,7 @@ impl Faithful {
             shards: (0..64).map(|_| Padded(Mutex::new(Records::default()))).collect(),
             regs: (0..cores as usize * 2).map(|_| Padded(Mutex::new(RegSync { vc: vec![0; n], version: 0 }))).collect(),
             reg_versions: RegVersions::new(n, cores as usize * 2),
-            words: Padded(Mutex::new(LineMap::default())),
+            words: (0..WORD_SHARDS).map(|_| Padded(Mutex::new(LineMap::default()))).collect(),
             aicpu_shared: Padded(Mutex::new(SharedClock { vc: vec![0; n], version: 0 })),
             violations: Mutex::new(Vec::new()),
             capacity: 256,
@@ -413,7 +419,9 @@ impl Faithful {
             r.version = 0;
         }
         self.reg_versions.reset();
-        lock(&self.words).clear();
+        for w in self.words.iter() {
+            lock(w).clear();
+        }
         *lock(&self.aicpu_shared) = SharedClock { vc: vec![base; n], version: 0 };
         for set in self.cluster.iter() {
             *lock(&set.cache) = Cluster::default();
@@ -515,6 +523,11 @@ impl Faithful {
     /// How many lines one set of the AICPU cluster's cache holds.
     pub(super) fn cluster_set_capacity(&self) -> usize {
         (self.capacity / CLUSTER_SETS).max(1)
+    }
+
+    /// The clocks of the device-direct words of the line holding arena offset `off`, locked.
+    pub(super) fn words(&self, off: u64) -> MutexGuard<'_, LineMap<Vc>> {
+        lock(&self.words[((off / LINE) % WORD_SHARDS as u64) as usize])
     }
 
     /// The shard holding `line`'s record (a page's lines share one), locked.

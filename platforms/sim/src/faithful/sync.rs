@@ -145,7 +145,7 @@ impl Faithful {
     /// A device-direct load of the word at arena offset `off`: acquire, and check the word.
     pub fn word_load(&self, a: u16, off: u64, addr: u64) {
         let mut st = lock(&self.agents[a as usize]);
-        if let Some(vc) = lock(&self.words).get(&off) {
+        if let Some(vc) = self.words(off).get(&off) {
             join(&mut st.vc, vc);
             st.foreign = true;
         }
@@ -171,7 +171,7 @@ impl Faithful {
         let mut st = lock(&self.agents[a as usize]);
         self.cluster_sync(a, &mut st);
         {
-            let mut words = lock(&self.words);
+            let mut words = self.words(off);
             let w = words.entry(off).or_insert_with(|| vec![0; st.vc.len()]);
             if rmw {
                 join(&mut st.vc, w);
