@@ -35,7 +35,9 @@ impl Faithful {
     /// an eviction drawn while the cluster holds a line always evicts one.
     pub(super) fn maybe_evict_cluster(&self, st: &mut AgentState, a: u16, gm: &Gm) {
         let p = self.evict_per_mille.load(Ordering::Relaxed) as u64;
-        if p == 0 || Self::rand(st) % 1000 >= p {
+        // The second draw only when some set holds a line, as when one count stood for the
+        // whole cluster: a seed evicts what it evicted before.
+        if p == 0 || Self::rand(st) % 1000 >= p || self.cluster.iter().all(|s| s.count.load(Ordering::Relaxed) == 0) {
             return;
         }
         let r = Self::rand(st);
