@@ -264,7 +264,7 @@ impl Faithful {
                     l.owned = false;
                     let key = cl.keys.len() as u32;
                     cl.lines.insert(line, Held { key, copy: l });
-                    self.cluster_set_of(line).count_moves(true);
+                    self.cluster_set_of(line).count_in();
                     cl.keys.push(line);
                 }
                 let l = cl.lines.get_mut(&line).expect("inserted above");

@@ -72,7 +72,7 @@ impl Faithful {
         self.pause(a, PausePoint::LineTaken);
         if l.dirty == 0 {
             keep_spare(st, l);
-            self.cluster_set_of(line).count_moves(false);
+            self.cluster_set_of(line).count_out();
             return;
         }
         let stamp = st.vc[a as usize];
@@ -104,7 +104,7 @@ impl Faithful {
             }
         }
         keep_spare(st, l);
-        self.cluster_set_of(line).count_moves(false);
+        self.cluster_set_of(line).count_out();
         self.unfenced[a as usize].store(true, Ordering::Relaxed);
         if let Some((b, w)) = clobber {
             let v = self.violation(a, "whole-line write-back", line + b as u64, w, Missing::WholeLineRule);

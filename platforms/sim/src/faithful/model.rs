@@ -116,10 +116,15 @@ pub(super) struct ClusterSet {
 }
 
 impl ClusterSet {
-    /// The count one higher or one lower (`up`), by the holder of the set's lock.
-    pub(super) fn count_moves(&self, up: bool) {
-        let n = self.count.load(Ordering::Relaxed);
-        self.count.store(if up { n + 1 } else { n - 1 }, Ordering::Release);
+    /// A line came in: the count one higher (by the holder of the set's lock).
+    pub(super) fn count_in(&self) {
+        self.count.store(self.count.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
+
+    /// A line went out, its bytes in memory: the count one lower (by the holder of the set's
+    /// lock).
+    pub(super) fn count_out(&self) {
+        self.count.store(self.count.load(Ordering::Relaxed) - 1, Ordering::Release);
     }
 }
 
