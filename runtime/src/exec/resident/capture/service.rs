@@ -4,8 +4,9 @@
 //!
 //! One [`Service::step`] is bounded: when the thread's `ASKED` counter moved since the last
 //! scan (every core adds 1 to it after writing a request), it scans every served core's request
-//! line once, after a read barrier (a request seen for the first time is stamped with the
-//! thread's next `observe_tick`), answers an aborted phase, then serves one request — the one
+//! line once, after a read barrier (a request seen for the first time joins the end of the
+//! thread's list of requests in flight, which is so in order of first observation), answers an
+//! aborted phase, then serves one request — the one
 //! whose reservation is open if it asked again, else the earliest observed request in flight —
 //! copying at most `max_bytes` of payload. A request that asks while another core's reservation is open is answered
 //! WOULD_BLOCK (the lane would answer its begin `WouldBlock(ReservationOpen)`): nothing is
@@ -43,8 +44,6 @@ struct Req {
     tick: u64,
     /// The tick last answered.
     answered: u64,
-    /// Its first observation (the service's own counter).
-    observed: u64,
     /// The next argument index to look at.
     arg: u32,
 }
@@ -102,7 +101,10 @@ pub struct Service<'a, A: AicpuAgent> {
     /// heap, not in the thread's frame: some 10 KiB at the simulator's bound, held for the whole
     /// run beside the thread's scheduler (see `Scheduler`).
     cores: Box<PerCore<Served, A::MaxClusters>>,
-    next_observe: u64,
+    /// The indices in `cores` of the requests in flight (`req` set), in the order they were
+    /// first observed: the earliest is first. A step looks at these alone, not at every
+    /// served core.
+    inflight: PerCore<u32, A::MaxClusters>,
     /// This thread's [`capture_header::ASKED`] counter, and its value at the last scan.
     asked: (GmAddr, u64),
     /// The open (suspended) reservation and the index in `cores` of the request it serves.
@@ -147,7 +149,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             epoch,
             args,
             cores,
-            next_observe: 0,
+            inflight: PerCore::new(),
             // Not a value the counter holds at the start: the first step scans.
             asked: (GmAddr(l.asked(t)), u64::MAX),
             open: None,
@@ -205,13 +207,10 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             Some(i) => Some(i).filter(|&i| self.asking(i)),
             // The earliest observed request in flight, whether or not it asked again since its
             // last answer: one told WOULD_BLOCK keeps its place until it asks again.
-            None if crate::breakage::broken(crate::breakage::CAPTURE_SERVE_NEWEST) => (0..self.cores.len())
-                .filter(|&i| self.asking(i))
-                .max_by_key(|&i| self.cores[i].req.map_or(0, |r| r.observed)),
-            None => (0..self.cores.len())
-                .filter(|&i| self.cores[i].req.is_some())
-                .min_by_key(|&i| self.cores[i].req.map_or(u64::MAX, |r| r.observed))
-                .filter(|&i| self.asking(i)),
+            None if crate::breakage::broken(crate::breakage::CAPTURE_SERVE_NEWEST) => {
+                self.inflight.iter().rev().map(|&i| i as usize).find(|&i| self.asking(i))
+            }
+            None => self.inflight.first().map(|&i| i as usize).filter(|&i| self.asking(i)),
         };
         if let Some(i) = chosen {
             if owner.is_none() {
@@ -226,7 +225,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         // While a reservation is open, every other request that asked is told WOULD_BLOCK:
         // nothing reserved, nothing accounted; it asks again later and keeps its place.
         if let Some(o) = self.open.as_ref().map(|(o, _)| *o) {
-            for i in 0..self.cores.len() {
+            for k in 0..self.inflight.len() {
+                let i = self.inflight[k] as usize;
                 if i != o
                     && self.asking(i)
                     && let Some(r) = self.cores[i].req
@@ -246,7 +246,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// without another request being written): after a step that answered one request, another
     /// may be waiting its turn.
     pub fn pending(&self) -> bool {
-        (0..self.cores.len()).any(|i| self.asking(i))
+        self.inflight.iter().any(|&i| self.asking(i as usize))
     }
 
     /// Whether served core `i` has a request in flight that asked since its last answer.
@@ -281,8 +281,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         self.cores.iter().position(|s| s.w == w)
     }
 
-    /// Read served core `i`'s request line; a new phase is stamped with the next observation
-    /// tick, a new tick of a known phase only marks it as asking again.
+    /// Read served core `i`'s request line; a new phase joins the end of the list in flight, a
+    /// new tick of a known phase only marks it as asking again.
     fn scan_core(&mut self, i: usize) {
         let a = self.a;
         let w = self.cores[i].w;
@@ -311,11 +311,20 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         match &mut self.cores[i].req {
             Some(r) if (r.task, r.phase, r.seq) == (task, phase, seq) => r.tick = tick,
             cur => {
-                let observed = self.next_observe;
-                self.next_observe += 1;
-                *cur = Some(Req { task, phase, seq, slot, tick, answered: 0, observed, arg: 0 });
+                *cur = Some(Req { task, phase, seq, slot, tick, answered: 0, arg: 0 });
+                // A new phase of this core replaces the one it had in flight (if any) and
+                // takes its place at the end: the latest observed.
+                self.inflight.retain(|&k| k as usize != i);
+                // Every served core has at most one place, and the list holds one per core.
+                let _ = self.inflight.push(i as u32);
             }
         }
+    }
+
+    /// Request `i` is no longer in flight (sealed or aborted).
+    fn retire(&mut self, i: usize) {
+        self.cores[i].req = None;
+        self.inflight.retain(|&k| k as usize != i);
     }
 
     /// Answer every request whose slot is marked aborted: finish nothing more, abandon its
@@ -324,7 +333,10 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     fn abort_aborted(&mut self) -> bool {
         let mut any = false;
         let owner_last = self.stats.aborted == 0 && crate::breakage::broken(crate::breakage::CAPTURE_ABORT_OWNER_LAST);
-        for i in 0..self.cores.len() {
+        let mut k = 0;
+        while k < self.inflight.len() {
+            let i = self.inflight[k] as usize;
+            k += 1;
             let Some(r) = self.cores[i].req else { continue };
             let slot = GmAddr(self.l.slot(r.slot.0, r.slot.1));
             if self.a.query(slot.offset(capture_slot::ABORTED)) == 0 {
@@ -341,7 +353,9 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             }
             self.unsettled = true;
             self.ack(i, capture_status::ABORTED, r.arg as u64, 0);
-            self.cores[i].req = None;
+            self.retire(i);
+            // The list moved down by one under the cursor.
+            k -= 1;
             self.stats.aborted += 1;
             self.a.fetch_add(GmAddr(self.l.header(capture_header::ABORTS_ANSWERED)), 1);
             any = true;
@@ -455,16 +469,15 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         self.cores[i].req = Some(r);
         self.ack(i, status, r.arg as u64, cursor);
         if status == capture_status::SEALED {
-            self.cores[i].req = None;
+            self.retire(i);
         }
     }
 
     /// Request `i` is about to be served with no reservation open: count an overtake when an
     /// earlier-observed request of this thread is still in flight (waiting for its turn).
     fn count_overtakes(&mut self, i: usize) {
-        let Some(me) = self.cores[i].req.map(|r| r.observed) else { return };
-        let earlier = self.cores.iter().any(|c| c.req.is_some_and(|r| r.observed < me));
-        if earlier {
+        // The list is in order of first observation: an earlier request is one before it.
+        if self.inflight.first().is_some_and(|&k| k as usize != i) {
             self.stats.overtakes += 1;
             self.a.fetch_add(GmAddr(self.l.header(capture_header::OVERTAKES)), 1);
         }
@@ -497,7 +510,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             self.lane.resume(s).abandon();
             self.unsettled = true;
         }
-        if self.unsettled || !settled || self.cores.iter().any(|c| c.req.is_some()) {
+        if self.unsettled || !settled || !self.inflight.is_empty() {
             self.lane.publish();
             return false;
         }
