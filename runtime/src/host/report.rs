@@ -61,7 +61,9 @@ pub struct CaptureReport {
     /// Bytes of control storage the run reserved (slots, occupancies, request and
     /// acknowledgement lines).
     pub region_bytes: u64,
-    /// Phases the cores requested (one per task boundary that records something).
+    /// Phases the cores requested (one per task boundary that records something). Each core
+    /// adds its count when it leaves the run: a core that never left (stuck in a kernel) is
+    /// not counted.
     pub requests: u64,
     /// Rendezvous slots claimed: one per task of several participants (a gang) that entered a
     /// boundary. A task of one participant meets no peer and claims no slot.

@@ -53,7 +53,8 @@ pub mod capture_header {
     pub const WOULD_BLOCK: u64 = 32;
     /// Most payload bytes one service step copied (AICPU threads, compare-and-swap maximum).
     pub const LARGEST_STEP: u64 = 40;
-    /// Phases requested (each phase's publisher, fetch-add, once per phase).
+    /// Phases requested: each core counts the phases it published and adds its count
+    /// (fetch-add) when it leaves the run.
     pub const REQUESTS: u64 = 48;
     /// Rendezvous slots claimed (each claim's winner, fetch-add; only gangs claim).
     pub const CLAIMS: u64 = 56;

@@ -179,6 +179,16 @@ struct Core<'a, A: AicoreAgent> {
     capture: Option<(Boundary, DumpLevel)>,
 }
 
+/// A core leaving the run (every return of [`serve`]) adds the capture requests it made to
+/// the region's count, before its exit is signalled.
+impl<A: AicoreAgent> Drop for Core<'_, A> {
+    fn drop(&mut self) {
+        if let Some((b, _)) = &self.capture {
+            b.count_requests(self.a);
+        }
+    }
+}
+
 impl<A: AicoreAgent> Core<'_, A> {
     /// Latch a fault of task `t` at `site` on this core.
     fn fault(&self, code: ErrorCode, site: Site, t: u32, detail: u64, text: &str) {

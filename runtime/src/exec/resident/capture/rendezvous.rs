@@ -322,6 +322,9 @@ pub struct Boundary {
     sent: core::cell::Cell<Option<Request>>,
     /// Spaces this core's looks at a word that did not change ([`Boundary::pause`]).
     backoff: core::cell::Cell<crate::backoff::Backoff>,
+    /// Phases this core published and has not yet added to [`capture_header::REQUESTS`]
+    /// ([`Boundary::count_requests`]).
+    requested: core::cell::Cell<u64>,
 }
 
 /// A waiter's budget: its deadline, whether it already ran out once (and marked the slot
@@ -358,6 +361,17 @@ impl Boundary {
             last: core::cell::Cell::new(None),
             sent: core::cell::Cell::new(None),
             backoff: core::cell::Cell::new(crate::backoff::Backoff::new()),
+            requested: core::cell::Cell::new(0),
+        }
+    }
+
+    /// Add the phases this core published since the last call to the region's
+    /// [`capture_header::REQUESTS`] count (one read-modify-write when the core leaves the run,
+    /// not one per phase: the count is read by the host after the run).
+    pub fn count_requests<G: GmAtomic>(&self, a: &G) {
+        let n = self.requested.replace(0);
+        if n > 0 {
+            a.fetch_add(GmAddr(self.l.header(capture_header::REQUESTS)), n);
         }
     }
 
@@ -584,7 +598,7 @@ impl Boundary {
             tick: self.next_tick(),
         };
         let line = GmAddr(self.l.request(self.w));
-        a.fetch_add(GmAddr(self.l.header(capture_header::REQUESTS)), 1);
+        self.requested.set(self.requested.get() + 1);
         self.send(a, line, &r);
         if peers.is_some() {
             a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
