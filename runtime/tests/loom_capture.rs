@@ -492,12 +492,9 @@ fn serve_requests(a: LoomAicpu, mut seen: Vec<u64>, bell: &Bell, served: &Served
             }
             a.rmb();
             let q = |o: u64| a.query(line.offset(o));
-            let (epoch, task, phase, seq) = (
-                q(capture_request::EPOCH),
-                q(capture_request::TASK),
-                q(capture_request::PHASE),
-                q(capture_request::PHASE_SEQ),
-            );
+            let (epoch, which, seq) =
+                (q(capture_request::EPOCH), q(capture_request::WHICH), q(capture_request::PHASE_SEQ));
+            let (task, phase, _) = capture_request::which_fields(which);
             seen[w as usize] = tick;
             assert_eq!((epoch, task), (EPOCH, TASK), "core {w}'s request read torn: tick before its words");
             assert!(
@@ -541,15 +538,13 @@ fn split_model(before_by: Option<u32>) -> bool {
             (slot().0 + RELEASED, 0b11),
             (slot().0 + PUBLISHER, publisher_word(x, 1)),
             (req + capture_request::EPOCH, EPOCH),
-            (req + capture_request::TASK, TASK),
-            (req + capture_request::PHASE, capture_phase::BEFORE),
+            (req + capture_request::WHICH, capture_request::which(TASK, capture_phase::BEFORE, LANE as u64)),
             (req + capture_request::PHASE_SEQ, 1),
             (req + capture_request::TICK, 1),
-            (ack + capture_ack::STATUS, capture_status::SEALED),
+            (ack + capture_ack::STATE, capture_ack::state(capture_status::SEALED, 0)),
             (ack + capture_ack::TICK, 1),
             (ack + capture_ack::EPOCH, EPOCH),
-            (ack + capture_ack::TASK, TASK),
-            (ack + capture_ack::PHASE_SEQ, 1),
+            (ack + capture_ack::IDENTITY, capture_ack::identity(TASK, 1)),
         ]);
         seen[x as usize] = 1;
     }

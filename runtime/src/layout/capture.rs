@@ -140,47 +140,77 @@ pub mod capture_phase {
 }
 
 /// Words of a core's request line (the core writes them, `TICK` last).
+///
+/// What changes from one phase to the next is packed into as few words as it fits (the
+/// task, phase and slot in [`WHICH`]), so a new request stores, and the AICPU reads, fewer
+/// words.
 pub mod capture_request {
     /// The run's full epoch.
     pub const EPOCH: u64 = 0;
-    /// The task id.
-    pub const TASK: u64 = 8;
-    /// The phase ([`capture_phase`](super::capture_phase)).
-    pub const PHASE: u64 = 16;
-    /// The phase's identity, allocated once by its last arriver.
-    pub const PHASE_SEQ: u64 = 24;
+    /// Which phase is asked for, as a [`which`] word: the task id, the phase
+    /// ([`capture_phase`](super::capture_phase)) and the rendezvous slot.
+    pub const WHICH: u64 = 8;
+    /// The phase's identity, allocated once by its last arriver (32 bits).
+    pub const PHASE_SEQ: u64 = 16;
     /// The argument the publisher expects next (echo of the last acknowledgement).
-    pub const ARG_INDEX: u64 = 32;
+    pub const ARG_INDEX: u64 = 24;
     /// Payload bytes of that argument already copied (echo).
-    pub const CURSOR: u64 = 40;
-    /// The rendezvous slot: `cluster << 8 | lane`.
-    pub const SLOT: u64 = 48;
+    pub const CURSOR: u64 = 32;
     /// Per-request counter, written last: a new value is a new request.
     pub const TICK: u64 = 56;
+
+    /// A [`WHICH`] word: task `task` (bits 0–31), phase `phase` (bits 32–39) and the
+    /// rendezvous slot `slot` = `cluster << 8 | lane` (bits 40–63).
+    pub const fn which(task: u64, phase: u64, slot: u64) -> u64 {
+        (task & 0xFFFF_FFFF) | (phase & 0xFF) << 32 | slot << 40
+    }
+    /// `(task, phase, slot)` of a [`which`] word.
+    pub const fn which_fields(word: u64) -> (u64, u64, u64) {
+        (word & 0xFFFF_FFFF, (word >> 32) & 0xFF, word >> 40)
+    }
 }
 
 /// Words of an acknowledgement line. The AICPU writes `BEGIN` (the new answer's tick) first, a
 /// store barrier, every other word, a store barrier, then `TICK` last: the tick is the line's
 /// version (it changes with every answer), so it is the one word every waiter watches, and a
 /// read that finds `BEGIN` equal to the `TICK` it started from is one answer.
+///
+/// The status and the next argument share a word ([`state`]), as do the task and the phase
+/// identity ([`identity`]): a reader reads four words between the ticks.
 pub mod capture_ack {
-    /// What the AICPU did with the request ([`capture_status`](super::capture_status)).
-    pub const STATUS: u64 = 0;
-    /// The next argument to capture.
-    pub const ARG_INDEX: u64 = 8;
-    /// Payload bytes of it copied so far.
-    pub const CURSOR: u64 = 16;
-    /// The request tick this answers (written last).
-    pub const TICK: u64 = 24;
+    /// What the AICPU did with the request and the next argument to capture, as a [`state`]
+    /// word.
+    pub const STATE: u64 = 0;
+    /// Payload bytes of that argument copied so far.
+    pub const CURSOR: u64 = 8;
     /// The run's epoch.
-    pub const EPOCH: u64 = 32;
-    /// The task id.
-    pub const TASK: u64 = 40;
-    /// The phase identity.
-    pub const PHASE_SEQ: u64 = 48;
+    pub const EPOCH: u64 = 16;
+    /// The task id and the phase identity, as an [`identity`] word.
+    pub const IDENTITY: u64 = 24;
+    /// The request tick this answers (written last).
+    pub const TICK: u64 = 32;
     /// The tick of the answer being written (written first): differs from `TICK` while the
     /// line is rewritten.
     pub const BEGIN: u64 = 56;
+
+    /// A [`STATE`] word: status `status` ([`capture_status`](super::capture_status), bits
+    /// 0–31) and the next argument `arg_index` (bits 32–63).
+    pub const fn state(status: u64, arg_index: u64) -> u64 {
+        (status & 0xFFFF_FFFF) | arg_index << 32
+    }
+    /// `(status, arg_index)` of a [`state`] word.
+    pub const fn state_fields(word: u64) -> (u64, u64) {
+        (word & 0xFFFF_FFFF, word >> 32)
+    }
+    /// An [`IDENTITY`] word: task `task` (bits 32–63) and the 32-bit phase identity
+    /// `phase_seq` (bits 0–31).
+    pub const fn identity(task: u64, phase_seq: u64) -> u64 {
+        task << 32 | (phase_seq & 0xFFFF_FFFF)
+    }
+    /// `(task, phase_seq)` of an [`identity`] word.
+    pub const fn identity_fields(word: u64) -> (u64, u64) {
+        (word >> 32, word & 0xFFFF_FFFF)
+    }
 }
 
 /// Acknowledgement statuses.
@@ -244,7 +274,10 @@ impl CaptureLayout {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::capture_ack::{identity, identity_fields, state, state_fields};
     use super::capture_header::{ASKED_COUNT_MASK, asked_fields, asked_word};
+    use super::capture_request::{which, which_fields};
+    use super::{capture_phase, capture_status};
 
     /// An `ASKED` word gives back the count and the worker it was made of; a worker that does
     /// not fit in its field is named as no one (the reader then reads every line), and the
@@ -257,5 +290,27 @@ mod tests {
         assert_eq!(asked_fields(asked_word(5, 0xFFFF)), (5, None));
         assert_eq!(asked_fields(asked_word(5, u32::MAX)), (5, None));
         assert_eq!(asked_fields(asked_word(ASKED_COUNT_MASK + 1, 2)), (0, Some(2)));
+    }
+
+    /// The packed words of the request and acknowledgement lines give back what they were
+    /// made of at the edges of each field's range, and no field spills into another.
+    #[test]
+    fn packed_request_and_acknowledgement_words_give_back_their_fields() {
+        let max_slot = (0xFFFF << 8) | 2;
+        for (task, phase, slot) in [
+            (0, capture_phase::BEFORE, 0),
+            (u32::MAX as u64, capture_phase::AFTER, max_slot),
+            (12_345, capture_phase::AFTER, (35 << 8) | 1),
+        ] {
+            assert_eq!(which_fields(which(task, phase, slot)), (task, phase, slot));
+        }
+        // A phase outside the known ones reads back as itself (the service refuses it).
+        assert_eq!(which_fields(which(7, 0xFF, 1)).1, 0xFF);
+        for (status, arg) in [(capture_status::SEALED, 0), (capture_status::IN_PROGRESS, u32::MAX as u64)] {
+            assert_eq!(state_fields(state(status, arg)), (status, arg));
+        }
+        for (task, seq) in [(0, 1), (u32::MAX as u64, 0xFFFF_FFFF), (5, 1)] {
+            assert_eq!(identity_fields(identity(task, seq)), (task, seq));
+        }
     }
 }

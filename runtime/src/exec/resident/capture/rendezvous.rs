@@ -153,7 +153,7 @@ impl Ack {
 /// `tick` (`None` otherwise: an earlier answer's line, or none yet, is not read further).
 pub fn look_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, tick: u64) -> (u64, Option<Ack>) {
     let held = a.query(line.offset(capture_ack::TICK));
-    (held, if held == tick { read_ack(a, line) } else { None })
+    (held, if held == tick { read_ack_from(a, line, held) } else { None })
 }
 
 /// Read the acknowledgement line at `line`: the tick, then the other words, then the tick of
@@ -167,32 +167,33 @@ pub fn look_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, tick: u64) -> (u64,
 /// asking) differ only in status and echoes: a read across the second may mix those, and its
 /// reader, which asks no more, looks again.
 pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
-    let tick = a.query(line.offset(capture_ack::TICK));
+    read_ack_from(a, line, a.query(line.offset(capture_ack::TICK)))
+}
+
+/// [`read_ack`] from its first read: `tick` is what the line's `TICK` held when the caller
+/// read it ([`look_ack`] has read it already), and the rest of the line is read after it.
+fn read_ack_from<G: GmAtomic + Barriers>(a: &G, line: GmAddr, tick: u64) -> Option<Ack> {
     if tick == 0 {
         return None;
     }
     a.rmb();
-    let ack = Ack {
-        status: a.query(line.offset(capture_ack::STATUS)),
-        arg_index: a.query(line.offset(capture_ack::ARG_INDEX)),
-        cursor: a.query(line.offset(capture_ack::CURSOR)),
-        tick,
-        identity: (
-            a.query(line.offset(capture_ack::EPOCH)),
-            a.query(line.offset(capture_ack::TASK)),
-            a.query(line.offset(capture_ack::PHASE_SEQ)),
-        ),
-    };
+    let (status, arg_index) = capture_ack::state_fields(a.query(line.offset(capture_ack::STATE)));
+    let cursor = a.query(line.offset(capture_ack::CURSOR));
+    let epoch = a.query(line.offset(capture_ack::EPOCH));
+    let (task, seq) = capture_ack::identity_fields(a.query(line.offset(capture_ack::IDENTITY)));
+    let ack = Ack { status, arg_index, cursor, tick, identity: (epoch, task, seq) };
     a.rmb();
     (a.query(line.offset(capture_ack::BEGIN)) == tick).then_some(ack)
 }
 
 /// Write acknowledgement `ack` into the line at `line` (the AICPU capture service, the line's
-/// one writer): its tick in `BEGIN` first and a store barrier, then every other word, a store
-/// barrier, the tick in `TICK` last — so [`read_ack`] never takes a mix of the previous answer
-/// and this one (`ack.tick` is never 0: request ticks start at 1). Nobody waits on `BEGIN`: the
-/// first store wakes no reader (the old order cleared `TICK` first, waking every waiter on it
-/// for a line not yet written).
+/// one writer): its tick in `BEGIN` first and a store-store barrier (`BEGIN` and the words
+/// after it are all device-direct: they need ordering, not a drain), then every other word, a
+/// store barrier (the answer also publishes what the step did, a SEALED one that the
+/// phase's copies are complete), the tick in `TICK` last — so [`read_ack`] never takes a mix of
+/// the previous answer and this one (`ack.tick` is never 0: request ticks start at 1). Nobody
+/// waits on `BEGIN`: the first store wakes no reader (the old order cleared `TICK` first,
+/// waking every waiter on it for a line not yet written).
 ///
 /// `prev` is what the line holds, when the writer knows it (the answer it wrote last, `None`
 /// for a line it has not written in this run): a word that already holds its new value is not
@@ -202,16 +203,14 @@ pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: O
     use capture_ack as k;
     if !crate::breakage::broken(crate::breakage::CAPTURE_ACK_TICK_KEPT) {
         a.store_direct(line.offset(k::BEGIN), ack.tick);
-        a.store_barrier();
+        a.store_store();
     }
     let words = |x: &Ack| {
         [
-            (k::STATUS, x.status),
-            (k::ARG_INDEX, x.arg_index),
+            (k::STATE, k::state(x.status, x.arg_index)),
             (k::CURSOR, x.cursor),
             (k::EPOCH, x.identity.0),
-            (k::TASK, x.identity.1),
-            (k::PHASE_SEQ, x.identity.2),
+            (k::IDENTITY, k::identity(x.identity.1, x.identity.2)),
         ]
     };
     store_changed(a, line, &words(ack), prev.map(words).as_ref());
@@ -270,12 +269,10 @@ pub fn write_request<G: GmAtomic + Barriers>(a: &G, line: GmAddr, r: &Request, p
     let words = |x: &Request| {
         [
             (q::EPOCH, x.epoch),
-            (q::TASK, x.task),
-            (q::PHASE, x.phase),
+            (q::WHICH, q::which(x.task, x.phase, x.slot)),
             (q::PHASE_SEQ, x.phase_seq),
             (q::ARG_INDEX, x.arg_index),
             (q::CURSOR, x.cursor),
-            (q::SLOT, x.slot),
         ]
     };
     store_changed(a, line, &words(r), prev.map(words).as_ref());

@@ -294,13 +294,8 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         // The core wrote every other word before the tick.
         a.rmb();
         let q = |o: u64| a.query(line.offset(o));
-        let (epoch, task, phase, seq, slot) = (
-            q(capture_request::EPOCH),
-            q(capture_request::TASK),
-            q(capture_request::PHASE),
-            q(capture_request::PHASE_SEQ),
-            q(capture_request::SLOT),
-        );
+        let (epoch, which, seq) = (q(capture_request::EPOCH), q(capture_request::WHICH), q(capture_request::PHASE_SEQ));
+        let (task, phase, slot) = capture_request::which_fields(which);
         self.cores[i].seen = tick;
         if epoch != self.epoch || task >= self.args.len() as u64 || phase > capture_phase::AFTER {
             // Not a request of this run: nothing to answer (the core's budget covers it).
