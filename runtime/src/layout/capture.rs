@@ -47,7 +47,10 @@ pub mod capture_header {
     pub const MAX_BYTES: u64 = 8;
     /// A participant's wait budget at a boundary, in ticks.
     pub const BUDGET: u64 = 16;
-    /// Service steps taken by the AICPU threads (progress for the watchdogs).
+    /// Service steps taken by the AICPU threads, added by each thread at every step that
+    /// leaves its phase unsealed (progress for the idle cores' watchdog while a capture takes
+    /// several steps) and, for the steps that sealed a phase, later: a sealed phase's progress
+    /// shows in the task's completion. Exact once every thread has finished serving.
     pub const SERVED: u64 = 24;
     /// WOULD_BLOCK answers given (AICPU threads, fetch-add).
     pub const WOULD_BLOCK: u64 = 32;

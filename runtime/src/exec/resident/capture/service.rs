@@ -111,6 +111,8 @@ pub struct Service<'a, A: AicpuAgent> {
     open: Option<(usize, Suspended)>,
     /// A phase was aborted or a reservation abandoned: the lane is left unclosed.
     unsettled: bool,
+    /// Steps that sealed their phase, not yet added to [`capture_header::SERVED`].
+    unpublished_steps: u64,
     /// Counters.
     pub stats: ServiceStats,
 }
@@ -154,6 +156,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             asked: (GmAddr(l.asked(t)), u64::MAX),
             open: None,
             unsettled: false,
+            unpublished_steps: 0,
             stats: ServiceStats::default(),
         }
     }
@@ -439,7 +442,14 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         if committed > 0 || copied_total > 0 {
             self.stats.steps += 1;
             self.stats.committed += committed;
-            self.a.fetch_add(GmAddr(self.l.header(capture_header::SERVED)), 1);
+            // A step that sealed its phase shows its progress in the task's completion (the
+            // core completes it next): it is added to the header's count later. One that left
+            // the phase unsealed adds itself (and those) now, for the idle cores' watchdog.
+            if status == capture_status::SEALED {
+                self.unpublished_steps += 1;
+            } else {
+                self.publish_steps(1);
+            }
             // The header's word is the largest step of every thread, never below this
             // thread's own largest: only a new largest of this thread can raise it.
             if copied_total > self.stats.largest_step {
@@ -478,6 +488,14 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         }
     }
 
+    /// Add `n` steps and the sealing steps not yet counted to [`capture_header::SERVED`].
+    fn publish_steps(&mut self, n: u64) {
+        let n = n + core::mem::take(&mut self.unpublished_steps);
+        if n > 0 {
+            self.a.fetch_add(GmAddr(self.l.header(capture_header::SERVED)), n);
+        }
+    }
+
     fn count_would_block(&mut self) {
         self.stats.would_block += 1;
         self.a.fetch_add(GmAddr(self.l.header(capture_header::WOULD_BLOCK)), 1);
@@ -501,6 +519,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// Either way what was committed is published (a failed run's dump keeps the boundaries
     /// that were sealed: a faulted task's inputs). Returns whether the lane closed.
     pub fn finish(mut self, settled: bool) -> bool {
+        self.publish_steps(0);
         if let Some((_, s)) = self.open.take() {
             self.lane.resume(s).abandon();
             self.unsettled = true;
