@@ -169,13 +169,23 @@ struct Sched {
 #[derive(Default)]
 struct PoolThread {
     /// Resumptions begun and ended, counted together: odd while it runs an agent. (No clock
-    /// on the hot path: the supervisor times how long an odd value stays.)
+    /// on the hot path: the supervisor times how long an odd value stays.) Written by its pool
+    /// thread alone, so by a load and a store ([`PoolThread::count_resume`]), not a locked
+    /// read-modify-write: two per resume.
     resumes: AtomicU64,
     /// The supervisor's last look: the count it saw and since when (touched by it alone).
     seen: Mutex<(u64, Option<Instant>)>,
     slot: AtomicUsize,
     /// Given up to the agent it runs: it leaves the pool when that agent suspends.
     captured: AtomicBool,
+}
+
+impl PoolThread {
+    /// A resumption begins or ends (called by this pool thread only: the count's one writer).
+    #[inline]
+    fn count_resume(&self) {
+        self.resumes.store(self.resumes.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
 }
 
 /// A pool thread and its handle (taken when it is joined).
@@ -733,14 +743,14 @@ fn run_pool(s: &State, me: &PoolThread, role: Queue) {
         };
         drop(g);
         me.slot.store(slot, Ordering::Relaxed);
-        me.resumes.fetch_add(1, Ordering::Release);
+        me.count_resume();
         s.slots()[slot].slice_start.store(0, Ordering::Relaxed);
         let result = {
             let mut co = s.slots()[slot].co.lock();
             let c = co.as_mut().expect("a runnable agent has its coroutine");
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.0.resume(())))
         };
-        me.resumes.fetch_add(1, Ordering::Release);
+        me.count_resume();
         g = s.sched.lock();
         {
             match result {
