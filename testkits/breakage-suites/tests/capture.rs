@@ -223,6 +223,10 @@ fn acceptance_02_concurrent_cores() {
         // Only the gangs meet at a rendezvous slot; a single-lane task claims none.
         assert_eq!(c.claims, mixes, "{c:?}");
         assert_eq!(c.requests, 2 * tasks, "{c:?}");
+        // Every phase commits a record, so it took at least one step; the service adds the
+        // steps that sealed a phase to the header's count late, when it finishes at the
+        // latest, and the count read after the run must hold them all.
+        assert!(c.steps >= c.requests, "a requested phase's steps missing from the count: {c:?}");
         assert_eq!(c.unsettled_slots, 0, "no slot left READY: {c:?}");
         assert_eq!(c.overtakes, 0, "every AICPU thread served in order of first observation: {c:?}");
         let acc = r.dump.unwrap().accounting;
