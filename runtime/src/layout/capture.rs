@@ -144,9 +144,9 @@ pub mod capture_phase {
 
 /// Words of a core's request line (the core writes them, `TICK` last).
 ///
-/// What changes from one phase to the next is packed into as few words as it fits (the
-/// task, phase and slot in [`WHICH`]), so a new request stores, and the AICPU reads, fewer
-/// words.
+/// What changes from one phase to the next is packed into as few words as it fits (the task,
+/// phase and slot in [`WHICH`](capture_request::WHICH)), so a new request stores, and the
+/// AICPU reads, fewer words.
 pub mod capture_request {
     /// The run's full epoch.
     pub const EPOCH: u64 = 0;
@@ -178,8 +178,9 @@ pub mod capture_request {
 /// version (it changes with every answer), so it is the one word every waiter watches, and a
 /// read that finds `BEGIN` equal to the `TICK` it started from is one answer.
 ///
-/// The status and the next argument share a word ([`state`]), as do the task and the phase
-/// identity ([`identity`]): a reader reads four words between the ticks.
+/// The status and the next argument share a word ([`state`](capture_ack::state)), as do the
+/// task and the phase identity ([`identity`](capture_ack::identity)): a reader reads four
+/// words between the ticks.
 pub mod capture_ack {
     /// What the AICPU did with the request and the next argument to capture, as a [`state`]
     /// word.
