@@ -174,7 +174,7 @@ pub mod capture_request {
 }
 
 /// Words of an acknowledgement line. The AICPU writes `BEGIN` (the new answer's tick) first, a
-/// store barrier, every other word, a store barrier, then `TICK` last: the tick is the line's
+/// store-store barrier, every other word, a store barrier, then `TICK` last: the tick is the line's
 /// version (it changes with every answer), so it is the one word every waiter watches, and a
 /// read that finds `BEGIN` equal to the `TICK` it started from is one answer.
 ///
