@@ -195,6 +195,59 @@ fn a_kernel_panic_on_the_resident_executor_names_task_and_core() {
     run(Executor::Resident, pto_testkit::vector, &dev, &k).expect("the next run works");
 }
 
+/// Adds 1 to each of the 16 floats of its one argument.
+fn k_inc(k: &mut dyn KernelContext) {
+    for j in 0..16 {
+        let v: f32 = k.get(0, &[j]);
+        k.set(0, &[j], v + 1.0);
+    }
+}
+
+/// Graphs of one core type: the lanes of the other type have no work and sit the run out
+/// (they take no dispatch token and sleep through the doorbells); the lanes that have work
+/// dispatch for themselves. A chain of AIC tasks (the AIV lanes sit out) and a fan-out of AIV
+/// tasks (the AIC lanes sit out) each pass their golden, and so does a chain that alternates
+/// the two (every lane has work).
+#[test]
+fn graphs_of_one_core_type_run_resident_with_the_other_lanes_sitting_out() {
+    let (dev, _k) = device();
+    let cfg = RunConfig::default().with_executor(Executor::Resident);
+    let f_aic = dev.register_kernel("inc_aic", CoreType::Aic, k_inc).unwrap();
+    let f_aiv = dev.register_kernel("inc_aiv", CoreType::Aiv, k_inc).unwrap();
+    let n = 60u32;
+    let x = dev.alloc::<f32>(&[16]).unwrap();
+    for (name, kinds) in [("AIC chain", [f_aic, f_aic]), ("alternating chain", [f_aic, f_aiv])] {
+        x.write(&[0.0f32; 16]).unwrap();
+        let g = dev
+            .build(|g| {
+                for i in 0..n {
+                    let f = kinds[i as usize % 2];
+                    let t = if f == f_aic { Task::aic(f) } else { Task::aiv(f) };
+                    g.submit(t.inout(&x.tensor()))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let r = dev.run_with(&g, &cfg).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!((r.executor, r.dispatched), (Executor::Resident, n as u64), "{name}");
+        assert_eq!(x.read::<f32>().unwrap(), vec![n as f32; 16], "{name}: every task ran once, in order");
+    }
+    let rows = dev.alloc::<f32>(&[n * 16]).unwrap();
+    rows.write(&vec![0.0f32; n as usize * 16]).unwrap();
+    let g = dev
+        .build(|g| {
+            let first = g.submit(Task::aiv(f_aiv).inout(&x.tensor()))?;
+            for i in 0..n {
+                g.submit(Task::aiv(f_aiv).inout(&rows.tensor().view(&[i * 16], &[16])?).after(first))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let r = dev.run_with(&g, &cfg).unwrap_or_else(|e| panic!("AIV fan-out: {e}"));
+    assert_eq!((r.executor, r.dispatched), (Executor::Resident, n as u64 + 1));
+    assert_eq!(rows.read::<f32>().unwrap(), vec![1.0f32; n as usize * 16], "AIV fan-out: every consumer ran once");
+}
+
 /// Degenerate graphs on the resident executor: no task at all, and dummies only (completed by
 /// the cores without a kernel).
 #[test]

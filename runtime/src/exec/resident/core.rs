@@ -88,6 +88,12 @@ pub fn serve<A: AicoreAgent>(
             Some((Boundary::new(a, cap, w, c, cfg.epoch, cfg.aicpu_threads), level.ok()?))
         }),
     };
+    // A lane the graph gives no work sits the run out ([`lane_has_work`]): it never takes the
+    // token, and it sleeps on its own slot's publication word (which nothing writes) instead of
+    // the doorbell, so the rings for the other lanes' work do not wake it. It still leaves at
+    // EXIT, and wakes once per slice for the watchdog.
+    let sits_out = !lane_has_work(core.classes, lane);
+    let watch = GmAddr(if sits_out { l.slot_publication(c, lane) } else { l.doorbell(c) });
     let served = core.capture.as_ref().map(|(b, _)| GmAddr(b.layout().header(crate::layout::capture_header::SERVED)));
     // The generation this lane completed last (the host starts every slot at 0).
     let mut done = 0u64;
@@ -103,7 +109,7 @@ pub fn serve<A: AicoreAgent>(
             return Served::Exit;
         }
         // Read before looking for work: a ring after this read ends the wait below at once.
-        let mut bell = if late { 0 } else { a.query(GmAddr(l.doorbell(c))) };
+        let mut bell = if late { 0 } else { a.query(watch) };
         // The tick a trace records as this subtask's dispatch is read before the latch is
         // looked at: a subtask taken after the latch is never run, one traced was taken before.
         let taken = if trace.is_some() { a.now_ticks() } else { 0 };
@@ -114,7 +120,7 @@ pub fn serve<A: AicoreAgent>(
                 post_completion(a, &l, c, lane, g);
                 // This core's own pass sees its lane free (and may take the consumers it just
                 // published); when another core holds the token, ring so it looks again.
-                if core.try_dispatch(c, lane).is_none() {
+                if sits_out || core.try_dispatch(c, lane).is_none() {
                     ring(a, &l, c);
                 }
                 core.settle();
@@ -122,7 +128,7 @@ pub fn serve<A: AicoreAgent>(
                 backoff.reset();
                 continue;
             }
-            let again = core.try_dispatch(c, lane);
+            let again = if sits_out { None } else { core.try_dispatch(c, lane) };
             core.settle();
             if again == Some(true) {
                 backoff.reset();
@@ -131,7 +137,7 @@ pub fn serve<A: AicoreAgent>(
         }
         if late {
             // Broken on purpose: a ring between the look for work and this read is lost.
-            bell = a.query(GmAddr(l.doorbell(c)));
+            bell = a.query(watch);
         }
         // Idle: the run is progressing elsewhere as long as `completed` (or a capture) moves.
         let n = a.query(GmAddr(l.completed())) + served.map_or(0, |at| a.query(at));
@@ -158,7 +164,7 @@ pub fn serve<A: AicoreAgent>(
         }
         // In slices: EXIT arrives through a register, not through the watched word.
         let until = deadline.min(now.saturating_add(a.ticks_from_micros(IDLE_SLICE_US)));
-        backoff.wait_word(a, GmAddr(l.doorbell(c)), bell, until);
+        backoff.wait_word(a, watch, bell, until);
     }
 }
 

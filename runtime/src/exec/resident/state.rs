@@ -33,6 +33,17 @@ pub const fn worker(c: u32, lane: u32, clusters: u32) -> u32 {
     if lane == 0 { c } else { clusters + 2 * c + lane - 1 }
 }
 
+/// Whether lane `lane` of a cluster may be given work in a graph whose inbox classes are
+/// `classes` (bit `k` for [`inbox_class`] `k`, as [`ResidentLayout::classes`] holds them): the
+/// graph has tasks of the lane's class (AIC for lane 0, AIV for the others; dummies are AIV
+/// work) or gangs, which may take every lane. A lane that may not has nothing to run, and
+/// needs not dispatch for the others either: a lane that has work dispatches for itself when
+/// it is free, and nothing can be placed in it while it is not.
+pub const fn lane_has_work(classes: u8, lane: u32) -> bool {
+    let own = if lane == 0 { inbox_class::AIC } else { inbox_class::AIV };
+    classes & ((1 << own) | (1 << inbox_class::GANG)) != 0
+}
+
 /// What [`take`] found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Take {
@@ -514,6 +525,21 @@ mod tests {
         assert_eq!(rung(&[3, 66], 67), [3]);
         assert_eq!(rung(&[5], 5), [0u32; 0], "never the releaser's own cluster");
         assert_eq!(rung(&[], 5), [0u32; 0]);
+    }
+
+    /// A lane may be given work exactly when the graph has tasks of its class or gangs: the
+    /// AIC lane for AIC tasks, both AIV lanes for AIV tasks (and dummies), every lane for
+    /// gangs; with no task at all, none.
+    #[test]
+    fn a_lane_has_work_when_the_graph_has_its_class_or_gangs() {
+        let (aic, aiv, gang) = (1u8 << inbox_class::AIC, 1u8 << inbox_class::AIV, 1u8 << inbox_class::GANG);
+        let lanes = |classes: u8| [0, 1, 2].map(|lane| lane_has_work(classes, lane));
+        assert_eq!(lanes(0), [false; 3]);
+        assert_eq!(lanes(aic), [true, false, false]);
+        assert_eq!(lanes(aiv), [false, true, true]);
+        assert_eq!(lanes(gang), [true; 3]);
+        assert_eq!(lanes(aic | aiv), [true; 3]);
+        assert_eq!(lanes(aiv | gang), [true; 3]);
     }
 
     /// `set_idle` sets and clears one cluster's bit and leaves the others.
