@@ -44,6 +44,12 @@ pub const fn lane_has_work(classes: u8, lane: u32) -> bool {
     classes & ((1 << own) | (1 << inbox_class::GANG)) != 0
 }
 
+/// The lanes that may be given work in a graph of inbox classes `classes` ([`lane_has_work`]),
+/// bit `i` for lane `i`.
+pub const fn working_lanes(classes: u8) -> u8 {
+    (lane_has_work(classes, 0) as u8) | (lane_has_work(classes, 1) as u8) << 1 | (lane_has_work(classes, 2) as u8) << 2
+}
+
 /// What [`take`] found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Take {
@@ -220,17 +226,20 @@ pub fn set_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, idle: bool) {
     }
 }
 
-/// Ring the first idle cluster after `from` (in cluster order; never `from`, which its
-/// releaser rings itself), if any:
-/// new work in `from`'s inbox may be stolen by it.
+/// Ring the first idle cluster after `from` (in cluster order), if any, when `from` itself is
+/// not idle: new work in `from`'s inbox may be stolen by it. When `from` is idle, a lane of its
+/// own waits for the work, and the ring its releaser owes `from` wakes that lane: no other
+/// cluster is woken to steal it. (`from` is never rung here.)
 pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32) {
     find_marked(
         a,
         l.clusters,
-        (from, false),
+        (from, true),
         |i| GmAddr(l.idle(i)),
         |c| {
-            ring(a, l, c);
+            if c != from {
+                ring(a, l, c);
+            }
             Some(())
         },
     );
@@ -272,7 +281,8 @@ pub fn push_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<Push
 
 /// The rings a [`push_ready`] owes: each cluster it pushed to whose inbox of that class still
 /// holds an entry (`all`: every one of them, whatever their inboxes hold), then one idle
-/// cluster. A cluster whose inbox is empty again had its entries taken already.
+/// cluster ([`wake_idle`]: none when the home cluster is idle itself). A cluster whose inbox
+/// is empty again had its entries taken already.
 pub fn ring_pushed<G: GmAtomic>(a: &G, l: &ResidentLayout, p: Pushed, all: bool) {
     let mut rang = false;
     for b in 0..p.blocks.min(l.clusters) {
@@ -489,7 +499,9 @@ pub fn dispatch_with<G: GmAtomic>(
             }
         }
         if !again {
-            set_idle(a, l, c, free & !reserved != 0);
+            // Idle: a lane that may be given work is free and found nothing. (A lane the graph
+            // gives no work is always free, and says nothing about the cluster's load.)
+            set_idle(a, l, c, free & !reserved & working_lanes(classes) != 0);
             return published;
         }
     }
@@ -524,6 +536,8 @@ mod tests {
         assert_eq!(rung(&[3, 66], 10), [66]);
         assert_eq!(rung(&[3, 66], 67), [3]);
         assert_eq!(rung(&[5], 5), [0u32; 0], "never the releaser's own cluster");
+        assert_eq!(rung(&[5, 6], 5), [0u32; 0], "no cluster when the releaser's own is idle");
+        assert_eq!(rung(&[1, 6], 5), [6]);
         assert_eq!(rung(&[], 5), [0u32; 0]);
     }
 
