@@ -6,7 +6,8 @@
 //! `--features board-sim-a5` for the a5 board). Prints a table and JSON (also written to
 //! `target/bench-dispatch.json`): per shape and runtime (host-built graph, device-side
 //! tensormap-and-ringbuffer), fixed cost run(1), marginal µs per task at each N, and submission
-//! time (the host graph build, or the device orchestrator's own time). Every run is checked
+//! time (the host graph build, or the device orchestrator's own time), with a shape's rounds
+//! at the three Ns interleaved (one run of each N per round). Every run is checked
 //! against its golden. The shapes run with the simulator's memory protection as configured (on
 //! by default; `PTO_SIM_PROTECT=off` turns it off); a section measures its cost, and a last one
 //! the cost of swimlane tracing (`RunConfig::with_trace`) at N=1000, on vs off in the same
@@ -245,35 +246,44 @@ fn main() {
             continue;
         }
         for &rt in &runtimes {
-            let mut points = Vec::new();
-            for n in NS {
-                let mut builds = Vec::new();
-                let mut prepared = None;
-                for _ in 0..3 {
-                    let p = pto_testkit::build_shape(&dev, &k, kind, n)
-                        .unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
-                    builds.push(p.graph.build_time());
-                    prepared = Some(p);
-                }
-                let p = prepared.expect("built");
-                let mut runs = Vec::new();
-                let mut orchs = Vec::new();
-                let mut flows = Vec::new();
-                let mut executor = Executor::Legacy;
-                let run_cfg = match rt {
-                    RuntimeKind::HostBuiltGraph => cfg.clone(),
-                    RuntimeKind::TensormapRing => cfg.clone().with_runtime(rt),
-                };
-                let what = format!("{} N={n} {}", kind.name(), rt.name());
-                for r in 0..rounds + 2 {
-                    let (rep, el) = timed_run(&dev, &p, rt, &run_cfg, &what);
-                    executor = rep.executor;
+            // Every N's graph first (the host build timed three times), then the rounds
+            // interleaved across the Ns: a drift of the machine, or of where the OS puts the
+            // device orchestrator's thread, hits every N alike, so the marginals and the growth
+            // compare like with like.
+            let prepared: Vec<_> = NS
+                .iter()
+                .map(|&n| {
+                    let mut builds = Vec::new();
+                    let mut prepared = None;
+                    for _ in 0..3 {
+                        let p = pto_testkit::build_shape(&dev, &k, kind, n)
+                            .unwrap_or_else(|e| panic!("{} N={n}: {e}", kind.name()));
+                        builds.push(p.graph.build_time());
+                        prepared = Some(p);
+                    }
+                    (n, prepared.expect("built"), builds)
+                })
+                .collect();
+            let run_cfg = match rt {
+                RuntimeKind::HostBuiltGraph => cfg.clone(),
+                RuntimeKind::TensormapRing => cfg.clone().with_runtime(rt),
+            };
+            let mut samples: Vec<(Vec<Duration>, Vec<Duration>, Vec<Duration>, Executor)> =
+                NS.iter().map(|_| (Vec::new(), Vec::new(), Vec::new(), Executor::Legacy)).collect();
+            for r in 0..rounds + 2 {
+                for ((n, p, _), (runs, orchs, flows, executor)) in prepared.iter().zip(samples.iter_mut()) {
+                    let what = format!("{} N={n} {}", kind.name(), rt.name());
+                    let (rep, el) = timed_run(&dev, p, rt, &run_cfg, &what);
+                    *executor = rep.executor;
                     if r >= 2 {
                         runs.push(el);
                         orchs.push(rep.orchestration.unwrap_or_default());
                         flows.push(rep.orchestration_flow_wait.unwrap_or_default());
                     }
                 }
+            }
+            let mut points = Vec::new();
+            for ((n, _, builds), (runs, orchs, flows, executor)) in prepared.into_iter().zip(samples) {
                 // Submission: the host graph build, or the device orchestrator's own time.
                 let submits = match rt {
                     RuntimeKind::HostBuiltGraph => builds,
