@@ -52,6 +52,20 @@ static ALLOC: random_dag::Counting = random_dag::Counting;
 
 const NS: [u32; 3] = [1, 1000, 4000];
 
+/// One N's samples in the main table, as its rounds take them (after the warm-up).
+struct Samples {
+    runs: Vec<Duration>,
+    orchs: Vec<Duration>,
+    flows: Vec<Duration>,
+    executor: Executor,
+}
+
+impl Default for Samples {
+    fn default() -> Self {
+        Samples { runs: Vec::new(), orchs: Vec::new(), flows: Vec::new(), executor: Executor::Legacy }
+    }
+}
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -268,22 +282,21 @@ fn main() {
                 RuntimeKind::HostBuiltGraph => cfg.clone(),
                 RuntimeKind::TensormapRing => cfg.clone().with_runtime(rt),
             };
-            let mut samples: Vec<(Vec<Duration>, Vec<Duration>, Vec<Duration>, Executor)> =
-                NS.iter().map(|_| (Vec::new(), Vec::new(), Vec::new(), Executor::Legacy)).collect();
+            let mut samples: Vec<Samples> = NS.iter().map(|_| Samples::default()).collect();
             for r in 0..rounds + 2 {
-                for ((n, p, _), (runs, orchs, flows, executor)) in prepared.iter().zip(samples.iter_mut()) {
+                for ((n, p, _), s) in prepared.iter().zip(samples.iter_mut()) {
                     let what = format!("{} N={n} {}", kind.name(), rt.name());
                     let (rep, el) = timed_run(&dev, p, rt, &run_cfg, &what);
-                    *executor = rep.executor;
+                    s.executor = rep.executor;
                     if r >= 2 {
-                        runs.push(el);
-                        orchs.push(rep.orchestration.unwrap_or_default());
-                        flows.push(rep.orchestration_flow_wait.unwrap_or_default());
+                        s.runs.push(el);
+                        s.orchs.push(rep.orchestration.unwrap_or_default());
+                        s.flows.push(rep.orchestration_flow_wait.unwrap_or_default());
                     }
                 }
             }
             let mut points = Vec::new();
-            for ((n, _, builds), (runs, orchs, flows, executor)) in prepared.into_iter().zip(samples) {
+            for ((n, _, builds), Samples { runs, orchs, flows, executor }) in prepared.into_iter().zip(samples) {
                 // Submission: the host graph build, or the device orchestrator's own time.
                 let submits = match rt {
                     RuntimeKind::HostBuiltGraph => builds,
