@@ -244,7 +244,7 @@ impl<A: AicoreAgent> Core<'_, A> {
     fn settle(&self) {
         let n = self.owed_len.replace(0);
         for p in &self.owed[..n] {
-            ring_pushed(self.a, self.l, p.get(), false);
+            ring_pushed(self.a, self.l, p.get(), false, self.classes);
         }
     }
 
@@ -257,7 +257,7 @@ impl<A: AicoreAgent> Core<'_, A> {
             self.owed[n].set(p);
             self.owed_len.set(n + 1);
         } else {
-            ring_pushed(self.a, self.l, p, true);
+            ring_pushed(self.a, self.l, p, true, self.classes);
         }
         Ok(())
     }

@@ -226,15 +226,15 @@ pub fn set_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, idle: bool) {
     }
 }
 
-/// Ring the first idle cluster after `from` (in cluster order), if any, when `from` itself is
-/// not idle: new work in `from`'s inbox may be stolen by it. When `from` is idle, a lane of its
-/// own waits for the work, and the ring its releaser owes `from` wakes that lane: no other
-/// cluster is woken to steal it. (`from` is never rung here.)
-pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32) {
+/// Ring the first idle cluster after `from` (in cluster order), if any: new work in `from`'s
+/// inbox may be stolen by it. With `home_serves` (an idle mark of `from` means a lane of
+/// `from` that can run the work is waiting for it), nothing is rung when `from` itself is
+/// idle: the ring its releaser owes `from` wakes that lane. (`from` is never rung here.)
+pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32, home_serves: bool) {
     find_marked(
         a,
         l.clusters,
-        (from, true),
+        (from, home_serves),
         |i| GmAddr(l.idle(i)),
         |c| {
             if c != from {
@@ -243,6 +243,24 @@ pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32) {
             Some(())
         },
     );
+}
+
+/// The lanes that can run an entry of inbox class `k` (bit `i` for lane `i`): the AIC lane,
+/// the AIV lanes, or, for a gang, all three.
+pub const fn class_lanes(k: u32) -> u8 {
+    match k {
+        inbox_class::AIC => 0b001,
+        inbox_class::AIV => 0b110,
+        _ => 0b111,
+    }
+}
+
+/// Whether an idle mark of a cluster, in a graph of inbox classes `classes`, says that a lane
+/// of it can run an entry of class `k` now: the graph gives work only to lanes of `k`'s kind
+/// (an idle mark is made by a free lane that may be given work, [`working_lanes`]), and `k`
+/// is not a gang (which needs every lane it names free, not one).
+pub const fn idle_serves(classes: u8, k: u32) -> bool {
+    k != inbox_class::GANG && working_lanes(classes) & !class_lanes(k) == 0
 }
 
 /// Where [`push_ready`] put a task's blocks: from cluster `home`, one block per cluster in
@@ -279,11 +297,12 @@ pub fn push_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<Push
     Ok(Pushed { home, class: k, blocks })
 }
 
-/// The rings a [`push_ready`] owes: each cluster it pushed to whose inbox of that class still
-/// holds an entry (`all`: every one of them, whatever their inboxes hold), then one idle
-/// cluster ([`wake_idle`]: none when the home cluster is idle itself). A cluster whose inbox
-/// is empty again had its entries taken already.
-pub fn ring_pushed<G: GmAtomic>(a: &G, l: &ResidentLayout, p: Pushed, all: bool) {
+/// The rings a [`push_ready`] owes in a graph of inbox classes `classes`: each cluster it
+/// pushed to whose inbox of that class still holds an entry (`all`: every one of them,
+/// whatever their inboxes hold), then one idle cluster ([`wake_idle`]: none when the home
+/// cluster is idle itself and its idle mark says a lane of it can run the work,
+/// [`idle_serves`]). A cluster whose inbox is empty again had its entries taken already.
+pub fn ring_pushed<G: GmAtomic>(a: &G, l: &ResidentLayout, p: Pushed, all: bool, classes: u8) {
     let mut rang = false;
     for b in 0..p.blocks.min(l.clusters) {
         let c = (p.home + b) % l.clusters;
@@ -294,7 +313,7 @@ pub fn ring_pushed<G: GmAtomic>(a: &G, l: &ResidentLayout, p: Pushed, all: bool)
         }
     }
     if rang {
-        wake_idle(a, l, p.home);
+        wake_idle(a, l, p.home, idle_serves(classes, p.class));
     }
 }
 
@@ -302,7 +321,7 @@ pub fn ring_pushed<G: GmAtomic>(a: &G, l: &ResidentLayout, p: Pushed, all: bool)
 /// clusters it went to and one idle cluster. `Err` when the state is corrupt.
 pub fn make_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<(), &'static str> {
     let p = push_ready(a, l, t)?;
-    ring_pushed(a, l, p, true);
+    ring_pushed(a, l, p, true, ALL_CLASSES);
     Ok(())
 }
 
@@ -523,22 +542,41 @@ mod tests {
     #[test]
     fn wake_idle_rings_the_first_idle_cluster_after_from_across_words() {
         let l = ResidentLayout { base: 0x1000, clusters: 70, tasks: 0, entries: 0 };
-        let rung = |idle: &[u32], from: u32| {
+        let rung = |idle: &[u32], from: u32, serves: bool| {
             let a = Words::default();
             for &c in idle {
                 set_idle(&a, &l, c, true);
             }
-            wake_idle(&a, &l, from);
+            wake_idle(&a, &l, from, serves);
             (0..l.clusters).filter(|&c| a.query(GmAddr(l.doorbell(c))) != 0).collect::<alloc::vec::Vec<u32>>()
         };
-        assert_eq!(rung(&[0], 65), [0], "wraps from the second word into the first");
-        assert_eq!(rung(&[0], 60), [0], "passes an empty second word");
-        assert_eq!(rung(&[3, 66], 10), [66]);
-        assert_eq!(rung(&[3, 66], 67), [3]);
-        assert_eq!(rung(&[5], 5), [0u32; 0], "never the releaser's own cluster");
-        assert_eq!(rung(&[5, 6], 5), [0u32; 0], "no cluster when the releaser's own is idle");
-        assert_eq!(rung(&[1, 6], 5), [6]);
-        assert_eq!(rung(&[], 5), [0u32; 0]);
+        for serves in [false, true] {
+            assert_eq!(rung(&[0], 65, serves), [0], "wraps from the second word into the first");
+            assert_eq!(rung(&[0], 60, serves), [0], "passes an empty second word");
+            assert_eq!(rung(&[3, 66], 10, serves), [66]);
+            assert_eq!(rung(&[3, 66], 67, serves), [3]);
+            assert_eq!(rung(&[5], 5, serves), [0u32; 0], "never the releaser's own cluster");
+            assert_eq!(rung(&[1, 6], 5, serves), [6]);
+            assert_eq!(rung(&[], 5, serves), [0u32; 0]);
+        }
+        assert_eq!(rung(&[5, 6], 5, false), [6], "the home's idle mark does not say it can run the work");
+        assert_eq!(rung(&[5, 6], 5, true), [0u32; 0], "the home's own idle lane runs the work");
+        assert_eq!(rung(&[65, 66], 65, true), [0u32; 0], "the home's mark in the second word");
+    }
+
+    /// A home's idle mark serves a pushed entry exactly when every lane the graph gives work
+    /// can run it, and never for a gang: in an AIV-only graph for AIV entries (dummies
+    /// included), in an AIC-only graph for AIC entries, in a graph of both for neither.
+    #[test]
+    fn an_idle_mark_serves_the_class_only_when_the_graph_works_no_other_lane() {
+        let (aic, aiv, gang) = (1u8 << inbox_class::AIC, 1u8 << inbox_class::AIV, 1u8 << inbox_class::GANG);
+        assert!(idle_serves(aiv, inbox_class::AIV));
+        assert!(idle_serves(aic, inbox_class::AIC));
+        assert!(!idle_serves(aic | aiv, inbox_class::AIV));
+        assert!(!idle_serves(aic | aiv, inbox_class::AIC));
+        assert!(!idle_serves(aiv | gang, inbox_class::AIV));
+        assert!(!idle_serves(gang, inbox_class::GANG));
+        assert!(!idle_serves(aiv | gang, inbox_class::GANG));
     }
 
     /// A lane may be given work exactly when the graph has tasks of its class or gangs: the
