@@ -564,6 +564,26 @@ mod tests {
         assert_eq!(rung(&[65, 66], 65, true), [0u32; 0], "the home's mark in the second word");
     }
 
+    /// A dispatch pass marks its cluster idle only for a free lane the graph may give work:
+    /// with both AIV lanes busy and the AIC lane free, a pass in an AIV-only graph leaves the
+    /// cluster busy (its AIC lane sits out and says nothing of its load); in a graph that has
+    /// AIC tasks, the same pass (finding no AIC entry) marks it idle.
+    #[test]
+    fn a_pass_marks_idle_only_for_a_free_lane_that_may_be_given_work() {
+        let l = ResidentLayout { base: 0x1000, clusters: 2, tasks: 0, entries: 0 };
+        let idle_after_pass = |classes: u8| {
+            let a = Words::default();
+            for lane in 1..LANES {
+                publish_slot(&a, &l, 1, lane, entry_word(0, 0, 0));
+            }
+            dispatch_with(&a, &l, (None, classes), 1, |e| panic!("no dummy here: {e:#x}"));
+            a.query(GmAddr(l.idle(0))) & (1 << 1) != 0
+        };
+        let (aic, aiv) = (1u8 << inbox_class::AIC, 1u8 << inbox_class::AIV);
+        assert!(!idle_after_pass(aiv), "AIV-only graph: the free AIC lane marks nothing");
+        assert!(idle_after_pass(aic | aiv), "the free AIC lane found no AIC entry");
+    }
+
     /// A home's idle mark serves a pushed entry exactly when every lane the graph gives work
     /// can run it, and never for a gang: in an AIV-only graph for AIV entries (dummies
     /// included), in an AIC-only graph for AIC entries, in a graph of both for neither.
