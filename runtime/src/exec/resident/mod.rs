@@ -22,11 +22,18 @@
 //! 3. **sleep**: with nothing to do it waits on its cluster's doorbell, whose value it read
 //!    *before* looking for work, so a ring in between is never lost.
 //!
+//! A lane the graph gives no work ([`lane_has_work`](state::lane_has_work): no task of its
+//! class, no gang) sits the run out: its core never takes the token and sleeps on its own
+//! slot's publication word instead of the doorbell, so the rings for the other lanes' work do
+//! not wake it.
+//!
 //! Releasing a task pushes each of its blocks to the inbox of its home cluster (block `b` one
 //! cluster after block `b - 1`, [`push_ready`](state::push_ready)); after the releasing core's own dispatch pass
 //! (which may take them itself, keeping a chain on one cluster) it rings each of those
 //! clusters whose inbox still holds them, and one idle cluster (the idle mask: clusters whose
-//! last pass left a lane with nothing to do), which steals ([`ring_pushed`](state::ring_pushed)).
+//! last pass left a lane that may be given work with nothing to do), which steals
+//! ([`ring_pushed`](state::ring_pushed)); none when the home cluster is marked idle itself and
+//! its mark says a lane of it can run the task ([`idle_serves`](state::idle_serves)).
 //! Progress rests on the home ring alone: the idle bit is set at the end of a pass, so a
 //! release between that pass's look and the bit misses the steal (found by loom), and the
 //! block then waits for its home cluster or any later pass.
