@@ -40,14 +40,31 @@ pub const fn worker(c: u32, lane: u32, clusters: u32) -> u32 {
 /// needs not dispatch for the others either: a lane that has work dispatches for itself when
 /// it is free, and nothing can be placed in it while it is not.
 pub const fn lane_has_work(classes: u8, lane: u32) -> bool {
-    let own = if lane == 0 { inbox_class::AIC } else { inbox_class::AIV };
-    classes & ((1 << own) | (1 << inbox_class::GANG)) != 0
+    working_lanes(classes) & (1 << lane) != 0
 }
 
 /// The lanes that may be given work in a graph of inbox classes `classes` ([`lane_has_work`]),
-/// bit `i` for lane `i`.
+/// bit `i` for lane `i`: those that can run an entry of a class the graph has.
 pub const fn working_lanes(classes: u8) -> u8 {
-    (lane_has_work(classes, 0) as u8) | (lane_has_work(classes, 1) as u8) << 1 | (lane_has_work(classes, 2) as u8) << 2
+    let mut lanes = 0;
+    let mut k = 0;
+    while k <= inbox_class::GANG {
+        if classes & (1 << k) != 0 {
+            lanes |= class_lanes(k);
+        }
+        k += 1;
+    }
+    lanes
+}
+
+/// The lanes that can run an entry of inbox class `k` (bit `i` for lane `i`): the AIC lane,
+/// the AIV lanes, or, for a gang, all three.
+pub const fn class_lanes(k: u32) -> u8 {
+    match k {
+        inbox_class::AIC => 0b001,
+        inbox_class::AIV => 0b110,
+        _ => 0b111,
+    }
 }
 
 /// What [`take`] found.
@@ -243,16 +260,6 @@ pub fn wake_idle<G: GmAtomic>(a: &G, l: &ResidentLayout, from: u32, home_serves:
             Some(())
         },
     );
-}
-
-/// The lanes that can run an entry of inbox class `k` (bit `i` for lane `i`): the AIC lane,
-/// the AIV lanes, or, for a gang, all three.
-pub const fn class_lanes(k: u32) -> u8 {
-    match k {
-        inbox_class::AIC => 0b001,
-        inbox_class::AIV => 0b110,
-        _ => 0b111,
-    }
 }
 
 /// Whether an idle mark of a cluster, in a graph of inbox classes `classes`, says that a lane
