@@ -64,13 +64,17 @@ impl Stamp {
 }
 
 /// One value per byte of a line, kept as a single value while every byte has the same one
-/// (the common case: a line written whole by one store) and as 64 values once bytes differ.
-/// Most lines never hold more than one value, so most records stay a few words long instead
-/// of hundreds of bytes, and copying or comparing them is one step.
+/// (the common case: a line written whole by one store), as two values split at one byte while
+/// the line is a prefix of one value and a suffix of another (a record or payload that fills
+/// the start of its line, the rest left as it was), and as 64 values otherwise. Most lines
+/// never need 64, so most records stay a few words long instead of hundreds of bytes, and
+/// copying or comparing them is a step or two and allocates nothing.
 #[derive(Clone, Debug)]
 pub(super) enum PerByte<T: Copy + Eq> {
     /// Every byte has this value.
     Same(T),
+    /// Bytes below `cut` have `lo`, the others `hi` (`0 < cut < 64`, `lo != hi`).
+    Split { cut: u8, lo: T, hi: T },
     /// Byte `b` has value `b`.
     Each(Box<[T; 64]>),
 }
@@ -81,22 +85,68 @@ impl<T: Copy + Eq> PerByte<T> {
     pub(super) fn get(&self, b: usize) -> T {
         match self {
             PerByte::Same(v) => *v,
+            PerByte::Split { cut, lo, hi } => {
+                if b < *cut as usize {
+                    *lo
+                } else {
+                    *hi
+                }
+            }
             PerByte::Each(a) => a[b],
+        }
+    }
+
+    /// Two values split at `cut` (`0 < cut < 64`), or one when they are equal.
+    #[inline]
+    fn split(cut: usize, lo: T, hi: T) -> PerByte<T> {
+        debug_assert!(0 < cut && cut < 64);
+        if lo == hi { PerByte::Same(lo) } else { PerByte::Split { cut: cut as u8, lo, hi } }
+    }
+
+    /// The byte where a `Split` changes value.
+    #[inline]
+    fn cut(&self) -> Option<usize> {
+        match self {
+            PerByte::Split { cut, .. } => Some(*cut as usize),
+            _ => None,
         }
     }
 
     /// Bytes `lo..hi` take value `v`.
     #[inline]
     pub(super) fn fill(&mut self, lo: usize, hi: usize, v: T) {
+        if lo >= hi {
+            return;
+        }
         match self {
             PerByte::Same(x) if *x == v => {}
             _ if lo == 0 && hi == 64 => *self = PerByte::Same(v),
-            PerByte::Same(x) => {
-                let mut a = Box::new([*x; 64]);
+            // A prefix or a suffix over one value, or over the half of a split it covers
+            // whole, leaves a split (or one value).
+            PerByte::Same(x) if lo == 0 => *self = PerByte::split(hi, v, *x),
+            PerByte::Same(x) if hi == 64 => *self = PerByte::split(lo, *x, v),
+            &mut PerByte::Split { cut, hi: after, .. } if lo == 0 && hi >= cut as usize => {
+                *self = PerByte::split(hi, v, after)
+            }
+            &mut PerByte::Split { cut, lo: before, .. } if hi == 64 && lo <= cut as usize => {
+                *self = PerByte::split(lo, before, v)
+            }
+            // Within one half, with that half's value: nothing changes.
+            PerByte::Split { cut, lo: before, hi: after }
+                if (hi <= *cut as usize && *before == v) || (lo >= *cut as usize && *after == v) => {}
+            PerByte::Same(_) | PerByte::Split { .. } => {
+                let mut a = Box::new(std::array::from_fn(|b| self.get(b)));
                 a[lo..hi].fill(v);
                 *self = PerByte::Each(a);
             }
-            PerByte::Each(a) => a[lo..hi].fill(v),
+            PerByte::Each(a) => {
+                a[lo..hi].fill(v);
+                // A line written piece by piece by one store's clock ends as one value again:
+                // kept as one, its copies and comparisons are one step and allocate nothing.
+                if a.iter().all(|x| *x == v) {
+                    *self = PerByte::Same(v);
+                }
+            }
         }
     }
 
@@ -104,11 +154,20 @@ impl<T: Copy + Eq> PerByte<T> {
     #[inline]
     pub(super) fn same_in(&self, other: &PerByte<T>, lo: usize, hi: usize) -> bool {
         match (self, other) {
+            _ if lo >= hi => true,
             (PerByte::Same(x), PerByte::Same(y)) => x == y,
-            (PerByte::Same(x), PerByte::Each(a)) | (PerByte::Each(a), PerByte::Same(x)) => {
-                a[lo..hi].iter().all(|v| v == x)
-            }
             (PerByte::Each(a), PerByte::Each(b)) => a[lo..hi] == b[lo..hi],
+            (PerByte::Each(a), o) | (o, PerByte::Each(a)) => a[lo..hi].iter().zip(lo..hi).all(|(v, b)| *v == o.get(b)),
+            // One value or two on each side: both are constant between the range's ends and
+            // the cuts inside it, so one byte of each such stretch stands for all of it.
+            _ => {
+                let inside = |c: Option<usize>| c.filter(|&c| lo < c && c < hi);
+                [Some(lo), inside(self.cut()), inside(other.cut())]
+                    .into_iter()
+                    .flatten()
+                    .filter(|&b| b < hi)
+                    .all(|b| self.get(b) == other.get(b))
+            }
         }
     }
 
@@ -337,7 +396,12 @@ mod per_byte_tests {
         let (a, b) = (Stamp::new(1, 1), Stamp::new(2, 2));
         let mut mixed = PerByte::Same(a);
         mixed.fill(32, 40, b);
-        let cases = [PerByte::Same(a), PerByte::Same(b), mixed];
+        let mut prefix = PerByte::Same(a);
+        prefix.fill(0, 36, b);
+        let mut suffix = PerByte::Same(b);
+        suffix.fill(36, 64, a);
+        assert!(matches!(prefix, PerByte::Split { cut: 36, .. }) && matches!(suffix, PerByte::Split { cut: 36, .. }));
+        let cases = [PerByte::Same(a), PerByte::Same(b), mixed, prefix, suffix, PerByte::split(40, a, b)];
         for x in &cases {
             for y in &cases {
                 for (lo, hi) in [(0, 64), (0, 32), (32, 40), (36, 50), (40, 64), (5, 6)] {
@@ -359,6 +423,60 @@ mod per_byte_tests {
                 assert_eq!(each(&to), each(&from));
             }
         }
+    }
+
+    /// xorshift64: a seeded stream for the random fills below.
+    fn next(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    /// A random range of a line: a prefix, a suffix, the whole line or any range (empty ones
+    /// included), so every representation and every change between them is reached.
+    fn range(x: &mut u64) -> (usize, usize) {
+        let (p, q) = ((next(x) % 65) as usize, (next(x) % 65) as usize);
+        match next(x) % 4 {
+            0 => (0, p),
+            1 => (p, 64),
+            2 => (0, 64),
+            _ => (p.min(q), p.max(q)),
+        }
+    }
+
+    #[test]
+    fn every_representation_holds_what_a_plain_array_holds_through_random_fills() {
+        let values = [Stamp::new(1, 1), Stamp::new(2, 2), Stamp::new(3, 3)];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut reached = [false; 3];
+        for _ in 0..200 {
+            let (mut p, mut q) = (PerByte::Same(values[0]), PerByte::Same(values[0]));
+            let (mut pa, mut qa) = ([values[0]; 64], [values[0]; 64]);
+            for _ in 0..12 {
+                for (r, ra) in [(&mut p, &mut pa), (&mut q, &mut qa)] {
+                    let (lo, hi) = range(&mut x);
+                    let v = values[(next(&mut x) % 3) as usize];
+                    r.fill(lo, hi, v);
+                    ra[lo..hi].fill(v);
+                    assert_eq!(each(r), ra.to_vec(), "after filling {lo}..{hi}");
+                    reached[match r {
+                        PerByte::Same(_) => 0,
+                        PerByte::Split { cut, lo, hi } => {
+                            assert!(0 < *cut && *cut < 64 && lo != hi, "a split is a true split");
+                            1
+                        }
+                        PerByte::Each(_) => 2,
+                    }] = true;
+                }
+                let (lo, hi) = range(&mut x);
+                assert_eq!(p.same_in(&q, lo, hi), pa[lo..hi] == qa[lo..hi], "{p:?} {q:?} {lo}..{hi}");
+                let mut c = q.clone();
+                c.set(&p);
+                assert_eq!(each(&c), pa.to_vec());
+            }
+        }
+        assert_eq!(reached, [true; 3], "the fills reach every representation");
     }
 
     #[test]
