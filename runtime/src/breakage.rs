@@ -160,6 +160,11 @@ pub const CAPTURE_STOP_AFTER_LOOK: u64 = 1 << 42;
 /// at its acknowledgement once more (an ABORTED answer the stop overtook is left untaken).
 pub const CAPTURE_PUBLISHER_EXIT_NO_RELOOK: u64 = 1 << 43;
 
+/// Resident args capture: the service takes any move of its `ASKED` counter for one ask by the
+/// core the word names (not only a move by one), and reads that core's request line alone: a
+/// request another core asked with between the service's two looks is never read.
+pub const CAPTURE_ASKED_JUMP_AS_ONE: u64 = 1 << 44;
+
 /// Not a bug: the forced interleavings of the broken variants above are off (a variant whose
 /// bug shows only in some interleavings waits, where it is broken, for the one that shows it;
 /// with this bit it leaves the interleaving to the schedule). What the simulator's seeded

@@ -1,8 +1,8 @@
 //! Loom models of the resident route's argument-capture rendezvous (`docs/args-dump.md`, "The
 //! resident route": the guarantees numbered 3–6 there): the slot's step functions from
 //! `pto_runtime::exec::resident::capture::rendezvous` (`claim`, `arrive`, `publisher`, `publisher_word`,
-//! `leave`, `departed`, `read_ack`, `write_request`) driven by loom threads as the cores drive
-//! them, over the loom device of [`loom_hal`] (every slot, request and acknowledgement word a
+//! `leave`, `departed`, `read_ack`, `write_request`, `ask`; on the AICPU's side `read_request`,
+//! `look_asked`, `write_ack`) driven by loom threads as the cores and the service drive them, over the loom device of [`loom_hal`] (every slot, request and acknowledgement word a
 //! loom atomic, as `GmAtomic` defines it), and the real [`GmLane`] for the lane's one open
 //! reservation.
 //!
@@ -24,7 +24,10 @@
 //! * **departure proof** ([`acceptance_05_departure_proof`]): the participants leave the AFTER
 //!   phase while the next occupancy's claimer tries to claim;
 //! * **lane reservation** ([`acceptance_06_lane_reservation`]): the real `GmLane` with one
-//!   reservation suspended mid-copy, against the host's collector.
+//!   reservation suspended mid-copy, against the host's collector;
+//! * **the `ASKED` counter** ([`asked_counter_never_hides_a_request`]): two cores write a
+//!   request and ask while the serving thread looks at the counter and reads what each look
+//!   names.
 //!
 //! * **The core's walk is re-stated, its steps are the runtime's.** `Boundary::cross` (with
 //!   its budgets, clock reads, DMB polls and every waiter spinning on a word of its own) is
@@ -38,11 +41,13 @@
 //!   for a third, loom explores the two yielding to each other without end ("maximum number of
 //!   branches"); so a failed look blocks on a loom condition variable until the model's next
 //!   step (each step that can end a wait rings it), the way `wait_for_word` ends on a store.
-//! * **The AICPU side is part transcription** ([`serve_requests`]): `Service::scan`'s read of a
-//!   request line (tick, read barrier, words) is transcribed and must follow
-//!   `capture/service.rs`; the acknowledgement is written with the real `write_ack` (the new
-//!   tick in `BEGIN`, the other words, a store barrier, the answered tick last). Every phase is
-//!   answered SEALED at once (the task records nothing).
+//! * **The AICPU side's walk is re-stated, its steps are the runtime's** ([`serve_requests`],
+//!   [`asked_model`]): a request line is read with the real `read_request` (tick, read barrier,
+//!   words), the counter looked at with the real `look_asked`, the acknowledgement written
+//!   with the real `write_ack` (the new tick in `BEGIN`, the other words, a store barrier, the
+//!   answered tick last); the loop around them (`Service::step`'s choice of lines, its wait on
+//!   the counter) is re-stated. Every phase is answered SEALED at once (the task records
+//!   nothing).
 //! * **The host side of the lane** is [`collector`], a cut-down transcription of
 //!   `host::dump::Collector` (as in `tests/loom_dump.rs`): drain the ready queue, read the
 //!   records and payloads, give the buffer back, acknowledge the payload bytes.
@@ -50,8 +55,9 @@
 //! **Reproducers** run a model with one breakage switch on (process-wide, so the tests of this
 //! file run under one lock, [`serial`]) and assert that loom finds the violation:
 //! `CAPTURE_CLAIM_FROM_CLAIMING` (in `claim`), `CAPTURE_PEER_OWN_SEQ` (the marked branch of
-//! [`Seat::cross`]), `CAPTURE_SETTLE_FIRST` (in `leave`) and `CAPTURE_TWO_RESERVATIONS` (in
-//! `GmLane::try_begin` and `publish`).
+//! [`Seat::cross`]), `CAPTURE_SETTLE_FIRST` (in `leave`), `CAPTURE_TWO_RESERVATIONS` (in
+//! `GmLane::try_begin` and `publish`), `CAPTURE_ACK_TICK_KEPT` (in `write_ack`) and
+//! `CAPTURE_ASKED_JUMP_AS_ONE` (in `look_asked`).
 //!
 //! What loom does not cover: see `tests/loom.rs` (no load buffering; preemption-bounded models
 //! cover every interleaving with at most that many preemptions, and `LOOM_MAX_PREEMPTIONS`
@@ -76,14 +82,15 @@ use loom_hal::{Device, GM_BASE, LoomAicpu, LoomCore, RegOrder};
 #[cfg(feature = "breakage")]
 use loom_harness::expect_found;
 use loom_harness::{Tally, check};
-use pto_hal::{Barriers, Begin, Blocked, DumpLane, DumpReservation, GmAddr, GmAtomic, GmMemory};
+use pto_hal::{Begin, Blocked, DumpLane, DumpReservation, GmAddr, GmAtomic, GmMemory};
 use pto_runtime::dump::{Capture, DumpLevel, GmLane};
 use pto_runtime::exec::resident::capture::rendezvous::{
-    Ack, Claim, Request, arrive, claim, departed, leave, publisher, publisher_word, read_ack, write_ack, write_request,
+    Ack, Asked, Claim, Request, arrive, ask, claim, departed, leave, look_asked, publisher, publisher_word, read_ack,
+    read_request, write_ack, write_request,
 };
 use pto_runtime::layout::{
-    CaptureLayout, DUMP_MAGIC, DumpHeader, DumpLayout, DumpReady, DumpRecord, capture_ack, capture_phase,
-    capture_request, capture_slot, capture_status,
+    CaptureLayout, DUMP_MAGIC, DumpHeader, DumpLayout, DumpReady, DumpRecord, capture_ack, capture_header,
+    capture_phase, capture_request, capture_slot, capture_status,
 };
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -469,10 +476,11 @@ impl Served {
     }
 }
 
-/// The AICPU thread serving cores `0..cores`: a transcription of `Service::scan` (a tick not
-/// seen before is a request: read barrier, then its words) and `Service::ack` (status,
-/// echoes, epoch, task, `phase_seq`, a store barrier, the answered tick last), answering each
-/// request SEALED at once (and rings), until every phase is sealed; then it says so
+/// The AICPU thread serving cores `0..cores`: `Service::scan`'s walk over its cores' lines,
+/// each read with the real `read_request` (a tick not seen before is a request: read barrier,
+/// then its words), answered with the real `write_ack` (status, echoes, epoch, task,
+/// `phase_seq`, a store barrier, the answered tick last), each request SEALED at once (and
+/// rings), until every phase is sealed; then it says so
 /// (`served.sealed`). Between scans it waits for the next step. Returns `(phase, core,
 /// phase_seq)` of each phase it sealed.
 fn serve_requests(a: LoomAicpu, mut seen: Vec<u64>, bell: &Bell, served: &Served) -> Vec<(u64, u32, u64)> {
@@ -485,16 +493,8 @@ fn serve_requests(a: LoomAicpu, mut seen: Vec<u64>, bell: &Bell, served: &Served
         let rung = bell.seen();
         let before = sealed.len();
         for w in 0..cores {
-            let line = GmAddr(l.request(w));
-            let tick = a.query(line.offset(capture_request::TICK));
-            if tick == seen[w as usize] {
-                continue;
-            }
-            a.rmb();
-            let q = |o: u64| a.query(line.offset(o));
-            let (epoch, which, seq) =
-                (q(capture_request::EPOCH), q(capture_request::WHICH), q(capture_request::PHASE_SEQ));
-            let (task, phase, _) = capture_request::which_fields(which);
+            let Some(q) = read_request(&a, GmAddr(l.request(w)), seen[w as usize]) else { continue };
+            let (tick, epoch, task, phase, seq) = (q.tick, q.epoch, q.task, q.phase, q.phase_seq);
             seen[w as usize] = tick;
             assert_eq!((epoch, task), (EPOCH, TASK), "core {w}'s request read torn: tick before its words");
             assert!(
@@ -702,6 +702,105 @@ fn reproducer_acknowledgement_read_torn() {
         &["a torn acknowledgement"],
         || {
             ack_model();
+        },
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ASKED counter
+// ---------------------------------------------------------------------------------------------
+
+/// Two cores (workers 0 and 1) each write a request on their own line (the real
+/// `write_request`) and then ask on the one counter of the AICPU thread serving them (the real
+/// `ask`), while that thread looks at the counter (the real `look_asked`, from `u64::MAX` as a
+/// `Service` starts) and reads what each look names (the real `read_request`): one core's
+/// line for a move by one that names it, every line otherwise, as `Service::step` does.
+/// Between looks the thread waits for a core's ask. Invariant: once a look has seen both asks,
+/// both requests have been read, whole — a request whose ask the thread saw is never left
+/// unread. Returns whether some look read one line alone.
+fn asked_model() -> bool {
+    let l = region();
+    let asked = GmAddr(l.asked(0));
+    let dev = device_at(&[]);
+    let bell = Bell::new();
+    let askers: Vec<_> = (0..2u32)
+        .map(|w| {
+            let a = core(&dev, w);
+            let bell = bell.clone();
+            thread::spawn(move || {
+                let r = Request {
+                    epoch: EPOCH,
+                    task: TASK,
+                    phase: capture_phase::BEFORE,
+                    phase_seq: w as u64 + 1,
+                    arg_index: 0,
+                    cursor: 0,
+                    slot: 0,
+                    tick: 1,
+                };
+                write_request(&a, GmAddr(l.request(w)), &r, None);
+                ask(&a, asked, w);
+                bell.ring();
+            })
+        })
+        .collect();
+    let a = LoomAicpu { dev: dev.clone() };
+    let mut last = u64::MAX;
+    let mut seen = [0u64; 2];
+    let mut alone = false;
+    loop {
+        let rung = bell.seen();
+        let mut read = |w: u32| {
+            if let Some(q) = read_request(&a, GmAddr(l.request(w)), seen[w as usize]) {
+                assert_eq!((q.epoch, q.task, q.phase_seq), (EPOCH, TASK, w as u64 + 1), "core {w}'s request read torn");
+                seen[w as usize] = q.tick;
+            }
+        };
+        match look_asked(&a, asked, &mut last) {
+            Asked::Nothing => {}
+            Asked::One(w) => {
+                alone = true;
+                read(w);
+            }
+            Asked::Several => (0..2).for_each(&mut read),
+        }
+        if capture_header::asked_fields(last).0 == 2 {
+            assert_eq!(seen, [1, 1], "a request whose ask the AICPU thread saw was never read");
+            break;
+        }
+        bell.wait(rung);
+    }
+    for t in askers {
+        t.join().unwrap();
+    }
+    alone
+}
+
+/// No request is hidden by the `ASKED` counter ([`asked_model`]); the model must reach both a
+/// look that read one line alone and runs whose looks read every line.
+#[test]
+fn asked_counter_never_hides_a_request() {
+    let _s = serial();
+    let seen = Tally::new(2);
+    let t = seen.clone();
+    check("asked_counter_never_hides_a_request", Some(3), move || t.hit(if asked_model() { 0 } else { 1 }));
+    seen.assert_all_reached(&["a look read one core's line alone", "every look read every line"]);
+}
+
+/// Reproducer: the thread takes any move of its counter for one ask by the core the word
+/// names (`breakage::CAPTURE_ASKED_JUMP_AS_ONE`). Loom must find both asks landing between two
+/// looks, the second look reading the last asker's line alone.
+#[cfg(feature = "breakage")]
+#[test]
+fn reproducer_asked_jump_taken_for_one_ask() {
+    let _s = serial();
+    expect_found(
+        "reproducer_asked_jump_taken_for_one_ask",
+        Some(3),
+        pto_runtime::breakage::CAPTURE_ASKED_JUMP_AS_ONE,
+        &["was never read"],
+        || {
+            asked_model();
         },
     );
 }

@@ -280,6 +280,85 @@ pub fn write_request<G: GmAtomic + Barriers>(a: &G, line: GmAddr, r: &Request, p
     a.store_direct(line.offset(q::TICK), r.tick);
 }
 
+/// Worker `w` tells the AICPU thread whose [`capture_header::ASKED`] counter is at `asked`
+/// that it wrote a request: in one compare-and-swap (acquire-release, after the request's
+/// words), the count one more and the word naming `w` ([`capture_header::asked_word`]).
+pub fn ask<G: GmAtomic>(a: &G, asked: GmAddr, w: u32) {
+    let mut seen = a.query(asked);
+    loop {
+        let next = capture_header::asked_word((seen >> 16) + 1, w);
+        match a.compare_exchange(asked, seen, next) {
+            v if v == seen => return,
+            v => seen = v,
+        }
+    }
+}
+
+/// What an AICPU thread's look at its [`capture_header::ASKED`] counter found ([`look_asked`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Asked {
+    /// The counter has not moved since the last look: no request was written since.
+    Nothing,
+    /// It moved by one, and names worker `w`: that core's request line is the one to read.
+    One(u32),
+    /// It moved by more than one, names no worker, or this is the first look: read every line.
+    Several,
+}
+
+/// An AICPU thread's look at its `ASKED` counter at `asked`, whose value at the previous look
+/// was `*last` (`u64::MAX` before the first): what to read, and `*last` updated. After a move,
+/// a read barrier: the request lines are read after the counter (each core wrote its line
+/// before its compare-and-swap on the counter).
+pub fn look_asked<G: GmAtomic + Barriers>(a: &G, asked: GmAddr, last: &mut u64) -> Asked {
+    let now = a.query(asked);
+    if now == *last {
+        return Asked::Nothing;
+    }
+    let prev = core::mem::replace(last, now);
+    a.rmb();
+    let (was, _) = capture_header::asked_fields(prev);
+    let (count, who) = capture_header::asked_fields(now);
+    let by_one = count == was.wrapping_add(1) & capture_header::ASKED_COUNT_MASK
+        || crate::breakage::broken(crate::breakage::CAPTURE_ASKED_JUMP_AS_ONE);
+    match who {
+        Some(w) if prev != u64::MAX && by_one => Asked::One(w),
+        _ => Asked::Several,
+    }
+}
+
+/// What an AICPU thread reads of a request line: the words that say which phase asks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Asking {
+    /// The request's tick.
+    pub tick: u64,
+    /// The run's epoch.
+    pub epoch: u64,
+    /// The task id.
+    pub task: u64,
+    /// The phase.
+    pub phase: u64,
+    /// The slot, `cluster << 8 | lane`.
+    pub slot: u64,
+    /// The phase identity.
+    pub phase_seq: u64,
+}
+
+/// Read the request line at `line` when its tick is not `seen` (the tick the reader read there
+/// last): the tick, a read barrier, then the words the writer stored before it
+/// ([`write_request`]). `None`: no new request on the line.
+pub fn read_request<G: GmAtomic + Barriers>(a: &G, line: GmAddr, seen: u64) -> Option<Asking> {
+    use capture_request as q;
+    let tick = a.query(line.offset(q::TICK));
+    if tick == seen {
+        return None;
+    }
+    a.rmb();
+    let (epoch, which, phase_seq) =
+        (a.query(line.offset(q::EPOCH)), a.query(line.offset(q::WHICH)), a.query(line.offset(q::PHASE_SEQ)));
+    let (task, phase, slot) = q::which_fields(which);
+    Some(Asking { tick, epoch, task, phase, slot, phase_seq })
+}
+
 /// Why a core did not get through a boundary.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Failure {
@@ -377,14 +456,7 @@ impl Boundary {
     /// more and naming this core ([`capture_header::asked_word`]), so a thread that finds one
     /// ask since its last look reads this core's line alone.
     fn ask<G: GmAtomic>(&self, a: &G) {
-        let mut seen = a.query(self.asked);
-        loop {
-            let next = capture_header::asked_word((seen >> 16) + 1, self.w);
-            match a.compare_exchange(self.asked, seen, next) {
-                v if v == seen => return,
-                v => seen = v,
-            }
-        }
+        ask(a, self.asked, self.w);
     }
 
     /// Write request `r` into this core's request line (`line`), storing only what changed.
@@ -770,5 +842,51 @@ impl Boundary {
         let t = self.tick.get() + 1;
         self.tick.set(t);
         t
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod asked_tests {
+    use super::{Asked, Asking, Request, ask, look_asked, read_request, write_request};
+    use crate::layout::capture_header::asked_word;
+    use crate::test_words::Words;
+    use pto_hal::{GmAddr, GmAtomic};
+
+    const ASKED: GmAddr = GmAddr(0x1000);
+
+    /// A look says what to read: every line at the first look and after several asks or an
+    /// unnamed one, the named core's line alone after exactly one ask, nothing when the counter
+    /// has not moved; each look remembers the value it saw.
+    #[test]
+    fn a_look_at_the_counter_names_one_asker_only_after_exactly_one_ask() {
+        let g = Words::default();
+        let mut last = u64::MAX;
+        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Several, "the first look reads every line");
+        assert_eq!(last, 0);
+        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Nothing);
+        ask(&g, ASKED, 7);
+        assert_eq!(g.query(ASKED), asked_word(1, 7));
+        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::One(7));
+        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Nothing);
+        ask(&g, ASKED, 3);
+        ask(&g, ASKED, 4);
+        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Several, "two asks since the last look");
+        ask(&g, ASKED, 0xFFFF);
+        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Several, "an ask that names nobody");
+    }
+
+    /// A request line is read once per tick: its words as written, then nothing until the
+    /// writer stores a new tick.
+    #[test]
+    fn a_request_is_read_once_per_tick() {
+        let g = Words::default();
+        let line = GmAddr(0x2000);
+        assert_eq!(read_request(&g, line, 0), None, "a line never written holds no request");
+        let r =
+            Request { epoch: 9, task: 12, phase: 1, phase_seq: 4, arg_index: 0, cursor: 0, slot: 3 << 8 | 1, tick: 5 };
+        write_request(&g, line, &r, None);
+        let want = Asking { tick: 5, epoch: 9, task: 12, phase: 1, slot: 3 << 8 | 1, phase_seq: 4 };
+        assert_eq!(read_request(&g, line, 0), Some(want));
+        assert_eq!(read_request(&g, line, 5), None, "the tick already read");
     }
 }

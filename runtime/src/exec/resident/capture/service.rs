@@ -25,12 +25,10 @@ use alloc::boxed::Box;
 
 use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr};
 
-use super::rendezvous::{Ack, write_ack};
+use super::rendezvous::{Ack, Asked, Asking, look_asked, read_request, write_ack};
 use crate::dump::{DumpLevel, GmLane, Suspended, TaskArgs, observe_args};
 use crate::fixed::PerCore;
-use crate::layout::{
-    CaptureLayout, capture_header, capture_phase, capture_request, capture_slot, capture_status, dump_stage,
-};
+use crate::layout::{CaptureLayout, capture_header, capture_phase, capture_slot, capture_status, dump_stage};
 
 /// A request as the service tracks it.
 #[derive(Copy, Clone, Debug, Default)]
@@ -187,16 +185,15 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// anything.
     pub fn step(&mut self) -> bool {
         // The request lines are read only when a core asked since the last scan.
-        let asked = self.a.query(self.asked.0);
-        if asked != self.asked.1 {
-            let prev = core::mem::replace(&mut self.asked.1, asked);
-            // The core wrote its request line before its update of the counter (an
-            // acquire-release read-modify-write): read the lines after the counter, not before.
-            self.a.rmb();
-            match self.one_asker(prev, asked) {
+        match look_asked(self.a, self.asked.0, &mut self.asked.1) {
+            Asked::Nothing => {}
+            // One ask since the last look, by a core this thread serves: its line alone.
+            Asked::One(w) => match self.cores.iter().position(|s| s.w == w) {
                 Some(i) => self.scan_core(i),
+                // Another thread's core sharing the counter: every line, as for several.
                 None => self.scan(),
-            }
+            },
+            Asked::Several => self.scan(),
         }
         let mut answered = self.abort_aborted();
         // The open reservation's owner first: it keeps advancing.
@@ -270,35 +267,17 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         }
     }
 
-    /// The served core that made the one ask between the counter values `prev` and `now`
-    /// ([`capture_header::asked_word`]), when exactly one ask came (its count moved by one)
-    /// from a core this thread serves; `None` otherwise (several asks, another thread's core
-    /// sharing the counter, or the first step): then every line is read.
-    fn one_asker(&self, prev: u64, now: u64) -> Option<usize> {
-        let (was, _) = capture_header::asked_fields(prev);
-        let (count, who) = capture_header::asked_fields(now);
-        if prev == u64::MAX || count != was.wrapping_add(1) & capture_header::ASKED_COUNT_MASK {
-            return None;
-        }
-        let w = who?;
-        self.cores.iter().position(|s| s.w == w)
-    }
-
     /// Read served core `i`'s request line; a new phase joins the end of the list in flight, a
     /// new tick of a known phase only marks it as asking again.
     fn scan_core(&mut self, i: usize) {
         let a = self.a;
         let w = self.cores[i].w;
         let line = GmAddr(self.l.request(w));
-        let tick = a.query(line.offset(capture_request::TICK));
-        if tick == self.cores[i].seen {
-            return;
-        }
         // The core wrote every other word before the tick.
-        a.rmb();
-        let q = |o: u64| a.query(line.offset(o));
-        let (epoch, which, seq) = (q(capture_request::EPOCH), q(capture_request::WHICH), q(capture_request::PHASE_SEQ));
-        let (task, phase, slot) = capture_request::which_fields(which);
+        let Some(Asking { tick, epoch, task, phase, slot, phase_seq: seq }) = read_request(a, line, self.cores[i].seen)
+        else {
+            return;
+        };
         self.cores[i].seen = tick;
         if epoch != self.epoch || task >= self.args.len() as u64 || phase > capture_phase::AFTER {
             // Not a request of this run: nothing to answer (the core's budget covers it).
