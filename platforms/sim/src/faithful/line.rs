@@ -165,7 +165,6 @@ impl<T: Copy + Eq> PerByte<T> {
                 [Some(lo), inside(self.cut()), inside(other.cut())]
                     .into_iter()
                     .flatten()
-                    .filter(|&b| b < hi)
                     .all(|b| self.get(b) == other.get(b))
             }
         }
