@@ -71,6 +71,30 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// Warm-up rounds before a measurement's first timed one: at least this many.
+const WARM_UP_ROUNDS: usize = 2;
+/// ... and until this much time has passed since the measurement's first round. A process's
+/// first measurement ran slow for its first rounds (1 to 8 rounds, up to about 50 ms after the
+/// device opened, every variant of the round alike), and two rounds did not cover it: with the
+/// args dump's section run alone (`--dump-cost`), one process in ten to one in four timed the
+/// chain's dumped rounds at 3.5–3.7 times the run against 2.7–2.9 in the others.
+const WARM_UP: Duration = Duration::from_millis(100);
+
+/// Run `round(r, timed)` for the warm-up rounds (`timed` false: at least [`WARM_UP_ROUNDS`],
+/// and every one that starts before [`WARM_UP`] has passed since the first), then for `rounds`
+/// timed ones; `r` counts every round from 0, warm-up included.
+fn measure_rounds(rounds: usize, mut round: impl FnMut(usize, bool)) {
+    let began = Instant::now();
+    let (mut r, mut timed) = (0, 0);
+    let mut warming = true;
+    while timed < rounds {
+        warming = warming && (r < WARM_UP_ROUNDS || began.elapsed() < WARM_UP);
+        round(r, !warming);
+        timed += usize::from(!warming);
+        r += 1;
+    }
+}
+
 /// Samples (µs, in the order they were taken) and their spread: min, quartiles, median, max and
 /// the interquartile range. A quantile `p` is the sorted sample at index `round(p * (len - 1))`
 /// (so the median is the middle sample, the upper one of an even count, as [`median`] takes it).
@@ -145,7 +169,7 @@ struct Point {
 #[derive(clap::Parser)]
 #[command(name = "dispatch benchmark", disable_version_flag = true, after_help = SHAPES)]
 struct Cli {
-    /// Timed rounds per point (each after 2 warm-up runs).
+    /// Timed rounds per point (after a warm-up of at least 2 rounds and 100 ms per point).
     #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
     /// Only these shapes (comma-separated).
@@ -283,18 +307,18 @@ fn main() {
                 RuntimeKind::TensormapRing => cfg.clone().with_runtime(rt),
             };
             let mut samples: Vec<Samples> = NS.iter().map(|_| Samples::default()).collect();
-            for r in 0..rounds + 2 {
+            measure_rounds(rounds, |_, timed| {
                 for ((n, p, _), s) in prepared.iter().zip(samples.iter_mut()) {
                     let what = format!("{} N={n} {}", kind.name(), rt.name());
                     let (rep, el) = timed_run(&dev, p, rt, &run_cfg, &what);
                     s.executor = rep.executor;
-                    if r >= 2 {
+                    if timed {
                         s.runs.push(el);
                         s.orchs.push(rep.orchestration.unwrap_or_default());
                         s.flows.push(rep.orchestration_flow_wait.unwrap_or_default());
                     }
                 }
-            }
+            });
             let mut points = Vec::new();
             for ((n, _, builds), Samples { runs, orchs, flows, executor }) in prepared.into_iter().zip(samples) {
                 // Submission: the host graph build, or the device orchestrator's own time.
@@ -326,7 +350,11 @@ fn main() {
     let executor_ratio =
         if runtimes.contains(&RuntimeKind::HostBuiltGraph) { executor_cost(&dev, &k, rounds) } else { Vec::new() };
 
-    println!("board: {}   rounds per point: {rounds} (median after 2 warm-up runs)", Selected::NAME);
+    println!(
+        "board: {}   rounds per point: {rounds} (median, after a warm-up of at least {WARM_UP_ROUNDS} rounds and {} ms)",
+        Selected::NAME,
+        WARM_UP.as_millis()
+    );
     println!("submission = graph build on the host (hbg) / orchestration time on the device (trb)");
     println!(
         "vs ref = the reference C++ runtime's simulator, whole run at N=4000 (+ graph build for hbg), measured on {REFERENCE_DATE} \
@@ -448,6 +476,7 @@ fn main() {
         format_version: FORMAT_VERSION,
         board: Selected::NAME,
         rounds,
+        warm_up: WarmUpRule { min_rounds: WARM_UP_ROUNDS, min_ms: WARM_UP.as_millis() as u64 },
         shapes,
         vector_process_ms: VectorProcess {
             hbg: vector_process[0].map(|d| us(d) / 1e3),
@@ -518,12 +547,12 @@ fn cache_model_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeK
                 dev.platform().set_cache_model(model).expect("no launch is active");
                 let mut runs = Vec::new();
                 let what = format!("{} {}", kind.name(), rt.name());
-                for r in 0..rounds + 2 {
+                measure_rounds(rounds, |_, timed| {
                     let (_, el) = timed_run(dev, &p, rt, &cfg, &what);
-                    if r >= 2 {
+                    if timed {
                         runs.push(el);
                     }
-                }
+                });
                 stats.push([runs.iter().copied().min().unwrap_or_default(), median(runs)]);
             }
             out.push((kind.name(), rt, stats));
@@ -566,7 +595,7 @@ fn interleaved_cost(
     variants: usize,
     set: &dyn Fn(usize),
     cfg: &dyn Fn(usize, RuntimeKind) -> RunConfig,
-    check: &mut dyn FnMut(usize, &RunReport, Duration),
+    check: &mut dyn FnMut(usize, &RunReport, Duration, bool),
 ) -> Vec<CostRow> {
     let mut out = Vec::new();
     for kind in [ShapeKind::Chain, ShapeKind::Independent] {
@@ -574,17 +603,17 @@ fn interleaved_cost(
         for &rt in runtimes {
             let mut runs = vec![Vec::new(); variants];
             let what = format!("{} {}", kind.name(), rt.name());
-            for r in 0..rounds + 2 {
+            measure_rounds(rounds, |r, timed| {
                 for j in 0..variants {
                     let i = (j + r) % variants;
                     set(i);
                     let (rep, el) = timed_run(dev, &p, rt, &cfg(i, rt), &what);
-                    check(i, &rep, el);
-                    if r >= 2 {
+                    check(i, &rep, el, timed);
+                    if timed {
                         runs[i].push(el);
                     }
                 }
-            }
+            });
             let stats = runs.into_iter().map(|v| [v.iter().copied().min().unwrap_or_default(), median(v)]).collect();
             out.push((kind.name(), rt, stats));
         }
@@ -603,7 +632,7 @@ fn protection_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKi
         2,
         &set,
         &|_, rt| RunConfig::default().with_runtime(rt),
-        &mut |_, _, _| {},
+        &mut |_, _, _, _| {},
     );
     dev.platform().set_protection(was).expect("no launch is active");
     rows
@@ -613,7 +642,7 @@ fn protection_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKi
 fn check_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind], rounds: usize) -> Vec<CostRow> {
     let checks = [Checks::OFF, Checks { race: true, init: false }, Checks { race: false, init: true }, Checks::ALL];
     let cfg = |i: usize, rt| RunConfig::default().with_runtime(rt).with_check(checks[i]);
-    let rows = interleaved_cost(dev, k, (runtimes, rounds), 4, &|_| {}, &cfg, &mut |i, rep, _| {
+    let rows = interleaved_cost(dev, k, (runtimes, rounds), 4, &|_| {}, &cfg, &mut |i, rep, _, _| {
         assert_eq!(rep.checks, checks[i], "the run ran the checks asked for");
     });
     dev.platform().set_checks(Checks::OFF).expect("no launch is active");
@@ -651,17 +680,17 @@ fn engine_cost(runtimes: &[RuntimeKind], rounds: usize, threads: Option<u32>) {
                     })
                     .collect();
                 let mut samples = vec![[Vec::new(), Vec::new()]; engines.len()];
-                for r in 0..rounds + 2 {
+                measure_rounds(rounds, |_, timed| {
                     for (e, (d, _)) in devs.iter().enumerate() {
                         let what = format!("{} {} on {}", kind.name(), rt.name(), engines[e]);
                         for (i, p) in preps[e].iter().enumerate() {
                             let (_, el) = timed_run(d, p, rt, &cfg, &what);
-                            if r >= 2 {
+                            if timed {
                                 samples[e][i].push(el);
                             }
                         }
                     }
-                }
+                });
                 let stats: Vec<(f64, f64)> = samples
                     .into_iter()
                     .map(|[one, n]| {
@@ -686,7 +715,7 @@ fn engine_cost(runtimes: &[RuntimeKind], rounds: usize, threads: Option<u32>) {
 fn executor_cost(dev: &Device, k: &pto_testkit::Kernels, rounds: usize) -> Vec<CostRow> {
     let execs = [Executor::Legacy, Executor::Resident];
     let cfg = |i: usize, rt| RunConfig::default().with_runtime(rt).with_executor(execs[i]);
-    interleaved_cost(dev, k, (&[RuntimeKind::HostBuiltGraph], rounds), 2, &|_| {}, &cfg, &mut |i, rep, _| {
+    interleaved_cost(dev, k, (&[RuntimeKind::HostBuiltGraph], rounds), 2, &|_| {}, &cfg, &mut |i, rep, _, _| {
         assert_eq!(rep.executor, execs[i], "the run was on the executor asked for");
     })
 }
@@ -694,7 +723,7 @@ fn executor_cost(dev: &Device, k: &pto_testkit::Kernels, rounds: usize) -> Vec<C
 /// Tracing off (variant 0) and on (1).
 fn tracing_cost(dev: &Device, k: &pto_testkit::Kernels, runtimes: &[RuntimeKind], rounds: usize) -> Vec<CostRow> {
     let cfg = |i: usize, rt| RunConfig::default().with_runtime(rt).with_trace(i == 1);
-    interleaved_cost(dev, k, (runtimes, rounds), 2, &|_| {}, &cfg, &mut |i, rep, _| {
+    interleaved_cost(dev, k, (runtimes, rounds), 2, &|_| {}, &cfg, &mut |i, rep, _, _| {
         let t = rep.trace.as_ref();
         assert_eq!(t.is_some(), i == 1, "a trace exactly when tracing is on");
         if let Some(t) = t {
@@ -725,16 +754,20 @@ fn dump_cost(
     let mut rows_seen = 0usize;
     let mut acc = (0u64, 0u64, Duration::ZERO);
     let mut last_runs = 0usize;
-    let rows = interleaved_cost(dev, k, (runtimes, rounds), 3, &|_| {}, &cfg, &mut |i, rep, el| {
+    let rows = interleaved_cost(dev, k, (runtimes, rounds), 3, &|_| {}, &cfg, &mut |i, rep, el, timed| {
         assert_eq!(rep.dump.is_some(), i > 0, "a dump report exactly when the dump is on");
         if i == 2 {
             let d = rep.dump.as_ref().expect("dump report");
             assert_eq!(d.accounting.dropped, Some(0), "the benchmark's dumps lose nothing");
+        }
+        // The rates are the timed rounds' (each has one `Full` run; the warm-up comes first).
+        if i == 2 && timed {
+            let d = rep.dump.as_ref().expect("dump report");
             acc.0 += d.accounting.collected;
             acc.1 += d.payload_bytes;
             acc.2 += el;
             last_runs += 1;
-            if last_runs == rounds + 2 {
+            if last_runs == rounds {
                 full.push(acc);
                 acc = (0, 0, Duration::ZERO);
                 last_runs = 0;
@@ -803,8 +836,18 @@ fn print_cost(title: &str, names: &[&str], rows: &[CostRow]) {
 /// Version of the JSON document ([`BenchReport`], and the scale point's document): raised
 /// whenever a field is renamed, removed, added or changes meaning. 2: every point keeps its
 /// samples and their spread (`run`, `submit`) and its whole run (`whole_us`), every shape its
-/// `reference` comparison.
-pub const FORMAT_VERSION: u32 = 3;
+/// `reference` comparison. 4: `warm_up`, the warm-up every measurement of the dispatch document
+/// takes before its timed rounds (it was two rounds).
+pub const FORMAT_VERSION: u32 = 4;
+
+/// The warm-up before a measurement's timed rounds ([`measure_rounds`]).
+#[derive(Serialize)]
+struct WarmUpRule {
+    /// At least this many rounds.
+    min_rounds: usize,
+    /// And every round that starts before this many milliseconds since the first.
+    min_ms: u64,
+}
 
 /// The JSON document the benchmark prints and writes to `target/bench-dispatch.json`.
 #[derive(Serialize)]
@@ -813,8 +856,10 @@ struct BenchReport {
     format_version: u32,
     /// The selected board's name.
     board: &'static str,
-    /// Timed rounds per point (each after 2 warm-up runs).
+    /// Timed rounds per point (after the warm-up).
     rounds: usize,
+    /// The warm-up before every measurement's timed rounds.
+    warm_up: WarmUpRule,
     /// Per shape and runtime: fixed cost, marginal cost per task and submission time.
     shapes: Vec<ShapeResult>,
     /// Wall time of the `vector` example process per runtime in ms (`null`: not built).
