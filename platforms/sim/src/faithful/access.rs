@@ -1,7 +1,7 @@
 //! Cached accesses: an agent's loads and stores through its cache (or, for AICPU stores under
 //! the write-back policy, the cluster's), range maintenance (clean, invalidate) and barriers.
 
-use parking_lot::MutexGuard;
+use super::spin::MutexGuard;
 use std::sync::atomic::Ordering;
 
 use super::line::{CLine, Held, NONE, Stamp, lines, span_in};

@@ -82,6 +82,7 @@ mod evict;
 mod line;
 mod model;
 mod report;
+mod spin;
 mod sync;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! (`AgentState`), the register and word clocks, the line shards, and the model's settings
 //! (seed, eviction rate, AICPU write policy), with construction and reset between runs.
 
-use parking_lot::{Mutex, MutexGuard};
+use super::spin::{Mutex, MutexGuard};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
