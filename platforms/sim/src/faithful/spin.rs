@@ -2,13 +2,13 @@
 //! host thread's time slice after a short spin.
 //!
 //! The model takes about fifty locks per simulated task (an agent's state, a line's shard, a
-//! cluster set, a register), each held for a few hundred nanoseconds, almost never contended: on
-//! the coroutine engine one host thread runs every agent, and only the host's own thread and
-//! the orchestration's side thread can meet it at a lock. A `parking_lot` mutex gives its lock
-//! back with a locked read-modify-write (it must look for parked waiters); this one with a
-//! plain release store. On the 2-core machine that took the faithful run from 1.85 to 1.68 ms
-//! on the host-built independent shape at N = 1000 (`docs/benchmarks.md`, "Locks and
-//! contention").
+//! cluster set, a register), each held for one access's bookkeeping and almost never contended:
+//! on the coroutine engine one host thread runs every agent (by default), and only the host's
+//! own thread and the orchestration's side thread can meet it at a lock. A `parking_lot` mutex
+//! gives its lock back with a locked read-modify-write (it must look for parked waiters), a full
+//! barrier that waits for the stores before it; this one with a plain release store. On the
+//! 2-core machine that took the faithful run of the host-built independent shape at N = 1000
+//! from 1.88–2.05 to 1.59–1.80 ms (`docs/benchmarks.md`, "Locks and contention").
 //!
 //! A waiter spins [`SPINS`] times, then yields its thread on every look ([`SpinThenYield`]): on
 //! the thread-per-agent engine, where dozens of host threads share two processors, a holder
