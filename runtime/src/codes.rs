@@ -129,134 +129,164 @@ impl ErrorCode {
     }
 
     fn info(self) -> (&'static str, &'static str, &'static str) {
-        use DeviceFault as D;
-        use OrchError as O;
-        use SchedError as S;
         match self {
-            ErrorCode::Orch(O::ScopeDeadlock) => (
+            ErrorCode::Orch(e) => e.info(),
+            ErrorCode::Sched(e) => e.info(),
+            ErrorCode::Device(e) => e.info(),
+        }
+    }
+}
+
+impl OrchError {
+    /// Name, meaning and what to change (the tables behind [`ErrorCode::name`],
+    /// [`ErrorCode::description`] and [`ErrorCode::hint`]).
+    fn info(self) -> (&'static str, &'static str, &'static str) {
+        use OrchError as O;
+        match self {
+            O::ScopeDeadlock => (
                 "SCOPE_DEADLOCK",
                 "a scope holds at least as many tasks as the task window, so its own references block reclamation",
                 "enlarge the task window for this ring depth or split the scope",
             ),
-            ErrorCode::Orch(O::HeapRingDeadlock) => (
+            O::HeapRingDeadlock => (
                 "HEAP_RING_DEADLOCK",
                 "the output heap cannot hold the bytes requested even after every reclaimable task retired",
                 "enlarge the heap ring or shrink the largest runtime-allocated output",
             ),
-            ErrorCode::Orch(O::FlowControlDeadlock) => (
+            O::FlowControlDeadlock => (
                 "FLOW_CONTROL_DEADLOCK",
                 "no task-window slot can be freed: the ring is held by tasks of enclosing scopes that are still open, or nothing was reclaimed within the orchestrator's wait budget",
                 "enlarge the task window of that ring depth (RingConfig::window), move work into inner scopes, or raise RingConfig::wait_us",
             ),
-            ErrorCode::Orch(O::DepPoolOverflow) => (
+            O::DepPoolOverflow => (
                 "DEP_POOL_OVERFLOW",
                 "the fan-in of one task exceeds the dependency pool",
                 "enlarge the dependency pool or reduce the producers of one task",
             ),
-            ErrorCode::Orch(O::InvalidArgs) => (
+            O::InvalidArgs => (
                 "INVALID_ARGS",
                 "the orchestration API was misused",
                 "check the arguments of the task named in the detail",
             ),
-            ErrorCode::Orch(O::DependencyOverflow) => (
+            O::DependencyOverflow => (
                 "DEPENDENCY_OVERFLOW",
                 "retired: fan-in overflow, now reported as DEP_POOL_OVERFLOW",
                 "see DEP_POOL_OVERFLOW",
             ),
-            ErrorCode::Orch(O::RequireSyncStartInvalid) => (
+            O::RequireSyncStartInvalid => (
                 "REQUIRE_SYNC_START_INVALID",
                 "a sync-start cohort needs more cores than the device has",
                 "lower block_num of the sync-start task",
             ),
-            ErrorCode::Orch(O::TensorWaitTimeout) => (
+            O::TensorWaitTimeout => (
                 "TENSOR_WAIT_TIMEOUT",
                 "an orchestrator read of tensor data waited past its budget for the producer",
                 "check the producer kernel for a hang, or raise the tensor wait budget",
             ),
-            ErrorCode::Orch(O::ExplicitOrchFatal) => (
+            O::ExplicitOrchFatal => (
                 "EXPLICIT_ORCH_FATAL",
                 "the orchestration reported a fatal error",
                 "read the orchestration's own message",
             ),
-            ErrorCode::Orch(O::ScopeTasksOverflow) => (
+            O::ScopeTasksOverflow => (
                 "SCOPE_TASKS_OVERFLOW",
                 "scopes are nested deeper than the runtime tracks (64 levels)",
                 "flatten the scope nesting",
             ),
-            ErrorCode::Orch(O::TensormapOverflow) => (
+            O::TensormapOverflow => (
                 "TENSORMAP_OVERFLOW",
                 "the tensor map's entry pool could not be reclaimed",
                 "enlarge the tensor map or retire tasks sooner",
             ),
-            ErrorCode::Sched(S::SchedulerTimeout) => (
+        }
+    }
+}
+
+impl SchedError {
+    /// Name, meaning and what to change (the tables behind [`ErrorCode::name`],
+    /// [`ErrorCode::description`] and [`ErrorCode::hint`]).
+    fn info(self) -> (&'static str, &'static str, &'static str) {
+        use SchedError as S;
+        match self {
+            S::SchedulerTimeout => (
                 "SCHEDULER_TIMEOUT",
                 "the scheduler saw no progress within its watchdog budget (a core never reported, a kernel never finished, or a dependency can never resolve)",
                 "check the site: a hung kernel or a silent core; raise the watchdog budget only for genuinely long kernels",
             ),
-            ErrorCode::Sched(S::AsyncCompletionInvalid) => (
+            S::AsyncCompletionInvalid => (
                 "ASYNC_COMPLETION_INVALID",
                 "a malformed asynchronous completion",
                 "check the asynchronous completion producer",
             ),
-            ErrorCode::Sched(S::AsyncWaitOverflow) => {
+            S::AsyncWaitOverflow => {
                 ("ASYNC_WAIT_OVERFLOW", "the asynchronous wait list is full", "reduce outstanding asynchronous waits")
             }
-            ErrorCode::Sched(S::AsyncRegistrationFailed) => (
+            S::AsyncRegistrationFailed => (
                 "ASYNC_REGISTRATION_FAILED",
                 "an asynchronous completion could not be registered",
                 "internal error: report it",
             ),
-            ErrorCode::Sched(S::ReadyQueueOverflow) => (
+            S::ReadyQueueOverflow => (
                 "READY_QUEUE_OVERFLOW",
                 "a ready queue overflowed",
                 "internal error: ready queues are sized from the graph; report it",
             ),
-            ErrorCode::Device(D::KernelFault) => (
+        }
+    }
+}
+
+impl DeviceFault {
+    /// Name, meaning and what to change (the tables behind [`ErrorCode::name`],
+    /// [`ErrorCode::description`] and [`ErrorCode::hint`]).
+    fn info(self) -> (&'static str, &'static str, &'static str) {
+        use DeviceFault as D;
+        match self {
+            D::KernelFault => (
                 "KERNEL_FAULT",
                 "a kernel panicked or trapped on its core",
                 "fix the kernel named by the task's func id; the message says why it failed",
             ),
-            ErrorCode::Device(D::UnknownKernel) => (
+            D::UnknownKernel => (
                 "UNKNOWN_KERNEL",
                 "a task's kernel binary is not loaded for the core type it was dispatched to",
                 "register the kernel for that core type",
             ),
-            ErrorCode::Device(D::BadImage) => (
+            D::BadImage => (
                 "BAD_IMAGE",
                 "the launch descriptor or graph image failed validation on the device",
                 "internal error: the host built an image the device rejects; report it",
             ),
-            ErrorCode::Device(D::BadReport) => (
+            D::BadReport => (
                 "BAD_REPORT",
                 "a core's handshake report named the wrong core type or a physical id outside the device",
                 "check the board's topology against the device",
             ),
-            ErrorCode::Device(D::ExitTimeout) => (
+            D::ExitTimeout => (
                 "EXIT_TIMEOUT",
                 "a core did not acknowledge EXIT within the exit budget; it was not released",
                 "the device is unusable until reopened; check for a kernel that never returns",
             ),
-            ErrorCode::Device(D::ReleaseTimeout) => (
+            D::ReleaseTimeout => (
                 "RELEASE_TIMEOUT",
                 "a core acknowledged EXIT but its AICPU thread did not release it through the teardown gate within the core's wait budget; the core keeps waiting (it never leaves while the AICPU may still own it)",
                 "an AICPU thread is stuck in retirement: if the run never completes the device is unusable until reopened; otherwise raise the exit budget",
             ),
-            ErrorCode::Device(D::KernelHung) => (
+            D::KernelHung => (
                 "KERNEL_HUNG",
                 "a kernel started on its core and did not return within the scheduler's watchdog",
                 "fix the kernel named by the task (a loop that never ends, a wait on data nobody writes); raise the watchdog only for genuinely long kernels. The device is unusable until reopened while the core stays stuck",
             ),
-            ErrorCode::Device(D::ArgsCaptureTimeout) => (
+            D::ArgsCaptureTimeout => (
                 "ARGS_CAPTURE_TIMEOUT",
                 "a core waited at a task boundary past its budget for the args dump to seal the boundary's capture; nothing was sealed and the dump's accounting is unknown",
                 "the host did not drain the dump (raise DumpConfig's arena or wait budget) or an AICPU thread stopped serving; the site says which boundary",
             ),
-            ErrorCode::Device(D::TopologyBound) => (
+            D::TopologyBound => (
                 "TOPOLOGY_BOUND",
                 "the launch names more clusters than this platform's AICPU programs are built for (their per-core tables are sized at compile time by the platform's bound); nothing ran. The detail is the clusters launched (high 32 bits) and the bound (low 32 bits)",
                 "launch at most the bound's clusters (RunConfig::clusters), or use the device library built for this chip: the board's topology exceeds its platform's bound",
             ),
-            ErrorCode::Device(D::ArgsCaptureInitLost) => (
+            D::ArgsCaptureInitLost => (
                 "ARGS_CAPTURE_INIT_LOST",
                 "a core waited at a task boundary past its budget while the boundary's rendezvous slot was still being initialised by the core that claimed it",
                 "the claiming core stalled or died inside the claim; check the core named in the fault",

@@ -1,6 +1,6 @@
 //! Loom models of the resident route's argument-capture rendezvous (`docs/args-dump.md`, "The
 //! resident route": the guarantees numbered 3–6 there): the slot's step functions from
-//! `pto_runtime::exec::resident::capture::rendezvous` (`claim`, `arrive`, `publisher`, `publisher_word`,
+//! `pto_runtime::exec::resident::capture::{slot, lines}` (`claim`, `arrive`, `publisher`, `publisher_word`,
 //! `leave`, `departed`, `read_ack`, `write_request`, `ask`; on the AICPU's side `read_request`,
 //! `look_asked`, `write_ack`) driven by loom threads as the cores and the service drive them, over the loom device of [`loom_hal`] (every slot, request and acknowledgement word a
 //! loom atomic, as `GmAtomic` defines it), and the real [`GmLane`] for the lane's one open
@@ -84,10 +84,10 @@ use loom_harness::expect_found;
 use loom_harness::{Tally, check};
 use pto_hal::{Begin, Blocked, DumpLane, DumpReservation, GmAddr, GmAtomic, GmMemory};
 use pto_runtime::dump::{Capture, DumpLevel, GmLane};
-use pto_runtime::exec::resident::capture::rendezvous::{
-    Ack, Asked, Claim, Request, arrive, ask, claim, departed, leave, look_asked, publisher, publisher_word, read_ack,
-    read_request, write_ack, write_request,
+use pto_runtime::exec::resident::capture::lines::{
+    Ack, Asked, Request, ask, look_asked, read_ack, read_request, write_ack, write_request,
 };
+use pto_runtime::exec::resident::capture::slot::{Claim, arrive, claim, departed, leave, publisher, publisher_word};
 use pto_runtime::layout::{
     CaptureLayout, DUMP_MAGIC, DumpHeader, DumpLayout, DumpReady, DumpRecord, capture_ack, capture_header,
     capture_phase, capture_request, capture_slot, capture_status,

@@ -75,6 +75,14 @@ macro_rules! c_struct {
 
 /// Every structure of the device ABI, each after the ones it contains.
 pub fn structs() -> Vec<CStruct> {
+    let mut all = launch_structs();
+    all.extend(kernel_structs());
+    all.extend(trace_structs());
+    all
+}
+
+/// The launch descriptor's lines, the handshake report and the teardown gate.
+fn launch_structs() -> Vec<CStruct> {
     alloc::vec![
         c_struct!(
             "pto_launch_config",
@@ -170,6 +178,13 @@ pub fn structs() -> Vec<CStruct> {
             "A worker's teardown gate line.",
             TeardownGate { release: "uint64_t", reserved: "uint64_t"[7] }
         ),
+    ]
+}
+
+/// What a kernel is handed: the dispatch payload, the argument record and its tensors, and
+/// the local and global contexts.
+fn kernel_structs() -> Vec<CStruct> {
+    alloc::vec![
         c_struct!(
             "pto_dispatch_payload",
             "One of a worker's two dispatch payload lines.",
@@ -251,6 +266,12 @@ pub fn structs() -> Vec<CStruct> {
                 reserved: "uint32_t",
             }
         ),
+    ]
+}
+
+/// The trace ring's header and records.
+fn trace_structs() -> Vec<CStruct> {
+    alloc::vec![
         c_struct!(
             "pto_trace_header",
             "Head line of an agent's trace ring: written by its owner when it is done with the run.",

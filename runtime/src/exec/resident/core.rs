@@ -5,7 +5,7 @@
 use pto_hal::{AicoreAgent, AicoreLaunch, CoreType, GmAddr, GmAtomic};
 use zerocopy::{FromZeros, IntoBytes};
 
-use super::capture::rendezvous::{Boundary, Failure};
+use super::capture::boundary::{Boundary, Failure};
 use super::state::*;
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::dump::{DumpLevel, TaskArgs};
@@ -59,16 +59,8 @@ pub fn serve<A: AicoreAgent>(
         Err(e) => {
             // The AICPU validated the image before it started the cores: this one reads
             // something else (a stale or clobbered line).
-            let f = Fault {
-                code: ErrorCode::Device(DeviceFault::BadImage),
-                site: Site::Kernel,
-                task: None,
-                core: Some(w),
-                detail: e.detail(),
-            };
-            lifecycle::latch(a, map.desc, f, "a core read a graph image the AICPU had not validated");
-            a.send_event();
-            return Served::IdleTimeout;
+            let f = core_fault(ErrorCode::Device(DeviceFault::BadImage), Site::Kernel, w, e.detail());
+            return leave_latched(a, map, f, "a core read a graph image the AICPU had not validated");
         }
     };
     let (c, lane) = seat(w, l.clusters);
@@ -147,25 +139,59 @@ pub fn serve<A: AicoreAgent>(
             deadline = now.saturating_add(budget);
         }
         if now >= deadline {
-            lifecycle::latch(
+            return leave_latched(
                 a,
-                map.desc,
-                Fault {
-                    code: ErrorCode::Sched(SchedError::SchedulerTimeout),
-                    site: Site::CoreIdle,
-                    task: None,
-                    core: Some(w),
-                    detail: n,
-                },
+                map,
+                core_fault(ErrorCode::Sched(SchedError::SchedulerTimeout), Site::CoreIdle, w, n),
                 "",
             );
-            a.send_event();
-            return Served::IdleTimeout;
         }
         // In slices: EXIT arrives through a register, not through the watched word.
         let until = deadline.min(now.saturating_add(a.ticks_from_micros(IDLE_SLICE_US)));
         backoff.wait_word(a, watch, bell, until);
     }
+}
+
+/// A fault of core `w` that names no task.
+fn core_fault(code: ErrorCode, site: Site, w: u32, detail: u64) -> Fault {
+    Fault { code, site, task: None, core: Some(w), detail }
+}
+
+/// Latch `f` (first wins), wake the supervisors and leave the run as [`Served::IdleTimeout`]:
+/// the core goes on to its teardown gate.
+fn leave_latched<A: AicoreAgent>(a: &A, map: &RunMap, f: Fault, text: &str) -> Served {
+    lifecycle::latch(a, map.desc, f, text);
+    a.send_event();
+    Served::IdleTimeout
+}
+
+/// One subtask as a core runs it: what [`Core::read_entry`] read of its slot entry, the
+/// task's record and its argument record's header.
+struct Subtask {
+    t: u32,
+    block: u32,
+    rec: TaskRecord,
+    /// This core's lane of its cluster.
+    lane: u32,
+    /// The kernel lane it runs (0 AIC, 1 or 2 AIV).
+    func_lane: u32,
+    /// A lane of a gang's block.
+    gang: bool,
+    args: GmAddr,
+    h: ArgsHeader,
+}
+
+/// The boundaries a subtask crosses when the run dumps: this core's capture seat, the
+/// participants' mask, the slot's occupancy (0 for a lone participant) and which of the two
+/// phases records anything.
+type Phases<'b> = (&'b Boundary, u64, u64, [bool; 2]);
+
+/// How [`Core::execute`] ended.
+enum Executed {
+    /// The kernel ran and its outputs are written back: its trace record, when tracing.
+    Ran(Option<TraceRecord>),
+    /// The subtask ends here (a fault latched, or a broken variant did its own ending).
+    Stopped,
 }
 
 /// What one core's resident loop works with.
@@ -286,14 +312,58 @@ impl<A: AicoreAgent> Core<'_, A> {
     /// kernel faults ends there: it is not counted off, so its task never completes and
     /// releases no consumer, and its output capture is never requested.
     fn run(&self, lane: u32, e: u64, taken: u64, trace: &mut Option<crate::trace::TraceRing>, ctx: &mut CoreCtx<'_>) {
+        let a = self.a;
+        let Some(s) = self.read_entry(lane, e) else { return };
+        let skip = s.h.predicate != 0 && !predicate_holds(a, s.h.predicate);
+        // The boundaries this task has: a phase that records nothing is not entered. They are
+        // learnt from the kernel's arguments, loaded here (before the input capture, which
+        // does not change them) instead of read a second time for the kernel.
+        let loaded = self.capture.is_some();
+        if loaded {
+            ctx.load_body(a, s.args, &s.h);
+        }
+        let phases = self.phases(&s, ctx);
+        // No subtask executes before the task's input capture is sealed.
+        if !self.cross(phases, &s, crate::layout::capture_phase::BEFORE) {
+            return;
+        }
+        let traced = if skip {
+            None
+        } else {
+            match self.execute(&s, taken, trace, ctx, loaded) {
+                Executed::Ran(traced) => traced,
+                Executed::Stopped => return,
+            }
+        };
+        // The outputs are in memory before any consumer can be taken (and before the output
+        // capture is requested).
+        a.store_barrier();
+        // No completion before the task's output capture is sealed.
+        if !self.cross(phases, &s, crate::layout::capture_phase::AFTER) {
+            return;
+        }
+        self.finish_subtask(s.t, Some(&s.rec));
+        if let (Some(tr), Some(mut r)) = (trace.as_mut(), traced) {
+            r.completion = a.now_ticks().max(1);
+            tr.push(a, &r);
+        }
+    }
+
+    /// Latch BAD_IMAGE for task `t` at the kernel site: what a core read of its slot entry
+    /// or the task's record does not agree with the validated graph.
+    fn bad_entry(&self, t: u32, detail: u64, text: &str) {
+        self.fault(ErrorCode::Device(DeviceFault::BadImage), Site::Kernel, t, detail, text);
+    }
+
+    /// Read slot entry `e` of lane `lane`: the task's record, the kernel lane it runs and its
+    /// argument record's header. `None` (BAD_IMAGE latched) when the entry names a task,
+    /// block or lane the graph does not have.
+    fn read_entry(&self, lane: u32, e: u64) -> Option<Subtask> {
         let (a, l, img) = (self.a, self.l, self.img);
         let (t, block) = entry_task_block(e);
-        let bad = |detail: u64, text: &str| {
-            self.fault(ErrorCode::Device(DeviceFault::BadImage), Site::Kernel, t, detail, text);
-        };
         if t >= l.tasks {
-            bad(e, "a dispatch slot named a task outside the graph");
-            return;
+            self.bad_entry(t, e, "a dispatch slot named a task outside the graph");
+            return None;
         }
         // The slot was published after the task was released, which came after its
         // producers' outputs were written back: order this core's reads after it.
@@ -309,175 +379,170 @@ impl<A: AicoreAgent> Core<'_, A> {
         } else {
             1
         };
-        let sub_block = if gang && lane > 0 { lane - 1 } else { 0 };
         if block >= rec.block_num || rec.funcs[func_lane as usize] == NO_FUNC {
-            bad(e, "a dispatch slot named a block or lane the task does not have");
-            return;
+            self.bad_entry(t, e, "a dispatch slot named a block or lane the task does not have");
+            return None;
         }
         let args = GmAddr(self.map.cfg.image + img.args_offset(t, &rec));
         let mut h = ArgsHeader::new_zeroed();
         a.observe_lines(args, ARGS_HEAD);
         a.read(args, h.as_mut_bytes());
-        let skip = h.predicate != 0 && !predicate_holds(a, h.predicate);
-        // The boundaries this task has: a phase that records nothing is not entered. They are
-        // learnt from the kernel's arguments, loaded here (before the input capture, which
-        // does not change them) instead of read a second time for the kernel.
-        let loaded = self.capture.is_some();
-        if loaded {
-            ctx.load_body(a, args, &h);
-        }
-        let boundary = self.capture.as_ref().map(|(b, level)| {
-            let record = TaskArgs::with_header(args.0, h);
-            let mask = if gang {
-                match home_fields(a.query(GmAddr(l.home(t)))).2 {
+        Some(Subtask { t, block, rec, lane, func_lane, gang, args, h })
+    }
+
+    /// The boundaries subtask `s` crosses when the run dumps ([`Phases`]); `None` when it
+    /// does not.
+    fn phases(&self, s: &Subtask, ctx: &CoreCtx<'_>) -> Option<Phases<'_>> {
+        let a = self.a;
+        self.capture.as_ref().map(|(b, level)| {
+            let record = TaskArgs::with_header(s.args.0, s.h);
+            let mask = if s.gang {
+                match home_fields(a.query(GmAddr(self.l.home(s.t)))).2 {
                     0 => 0b111,
                     m => m as u64,
                 }
             } else {
-                1 << lane
+                1 << s.lane
             };
             // A lone participant claims no slot: its occupancy is never handed out.
-            let n = if mask.count_ones() > 1 { b.occupancy(a, lane) } else { 0 };
+            let n = if mask.count_ones() > 1 { b.occupancy(a, s.lane) } else { 0 };
             (b, mask, n, record.stages_in(ctx.descriptors(), *level))
-        });
-        // A task that records at either boundary crosses AFTER (possibly empty: the AICPU
-        // seals it at once), so a gang's occupancy always settles; a gang claims its slot at
-        // the first phase it enters (a single-lane task claims none).
-        let cross = |phase: u64| -> bool {
-            let Some((b, mask, n, has)) = boundary else { return true };
-            let enter = if phase == crate::layout::capture_phase::BEFORE { has[0] } else { has[0] || has[1] };
-            if !enter {
-                return true;
+        })
+    }
+
+    /// Cross boundary `phase` of subtask `s`; `false` when the core must not go on (EXIT, an
+    /// abort, or a fault this core latched). A task that records at either boundary crosses
+    /// AFTER (possibly empty: the AICPU seals it at once), so a gang's occupancy always
+    /// settles; a gang claims its slot at the first phase it enters (a single-lane task
+    /// claims none).
+    fn cross(&self, phases: Option<Phases<'_>>, s: &Subtask, phase: u64) -> bool {
+        let Some((b, mask, n, has)) = phases else { return true };
+        let before = phase == crate::layout::capture_phase::BEFORE;
+        if !(if before { has[0] } else { has[0] || has[1] }) {
+            return true;
+        }
+        let key = mask.trailing_zeros();
+        let claim = before || !has[0];
+        match b.cross(self.a, key, n, mask, 1 << s.lane, phase, s.t, claim) {
+            Ok(()) => true,
+            Err(Failure::Exit) | Err(Failure::Aborted(None)) => false,
+            Err(Failure::Aborted(Some(code))) => {
+                let site = if before { Site::CaptureBefore } else { Site::CaptureAfter };
+                self.fault(ErrorCode::Device(code), site, s.t, n, "the args dump did not seal this task boundary");
+                false
             }
-            let key = mask.trailing_zeros();
-            let claim = phase == crate::layout::capture_phase::BEFORE || !has[0];
-            match b.cross(a, key, n, mask, 1 << lane, phase, t, claim) {
-                Ok(()) => true,
-                Err(Failure::Exit) | Err(Failure::Aborted(None)) => false,
-                Err(Failure::Aborted(Some(code))) => {
-                    let site = if phase == crate::layout::capture_phase::BEFORE {
-                        Site::CaptureBefore
-                    } else {
-                        Site::CaptureAfter
-                    };
-                    self.fault(ErrorCode::Device(code), site, t, n, "the args dump did not seal this task boundary");
-                    false
-                }
-            }
+        }
+    }
+
+    /// Run subtask `s`'s kernel and write its outputs back (the arguments are in `ctx`
+    /// already when `loaded`): its trace record when the run traces, or
+    /// [`Executed::Stopped`] when the subtask ends here (an unknown kernel, a malformed
+    /// record, a kernel fault).
+    fn execute(
+        &self,
+        s: &Subtask,
+        taken: u64,
+        trace: &mut Option<crate::trace::TraceRing>,
+        ctx: &mut CoreCtx<'_>,
+        loaded: bool,
+    ) -> Executed {
+        let (a, l, t) = (self.a, self.l, s.t);
+        let f = self.img.func(s.rec.funcs[s.func_lane as usize]).unwrap_or_default();
+        let bin = if s.func_lane == 0 { f.aic } else { f.aiv };
+        let Some(kernel) = a.resolve_kernel(bin) else {
+            let why = "kernel binary not loaded for this core type";
+            self.fault(ErrorCode::Device(DeviceFault::UnknownKernel), Site::Kernel, t, bin, why);
+            return Executed::Stopped;
         };
-        // No subtask executes before the task's input capture is sealed.
-        if !cross(crate::layout::capture_phase::BEFORE) {
-            return;
+        let p = DispatchPayload {
+            bin,
+            args: s.args.0,
+            task_id: t,
+            block_idx: s.block,
+            block_num: s.rec.block_num,
+            lane: if s.gang && s.lane > 0 { s.lane - 1 } else { 0 },
+            reg_task_id: 0,
+            ..DispatchPayload::default()
+        };
+        let start = a.now_ticks();
+        a.store_direct(GmAddr(l.running(self.w)), t as u64 + 1);
+        if !loaded {
+            ctx.load_body(a, s.args, &s.h);
         }
-        let mut traced: Option<TraceRecord> = None;
-        if !skip {
-            let f = img.func(rec.funcs[func_lane as usize]).unwrap_or_default();
-            let bin = if func_lane == 0 { f.aic } else { f.aiv };
-            let Some(kernel) = a.resolve_kernel(bin) else {
-                self.fault(
-                    ErrorCode::Device(DeviceFault::UnknownKernel),
-                    Site::Kernel,
-                    t,
-                    bin,
-                    "kernel binary not loaded for this core type",
-                );
-                return;
-            };
-            let p = DispatchPayload {
-                bin,
-                args: args.0,
-                task_id: t,
-                block_idx: block,
-                block_num: rec.block_num,
-                lane: sub_block,
-                reg_task_id: 0,
-                ..DispatchPayload::default()
-            };
-            let start = a.now_ticks();
-            a.store_direct(GmAddr(l.running(self.w)), t as u64 + 1);
-            if !loaded {
-                ctx.load_body(a, args, &h);
-            }
-            ctx.set_payload(&p);
-            if let Some(i) = ctx.malformed() {
-                bad(i as u64, "malformed argument record (a stale or corrupt read of its tensor descriptors)");
-                return;
-            }
-            ctx.observe_arguments(a);
-            let ran = a.run_kernel(kernel, ctx);
-            let record = |end: u64| TraceRecord {
-                kind: trace_kind::SUBTASK,
-                lane: func_lane as u8,
-                core: self.w,
-                task: t,
-                block,
-                bin,
-                start,
-                end,
-                dispatch: taken.max(1),
-                ..TraceRecord::default()
-            };
-            if let Err(err) = ran {
-                // What the kernel wrote before it faulted is written back before the fault is
-                // reported: the host may read the tensor after the run (the legacy core does
-                // the same before its faulted FIN).
-                if !crate::breakage::broken(crate::breakage::FAULT_EXIT_SKIPS_PUBLISH) {
-                    ctx.publish_outputs(a);
-                    a.store_barrier();
-                }
-                self.fault(ErrorCode::Device(DeviceFault::KernelFault), Site::Kernel, t, bin, err.as_str());
-                if !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) {
-                    // The faulted subtask is traced (it ends after the latch), never completed.
-                    if let Some(tr) = trace.as_mut() {
-                        tr.push(a, &record(a.now_ticks()));
-                    }
-                    return;
-                }
-            }
-            if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) {
-                // Broken on purpose: the subtask is counted and the consumers released (and
-                // rung for) before the outputs are written back.
-                a.store_barrier();
-                a.fetch_add(GmAddr(l.executed()), 1);
-                let mine = a.query(GmAddr(l.completed()));
-                self.finish_subtask(t, Some(&rec));
-                self.settle();
-                // The interleaving forced: the write-back waits until a consumer released
-                // here has completed (it read the row without it), or a second passes.
-                if rec.fanout_count > 0 && crate::breakage::forcing() {
-                    let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
-                    loop {
-                        let now = a.query(GmAddr(l.completed()));
-                        if now > mine + 1 || a.now_ticks() >= until || latch_seen(a, self.map) {
-                            break;
-                        }
-                        let slice = a.now_ticks().saturating_add(a.ticks_from_micros(IDLE_SLICE_US));
-                        a.wait_for_word(GmAddr(l.completed()), now, slice.min(until));
-                    }
-                }
+        ctx.set_payload(&p);
+        if let Some(i) = ctx.malformed() {
+            self.bad_entry(
+                t,
+                i as u64,
+                "malformed argument record (a stale or corrupt read of its tensor descriptors)",
+            );
+            return Executed::Stopped;
+        }
+        ctx.observe_arguments(a);
+        let ran = a.run_kernel(kernel, ctx);
+        let record = |end: u64| TraceRecord {
+            kind: trace_kind::SUBTASK,
+            lane: s.func_lane as u8,
+            core: self.w,
+            task: t,
+            block: s.block,
+            bin,
+            start,
+            end,
+            dispatch: taken.max(1),
+            ..TraceRecord::default()
+        };
+        if let Err(err) = ran {
+            // What the kernel wrote before it faulted is written back before the fault is
+            // reported: the host may read the tensor after the run (the legacy core does
+            // the same before its faulted FIN).
+            if !crate::breakage::broken(crate::breakage::FAULT_EXIT_SKIPS_PUBLISH) {
                 ctx.publish_outputs(a);
-                a.store_direct(GmAddr(l.running(self.w)), 0);
-                return;
+                a.store_barrier();
             }
-            ctx.publish_outputs(a);
-            a.store_direct(GmAddr(l.running(self.w)), 0);
-            a.fetch_add(GmAddr(l.executed()), 1);
-            if trace.is_some() {
-                traced = Some(record(a.now_ticks()));
+            self.fault(ErrorCode::Device(DeviceFault::KernelFault), Site::Kernel, t, bin, err.as_str());
+            if !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) {
+                // The faulted subtask is traced (it ends after the latch), never completed.
+                if let Some(tr) = trace.as_mut() {
+                    tr.push(a, &record(a.now_ticks()));
+                }
+                return Executed::Stopped;
             }
         }
-        // The outputs are in memory before any consumer can be taken (and before the output
-        // capture is requested).
+        if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) {
+            self.fin_before_publish(s, ctx);
+            return Executed::Stopped;
+        }
+        ctx.publish_outputs(a);
+        a.store_direct(GmAddr(l.running(self.w)), 0);
+        a.fetch_add(GmAddr(l.executed()), 1);
+        Executed::Ran(trace.is_some().then(|| record(a.now_ticks())))
+    }
+
+    /// Broken on purpose (`FIN_BEFORE_PUBLISH`): the subtask is counted and the consumers
+    /// released (and rung for) before the outputs are written back.
+    fn fin_before_publish(&self, s: &Subtask, ctx: &mut CoreCtx<'_>) {
+        let (a, l) = (self.a, self.l);
         a.store_barrier();
-        // No completion before the task's output capture is sealed.
-        if !cross(crate::layout::capture_phase::AFTER) {
-            return;
+        a.fetch_add(GmAddr(l.executed()), 1);
+        let mine = a.query(GmAddr(l.completed()));
+        self.finish_subtask(s.t, Some(&s.rec));
+        self.settle();
+        // The interleaving forced: the write-back waits until a consumer released here has
+        // completed (it read the row without it), or a second passes.
+        if s.rec.fanout_count > 0 && crate::breakage::forcing() {
+            let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
+            loop {
+                let now = a.query(GmAddr(l.completed()));
+                if now > mine + 1 || a.now_ticks() >= until || latch_seen(a, self.map) {
+                    break;
+                }
+                let slice = a.now_ticks().saturating_add(a.ticks_from_micros(IDLE_SLICE_US));
+                a.wait_for_word(GmAddr(l.completed()), now, slice.min(until));
+            }
         }
-        self.finish_subtask(t, Some(&rec));
-        if let (Some(tr), Some(mut r)) = (trace.as_mut(), traced) {
-            r.completion = a.now_ticks().max(1);
-            tr.push(a, &r);
-        }
+        ctx.publish_outputs(a);
+        a.store_direct(GmAddr(l.running(self.w)), 0);
     }
 
     /// Decrement every consumer's fan-in; publish those that reach zero.

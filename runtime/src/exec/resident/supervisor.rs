@@ -89,7 +89,7 @@ pub fn supervise<A: AicpuAgent>(
             // No back-off here: a serving thread that spins in a delay instead of sleeping
             // answers a request sooner, and a capture publisher that reads its acknowledgement
             // after the answer to a WOULD_BLOCK re-requests without looking at its budget
-            // (`capture::rendezvous`), so the answer's timing is left as it was.
+            // (`capture::boundary`), so the answer's timing is left as it was.
             let (at, seen) = s.asked();
             a.wait_for_word(at, seen, until.min(now.saturating_add(a.ticks_from_micros(1_000))));
         } else {

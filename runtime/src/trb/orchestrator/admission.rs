@@ -4,10 +4,12 @@
 //! the scope tensors it names, with forged and ended-scope tensors refused).
 
 use crate::sync::Ordering;
+use alloc::format;
 
 use pto_hal::{AicpuAgent, CoreType};
 
 use super::DeviceOrch;
+use crate::codes::OrchError;
 use crate::exec::legacy::sched::TaskSource;
 use crate::graph::{Direction, GraphError, Placement, Task};
 use crate::layout::{RINGS, Shape};
@@ -15,6 +17,25 @@ use crate::orch::{OrchFail, ScopeMode};
 use crate::trb::ring::untask_id;
 
 impl<A: AicpuAgent> DeviceOrch<'_, A> {
+    /// Whether task `task` (id `id`, of `shape`) can be placed on this run at all: not an AIC
+    /// or MIX task on an AIV-only run, and not a sync-start cohort larger than one scheduler
+    /// thread hosts.
+    pub(super) fn check_placeable(&mut self, task: &Task, id: u32, shape: Shape) -> Result<(), OrchFail> {
+        if self.s.image.flags & crate::layout::orch_flags::AIV_ONLY != 0 && matches!(shape, Shape::Aic | Shape::Mix) {
+            let why = "the run is AIV-only";
+            return Err(self.invalid(GraphError::Unplaceable { task: id, shape, why }));
+        }
+        if task.is_sync_start() && task.block_num() > self.cohort_capacity(shape) {
+            let cap = self.cohort_capacity(shape);
+            let text = format!(
+                "task {id}: a sync-start cohort of {} {shape:?} blocks; one scheduler thread hosts at most {cap}",
+                task.block_num()
+            );
+            return Err(self.stop_with(OrchError::RequireSyncStartInvalid, task.block_num() as u64, &text));
+        }
+        Ok(())
+    }
+
     /// Blocks one scheduler thread can start together for `shape` (the sync-start bound).
     pub(super) fn cohort_capacity(&self, shape: Shape) -> u32 {
         let cfg = &self.s.base().map.cfg;

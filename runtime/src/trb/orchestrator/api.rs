@@ -19,6 +19,62 @@ use crate::tensormap::Region;
 use crate::trb::ring::{self, COMPLETED, PENDING, Wired, handle, task_id};
 
 impl<A: AicpuAgent> DeviceOrch<'_, A> {
+    /// Write task `task`'s argument record at `args_addr`: AICPU stores, read by the cores
+    /// after the register hand-off, published by the contract before the task can become
+    /// ready (a clean under a2a3).
+    fn write_record(&mut self, task: &Task, args_addr: u64) {
+        let mut rec = core::mem::take(&mut self.record);
+        rec.clear();
+        rec.resize(crate::args::record_len(task) as usize, 0);
+        crate::args::encode(task, GmAddr::NULL, &mut rec);
+        self.a.write(GmAddr(args_addr), &rec);
+        if !crate::breakage::broken(crate::breakage::SKIP_RECORD_CLEAN) {
+            crate::lifecycle::publish_aicpu(self.a, GmAddr(args_addr), rec.len() as u64);
+        }
+        self.record = rec;
+    }
+
+    /// Wire the collected producers to task handle `me` of ring `ring`, its edges from
+    /// `first_edge`: how many producers are done already (retired, or completed while being
+    /// wired) and how many edges were linked.
+    fn wire_producers(&self, me: u32, ring: usize, first_edge: u64) -> (u32, u64) {
+        let mut done = 0u32;
+        let mut linked = 0u64;
+        let rings = &self.s.rings;
+        for &p in &self.producers {
+            let (pr, pl) = ((p >> 32) as usize, p as u32);
+            let ph = handle(pr, rings[pr].slot_of(pl));
+            match ring::wire(rings, me, ph, pl, ring, first_edge + linked) {
+                Wired::Gone => done += 1,
+                Wired::Done => {
+                    done += 1;
+                    linked += 1;
+                }
+                Wired::Linked => linked += 1,
+            }
+        }
+        (done, linked)
+    }
+
+    /// When the run traces: one edge record per collected producer of task `id`.
+    fn trace_edges(&mut self, id: u32) {
+        let Some(t) = self.trace.as_deref_mut() else { return };
+        let now = self.a.now_ticks();
+        for &p in &self.producers {
+            let producer = task_id((p >> 32) as usize, p as u32);
+            let r = crate::layout::TraceRecord {
+                kind: crate::layout::trace_kind::EDGE,
+                core: u32::MAX,
+                task: id,
+                block: producer,
+                start: now,
+                end: now,
+                ..Default::default()
+            };
+            t.push(self.a, &r);
+        }
+    }
+
     fn element(&mut self, t: &Tensor, index: &[u32], len: usize) -> Result<(u64, Region), OrchFail> {
         let off = element_offset(t, index)?;
         let es = t.dtype().size() as u64;
@@ -53,19 +109,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         }
         let bins = self.bins(&task, id)?;
         let shape = task.kind().shape();
-        if self.s.image.flags & crate::layout::orch_flags::AIV_ONLY != 0 && matches!(shape, Shape::Aic | Shape::Mix) {
-            let why = "the run is AIV-only";
-            return Err(self.invalid(GraphError::Unplaceable { task: id, shape, why }));
-        }
-
-        if task.is_sync_start() && task.block_num() > self.cohort_capacity(shape) {
-            let cap = self.cohort_capacity(shape);
-            let text = format!(
-                "task {id}: a sync-start cohort of {} {shape:?} blocks; one scheduler thread hosts at most {cap}",
-                task.block_num()
-            );
-            return Err(self.stop_with(OrchError::RequireSyncStartInvalid, task.block_num() as u64, &text));
-        }
+        self.check_placeable(&task, id, shape)?;
         let mode = self.scopes.last().map_or(ScopeMode::Auto, |s| s.mode);
         self.collect_producers(&task, id, mode)?;
         let heap = crate::args::record_len(&task).div_ceil(64) * 64;
@@ -81,17 +125,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         let found = self.producers.iter().map(|&p| task_id((p >> 32) as usize, p as u32));
         self.a.note_task(id, &mut explicit.chain(found));
 
-        // The argument record: AICPU stores, read by the cores after the register hand-off.
-        let mut rec = core::mem::take(&mut self.record);
-        rec.clear();
-        rec.resize(crate::args::record_len(&task) as usize, 0);
-        crate::args::encode(&task, GmAddr::NULL, &mut rec);
-        self.a.write(GmAddr(args_addr), &rec);
-        // Published by the contract before the task can become ready (a clean under a2a3).
-        if !crate::breakage::broken(crate::breakage::SKIP_RECORD_CLEAN) {
-            crate::lifecycle::publish_aicpu(self.a, GmAddr(args_addr), rec.len() as u64);
-        }
-        self.record = rec;
+        self.write_record(&task, args_addr);
 
         let me = handle(ring, self.s.rings[ring].slot_of(local));
         let slot = self.slot(ring, local);
@@ -119,39 +153,9 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         let pred = task.predicate().map_or(0, |p| crate::args::tensor_addr(p, GmAddr::NULL));
         slot.predicate.store(pred, Ordering::Relaxed);
 
-        // Wire the producers.
-        let mut done = 0u32;
-        let mut linked = 0u64;
-        let rings = &self.s.rings;
-        for &p in &self.producers {
-            let (pr, pl) = ((p >> 32) as usize, p as u32);
-            let ph = handle(pr, rings[pr].slot_of(pl));
-            match ring::wire(rings, me, ph, pl, ring, first_edge + linked) {
-                Wired::Gone => done += 1,
-                Wired::Done => {
-                    done += 1;
-                    linked += 1;
-                }
-                Wired::Linked => linked += 1,
-            }
-        }
+        let (done, linked) = self.wire_producers(me, ring, first_edge);
         slot.edges_len.store(linked as u32, Ordering::Relaxed);
-        if let Some(t) = self.trace.as_deref_mut() {
-            let now = self.a.now_ticks();
-            for &p in &self.producers {
-                let producer = task_id((p >> 32) as usize, p as u32);
-                let r = crate::layout::TraceRecord {
-                    kind: crate::layout::trace_kind::EDGE,
-                    core: u32::MAX,
-                    task: id,
-                    block: producer,
-                    start: now,
-                    end: now,
-                    ..Default::default()
-                };
-                t.push(self.a, &r);
-            }
-        }
+        self.trace_edges(id);
         if let Some(sc) = self.scopes.last_mut() {
             sc.tasks.push(me);
         }

@@ -2,9 +2,11 @@
 //! `docs/args-dump.md`): no AICPU thread dispatches or reaps a task there, so the cores stop at
 //! each task's two boundaries and the AICPU captures the arguments while they wait.
 //!
-//! * [`rendezvous`]: the core side — the rendezvous slot of a dispatch slot (claim, arrival,
-//!   publisher, departure, abort), the request and acknowledgement lines, and
-//!   [`Boundary::cross`](rendezvous::Boundary::cross), one core's walk through one phase.
+//! * [`slot`]: the rendezvous slot of a dispatch slot, its claim-to-abort state machine
+//!   (claim, arrival, publisher, departure, abort), one attempt per step.
+//! * [`lines`]: the request and acknowledgement lines, the codec both sides use.
+//! * [`boundary`]: the core side — [`Boundary::cross`](boundary::Boundary::cross), one core's
+//!   walk through one phase over the slot and the lines.
 //! * [`service`]: the AICPU side — [`Service`](service::Service) reads the requests of the
 //!   cores its thread serves and answers each in bounded steps through the thread's dump lane,
 //!   in first-observation order, one open reservation per lane.
@@ -12,5 +14,7 @@
 //! With the dump off the launch carries no capture region (`LaunchConfig::capture == 0`): no
 //! slot, no request, no rendezvous.
 
-pub mod rendezvous;
+pub mod boundary;
+pub mod lines;
 pub mod service;
+pub mod slot;

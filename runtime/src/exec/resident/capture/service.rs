@@ -25,7 +25,7 @@ use alloc::boxed::Box;
 
 use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr};
 
-use super::rendezvous::{Ack, Asked, Asking, look_asked, read_request, write_ack};
+use super::lines::{Ack, Asked, Asking, look_asked, read_request, write_ack};
 use crate::dump::{DumpLevel, GmLane, Suspended, TaskArgs, observe_args};
 use crate::fixed::PerCore;
 use crate::layout::{CaptureLayout, capture_header, capture_phase, capture_slot, capture_status, dump_stage};

@@ -1,363 +1,14 @@
-//! The core side of a boundary capture: the rendezvous slot's steps ([`claim`], [`arrive`],
-//! [`publisher`], [`leave`], [`abort`]) over `GmAtomic`, one attempt each so a loom model can
-//! drive them, and [`Boundary::cross`], the blocking walk a core takes through one phase.
-//!
-//! Every access to a slot is one 64-bit atomic or device-direct store/query; no line of a slot
-//! is ever written back or invalidated. The request line is the core's own, the
-//! acknowledgement line the serving AICPU thread's; both are also touched word by word,
-//! device-direct.
+//! [`Boundary::cross`]: the blocking walk one core takes through one phase of a task boundary,
+//! over the slot's steps ([`super::slot`]) and the request and acknowledgement lines
+//! ([`super::lines`]): claim or join, arrive, publish the request if last and drive it to its
+//! terminal acknowledgement (or follow the publisher's), then leave — within a budget, with
+//! EXIT and a peer's abort seen on the way.
 
 use pto_hal::{AicoreAgent, Barriers, GmAddr, GmAtomic};
 
-use crate::layout::{CaptureLayout, capture_ack, capture_header, capture_phase, capture_request, capture_slot, regs};
-
-/// What one claim attempt found ([`claim`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Claim {
-    /// The slot reads `READY | n`: join (set the arrival bit). `true` for the caller that
-    /// claimed and initialised it.
-    Ready(bool),
-    /// Another participant claimed occupancy `n` and is initialising: wait (a budget that
-    /// runs out here is ARGS_CAPTURE_INIT_LOST).
-    Initialising,
-    /// The previous occupancy has not settled yet (or another claimer won the race just now):
-    /// wait and try again.
-    Busy,
-    /// The slot is past occupancy `n` (or settled at `n` already): this core did not join
-    /// what it believes it joined. It leaves into the run's fatal path.
-    Moved,
-}
-
-/// One attempt to claim or join occupancy `n` of the slot at `slot`. A claim is attempted
-/// only from FREE or from SETTLED of an earlier occupancy, with the full observed word as the
-/// expected value; its winner alone zeroes the slot's other words (inside CLAIMING), then
-/// publishes `READY | n`.
-pub fn claim<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) -> Claim {
-    use capture_slot::{CLAIMING, FREE, READY, SETTLED, claim as word, fields};
-    let seen = a.query(slot.offset(capture_slot::CLAIM));
-    let (state, occ) = fields(seen);
-    let source = state == FREE || (state == SETTLED && occ < n);
-    let broken = crate::breakage::broken(crate::breakage::CAPTURE_CLAIM_FROM_CLAIMING);
-    match (state, occ.cmp(&n)) {
-        (READY, core::cmp::Ordering::Equal) => Claim::Ready(false),
-        (CLAIMING, core::cmp::Ordering::Equal) if broken => {
-            // Broken on purpose: CLAIMING is taken as a source state; the late claimer
-            // re-clears a slot its peers may already have joined.
-            initialise(a, slot, n);
-            Claim::Ready(true)
-        }
-        (CLAIMING, core::cmp::Ordering::Equal) => Claim::Initialising,
-        _ if source => {
-            if a.compare_exchange(slot.offset(capture_slot::CLAIM), seen, word(CLAIMING, n)) == seen {
-                if crate::breakage::broken(crate::breakage::CAPTURE_STALL_CLAIMING) {
-                    // Injected: the claimer never initialises; the slot stays CLAIMING.
-                    return Claim::Moved;
-                }
-                initialise(a, slot, n);
-                Claim::Ready(true)
-            } else {
-                Claim::Busy
-            }
-        }
-        (_, core::cmp::Ordering::Greater) | (SETTLED, core::cmp::Ordering::Equal) => Claim::Moved,
-        _ => Claim::Busy,
-    }
-}
-
-/// The claimer's initialisation, inside CLAIMING: zero every other word, a store barrier, then
-/// `READY | n`.
-fn initialise<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) {
-    for w in 1..8 {
-        a.store_direct(slot.offset(w * 8), 0);
-    }
-    a.store_barrier();
-    a.store_direct(slot.offset(capture_slot::CLAIM), capture_slot::claim(capture_slot::READY, n));
-}
-
-/// Set `bit` in phase `phase`'s arrival mask; `true` for the last arriver (the mask is then
-/// `mask`), which publishes the phase's request.
-pub fn arrive<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, bit: u64, mask: u64) -> bool {
-    let before = a.fetch_or(slot.offset(capture_slot::ARRIVED + 8 * phase), bit);
-    before | bit == mask
-}
-
-/// The publisher word of phase `phase`: `(core, phase_seq)` once its last arriver published
-/// the request; `None` (the word is 0) means no request yet, never "sealed".
-pub fn publisher<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64) -> Option<(u32, u64)> {
-    match a.query(slot.offset(capture_slot::PUBLISHER + 8 * phase)) {
-        0 => None,
-        v => Some(((v >> 32) as u32 - 1, v & 0xFFFF_FFFF)),
-    }
-}
-
-/// The publisher word for core `w` and `seq` (a 32-bit per-core phase counter).
-pub const fn publisher_word(w: u32, seq: u64) -> u64 {
-    ((w as u64 + 1) << 32) | (seq & 0xFFFF_FFFF)
-}
-
-/// Leave phase `phase`: set `bit` in its released mask. For AFTER, the participant whose bit
-/// completes the mask stores `SETTLED | n` (only when the phase was sealed: an aborted
-/// occupancy is never settled). Returns whether this call settled the slot.
-pub fn leave<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, bit: u64, mask: u64, n: u64, sealed: bool) -> bool {
-    let before = a.fetch_or(slot.offset(capture_slot::RELEASED + 8 * phase), bit);
-    let last =
-        before | bit == mask || (crate::breakage::broken(crate::breakage::CAPTURE_SETTLE_FIRST) && before & mask == 0);
-    if phase == capture_phase::AFTER && sealed && last {
-        a.store_direct(slot.offset(capture_slot::CLAIM), capture_slot::claim(capture_slot::SETTLED, n));
-        return true;
-    }
-    false
-}
-
-/// Whether every participant of phase `phase` of occupancy `n` has left it: the released mask
-/// is complete, or the slot moved on (which needs SETTLED, itself proof of the AFTER
-/// departures). The publisher's acknowledgement line is reusable only then.
-pub fn departed<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, mask: u64, n: u64) -> bool {
-    let (state, occ) = capture_slot::fields(a.query(slot.offset(capture_slot::CLAIM)));
-    if state != capture_slot::READY || occ != n {
-        return true;
-    }
-    a.query(slot.offset(capture_slot::RELEASED + 8 * phase)) & mask == mask
-}
-
-/// Mark the slot aborted at `site` (the first waiter whose budget ran out). `true` for the
-/// caller whose compare-and-swap set it.
-pub fn abort<G: GmAtomic>(a: &G, slot: GmAddr, site: u32) -> bool {
-    a.compare_exchange(slot.offset(capture_slot::ABORTED), 0, 1 | ((site as u64) << 8)) == 0
-}
-
-/// An acknowledgement as one consistent read of its line sees it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Ack {
-    /// [`capture_status`](crate::layout::capture_status).
-    pub status: u64,
-    /// The next argument.
-    pub arg_index: u64,
-    /// Payload bytes of it copied.
-    pub cursor: u64,
-    /// The request tick answered.
-    pub tick: u64,
-    /// `(epoch, task, phase_seq)`.
-    pub identity: (u64, u64, u64),
-}
-
-impl Ack {
-    /// Whether this is the answer to the request of `identity` asked with `tick`.
-    pub fn answers(&self, identity: (u64, u64, u64), tick: u64) -> bool {
-        self.identity == identity && self.tick == tick
-    }
-}
-
-/// One look at the acknowledgement line at `line` by the core that asked with request tick
-/// `tick`: the tick the line holds, and the line as [`read_ack`] reads it when that tick is
-/// `tick` (`None` otherwise: an earlier answer's line, or none yet, is not read further).
-pub fn look_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, tick: u64) -> (u64, Option<Ack>) {
-    let held = a.query(line.offset(capture_ack::TICK));
-    (held, if held == tick { read_ack_from(a, line, held) } else { None })
-}
-
-/// Read the acknowledgement line at `line`: the tick, then the other words, then the tick of
-/// the answer being written, so a line rewritten during the read reads as `None` rather than
-/// as a torn mix of two answers. [`write_ack`] stores the new answer's tick in `BEGIN` before
-/// it rewrites anything and in `TICK` last, so a read that saw any new word sees `BEGIN`
-/// differ from the `TICK` it started from; a tick of 0 (a line never written: request ticks
-/// start at 1) is `None` too. Only this phase's answers are written to the line while any of
-/// its participants reads it (its publisher asks for nothing else before they all departed).
-/// Two answers to one tick (ABORTED after an IN_PROGRESS answer, for a publisher that stopped
-/// asking) differ only in status and echoes: a read across the second may mix those, and its
-/// reader, which asks no more, looks again.
-pub fn read_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr) -> Option<Ack> {
-    read_ack_from(a, line, a.query(line.offset(capture_ack::TICK)))
-}
-
-/// [`read_ack`] from its first read: `tick` is what the line's `TICK` held when the caller
-/// read it ([`look_ack`] has read it already), and the rest of the line is read after it.
-fn read_ack_from<G: GmAtomic + Barriers>(a: &G, line: GmAddr, tick: u64) -> Option<Ack> {
-    if tick == 0 {
-        return None;
-    }
-    a.rmb();
-    let (status, arg_index) = capture_ack::state_fields(a.query(line.offset(capture_ack::STATE)));
-    let cursor = a.query(line.offset(capture_ack::CURSOR));
-    let epoch = a.query(line.offset(capture_ack::EPOCH));
-    let (task, seq) = capture_ack::identity_fields(a.query(line.offset(capture_ack::IDENTITY)));
-    let ack = Ack { status, arg_index, cursor, tick, identity: (epoch, task, seq) };
-    a.rmb();
-    (a.query(line.offset(capture_ack::BEGIN)) == tick).then_some(ack)
-}
-
-/// Write acknowledgement `ack` into the line at `line` (the AICPU capture service, the line's
-/// one writer): its tick in `BEGIN` first and a store-store barrier (`BEGIN` and the words
-/// after it are all device-direct: they need ordering, not a drain), then every other word, a
-/// store barrier (the answer also publishes what the step did, a SEALED one that the
-/// phase's copies are complete), the tick in `TICK` last — so [`read_ack`] never takes a mix of
-/// the previous answer and this one (`ack.tick` is never 0: request ticks start at 1). Nobody
-/// waits on `BEGIN`: the first store wakes no reader (the old order cleared `TICK` first,
-/// waking every waiter on it for a line not yet written).
-///
-/// `prev` is what the line holds, when the writer knows it (the answer it wrote last, `None`
-/// for a line it has not written in this run): a word that already holds its new value is not
-/// stored again. It was stored before an earlier tick, so a reader that takes the new tick
-/// reads it as this answer has it.
-pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: Option<&Ack>) {
-    use capture_ack as k;
-    if !crate::breakage::broken(crate::breakage::CAPTURE_ACK_TICK_KEPT) {
-        a.store_direct(line.offset(k::BEGIN), ack.tick);
-        a.store_store();
-    }
-    let words = |x: &Ack| {
-        [
-            (k::STATE, k::state(x.status, x.arg_index)),
-            (k::CURSOR, x.cursor),
-            (k::EPOCH, x.identity.0),
-            (k::IDENTITY, k::identity(x.identity.1, x.identity.2)),
-        ]
-    };
-    store_changed(a, line, &words(ack), prev.map(words).as_ref());
-    a.store_barrier();
-    a.store_direct(line.offset(k::TICK), ack.tick);
-    if crate::breakage::broken(crate::breakage::CAPTURE_ACK_TICK_KEPT) {
-        // Broken on purpose: the line is marked only once it is whole, so during the rewrite
-        // `BEGIN` still holds the previous answer's tick.
-        a.store_direct(line.offset(k::BEGIN), ack.tick);
-    }
-}
-
-/// Store each `(offset, value)` of `words` into the line at `line`, device-direct and in order,
-/// except those `prev` (the same offsets, as the line holds them) shows holding their value
-/// already.
-fn store_changed<G: GmAtomic, const N: usize>(
-    a: &G,
-    line: GmAddr,
-    words: &[(u64, u64); N],
-    prev: Option<&[(u64, u64); N]>,
-) {
-    for (i, &(o, v)) in words.iter().enumerate() {
-        if prev.is_none_or(|p| p[i].1 != v) {
-            a.store_direct(line.offset(o), v);
-        }
-    }
-}
-
-/// A request as the core writes it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    /// The run's epoch.
-    pub epoch: u64,
-    /// The task id.
-    pub task: u64,
-    /// The phase.
-    pub phase: u64,
-    /// The phase identity.
-    pub phase_seq: u64,
-    /// The argument expected next (echo).
-    pub arg_index: u64,
-    /// Its cursor (echo).
-    pub cursor: u64,
-    /// The slot, `cluster << 8 | lane`.
-    pub slot: u64,
-    /// The request tick (written last).
-    pub tick: u64,
-}
-
-/// Write request `r` into the line at `line`: every word, a store barrier, the tick last.
-/// `prev` is the request the line holds, when the writer knows it (its last, `None` for a line
-/// it has not written in this run): a word that already holds its new value is not stored
-/// again (it was stored before an earlier tick).
-pub fn write_request<G: GmAtomic + Barriers>(a: &G, line: GmAddr, r: &Request, prev: Option<&Request>) {
-    use capture_request as q;
-    let words = |x: &Request| {
-        [
-            (q::EPOCH, x.epoch),
-            (q::WHICH, q::which(x.task, x.phase, x.slot)),
-            (q::PHASE_SEQ, x.phase_seq),
-            (q::ARG_INDEX, x.arg_index),
-            (q::CURSOR, x.cursor),
-        ]
-    };
-    store_changed(a, line, &words(r), prev.map(words).as_ref());
-    a.store_barrier();
-    a.store_direct(line.offset(q::TICK), r.tick);
-}
-
-/// Worker `w` tells the AICPU thread whose [`capture_header::ASKED`] counter is at `asked`
-/// that it wrote a request: in one compare-and-swap (acquire-release, after the request's
-/// words), the count one more and the word naming `w` ([`capture_header::asked_word`]).
-pub fn ask<G: GmAtomic>(a: &G, asked: GmAddr, w: u32) {
-    let mut seen = a.query(asked);
-    loop {
-        let next = capture_header::asked_word((seen >> 16) + 1, w);
-        match a.compare_exchange(asked, seen, next) {
-            v if v == seen => return,
-            v => seen = v,
-        }
-    }
-}
-
-/// What an AICPU thread's look at its [`capture_header::ASKED`] counter found ([`look_asked`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Asked {
-    /// The counter has not moved since the last look: no request was written since.
-    Nothing,
-    /// It moved by one, and names worker `w`: that core's request line is the one to read.
-    One(u32),
-    /// It moved by more than one, names no worker, or this is the first look: read every line.
-    Several,
-}
-
-/// An AICPU thread's look at its `ASKED` counter at `asked`, whose value at the previous look
-/// was `*last` (`u64::MAX` before the first): what to read, and `*last` updated. After a move,
-/// a read barrier: the request lines are read after the counter (each core wrote its line
-/// before its compare-and-swap on the counter).
-pub fn look_asked<G: GmAtomic + Barriers>(a: &G, asked: GmAddr, last: &mut u64) -> Asked {
-    let now = a.query(asked);
-    if now == *last {
-        return Asked::Nothing;
-    }
-    let prev = core::mem::replace(last, now);
-    a.rmb();
-    let (was, _) = capture_header::asked_fields(prev);
-    let (count, who) = capture_header::asked_fields(now);
-    let by_one = count == was.wrapping_add(1) & capture_header::ASKED_COUNT_MASK
-        || crate::breakage::broken(crate::breakage::CAPTURE_ASKED_JUMP_AS_ONE);
-    match who {
-        Some(w) if prev != u64::MAX && by_one => Asked::One(w),
-        _ => Asked::Several,
-    }
-}
-
-/// What an AICPU thread reads of a request line: the words that say which phase asks.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Asking {
-    /// The request's tick.
-    pub tick: u64,
-    /// The run's epoch.
-    pub epoch: u64,
-    /// The task id.
-    pub task: u64,
-    /// The phase.
-    pub phase: u64,
-    /// The slot, `cluster << 8 | lane`.
-    pub slot: u64,
-    /// The phase identity.
-    pub phase_seq: u64,
-}
-
-/// Read the request line at `line` when its tick is not `seen` (the tick the reader read there
-/// last): the tick, a read barrier, then the words the writer stored before it
-/// ([`write_request`]). `None`: no new request on the line.
-pub fn read_request<G: GmAtomic + Barriers>(a: &G, line: GmAddr, seen: u64) -> Option<Asking> {
-    use capture_request as q;
-    let tick = a.query(line.offset(q::TICK));
-    if tick == seen {
-        return None;
-    }
-    a.rmb();
-    let (epoch, which, phase_seq) =
-        (a.query(line.offset(q::EPOCH)), a.query(line.offset(q::WHICH)), a.query(line.offset(q::PHASE_SEQ)));
-    let (task, phase, slot) = q::which_fields(which);
-    Some(Asking { tick, epoch, task, phase, slot, phase_seq })
-}
+use super::lines::{Request, ask, look_ack, read_ack, write_request};
+use super::slot::{Claim, abort, arrive, claim, departed, leave, publisher, publisher_word};
+use crate::layout::{CaptureLayout, capture_ack, capture_header, capture_phase, capture_slot, regs};
 
 /// Why a core did not get through a boundary.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -624,20 +275,7 @@ impl Boundary {
         site: u32,
         w: &mut Waiting,
     ) -> Result<bool, Failure> {
-        // This core's acknowledgement line is reused only after its last phase's departures.
-        if let Some((s, p, m, o)) = self.last.get() {
-            while !departed(a, s, p, m, o) {
-                if a.read_dmb() == regs::DMB_EXIT {
-                    return Err(Failure::Exit);
-                }
-                w.now = a.now_ticks();
-                if w.now >= w.deadline {
-                    return Err(Failure::Aborted(Some(crate::codes::DeviceFault::ArgsCaptureTimeout)));
-                }
-                let at = s.offset(capture_slot::RELEASED + 8 * p);
-                self.pause(a, at, a.query(at), w.deadline, w.now);
-            }
-        }
+        self.await_last_departures(a, w)?;
         if let Some((_, mask)) = peers
             && phase == capture_phase::BEFORE
             && crate::breakage::broken(crate::breakage::CAPTURE_PEERS_SKIP_SEAL)
@@ -656,7 +294,7 @@ impl Boundary {
         // A lone phase's line is read by its publisher alone: nothing to wait for before the
         // next reuse.
         self.last.set(peers.map(|(n, mask)| (slot, phase, mask, n)));
-        let mut r = Request {
+        let r = Request {
             epoch: self.epoch,
             task: task as u64,
             phase,
@@ -673,8 +311,44 @@ impl Boundary {
             a.store_direct(slot.offset(capture_slot::PUBLISHER + 8 * phase), publisher_word(self.w, seq));
         }
         self.ask(a);
+        self.await_answer(a, slot, site, line, r, w)
+    }
+
+    /// This core's acknowledgement line is reused only after its last phase's departures: wait
+    /// for them (within the phase's budget; EXIT ends the wait).
+    fn await_last_departures<A: AicoreAgent>(&self, a: &A, w: &mut Waiting) -> Result<(), Failure> {
+        let Some((s, p, m, o)) = self.last.get() else {
+            return Ok(());
+        };
+        while !departed(a, s, p, m, o) {
+            if a.read_dmb() == regs::DMB_EXIT {
+                return Err(Failure::Exit);
+            }
+            w.now = a.now_ticks();
+            if w.now >= w.deadline {
+                return Err(Failure::Aborted(Some(crate::codes::DeviceFault::ArgsCaptureTimeout)));
+            }
+            let at = s.offset(capture_slot::RELEASED + 8 * p);
+            self.pause(a, at, a.query(at), w.deadline, w.now);
+        }
+        Ok(())
+    }
+
+    /// The publisher's wait for a terminal acknowledgement of request `r` (written to `line`
+    /// and asked for): re-request with a new tick after each non-terminal answer, while the
+    /// budget lasts and the phase is not aborted. `Ok(true)` sealed, `Ok(false)` aborted and
+    /// acknowledged.
+    fn await_answer<A: AicoreAgent>(
+        &self,
+        a: &A,
+        slot: GmAddr,
+        site: u32,
+        line: GmAddr,
+        mut r: Request,
+        w: &mut Waiting,
+    ) -> Result<bool, Failure> {
         let ack_line = GmAddr(self.l.ack(self.w));
-        let identity = (self.epoch, task as u64, seq);
+        let identity = (self.epoch, r.task, r.phase_seq);
         let mut first = true;
         loop {
             // The tick the look was based on; `None`: the line changed during the read, or its
@@ -842,51 +516,5 @@ impl Boundary {
         let t = self.tick.get() + 1;
         self.tick.set(t);
         t
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod asked_tests {
-    use super::{Asked, Asking, Request, ask, look_asked, read_request, write_request};
-    use crate::layout::capture_header::asked_word;
-    use crate::test_words::Words;
-    use pto_hal::{GmAddr, GmAtomic};
-
-    const ASKED: GmAddr = GmAddr(0x1000);
-
-    /// A look says what to read: every line at the first look and after several asks or an
-    /// unnamed one, the named core's line alone after exactly one ask, nothing when the counter
-    /// has not moved; each look remembers the value it saw.
-    #[test]
-    fn a_look_at_the_counter_names_one_asker_only_after_exactly_one_ask() {
-        let g = Words::default();
-        let mut last = u64::MAX;
-        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Several, "the first look reads every line");
-        assert_eq!(last, 0);
-        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Nothing);
-        ask(&g, ASKED, 7);
-        assert_eq!(g.query(ASKED), asked_word(1, 7));
-        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::One(7));
-        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Nothing);
-        ask(&g, ASKED, 3);
-        ask(&g, ASKED, 4);
-        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Several, "two asks since the last look");
-        ask(&g, ASKED, 0xFFFF);
-        assert_eq!(look_asked(&g, ASKED, &mut last), Asked::Several, "an ask that names nobody");
-    }
-
-    /// A request line is read once per tick: its words as written, then nothing until the
-    /// writer stores a new tick.
-    #[test]
-    fn a_request_is_read_once_per_tick() {
-        let g = Words::default();
-        let line = GmAddr(0x2000);
-        assert_eq!(read_request(&g, line, 0), None, "a line never written holds no request");
-        let r =
-            Request { epoch: 9, task: 12, phase: 1, phase_seq: 4, arg_index: 0, cursor: 0, slot: 3 << 8 | 1, tick: 5 };
-        write_request(&g, line, &r, None);
-        let want = Asking { tick: 5, epoch: 9, task: 12, phase: 1, slot: 3 << 8 | 1, phase_seq: 4 };
-        assert_eq!(read_request(&g, line, 0), Some(want));
-        assert_eq!(read_request(&g, line, 5), None, "the tick already read");
     }
 }
