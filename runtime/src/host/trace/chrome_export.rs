@@ -85,41 +85,7 @@ impl Trace {
                 dur: self.us(h.start, h.end),
             })));
         }
-        if let Some(edges) = &self.edges {
-            // One arrow from the producer's first subtask to each consumer's first subtask.
-            let mut first: HashMap<u32, &SubtaskTrace> = HashMap::new();
-            for s in &self.subtasks {
-                first
-                    .entry(s.task)
-                    .and_modify(|f| {
-                        if s.start < f.start {
-                            *f = s
-                        }
-                    })
-                    .or_insert(s);
-            }
-            for (id, &(p, c)) in edges.iter().enumerate() {
-                let (Some(ps), Some(cs)) = (first.get(&p), first.get(&c)) else { continue };
-                let id = id as u64;
-                ev.push(Event::FlowStart(FlowStart {
-                    cat: Dep::Dep,
-                    name: Dep::Dep,
-                    id,
-                    pid: AICORE_PID,
-                    tid: ps.core,
-                    ts: self.us(origin, ps.start),
-                }));
-                ev.push(Event::FlowEnd(FlowEnd {
-                    bp: BindingPoint::Enclosing,
-                    cat: Dep::Dep,
-                    name: Dep::Dep,
-                    id,
-                    pid: AICORE_PID,
-                    tid: cs.core,
-                    ts: self.us(origin, cs.start),
-                }));
-            }
-        }
+        self.push_flows(origin, &mut ev);
         ChromeTrace {
             trace_events: ev,
             display_time_unit: TimeUnit::Nanoseconds,
@@ -140,6 +106,45 @@ impl Trace {
                     (RuntimeKind::TensormapRing, true) => Flows::Recorded,
                 },
             },
+        }
+    }
+
+    /// When the edges are known: one flow arrow (`s` → `f`) per producer → consumer edge,
+    /// from the producer's first subtask to the consumer's first subtask.
+    fn push_flows(&self, origin: u64, ev: &mut Vec<Event>) {
+        let Some(edges) = &self.edges else { return };
+        // One arrow from the producer's first subtask to each consumer's first subtask.
+        let mut first: HashMap<u32, &SubtaskTrace> = HashMap::new();
+        for s in &self.subtasks {
+            first
+                .entry(s.task)
+                .and_modify(|f| {
+                    if s.start < f.start {
+                        *f = s
+                    }
+                })
+                .or_insert(s);
+        }
+        for (id, &(p, c)) in edges.iter().enumerate() {
+            let (Some(ps), Some(cs)) = (first.get(&p), first.get(&c)) else { continue };
+            let id = id as u64;
+            ev.push(Event::FlowStart(FlowStart {
+                cat: Dep::Dep,
+                name: Dep::Dep,
+                id,
+                pid: AICORE_PID,
+                tid: ps.core,
+                ts: self.us(origin, ps.start),
+            }));
+            ev.push(Event::FlowEnd(FlowEnd {
+                bp: BindingPoint::Enclosing,
+                cat: Dep::Dep,
+                name: Dep::Dep,
+                id,
+                pid: AICORE_PID,
+                tid: cs.core,
+                ts: self.us(origin, cs.start),
+            }));
         }
     }
 

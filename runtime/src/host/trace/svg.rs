@@ -55,38 +55,9 @@ impl Trace {
     /// Elements carry classes for tools and tests: `lane` (a lane's label; `lane idle` the
     /// folded line), `task`, `phase`, `dep` (an arrow), `legend-func`, `legend-phase`.
     pub fn to_svg_with(&self, opts: &SvgOptions) -> String {
-        const W: f64 = 1200.0;
-        const LEFT: f64 = 150.0;
-        const LANE: f64 = 14.0;
-        const TOP: f64 = 30.0;
-        let (origin, last) = self.device_window();
-        let window = self.us(origin, last).max(1e-3);
-        let x = |t: u64| LEFT + self.us(origin, t) / window * (W - LEFT - 10.0);
-        let busy_cores: BTreeSet<u32> = self.subtasks.iter().map(|s| s.core).collect();
-        let busy_threads: BTreeSet<u32> = self.phases.iter().map(|p| p.thread).collect();
-        let mut lanes = Vec::new();
-        let mut idle = (Vec::new(), Vec::new());
-        for w in 0..self.workers() {
-            if opts.all_lanes || busy_cores.contains(&w) { lanes.push(Lane::Core(w)) } else { idle.0.push(w) }
-        }
-        for t in 0..self.threads {
-            if opts.all_lanes || busy_threads.contains(&t) { lanes.push(Lane::Thread(t)) } else { idle.1.push(t) }
-        }
-        if !idle.0.is_empty() || !idle.1.is_empty() {
-            lanes.push(Lane::Idle { cores: idle.0, threads: idle.1 });
-        }
-        let mut row_of_core = HashMap::new();
-        let mut row_of_thread = HashMap::new();
-        for (i, l) in lanes.iter().enumerate() {
-            match l {
-                Lane::Core(w) => drop(row_of_core.insert(*w, i)),
-                Lane::Thread(t) => drop(row_of_thread.insert(*t, i)),
-                Lane::Idle { .. } => {}
-            }
-        }
-        let phases: Vec<Phase> = Phase::ALL.into_iter().filter(|&p| self.phases.iter().any(|q| q.phase == p)).collect();
-        let legend_items = self.funcs.len() + phases.len() + 1;
-        let h = TOP + lanes.len() as f64 * LANE + 40.0 + 16.0 * legend_items.div_ceil(4) as f64;
+        let sheet = Sheet::new(self, opts);
+        let legend_items = self.funcs.len() + sheet.phases.len() + 1;
+        let h = TOP + sheet.lanes.len() as f64 * LANE + 40.0 + 16.0 * legend_items.div_ceil(4) as f64;
         let mut s = String::new();
         let _ = write!(
             s,
@@ -99,12 +70,91 @@ impl Trace {
             "<text x=\"4\" y=\"14\" font-size=\"12\">{} run, {} subtasks on {} of {} cores, span {:.3} us (first subtask start to last subtask end), counter {} Hz, {} records dropped</text>",
             self.runtime.name(),
             self.subtasks.len(),
-            busy_cores.len(),
+            sheet.busy_cores,
             self.workers(),
             span,
             self.freq_hz,
             self.dropped()
         );
+        sheet.lane_labels(&mut s);
+        sheet.phase_boxes(&mut s);
+        sheet.subtask_boxes(&mut s);
+        sheet.arrows(&mut s);
+        let ay = sheet.axis(&mut s);
+        sheet.legend(&mut s, ay);
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+/// The drawing's width, its left margin (lane labels), a lane's height and the top margin.
+const W: f64 = 1200.0;
+const LEFT: f64 = 150.0;
+const LANE: f64 = 14.0;
+const TOP: f64 = 30.0;
+
+/// One swimlane as it is laid out: the trace, its time window and its rows.
+struct Sheet<'t> {
+    t: &'t Trace,
+    /// The first device tick drawn, and the window's length in microseconds.
+    origin: u64,
+    window: f64,
+    lanes: Vec<Lane>,
+    row_of_core: HashMap<u32, usize>,
+    row_of_thread: HashMap<u32, usize>,
+    /// The cores that ran a subtask (how many).
+    busy_cores: usize,
+    /// The AICPU phases the trace holds, in legend order.
+    phases: Vec<Phase>,
+}
+
+impl<'t> Sheet<'t> {
+    fn new(t: &'t Trace, opts: &SvgOptions) -> Self {
+        let (origin, last) = t.device_window();
+        let busy_cores: BTreeSet<u32> = t.subtasks.iter().map(|s| s.core).collect();
+        let busy_threads: BTreeSet<u32> = t.phases.iter().map(|p| p.thread).collect();
+        let mut lanes = Vec::new();
+        let mut idle = (Vec::new(), Vec::new());
+        for w in 0..t.workers() {
+            if opts.all_lanes || busy_cores.contains(&w) { lanes.push(Lane::Core(w)) } else { idle.0.push(w) }
+        }
+        for th in 0..t.threads {
+            if opts.all_lanes || busy_threads.contains(&th) { lanes.push(Lane::Thread(th)) } else { idle.1.push(th) }
+        }
+        if !idle.0.is_empty() || !idle.1.is_empty() {
+            lanes.push(Lane::Idle { cores: idle.0, threads: idle.1 });
+        }
+        let mut row_of_core = HashMap::new();
+        let mut row_of_thread = HashMap::new();
+        for (i, l) in lanes.iter().enumerate() {
+            match l {
+                Lane::Core(w) => drop(row_of_core.insert(*w, i)),
+                Lane::Thread(th) => drop(row_of_thread.insert(*th, i)),
+                Lane::Idle { .. } => {}
+            }
+        }
+        let phases = Phase::ALL.into_iter().filter(|&p| t.phases.iter().any(|q| q.phase == p)).collect();
+        Sheet {
+            t,
+            origin,
+            window: t.us(origin, last).max(1e-3),
+            lanes,
+            row_of_core,
+            row_of_thread,
+            busy_cores: busy_cores.len(),
+            phases,
+        }
+    }
+
+    /// The x coordinate of device tick `tick`.
+    fn x(&self, tick: u64) -> f64 {
+        LEFT + self.t.us(self.origin, tick) / self.window * (W - LEFT - 10.0)
+    }
+
+    /// Each lane's background and label (the folded idle line with a tooltip naming them).
+    fn lane_labels(&self, s: &mut String) {
+        let tr = self.t;
+        let lanes = &self.lanes;
         for (i, lane) in lanes.iter().enumerate() {
             let y = TOP + i as f64 * LANE;
             let fill = if i % 2 == 0 { "#f4f4f4" } else { "#ffffff" };
@@ -115,14 +165,14 @@ impl Trace {
                     let _ = writeln!(
                         s,
                         "<text class=\"lane\" x=\"4\" y=\"{ty:.1}\">{}</text>",
-                        xml_escape(&self.core_name(*w))
+                        xml_escape(&tr.core_name(*w))
                     );
                 }
                 Lane::Thread(t) => {
                     let _ = writeln!(
                         s,
                         "<text class=\"lane\" x=\"4\" y=\"{ty:.1}\">{}</text>",
-                        xml_escape(&self.thread_name(*t))
+                        xml_escape(&tr.thread_name(*t))
                     );
                 }
                 Lane::Idle { cores, threads } => {
@@ -130,11 +180,11 @@ impl Trace {
                     let mut names = Vec::new();
                     if !cores.is_empty() {
                         label.push(format!("{} idle core{}", cores.len(), plural(cores.len())));
-                        names.extend(cores.iter().map(|&w| self.core_name(w)));
+                        names.extend(cores.iter().map(|&w| tr.core_name(w)));
                     }
                     if !threads.is_empty() {
                         label.push(format!("{} idle AICPU thread{}", threads.len(), plural(threads.len())));
-                        names.extend(threads.iter().map(|&t| self.thread_name(t)));
+                        names.extend(threads.iter().map(|&t| tr.thread_name(t)));
                     }
                     let _ = writeln!(
                         s,
@@ -145,7 +195,13 @@ impl Trace {
                 }
             }
         }
-        for p in &self.phases {
+    }
+
+    /// The AICPU threads' phases, hatched.
+    fn phase_boxes(&self, s: &mut String) {
+        let (t, origin, row_of_thread) = (self.t, self.origin, &self.row_of_thread);
+        let x = |tick| self.x(tick);
+        for p in &t.phases {
             let Some(&row) = row_of_thread.get(&p.thread) else { continue };
             let y = TOP + row as f64 * LANE + 2.0;
             let (x0, x1) = (x(p.start), x(p.end));
@@ -157,11 +213,17 @@ impl Trace {
                 p.phase.name(),
                 phase_grey(p.phase).1,
                 p.phase.name(),
-                self.us(origin, p.start),
-                self.us(origin, p.end)
+                t.us(origin, p.start),
+                t.us(origin, p.end)
             );
         }
-        for t in &self.subtasks {
+    }
+
+    /// The subtasks, coloured by func.
+    fn subtask_boxes(&self, s: &mut String) {
+        let (tr, origin, row_of_core) = (self.t, self.origin, &self.row_of_core);
+        let x = |tick| self.x(tick);
+        for t in &tr.subtasks {
             let Some(&row) = row_of_core.get(&t.core) else { continue };
             let y = TOP + row as f64 * LANE + 1.0;
             let (x0, x1) = (x(t.start), x(t.end));
@@ -173,16 +235,21 @@ impl Trace {
                 color(t.func),
                 t.task,
                 t.block,
-                xml_escape(&self.func_name(t)),
-                xml_escape(&self.core_name(t.core)),
-                self.us(origin, t.start),
-                self.us(origin, t.end)
+                xml_escape(&tr.func_name(t)),
+                xml_escape(&tr.core_name(t.core)),
+                tr.us(origin, t.start),
+                tr.us(origin, t.end)
             );
         }
-        // Dependency arrows: producer's last end -> consumer's first start.
+    }
+
+    /// Dependency arrows: producer's last end -> consumer's first start.
+    fn arrows(&self, s: &mut String) {
+        let (tr, row_of_core) = (self.t, &self.row_of_core);
+        let x = |tick| self.x(tick);
         let mut first: HashMap<u32, &SubtaskTrace> = HashMap::new();
         let mut latest: HashMap<u32, &SubtaskTrace> = HashMap::new();
-        for t in &self.subtasks {
+        for t in &tr.subtasks {
             first
                 .entry(t.task)
                 .and_modify(|f| {
@@ -201,7 +268,7 @@ impl Trace {
                 .or_insert(t);
         }
         let mid = |core: u32| row_of_core.get(&core).map(|&r| TOP + r as f64 * LANE + LANE / 2.0);
-        for &(p, c) in self.edges.iter().flatten() {
+        for &(p, c) in tr.edges.iter().flatten() {
             let (Some(ps), Some(cs)) = (latest.get(&p), first.get(&c)) else { continue };
             let (Some(y0), Some(y1)) = (mid(ps.core), mid(cs.core)) else { continue };
             let _ = writeln!(
@@ -211,7 +278,11 @@ impl Trace {
                 x(cs.start)
             );
         }
-        // Time axis.
+    }
+
+    /// The time axis in microseconds; returns its y coordinate.
+    fn axis(&self, s: &mut String) -> f64 {
+        let (lanes, window) = (&self.lanes, self.window);
         let ay = TOP + lanes.len() as f64 * LANE + 4.0;
         let _ = writeln!(s, "<line x1=\"{LEFT}\" y1=\"{ay}\" x2=\"{:.1}\" y2=\"{ay}\" stroke=\"black\"/>", W - 10.0);
         let step = nice_step(window / 8.0);
@@ -227,10 +298,15 @@ impl Trace {
             );
             t += step;
         }
-        // Legend: funcs (solid), AICPU phases (hatched), the arrow.
+        ay
+    }
+
+    /// The legend below the axis (at `ay`): funcs (solid), AICPU phases (hatched), the arrow.
+    fn legend(&self, s: &mut String, ay: f64) {
+        let (t, phases) = (self.t, &self.phases[..]);
         let at = |i: usize| (4.0 + (i % 4) as f64 * 300.0, ay + 22.0 + (i / 4) as f64 * 16.0);
         let mut i = 0;
-        for (id, name) in &self.funcs {
+        for (id, name) in &t.funcs {
             let (lx, ly) = at(i);
             let _ = writeln!(
                 s,
@@ -242,7 +318,7 @@ impl Trace {
             );
             i += 1;
         }
-        for p in &phases {
+        for p in phases {
             let (lx, ly) = at(i);
             let _ = writeln!(
                 s,
@@ -265,8 +341,6 @@ impl Trace {
             lx + 16.0,
             ly + 9.0
         );
-        s.push_str("</svg>\n");
-        s
     }
 }
 
