@@ -26,8 +26,10 @@
 //! loads is the type [`AicpuCache::Contract`], chosen by the platform: [`HostCoherent`] or
 //! [`HostNonCoherent`].
 //!
-//! Errors follow the embedded-hal pattern: each fallible trait names its error type through
-//! [`ErrorType`], and every error maps onto a platform-independent [`ErrorKind`].
+//! Errors follow the embedded-hal 1.0 pattern: each fallible trait names its error type through
+//! [`ErrorType`] (forwarded by `&T` and `&mut T`), every error maps onto a platform-independent
+//! [`ErrorKind`] ([`Error`]; `Infallible` is one, for what cannot fail), and `ErrorKind` is a
+//! `core::error::Error`.
 //!
 //! # Moved out
 //!
