@@ -3,7 +3,7 @@
  * scoped), with PTO_AICORE_CHIP defined.
  *
  * Nothing here has run. The vendor names and their signatures are the ones this header assumes;
- * platforms/aicore-c/csrc/chip_stub/pto_vendor_stub.h declares them so, and the crate's build
+ * runtime/aicore-c/csrc/chip_stub/pto_vendor_stub.h declares them so, and the crate's build
  * script compiles the executor against it with the host's C++ compiler on every build: that
  * checks this file's own types and its calls against those assumptions, not against the
  * vendor's headers (docs/aicore-in-c.md lists what the first day with the toolchain checks). */

@@ -1,4 +1,4 @@
-/* The AICore executor in C (platforms/aicore-c/csrc/pto_aicore_exec.c): the legacy executor's
+/* The AICore executor in C (runtime/aicore-c/csrc/pto_aicore_exec.c): the legacy executor's
  * AICore program over the intrinsics of include/pto_aicore_intrinsics.h. */
 #ifndef PTO_AICORE_EXEC_H
 #define PTO_AICORE_EXEC_H

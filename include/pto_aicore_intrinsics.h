@@ -1,4 +1,4 @@
-/* The AICore intrinsics the C executor (platforms/aicore-c/csrc/pto_aicore_exec.c) is written
+/* The AICore intrinsics the C executor (runtime/aicore-c/csrc/pto_aicore_exec.c) is written
  * against: device-direct GM words, plain (cached) GM loads and stores, line write-back and
  * invalidate, barriers, the core's own registers (read DMB, write COND), its identity (block
  * index, core type, physical id), the counter, event waits, and the kernel call.

@@ -26,8 +26,17 @@
 //! loads is the type [`AicpuCache::Contract`], chosen by the platform: [`HostCoherent`] or
 //! [`HostNonCoherent`].
 //!
-//! Errors follow the embedded-hal pattern: each fallible trait names its error type through
-//! [`ErrorType`], and every error maps onto a platform-independent [`ErrorKind`].
+//! Errors follow the embedded-hal 1.0 pattern: each fallible trait names its error type through
+//! [`ErrorType`] (forwarded by `&T` and `&mut T`), every error maps onto a platform-independent
+//! [`ErrorKind`] ([`Error`]; `Infallible` is one, for what cannot fail), and `ErrorKind` is a
+//! `core::error::Error`.
+//!
+//! # Moved out
+//!
+//! * The args-dump producer — `DumpLane`, `DumpReservation`, `Begin`, `Blocked`, `Refusal` —
+//!   is the runtime's now: import it from `pto_runtime::dump`. Its only implementation was
+//!   ever the runtime's own lane; no platform implements it. The HAL cannot name the runtime,
+//!   so no deprecated alias is left here.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -46,7 +55,6 @@ mod barrier;
 mod cache;
 pub mod check;
 mod clock;
-mod dump;
 mod error;
 mod event;
 mod gm;
@@ -61,7 +69,6 @@ pub use addr::{GmAddr, LINE_BYTES, line_span};
 pub use barrier::Barriers;
 pub use cache::{AicoreCache, AicpuCache, Contract, HostCoherent, HostNonCoherent};
 pub use clock::{Clock, Ticks};
-pub use dump::{Begin, Blocked, DumpLane, DumpReservation, Refusal};
 pub use error::{Error, ErrorKind, ErrorType};
 pub use event::{Events, Pause};
 pub use gm::{GmAtomic, GmMemory, GmMemoryExt};

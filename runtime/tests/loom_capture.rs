@@ -82,8 +82,8 @@ use loom_hal::{Device, GM_BASE, LoomAicpu, LoomCore, RegOrder};
 #[cfg(feature = "breakage")]
 use loom_harness::expect_found;
 use loom_harness::{Tally, check};
-use pto_hal::{Begin, Blocked, DumpLane, DumpReservation, GmAddr, GmAtomic, GmMemory};
-use pto_runtime::dump::{Capture, DumpLevel, GmLane};
+use pto_hal::{GmAddr, GmAtomic, GmMemory};
+use pto_runtime::dump::{Begin, Blocked, Capture, DumpLane, DumpLevel, DumpReservation, GmLane};
 use pto_runtime::exec::resident::capture::lines::{
     Ack, Asked, Request, ask, look_asked, read_ack, read_request, write_ack, write_request,
 };

@@ -54,8 +54,8 @@ use parking_lot::{Mutex, MutexGuard};
 use loom::thread;
 use loom_hal::{Device, GM_BASE, LoomAicpu, RegOrder};
 use loom_harness::{Tally, check};
-use pto_hal::{Begin, Blocked, DumpLane, DumpReservation, GmAddr, GmAtomic, GmMemory};
-use pto_runtime::dump::{Capture, DumpLevel, Dumper, GmLane};
+use pto_hal::{GmAddr, GmAtomic, GmMemory};
+use pto_runtime::dump::{Begin, Blocked, Capture, DumpLane, DumpLevel, DumpReservation, Dumper, GmLane};
 use pto_runtime::layout::{DUMP_MAGIC, DumpHeader, DumpLaneState, DumpLayout, DumpReady, DumpRecord, LaunchConfig};
 use zerocopy::{FromZeros, IntoBytes};
 

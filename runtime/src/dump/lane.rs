@@ -1,5 +1,5 @@
 //! [`GmLane`]: the dump lane of one AICPU thread, over any AICPU agent — the implementation of
-//! [`pto_hal::DumpLane`] for the simulator's and the aarch64 platforms' AICPU agents.
+//! [`DumpLane`] for the simulator's and the aarch64 platforms' AICPU agents.
 //!
 //! Protocol (one producer: the lane's thread; one consumer: the host's collector):
 //!
@@ -18,9 +18,10 @@
 //!   into the buffer only at commit, and a buffer is published only with no reservation open,
 //!   so nothing of an open reservation is ever visible.
 
-use pto_hal::{AicpuAgent, Begin, Blocked, DumpLane, DumpReservation, GmAddr, Refusal};
+use pto_hal::{AicpuAgent, GmAddr};
 use zerocopy::IntoBytes;
 
+use super::producer::{Begin, Blocked, DumpLane, DumpReservation, Refusal};
 use crate::layout::{DumpLayout, DumpReady, DumpRecord, dump_flags};
 use crate::lifecycle;
 

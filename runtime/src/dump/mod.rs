@@ -1,19 +1,23 @@
 //! The args dump, device side: which arguments a run records ([`DumpLevel`] and the marks of
-//! `Task::dump`), the lane each AICPU thread records into ([`GmLane`], the runtime's
-//! implementation of [`pto_hal::DumpLane`]), and the capture at task boundaries
-//! ([`Dumper`]): before a task's first dispatch (inputs and in-outs as it will read them) and
-//! after its completion (outputs and in-outs as written), by the AICPU thread that dispatches
-//! or reaps it. The host side (collector, files, reader) is `host::dump`.
+//! `Task::dump`), the producer surface of a lane ([`DumpLane`], [`DumpReservation`] and what
+//! [`DumpLane::try_begin`] answers: [`Begin`], [`Blocked`], [`Refusal`]), the lane each AICPU
+//! thread records into ([`GmLane`], its implementation over any AICPU agent), and the capture
+//! at task boundaries ([`Dumper`]): before a task's first dispatch (inputs and in-outs as it
+//! will read them) and after its completion (outputs and in-outs as written), by the AICPU
+//! thread that dispatches or reaps it. The host side (collector, files, reader) is
+//! `host::dump`.
 //!
 //! With the dump off a launch carries no dump region, [`Dumper::open`] answers `None`, and the
 //! only cost left at the two capture sites is testing that `Option`.
 
 mod lane;
+mod producer;
 
 pub use lane::{Capture, GmLane, Reservation, Suspended};
+pub use producer::{Begin, Blocked, DumpLane, DumpReservation, Refusal};
 
 use num_enum::{IntoPrimitive, TryFromPrimitive};
-use pto_hal::{AicpuAgent, AicpuCache, Begin, DumpLane, DumpReservation, GmAddr, GmMemory, GmMemoryExt};
+use pto_hal::{AicpuAgent, AicpuCache, GmAddr, GmMemory, GmMemoryExt};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::layout::{

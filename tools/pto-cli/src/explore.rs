@@ -5,11 +5,11 @@
 use clap::{Parser, ValueEnum};
 use pto::board::{Board, SimA2a3, SimA5, SimMini};
 use pto::hal::{HostPlatform, Platform};
-use pto_sim::{CacheModel, Schedule, ScheduleReport, Strategy};
+use pto_sim::{CacheModel, Schedule, Strategy};
 
 use crate::Fail;
-use crate::run::{Example, parse_cache, workload};
-use crate::target::{BoardName, SimControl, Target, cache_name, open_with};
+use crate::target::{BoardName, SimControl, Target, cache_name, describe_schedule, open_with, parse_cache};
+use crate::workload::{Example, workload};
 
 #[derive(Parser, Debug)]
 pub(crate) struct ExploreArgs {
@@ -53,18 +53,6 @@ pub(crate) fn explore(a: &ExploreArgs) -> Result<(), Fail> {
         BoardName::SimA5 => explore_on::<SimA5>(a),
         BoardName::SimMini => explore_on::<SimMini>(a),
     }
-}
-
-/// The schedule report as the failure output prints it.
-pub(crate) fn describe_schedule(r: &ScheduleReport) -> String {
-    let mut s = format!("schedule: {} switch points; the last {}:", r.steps, r.trail.len());
-    for p in &r.trail {
-        s.push_str(&format!("\n  {p}"));
-    }
-    if let Some(b) = &r.broken {
-        s.push_str(&format!("\n  (not reproducible by its seed: {b})"));
-    }
-    s
 }
 
 fn explore_on<B: Board>(a: &ExploreArgs) -> Result<(), Fail>

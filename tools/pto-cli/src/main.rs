@@ -25,6 +25,7 @@ mod explore;
 mod run;
 mod target;
 mod trace;
+mod workload;
 
 use std::process::ExitCode;
 

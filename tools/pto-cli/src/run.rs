@@ -3,15 +3,15 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use pto::board::{Board, SimA2a3, SimA5, SimMini};
 use pto::hal::{HostPlatform, Platform};
 use pto::runtime::dump::DumpLevel;
 use pto_sim::CacheModel;
-use pto_testkit::Workload;
 
 use crate::Fail;
-use crate::target::{BoardName, SimControl, Target, cache_name, open_with};
+use crate::target::{BoardName, SimControl, Target, cache_name, describe_schedule, open_with, parse_cache};
+use crate::workload::{Example, workload};
 
 #[derive(Parser, Debug)]
 pub(crate) struct RunArgs {
@@ -105,36 +105,8 @@ pub(crate) struct RunLine {
     error: Option<String>,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Example {
-    Vector,
-    Chain513,
-    Mix,
-    // Spelt as the cargo examples and the benchmark spell them (the hyphenated form is an
-    // alias).
-    #[value(name = "tiny_rings", alias = "tiny-rings")]
-    TinyRings,
-    #[value(name = "manual_scope", alias = "manual-scope")]
-    ManualScope,
-    Bgemm,
-    #[value(name = "paged_attention_small", alias = "paged-attention-small")]
-    PagedAttentionSmall,
-}
-
 fn parse_dump_level(s: &str) -> Result<DumpLevel, String> {
     s.parse().map_err(|_| format!("{s:?}: expected partial, hybrid or full"))
-}
-
-pub(crate) fn parse_cache(s: &str) -> Result<CacheModel, String> {
-    let ok = match s.split_once(':') {
-        None => s == "coherent" || s == "faithful",
-        Some(("faithful", seed)) => seed.parse::<u64>().is_ok(),
-        _ => false,
-    };
-    match CacheModel::parse(s) {
-        Some(m) if ok => Ok(m),
-        _ => Err(format!("{s:?}: expected coherent, faithful or faithful:SEED (SEED an integer)")),
-    }
 }
 
 pub(crate) fn run(a: &RunArgs) -> Result<(), Fail> {
@@ -142,18 +114,6 @@ pub(crate) fn run(a: &RunArgs) -> Result<(), Fail> {
         BoardName::SimA2a3 => run_on::<SimA2a3>(a),
         BoardName::SimA5 => run_on::<SimA5>(a),
         BoardName::SimMini => run_on::<SimMini>(a),
-    }
-}
-
-pub(crate) fn workload<P: HostPlatform>(e: Example) -> (&'static str, Workload<P>) {
-    match e {
-        Example::Vector => ("vector", pto_testkit::vector::<P>),
-        Example::Chain513 => ("chain513", pto_testkit::chain513::<P>),
-        Example::Mix => ("mix", pto_testkit::mix::<P>),
-        Example::TinyRings => ("tiny_rings", pto_testkit::tiny_rings::<P>),
-        Example::ManualScope => ("manual_scope", pto_testkit::manual_scope::<P>),
-        Example::Bgemm => ("bgemm", pto_testkit::attention::bgemm::<P>),
-        Example::PagedAttentionSmall => ("paged_attention_small", pto_testkit::attention::paged_attention_small::<P>),
     }
 }
 
@@ -249,7 +209,7 @@ where
             Err(e) => {
                 eprintln!("{name:<22} board={} runtime={} schedule={schedule} FAIL: {e}", B::NAME, rt.name());
                 if let Some(r) = dev.platform().schedule_report() {
-                    eprintln!("{}", crate::explore::describe_schedule(&r));
+                    eprintln!("{}", describe_schedule(&r));
                 }
                 // What a failed run collected is still on disk, its accounting unknown.
                 if let Some(line) =

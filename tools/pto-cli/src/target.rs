@@ -1,12 +1,14 @@
 //! What a command runs on: the simulated board (opened by name, with its cache model and the
-//! workloads' kernels registered), the runtime(s) and the AICore executor.
+//! workloads' kernels registered), the runtime(s) and the AICore executor; the parsers of the
+//! simulator's options (`--cache`, `--check`, `--schedule`, `--engine`) and the seeded
+//! schedule's report as a failed run prints it.
 
 use clap::ValueEnum;
 use pto::board::Board;
 use pto::hal::check::Checks;
 use pto::hal::{HostPlatform, Platform};
 use pto::runtime::orch::RuntimeKind;
-use pto_sim::CacheModel;
+use pto_sim::{CacheModel, ScheduleReport};
 use pto_testkit::{Device, Kernels};
 
 use crate::Fail;
@@ -128,6 +130,18 @@ pub(crate) fn parse_schedule(s: &str) -> Result<pto_sim::Schedule, String> {
     pto_sim::Schedule::parse(&spelt).ok_or_else(|| format!("{s:?}: expected os, N, N:random, N:pct or N:pct:DEPTH"))
 }
 
+/// The schedule report as the failure output prints it.
+pub(crate) fn describe_schedule(r: &ScheduleReport) -> String {
+    let mut s = format!("schedule: {} switch points; the last {}:", r.steps, r.trail.len());
+    for p in &r.trail {
+        s.push_str(&format!("\n  {p}"));
+    }
+    if let Some(b) = &r.broken {
+        s.push_str(&format!("\n  (not reproducible by its seed: {b})"));
+    }
+    s
+}
+
 /// Parse `--engine` (as `PTO_SIM_ENGINE`).
 pub(crate) fn parse_engine(s: &str) -> Result<pto_sim::SimEngine, String> {
     pto_sim::SimEngine::parse(s).ok_or_else(|| format!("{s:?}: expected {}", pto_sim::SimEngine::SYNTAX))
@@ -143,6 +157,19 @@ pub(crate) fn cache_name(m: CacheModel) -> String {
     match m {
         CacheModel::Coherent => "coherent".into(),
         CacheModel::Faithful { seed, .. } => format!("faithful:{seed}"),
+    }
+}
+
+/// Parse `--cache` (as `PTO_SIM_CACHE`: `coherent`, `faithful` or `faithful:SEED`).
+pub(crate) fn parse_cache(s: &str) -> Result<CacheModel, String> {
+    let ok = match s.split_once(':') {
+        None => s == "coherent" || s == "faithful",
+        Some(("faithful", seed)) => seed.parse::<u64>().is_ok(),
+        _ => false,
+    };
+    match CacheModel::parse(s) {
+        Some(m) if ok => Ok(m),
+        _ => Err(format!("{s:?}: expected coherent, faithful or faithful:SEED (SEED an integer)")),
     }
 }
 

@@ -18,15 +18,15 @@
 //!
 //! The lane holds at most one open reservation: between steps it is suspended
 //! ([`Reservation::suspend`](crate::dump::Reservation::suspend)), which keeps every other
-//! reservation out ([`Blocked::ReservationOpen`](pto_hal::Blocked::ReservationOpen)) and the lane unpublished until it is resumed
+//! reservation out ([`Blocked::ReservationOpen`](crate::dump::Blocked::ReservationOpen)) and the lane unpublished until it is resumed
 //! and committed or abandoned.
 
 use alloc::boxed::Box;
 
-use pto_hal::{AicpuAgent, Begin, DumpLane, DumpReservation, GmAddr};
+use pto_hal::{AicpuAgent, GmAddr};
 
 use super::lines::{Ack, Asked, Asking, look_asked, read_request, write_ack};
-use crate::dump::{DumpLevel, GmLane, Suspended, TaskArgs, observe_args};
+use crate::dump::{Begin, DumpLane, DumpLevel, DumpReservation, GmLane, Suspended, TaskArgs, observe_args};
 use crate::fixed::PerCore;
 use crate::layout::{CaptureLayout, capture_header, capture_phase, capture_slot, capture_status, dump_stage};
 

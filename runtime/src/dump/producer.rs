@@ -11,9 +11,11 @@
 //! or abandons it. Nothing of an open reservation is ever visible to the host; abandon restores
 //! the lane exactly. A blocking capture is a thin loop over these calls.
 //!
-//! The lane's device layout and its implementation over any AICPU agent live in the runtime
-//! (`pto_runtime::dump`); the platform decides, through its [`Contract`](crate::Contract),
-//! whether payload and record lines are written back before they are published to the host.
+//! The trait is the runtime's: its one implementation is the runtime's own lane over any AICPU
+//! agent (`GmLane`, in `lane.rs`) on the lane's device layout (`layout::dump`). It was a HAL
+//! trait (`pto_hal::DumpLane`); no platform implements it, so it moved here, beside the lane.
+//! The platform decides, through its [`Contract`](pto_hal::Contract), whether payload and
+//! record lines are written back before they are published to the host.
 
 /// What [`DumpLane::try_begin`] answers.
 #[derive(Debug)]
@@ -54,7 +56,7 @@ pub enum Refusal {
 /// A blocking capture is a loop over the resumable calls:
 ///
 /// ```
-/// use pto_hal::{Begin, DumpLane, DumpReservation};
+/// use pto_runtime::dump::{Begin, DumpLane, DumpReservation};
 /// fn capture<L: DumpLane>(lane: &mut L, r: &L::Record, mut wait: impl FnMut() -> bool) -> bool {
 ///     loop {
 ///         match lane.try_begin(r) {
@@ -78,7 +80,7 @@ pub enum Refusal {
 /// A reservation borrows its lane, so a second one cannot be opened while the first is open:
 ///
 /// ```compile_fail
-/// use pto_hal::DumpLane;
+/// use pto_runtime::dump::DumpLane;
 /// fn two_at_once<L: DumpLane>(lane: &mut L, r: &L::Record) {
 ///     let first = lane.try_begin(r);
 ///     let second = lane.try_begin(r); // error: `*lane` is already borrowed by `first`
@@ -89,7 +91,7 @@ pub enum Refusal {
 /// and nothing can be published while one is open:
 ///
 /// ```compile_fail
-/// use pto_hal::DumpLane;
+/// use pto_runtime::dump::DumpLane;
 /// fn publish_mid_reservation<L: DumpLane>(lane: &mut L, r: &L::Record) {
 ///     let open = lane.try_begin(r);
 ///     lane.publish(); // error: `*lane` is already borrowed by `open`
