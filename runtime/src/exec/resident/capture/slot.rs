@@ -1,7 +1,7 @@
 //! The rendezvous slot of a dispatch slot, one occupancy at a time: the steps a participant
 //! takes ([`claim`], [`arrive`], [`publisher`], [`leave`], [`departed`], [`abort`]), each one
-//! attempt over `GmAtomic` so a loom model can drive them. The boundary room
-//! strings them into a core's walk through a phase.
+//! attempt over `GmAtomic` so a loom model can drive them; `capture::boundary` strings them
+//! into a core's walk through a phase.
 //!
 //! Every access to a slot is one 64-bit atomic or device-direct store/query; no line of a slot
 //! is ever written back or invalidated. The claim word's states are
