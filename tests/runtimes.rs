@@ -449,6 +449,16 @@ fn bad_ring_configurations_are_refused_before_launch() {
     let e = dev.run_program(&p, &args, &one_thread).unwrap_err();
     assert!(e.to_string().contains("at least 2 AICPU threads"), "{e}");
     assert_eq!(e, Error::Config(ConfigError::TooFewThreads { threads: 1, min: 2 }));
+    // The orchestrator's wait budget: 1..=2 x the run's watchdog.
+    let watchdog = 1_000_000;
+    for wait in [0, 2 * watchdog + 1] {
+        let cfg = trb(RingConfig::default().with_wait_us(wait)).with_watchdog_us(watchdog);
+        let e = dev.run_program(&p, &args, &cfg).unwrap_err();
+        assert_eq!(e, Error::Config(ConfigError::WaitBudget { wait_us: wait, max_us: 2 * watchdog }), "{e}");
+        assert!(e.to_string().contains("rings.wait_us"), "{e}");
+    }
+    dev.run_program(&p, &args, &trb(RingConfig::default().with_wait_us(2 * watchdog)).with_watchdog_us(watchdog))
+        .unwrap();
 }
 
 fn panics(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
