@@ -30,7 +30,7 @@ pub enum Executor {
     Legacy,
     /// The cores schedule themselves: they take ready tasks from lists in GM, run them and
     /// release their consumers; the AICPU launches, supervises and tears down. A graph it
-    /// cannot run is refused ([`Error::Config`](super::Error::Config) naming the task).
+    /// cannot run is refused ([`ConfigError::ResidentRefused`](super::ConfigError::ResidentRefused) naming the task).
     Resident,
 }
 
