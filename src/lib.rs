@@ -34,7 +34,9 @@ pub use pto_hal as hal;
 pub use pto_runtime as runtime;
 /// Half-precision element types: `pto::half::f16` and `pto::half::bf16` are tensor elements.
 pub use pto_runtime::half;
-pub use pto_runtime::host::{AicoreProgram, Error, Executor, LegacyReason, Program, RingConfig, RunConfig, RunReport};
+pub use pto_runtime::host::{
+    AicoreProgram, ConfigError, Error, Executor, LegacyReason, Program, RingConfig, RunConfig, RunReport,
+};
 
 /// The args dump: the level a run records at, its report, and the reader of a dump directory.
 ///
@@ -122,7 +124,8 @@ pub mod prelude {
     pub use crate::runtime::kernel::KernelIo;
     pub use crate::runtime::orch::{Local, Orch, OrchArgs, OrchFail, OrchFn, RuntimeKind, ScopeMode};
     pub use crate::{
-        AicoreProgram, Device, DeviceTensor, Error, Executor, Graph, Program, RingConfig, RunConfig, RunReport,
+        AicoreProgram, ConfigError, Device, DeviceTensor, Error, Executor, Graph, Program, RingConfig, RunConfig,
+        RunReport,
     };
 }
 

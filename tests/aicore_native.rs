@@ -65,9 +65,11 @@ fn the_resident_executor_is_refused_by_name() {
         pto_testkit::executed(Executor::Resident, || pto_testkit::vector(&dev, &k, RuntimeKind::HostBuiltGraph))
     })
     .map(|_| ())
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("resident is not supported by the native (C) AICore program"), "{e}");
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("resident is not supported by the native (C) AICore program"), "{text}");
+    let want = ConfigError::ExecutorUnsupported { executor: Executor::Resident, aicore: AicoreProgram::Native };
+    assert!(matches!(e, pto_testkit::Failure::Run(Error::Config(ref c)) if *c == want), "{e:?}");
 }
 
 fn k_panics(k: &mut dyn KernelContext) {

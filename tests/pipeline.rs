@@ -104,7 +104,17 @@ fn runs_on_fewer_clusters_than_the_board() {
     }
     // Bad configurations are named.
     let cfg = RunConfig::default().with_clusters(99);
-    assert!(matches!(dev.run_with(&p.graph, &cfg), Err(Error::Config(_))));
+    let e = dev.run_with(&p.graph, &cfg);
+    assert!(
+        matches!(&e, Err(Error::Config(ConfigError::OutOfRange { field: "clusters", value: 99, min: 1, max }))
+            if *max == u64::from(topo.clusters)),
+        "{e:?}"
+    );
     let cfg = RunConfig::default().with_aicpu_threads(0);
-    assert!(matches!(dev.run_with(&p.graph, &cfg), Err(Error::Config(_))));
+    let e = dev.run_with(&p.graph, &cfg);
+    assert!(
+        matches!(&e, Err(Error::Config(ConfigError::OutOfRange { field: "aicpu_threads", value: 0, min: 1, max }))
+            if *max == u64::from(topo.aicpu_threads)),
+        "{e:?}"
+    );
 }

@@ -106,6 +106,7 @@ fn spmd_runs_resident_and_sync_start_goes_legacy() {
     assert_eq!(r.legacy_reason, Some(LegacyReason::SyncStart { task: 0 }));
     let e = dev.run_with(&sync, &resident).unwrap_err();
     assert!(e.to_string().contains("start together"), "{e}");
+    assert_eq!(e, Error::Config(ConfigError::ResidentRefused { reason: LegacyReason::SyncStart { task: 0 } }));
     // More blocks than the resident state holds: an explicit `Resident` is refused before any
     // state is built (it would take 8 bytes per block); `Auto` would run it legacy, with the
     // same reason (not run here: four million blocks).
@@ -121,6 +122,8 @@ fn spmd_runs_resident_and_sync_start_goes_legacy() {
     let e = dev.run_with(&many, &RunConfig::default().with_executor(Executor::Resident)).unwrap_err();
     let want = format!("blocks pass {} at task {}", 1u32 << 22, (1u32 << 22) / blocks);
     assert!(e.to_string().contains(&want), "{e}");
+    let task = (1u32 << 22) / blocks;
+    assert_eq!(e, Error::Config(ConfigError::ResidentRefused { reason: LegacyReason::TooManyBlocks { task } }));
 }
 
 /// The args dump on the resident route: `Resident` with the dump on stays resident; a task of
@@ -151,6 +154,7 @@ fn args_dump_runs_resident_except_for_tasks_of_several_blocks() {
     assert_eq!(r.legacy_reason, Some(LegacyReason::ArgsDumpBlocks { task: 1 }));
     let e = dev.run_with(&g, &cfg.clone().with_executor(Executor::Resident)).unwrap_err();
     assert!(e.to_string().contains("args dump") && e.to_string().contains("task 1"), "{e}");
+    assert_eq!(e, Error::Config(ConfigError::ResidentRefused { reason: LegacyReason::ArgsDumpBlocks { task: 1 } }));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -167,6 +171,7 @@ fn the_device_side_runtime_is_legacy_and_refuses_resident() {
     let cfg = RunConfig::default().with_runtime(RuntimeKind::TensormapRing).with_executor(Executor::Resident);
     let e = dev.run_program(&p, &OrchArgs::new(), &cfg).unwrap_err();
     assert!(e.to_string().contains("device-side runtime"), "{e}");
+    assert_eq!(e, Error::Config(ConfigError::ResidentRefused { reason: LegacyReason::DeviceSideRuntime }));
 }
 
 /// A kernel that panics on the resident executor: KERNEL_FAULT at the kernel site, with the

@@ -431,17 +431,34 @@ fn bad_ring_configurations_are_refused_before_launch() {
     let p = dev.register_orchestration("eight_cfg", eight_in_one_scope).unwrap();
     let y = dev.alloc::<f32>(&[8, 16]).unwrap();
     let args = OrchArgs::new().tensor(y.tensor());
-    for (rings, what) in [
-        (RingConfig::uniform(3, 1024, 8), "power of two"),
-        (RingConfig::uniform(8, 100, 8), "multiple of 64"),
-        (RingConfig::uniform(8, 1024, 0), "dep_pool"),
+    let slots = 1 << 28;
+    for (rings, expected, what) in [
+        (RingConfig::uniform(3, 1024, 8), ConfigError::RingWindow { ring: 0, window: 3, max: slots }, "power of two"),
+        (
+            RingConfig::uniform(8, 100, 8),
+            ConfigError::RingHeap { ring: 0, heap: 100, max: pto::runtime::host::MAX_RING_HEAP },
+            "multiple of 64",
+        ),
+        (RingConfig::uniform(8, 1024, 0), ConfigError::RingDepPool { ring: 0, dep_pool: 0, limit: slots }, "dep_pool"),
     ] {
         let e = dev.run_program(&p, &args, &trb(rings)).unwrap_err();
-        assert!(matches!(e, Error::Config(_)) && e.to_string().contains(what), "{e}");
+        assert!(e.to_string().contains(what), "{e}");
+        assert_eq!(e, Error::Config(expected));
     }
     let one_thread = trb(RingConfig::default()).with_aicpu_threads(1);
     let e = dev.run_program(&p, &args, &one_thread).unwrap_err();
     assert!(e.to_string().contains("at least 2 AICPU threads"), "{e}");
+    assert_eq!(e, Error::Config(ConfigError::TooFewThreads { threads: 1, min: 2 }));
+    // The orchestrator's wait budget: 1..=2 x the run's watchdog.
+    let watchdog = 1_000_000;
+    for wait in [0, 2 * watchdog + 1] {
+        let cfg = trb(RingConfig::default().with_wait_us(wait)).with_watchdog_us(watchdog);
+        let e = dev.run_program(&p, &args, &cfg).unwrap_err();
+        assert_eq!(e, Error::Config(ConfigError::WaitBudget { wait_us: wait, max_us: 2 * watchdog }), "{e}");
+        assert!(e.to_string().contains("rings.wait_us"), "{e}");
+    }
+    dev.run_program(&p, &args, &trb(RingConfig::default().with_wait_us(2 * watchdog)).with_watchdog_us(watchdog))
+        .unwrap();
 }
 
 fn panics(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {

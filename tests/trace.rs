@@ -191,6 +191,7 @@ fn bad_trace_sizes_are_refused() {
     let p = pto_testkit::build_shape(&dev, &k, pto_testkit::ShapeKind::Independent, 4).unwrap();
     let e = dev.run_with(&p.graph, &RunConfig::default().with_trace(true).with_trace_records(0, 4)).unwrap_err();
     assert!(e.to_string().contains("trace_records"), "{e}");
+    assert!(matches!(e, Error::Config(ConfigError::TraceRecords { core_records: 0, thread_records: 4, .. })), "{e:?}");
 }
 
 /// The faithful cache model (seed 1, as `PTO_SIM_CACHE=faithful:1`) on traced runs of both sim

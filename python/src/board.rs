@@ -13,7 +13,7 @@ use pto::hal::{CoreType, HostPlatform, KernelFn, Platform, Topology};
 use pto::half::{bf16, f16};
 use pto::runtime::graph::{DType, FuncId, Tensor};
 use pto::runtime::orch::{OrchArgs, RuntimeKind};
-use pto::{Error, Executor, Program, RunConfig, RunReport};
+use pto::{ConfigError, Error, Executor, Program, RunConfig, RunReport};
 use pto_sim::{AicpuWritePolicy, CacheModel};
 use pto_testkit::{Failure, Kernels, Outcome};
 
@@ -257,7 +257,7 @@ where
         let (_, w) = pto_testkit::examples::<B::Platform>()
             .into_iter()
             .find(|(n, _)| *n == name)
-            .ok_or_else(|| Failure::Run(Error::Config(format!("no workload {name:?}"))))?;
+            .ok_or_else(|| Failure::Run(ConfigError::Unknown { what: "workload", name: name.to_string() }.into()))?;
         pto_testkit::dumped(s.dump, s.dump_dir.clone(), || {
             pto_testkit::executed(s.executor, || {
                 pto_testkit::traced(s.trace, || w(&self.dev, &self.kernels, s.runtime))

@@ -100,7 +100,12 @@ fn a_device_over_the_chips_bound_is_refused() {
     assert_eq!(<A2a3Aicpu<'static> as AicpuAgent>::MAX_CLUSTERS, pto_a2a3::CLUSTERS);
     let topology = pto_hal::Topology { clusters: pto_a2a3::CLUSTERS + 1, aicpu_threads: 2 };
     match pto_target_harness::workloads::open::<A2a3>(topology) {
-        Err(pto_runtime::host::Error::Config(m)) => assert!(m.contains("at most 24"), "{m}"),
+        Err(pto_runtime::host::Error::Config(
+            e @ pto_runtime::host::ConfigError::DeviceOverBound { clusters, bound },
+        )) => {
+            assert_eq!((clusters, bound), (25, 24));
+            assert!(e.to_string().contains("at most 24"), "{e}");
+        }
         Err(e) => panic!("refused, but not as a configuration error: {e}"),
         Ok(_) => panic!("a device of 25 clusters was taken over a 24-cluster agent"),
     }

@@ -241,7 +241,7 @@ impl<P: HostPlatform> Device<P> {
                 if let Some(h) = heap {
                     let _ = self.inner.dev.free(h);
                 }
-                return Err(Error::Config(std::format!("the host emitted a graph image the device would refuse: {e}")));
+                return Err(super::ConfigError::ImageRefused { error: e }.into());
             }
         };
         let first = [Shape::Aic, Shape::Aiv, Shape::Mix].map(|s| b.first_of(s));

@@ -9,6 +9,8 @@ use pto_hal::ErrorKind;
 use crate::codes::{ErrorCode, Site};
 use crate::graph::GraphError;
 
+pub use super::config::ConfigError;
+
 /// A platform error kept whole: its kind, its text and the error itself as
 /// [`source`](std::error::Error::source).
 #[derive(Clone)]
@@ -259,14 +261,22 @@ pub enum Error {
         /// Its element's index in the tensor.
         element: u64,
     },
-    /// A run configuration the board cannot satisfy.
+    /// A run configuration the board cannot satisfy: the variant says what was wrong, its
+    /// text names the field, the value and the limit. Its text is part of this error's message
+    /// (it is not repeated as a `source`).
     #[error("bad run configuration: {0}")]
-    Config(String),
+    Config(ConfigError),
 }
 
 impl From<GraphError> for Error {
     fn from(e: GraphError) -> Self {
         Error::Graph(e)
+    }
+}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Error::Config(e)
     }
 }
 

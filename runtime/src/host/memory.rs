@@ -267,9 +267,8 @@ impl<P: HostPlatform> DeviceTensor<P> {
     /// the tensor was allocated is [`Error::Uninitialised`].
     pub fn read<T: Element>(&self) -> Result<Vec<T>, Error> {
         self.check::<T>(None)?;
-        let n = usize::try_from(self.tensor.elem_count()).map_err(|_| {
-            Error::Config(std::format!("a {}-element tensor does not fit host memory", self.tensor.elem_count()))
-        })?;
+        let elements = self.tensor.elem_count();
+        let n = usize::try_from(elements).map_err(|_| super::ConfigError::HostMemory { elements })?;
         let bytes = self.tensor.elem_count() * core::mem::size_of::<T>() as u64;
         if let Some(at) = P::first_unwritten(&self.dev.dev, self.addr, bytes) {
             let element = (at.0 - self.addr.0) / core::mem::size_of::<T>().max(1) as u64;

@@ -56,7 +56,7 @@ use pto_hal::{
 };
 
 pub use build::{Graph, GraphBytes};
-pub use config::{AicoreProgram, MAX_RING_HEAP, RingConfig, RunConfig, Timeouts};
+pub use config::{AicoreProgram, ConfigError, MAX_RING_HEAP, RingConfig, RunConfig, Timeouts};
 use error::platform;
 pub use error::{DeviceError, Error, PlatformError};
 pub use fence::{HUNG_GRACE_US, RunHandle};
@@ -246,7 +246,7 @@ impl<P: HostPlatform> Device<P> {
     /// Take ownership of a device of a platform whose device half runs in this process (the
     /// simulator, the on-target harness): install the runtime's device programs, then
     /// [`Device::new`]. A device of more clusters than the platform's AICPU agent holds
-    /// ([`pto_hal::AicpuAgent::MaxClusters`]) is refused ([`Error::Config`]).
+    /// ([`pto_hal::AicpuAgent::MaxClusters`]) is refused ([`ConfigError::DeviceOverBound`]).
     pub fn new_in_process(dev: P::Device, timeouts: Timeouts) -> Result<Device<P>, Error>
     where
         P: pto_hal::Platform,
@@ -255,13 +255,7 @@ impl<P: HostPlatform> Device<P> {
         // clusters (their per-core tables are sized by it): a device with more is refused here,
         // by name, rather than each of its launches at boot (`TOPOLOGY_BOUND`).
         let topo = P::topology(&dev);
-        let bound = <P::Aicpu as pto_hal::AicpuAgent>::MAX_CLUSTERS;
-        if topo.clusters > bound {
-            return Err(Error::Config(std::format!(
-                "the device has {} clusters, but this platform's AICPU programs hold at most {bound} (AicpuAgent::MaxClusters)",
-                topo.clusters
-            )));
-        }
+        config::check_device_bound(topo.clusters, <P::Aicpu as pto_hal::AicpuAgent>::MAX_CLUSTERS)?;
         crate::programs::install::<P>(&dev).map_err(platform("device program install"))?;
         Device::new(dev, timeouts)
     }

@@ -8,6 +8,7 @@ use std::time::Instant;
 use pto_hal::{AicoreStream, AicpuStream, HostPlatform, Stream};
 
 use super::build::{Graph, GraphCore};
+use super::config::CheckedConfig;
 use super::error::platform;
 use super::memory::Pins;
 use super::publish::Publish;
@@ -67,13 +68,12 @@ impl<P: HostPlatform> Device<P> {
                 Ok(prepared)
             }
             RuntimeKind::TensormapRing => {
-                let (clusters, threads, wait_us) = self.check_trb_config(cfg)?;
-                let aicore = self.aicore_program(cfg)?;
+                let (checked, rings) = self.check_program_run(cfg)?;
                 self.check_program(program)?;
                 self.check_program_args(args)?;
                 let building = Instant::now();
                 let image = tracing::debug_span!(target: "pto::host", "build", runtime = "trb")
-                    .in_scope(|| self.orch_image(program, args, cfg, wait_us))?;
+                    .in_scope(|| self.orch_image(program, args, cfg, &rings))?;
                 let mut host = HostTimeline::default();
                 host.until_now(HostPhase::Build, building);
                 // The program's tensors stay allocated until the run's fence.
@@ -82,11 +82,10 @@ impl<P: HostPlatform> Device<P> {
                     .allocs
                     .pin(args.tensors().iter().map(|t| &t.buffer))
                     .map_err(|(i, why)| GraphError::UnusableProgramArg { arg: i as u32, why })?;
-                let mut prepared = self.prepare_in_slot(clusters, threads, None, true, pins, host, |slot| {
-                    self.publish_trb(slot, image, clusters, threads, cfg)
+                let mut prepared = self.prepare_in_slot(&checked, None, true, pins, host, |slot| {
+                    self.publish_trb(slot, image, cfg, &checked, &rings)
                 })?;
                 prepared.runtime = RuntimeKind::TensormapRing;
-                prepared.aicore = aicore;
                 Ok(prepared)
             }
         }
@@ -118,9 +117,8 @@ impl<P: HostPlatform> Device<P> {
                 device: self.inner.allocs.device(),
             });
         }
-        let (clusters, threads) = self.check_config(cfg)?;
-        let aicore = self.aicore_program(cfg)?;
-        graph.check_placeable(cfg, clusters, threads)?;
+        let checked = self.check_graph_run(cfg, &graph.plan)?;
+        graph.check_placeable(cfg, checked.clusters(), checked.threads())?;
         let pins = self.inner.allocs.pin(graph.externals.iter().map(|(b, _, _)| b)).map_err(|(i, why)| {
             let (_, task, arg) = graph.externals[i];
             GraphError::UnusableTensor { task, arg, why }
@@ -131,36 +129,32 @@ impl<P: HostPlatform> Device<P> {
         if let Some((start, end)) = graph.take_build() {
             host.record(HostPhase::Build, start, end);
         }
-        let mut prepared = self.prepare_in_slot(clusters, threads, tasks, wait, pins, host, |slot| {
+        let mut prepared = self.prepare_in_slot(&checked, tasks, wait, pins, host, |slot| {
             let what = Publish {
                 bytes: &graph.image,
                 plan: Some(&graph.plan),
                 task_count: graph.task_count,
                 runtime: RUNTIME_HBG,
-                clusters,
-                threads,
             };
-            self.publish(slot, what, cfg)
+            self.publish(slot, what, cfg, &checked)
         })?;
         prepared.graph = Some(graph.clone());
-        prepared.aicore = aicore;
         Ok(prepared)
     }
 
     /// Reserve a pipeline slot and `publish` the run's launch image into it (returning the
     /// epoch); the slot and the pins are given back when anything fails. Both are host phases
     /// of the run, added to `host`.
-    #[allow(clippy::too_many_arguments)]
     fn prepare_in_slot<'d>(
         &'d self,
-        clusters: u32,
-        threads: u32,
+        checked: &CheckedConfig,
         tasks: Option<u32>,
         wait: bool,
         pins: Pins,
         mut host: HostTimeline,
         publish: impl FnOnce(usize) -> Result<u64, Error>,
     ) -> Result<PreparedRun<'d, P>, Error> {
+        let (clusters, threads) = (checked.clusters(), checked.threads());
         let reserving = Instant::now();
         let reserved = match tracing::debug_span!(target: "pto::host", "reserve", wait)
             .in_scope(|| self.inner.reserve_slot(wait))
@@ -192,7 +186,7 @@ impl<P: HostPlatform> Device<P> {
                     threads,
                     tasks,
                     runtime: RuntimeKind::HostBuiltGraph,
-                    aicore: self.inner.programs.aicore,
+                    aicore: checked.aicore(),
                     graph: None,
                     pins: Some(pins),
                     host,

@@ -6,11 +6,13 @@ use std::format;
 use std::string::ToString;
 use std::vec::Vec;
 
-use pto_hal::{Clock, DeviceMemory, GmAddr, HostPlatform};
-use zerocopy::{FromBytes, IntoBytes};
+use pto_hal::{DeviceMemory, GmAddr, HostPlatform};
+use zerocopy::IntoBytes;
 
+use super::config::{CheckedConfig, CheckedRings};
 use super::error::platform;
-use super::{Device, Error, Program, RunConfig};
+use super::resident::{CaptureParams, Choice};
+use super::{Device, Error, LegacyReason, Program, RunConfig};
 use crate::graph::{GraphError, Placement};
 use crate::layout::{
     DESC_MAGIC, DumpLayout, FuncEntry, LAYOUT_VERSION, LaunchConfig, LaunchDesc, ORCH_MAGIC, OrchImage, OrchTensor,
@@ -45,7 +47,7 @@ pub(crate) struct DumpRegion {
     pub(crate) collector: super::dump::Collector,
 }
 
-/// What a published run needs to know about itself.
+/// What a published run needs to know about itself (besides its checked configuration).
 pub(crate) struct Publish<'a> {
     pub(crate) bytes: &'a [u8],
     /// What the host decided about a host-built graph at build (`None` on the device-side
@@ -53,8 +55,6 @@ pub(crate) struct Publish<'a> {
     pub(crate) plan: Option<&'a super::resident::Plan>,
     pub(crate) task_count: u32,
     pub(crate) runtime: u32,
-    pub(crate) clusters: u32,
-    pub(crate) threads: u32,
 }
 
 /// A slot's allocation `kept` if it holds `need` bytes; otherwise it is freed and replaced by a
@@ -81,21 +81,16 @@ where
     Ok(a)
 }
 
-/// Ticks of `clock` in `us` microseconds, or a configuration error naming `what`.
-fn ticks(clock: &impl Clock, what: &str, us: u64) -> Result<u64, Error> {
-    let t = us as u128 * clock.freq_hz() as u128 / 1_000_000;
-    u64::try_from(t).map_err(|_| Error::Config(format!("{what} = {us} us does not fit the device's tick counter")))
-}
-
 impl<P: HostPlatform> Device<P> {
-    /// The orchestration image of a device-side run (without ring addresses yet).
+    /// The orchestration image of a device-side run: its header (without ring addresses yet)
+    /// and the whole image's bytes (the header's place at the front).
     pub(crate) fn orch_image(
         &self,
         program: &Program,
         args: &OrchArgs,
         cfg: &RunConfig,
-        wait_us: u64,
-    ) -> Result<Vec<u8>, Error> {
+        rings: &CheckedRings,
+    ) -> Result<(OrchImage, Vec<u8>), Error> {
         let funcs = self.inner.funcs.lock().0.clone();
         let mut tensors = Vec::with_capacity(args.tensors().len());
         for (i, t) in args.tensors().iter().enumerate() {
@@ -124,7 +119,7 @@ impl<P: HostPlatform> Device<P> {
             tensor_count: tensors.len() as u32,
             scalar_count: args.scalars().len() as u32,
             tensormap_entries: cfg.rings.tensormap_entries,
-            wait_ticks: ticks(&self.inner.dev, "rings.wait_us", wait_us)?,
+            wait_ticks: rings.wait_ticks,
             flags: if cfg.aiv_only { orch_flags::AIV_ONLY } else { 0 },
             reserved: 0,
             rings: [RingSpec::default(); RINGS],
@@ -143,7 +138,7 @@ impl<P: HostPlatform> Device<P> {
         for v in args.scalars() {
             bytes.extend_from_slice(&v.to_le_bytes());
         }
-        Ok(bytes)
+        Ok((head, bytes))
     }
 
     /// Place the ring heaps of a device-side run (reusing the slot's heap allocation when it
@@ -151,19 +146,16 @@ impl<P: HostPlatform> Device<P> {
     pub(crate) fn publish_trb(
         &self,
         slot: usize,
-        mut image: Vec<u8>,
-        clusters: u32,
-        threads: u32,
+        (mut head, mut image): (OrchImage, Vec<u8>),
         cfg: &RunConfig,
+        checked: &CheckedConfig,
+        rings: &CheckedRings,
     ) -> Result<u64, Error> {
-        let need = cfg.rings.validate()?;
+        let need = rings.heap_bytes;
         let base = {
             let mut mem = self.inner.slot_mem[slot].lock();
             reuse_or_alloc(&self.inner.dev, &mut mem.heaps, need, need, "ring heap")?
         };
-        let mut head = OrchImage::read_from_prefix(&image)
-            .map_err(|_| Error::Config("the orchestration image is shorter than its header".to_string()))?
-            .0;
         head.total_len = image.len() as u64;
         let mut at = base.0;
         for r in 0..RINGS {
@@ -177,69 +169,45 @@ impl<P: HostPlatform> Device<P> {
             at += cfg.rings.heap[r];
         }
         image[..core::mem::size_of::<OrchImage>()].copy_from_slice(head.as_bytes());
-        let what = Publish {
-            bytes: &image,
-            plan: None,
-            task_count: 0,
-            runtime: crate::layout::RUNTIME_TRB,
-            clusters,
-            threads,
-        };
-        self.publish(slot, what, cfg)
+        let what = Publish { bytes: &image, plan: None, task_count: 0, runtime: crate::layout::RUNTIME_TRB };
+        self.publish(slot, what, cfg, checked)
     }
 
-    /// Write the run's image and descriptor into `slot`; returns the run's epoch.
-    pub(crate) fn publish(&self, slot: usize, what: Publish<'_>, cfg: &RunConfig) -> Result<u64, Error> {
+    /// Write the run's image and descriptor into `slot`; returns the run's epoch. Every value
+    /// derived from the configuration comes checked (`checked`); `cfg` gives the rest.
+    pub(crate) fn publish(
+        &self,
+        slot: usize,
+        what: Publish<'_>,
+        cfg: &RunConfig,
+        checked: &CheckedConfig,
+    ) -> Result<u64, Error> {
         let inner = &*self.inner;
         let dev = &inner.dev;
-        let watchdog_us = cfg.watchdog_us.unwrap_or(inner.timeouts.watchdog_us);
-        let core_wait_us = super::config::core_wait_us(watchdog_us, inner.timeouts.exit_us, inner.timeouts.stream_us)?;
-        let watchdog_ticks = ticks(dev, "watchdog_us", watchdog_us)?;
-        let exit_ticks = ticks(dev, "exit_us", inner.timeouts.exit_us)?;
-        let core_wait_ticks = ticks(dev, "the core wait budget", core_wait_us)?;
+        let (clusters, threads) = (checked.clusters(), checked.threads());
+        let watchdog_ticks = checked.watchdog_ticks();
         let mut mem = inner.slot_mem[slot].lock();
         let need = what.bytes.len() as u64;
         let cap = need.checked_next_power_of_two().unwrap_or(need).max(4096);
         let image = reuse_or_alloc(dev, &mut mem.image, need, cap, "image")?;
         let arena = mem.arena;
-        let (core_records, thread_records) =
-            cfg.trace_records.unwrap_or((super::trace::DEFAULT_CORE_RECORDS, super::trace::DEFAULT_THREAD_RECORDS));
-        let trace = if cfg.trace {
-            if core_records == 0 || thread_records == 0 || core_records > 1 << 24 || thread_records > 1 << 24 {
-                return Err(Error::Config(format!(
-                    "trace_records = ({core_records}, {thread_records}): each must be in 1..=2^24"
-                )));
+        let trace = match checked.trace() {
+            Some((core_records, thread_records)) => {
+                let tl = TraceLayout { base: 0, workers: clusters * 3, threads, core_records, thread_records };
+                let need = tl.bytes();
+                reuse_or_alloc(dev, &mut mem.trace, need, need, "trace rings")?.0
             }
-            let tl = TraceLayout {
-                base: 0,
-                workers: what.clusters * 3,
-                threads: what.threads,
-                core_records,
-                thread_records,
-            };
-            let need = tl.bytes();
-            reuse_or_alloc(dev, &mut mem.trace, need, need, "trace rings")?.0
-        } else {
-            0
+            None => 0,
         };
         let layout = SlotArena { workers: inner.topo.workers() };
         let epoch = inner.epoch.fetch_add(1, crate::sync::Ordering::Relaxed) + 1;
         // A prepared run that was never launched may have left its collector behind.
         mem.dump = None;
-        let dump = match cfg.dump {
+        let dump = match checked.dump() {
             None => 0,
-            Some(level) => {
-                let arena = cfg.dump_arena.unwrap_or(super::dump::DEFAULT_ARENA);
-                if !arena.is_multiple_of(64) || !(super::dump::MIN_ARENA..=super::dump::MAX_ARENA).contains(&arena) {
-                    return Err(Error::Config(format!(
-                        "dump_arena = {arena}: must be a multiple of 64 in {}..={}",
-                        super::dump::MIN_ARENA,
-                        super::dump::MAX_ARENA
-                    )));
-                }
-                let h = super::dump::header(level, what.threads, arena, watchdog_ticks / 2, epoch);
-                let need = DumpLayout::region_bytes(&h)
-                    .ok_or_else(|| Error::Config(format!("dump_arena = {arena}: the dump region overflows")))?;
+            Some(checked_dump) => {
+                let (level, arena, need) = (checked_dump.level, checked_dump.arena, checked_dump.region_bytes);
+                let h = super::dump::header(level, threads, arena, watchdog_ticks / 2, epoch);
                 let a = reuse_or_alloc(dev, &mut mem.dump_mem, need, need, "args-dump lanes")?;
                 let l = DumpLayout { base: a.0, header: h };
                 super::dump::initialize(dev, &l).map_err(platform("args-dump region initialization"))?;
@@ -262,33 +230,18 @@ impl<P: HostPlatform> Device<P> {
             }
         };
         // The executor: the device-side runtime dispatches from the AICPU; a host-built graph
-        // goes resident unless asked otherwise or it has a shape the resident executor does
-        // not run.
-        let choice = if let Some(plan) = what.plan {
-            let capture = cfg.dump.map(|level| super::resident::CaptureParams {
-                level,
-                max_bytes: capture_step_bytes(cfg.dump_arena.unwrap_or(super::dump::DEFAULT_ARENA)),
-                budget: watchdog_ticks / 2,
-            });
-            // The C AICore program runs the legacy executor only (`check_config` refused resident).
-            let asked = match cfg.aicore {
-                super::AicoreProgram::Native => super::Executor::Legacy,
-                super::AicoreProgram::Rust => cfg.executor,
-            };
-            super::resident::choose(asked, plan, what.bytes, capture, what.clusters, P::cores_share_host(dev))
-                .map_err(|why| Error::Config(format!("executor = resident cannot run this graph: {why}")))?
-        } else if cfg.executor == super::Executor::Resident {
-            return Err(Error::Config(format!(
-                "executor = resident cannot run this graph: {}",
-                super::LegacyReason::DeviceSideRuntime
-            )));
-        } else {
-            super::resident::Choice {
-                mode: crate::layout::executor_mode::LEGACY_GRAPH,
-                reason: Some(super::LegacyReason::DeviceSideRuntime),
-                state: None,
-                capture: None,
+        // runs where the checker decided (resident unless asked otherwise or it has a shape the
+        // resident executor does not run).
+        let choice = match what.plan {
+            Some(plan) => {
+                let capture = checked.dump().map(|d| CaptureParams {
+                    level: d.level,
+                    max_bytes: capture_step_bytes(d.arena),
+                    budget: watchdog_ticks / 2,
+                });
+                Choice::of(checked.executor(), plan, what.bytes, capture, clusters)
             }
+            None => Choice::legacy(LegacyReason::DeviceSideRuntime, crate::layout::executor_mode::LEGACY_GRAPH),
         };
         // The resident state, then (when the dump is on) the capture region right after it.
         let (resident, resident_entries, capture) = match &choice.state {
@@ -314,9 +267,9 @@ impl<P: HostPlatform> Device<P> {
             magic: DESC_MAGIC,
             version: LAYOUT_VERSION,
             epoch,
-            clusters: what.clusters,
-            workers: what.clusters * 3,
-            aicpu_threads: what.threads,
+            clusters,
+            workers: clusters * 3,
+            aicpu_threads: threads,
             task_count: what.task_count,
             physical_cores: inner.topo.workers(),
             runtime: what.runtime,
@@ -326,11 +279,11 @@ impl<P: HostPlatform> Device<P> {
             gates: arena.0 + layout.gates(),
             payloads: arena.0 + layout.payloads(),
             watchdog_ticks,
-            exit_ticks,
-            core_wait_ticks,
+            exit_ticks: checked.exit_ticks(),
+            core_wait_ticks: checked.core_wait_ticks(),
             trace,
-            trace_core_records: if cfg.trace { core_records } else { 0 },
-            trace_thread_records: if cfg.trace { thread_records } else { 0 },
+            trace_core_records: checked.trace().map_or(0, |(c, _)| c),
+            trace_thread_records: checked.trace().map_or(0, |(_, t)| t),
             dump,
             executor: choice.mode,
             executor_reason,
@@ -346,7 +299,7 @@ impl<P: HostPlatform> Device<P> {
             "publish: slot {slot} epoch {epoch} image {} bytes at {:#x}, trace {}, dump {:?}, executor {}",
             what.bytes.len(),
             image.0,
-            if cfg.trace { "on" } else { "off" },
+            if checked.trace().is_some() { "on" } else { "off" },
             cfg.dump,
             choice.reason.map_or_else(|| std::string::String::from("resident"), |r| format!("legacy ({r})"))
         );

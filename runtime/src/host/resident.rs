@@ -30,7 +30,7 @@ pub enum Executor {
     Legacy,
     /// The cores schedule themselves: they take ready tasks from lists in GM, run them and
     /// release their consumers; the AICPU launches, supervises and tears down. A graph it
-    /// cannot run is refused ([`Error::Config`](super::Error::Config) naming the task).
+    /// cannot run is refused ([`ConfigError::ResidentRefused`](super::ConfigError::ResidentRefused) naming the task).
     Resident,
 }
 
@@ -247,20 +247,27 @@ impl Plan {
     }
 }
 
-/// Choose the executor of the host-built graph `plan` describes under `asked`, with the args
-/// dump on or off, for `clusters` clusters, on a platform whose cores share the host's
-/// processors (`shared_host`) or not. `Err` is the reason an explicit [`Executor::Resident`]
-/// cannot be honoured. Under [`Executor::Auto`] a reason of the graph's own comes before the
-/// platform's.
-pub(crate) fn choose(
-    asked: Executor,
-    plan: &Plan,
-    image: &[u8],
-    dump: Option<CaptureParams>,
-    clusters: u32,
-    shared_host: bool,
-) -> Result<Choice, LegacyReason> {
-    let legacy = |reason: LegacyReason, mode: u32| Choice { mode, reason: Some(reason), state: None, capture: None };
+/// What the configuration's checker decided about a run's executor (before any state is
+/// built): the legacy executor and why, or the resident one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// The legacy executor, in `mode`, for `reason`.
+    Legacy {
+        /// Why.
+        reason: LegacyReason,
+        /// The descriptor's executor mode.
+        mode: u32,
+    },
+    /// The resident executor.
+    Resident,
+}
+
+/// Decide the executor of the host-built graph `plan` describes under `asked`, with the args
+/// dump on or off (`dump`), on a platform whose cores share the host's processors
+/// (`shared_host`) or not. `Err` is the reason an explicit [`Executor::Resident`] cannot be
+/// honoured. Under [`Executor::Auto`] a reason of the graph's own comes before the platform's.
+pub(crate) fn decide(asked: Executor, plan: &Plan, dump: bool, shared_host: bool) -> Result<Decision, LegacyReason> {
+    let legacy = |reason: LegacyReason, mode: u32| Decision::Legacy { reason, mode };
     if asked == Executor::Legacy {
         return Ok(legacy(LegacyReason::Requested, executor_mode::LEGACY_GRAPH));
     }
@@ -270,32 +277,59 @@ pub(crate) fn choose(
     if let Err(reason) = plan.resident {
         return refuse(reason, executor_mode::LEGACY_UNSUPPORTED_SHAPE);
     }
-    if dump.is_some()
-        && let Some(task) = plan.first_multi_block
-    {
+    if dump && let Some(task) = plan.first_multi_block {
         return refuse(LegacyReason::ArgsDumpBlocks { task }, executor_mode::LEGACY_GRAPH);
     }
     if asked == Executor::Auto && shared_host {
         return Ok(legacy(LegacyReason::SharedHost, executor_mode::LEGACY_GRAPH));
     }
-    let capture = dump.map(|p| {
-        let l = CaptureLayout { base: 0, clusters };
-        let mut bytes = std::vec![0u8; l.bytes() as usize];
-        let mut put = |w: u64, v: u64| {
-            let o = l.header(w) as usize;
-            bytes[o..o + 8].copy_from_slice(&v.to_le_bytes())
-        };
-        put(capture_header::LEVEL, u32::from(p.level) as u64);
-        put(capture_header::MAX_BYTES, p.max_bytes);
-        put(capture_header::BUDGET, p.budget);
-        bytes
-    });
-    Ok(Choice {
-        mode: executor_mode::RESIDENT_PENDING,
-        reason: None,
-        state: Some(plan.state(image, clusters)),
-        capture,
-    })
+    Ok(Decision::Resident)
+}
+
+impl Choice {
+    /// The choice `decision` made for the host-built graph `plan` describes (whose image is
+    /// `image`), over `clusters` clusters, with the boundary capture `dump` when the dump is on.
+    pub(crate) fn of(
+        decision: Decision,
+        plan: &Plan,
+        image: &[u8],
+        dump: Option<CaptureParams>,
+        clusters: u32,
+    ) -> Choice {
+        match decision {
+            Decision::Legacy { reason, mode } => Choice::legacy(reason, mode),
+            Decision::Resident => Choice::resident(plan, image, dump, clusters),
+        }
+    }
+
+    /// The legacy executor in `mode`, for `reason`: nothing to write.
+    pub(crate) fn legacy(reason: LegacyReason, mode: u32) -> Choice {
+        Choice { mode, reason: Some(reason), state: None, capture: None }
+    }
+
+    /// The resident executor for the host-built graph `plan` describes (whose image is
+    /// `image`) over `clusters` clusters, with its boundary capture when the dump is on: its
+    /// initial state (built on the first run over `clusters`) and capture region.
+    fn resident(plan: &Plan, image: &[u8], dump: Option<CaptureParams>, clusters: u32) -> Choice {
+        let capture = dump.map(|p| {
+            let l = CaptureLayout { base: 0, clusters };
+            let mut bytes = std::vec![0u8; l.bytes() as usize];
+            let mut put = |w: u64, v: u64| {
+                let o = l.header(w) as usize;
+                bytes[o..o + 8].copy_from_slice(&v.to_le_bytes())
+            };
+            put(capture_header::LEVEL, u32::from(p.level) as u64);
+            put(capture_header::MAX_BYTES, p.max_bytes);
+            put(capture_header::BUDGET, p.budget);
+            bytes
+        });
+        Choice {
+            mode: executor_mode::RESIDENT_PENDING,
+            reason: None,
+            state: Some(plan.state(image, clusters)),
+            capture,
+        }
+    }
 }
 
 /// The inbox class of a task and the class its home word records.

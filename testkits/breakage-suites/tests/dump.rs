@@ -284,7 +284,8 @@ fn bad_dump_input_is_refused_with_named_errors() {
     let (_x, _y, g) = rows(&dev, 1, |_| 0);
     for arena in [100, 64, 1 << 40] {
         let e = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_arena(arena));
-        assert!(matches!(&e, Err(Error::Config(m)) if m.contains("dump_arena")), "{e:?}");
+        assert!(matches!(&e, Err(Error::Config(ConfigError::DumpArena { arena: a, .. })) if *a == arena), "{e:?}");
+        assert!(e.as_ref().is_err_and(|e| e.to_string().contains("dump_arena")), "{e:?}");
     }
     // A mark beyond the task's arguments.
     let f = add1(&dev);

@@ -365,7 +365,9 @@ fn the_device_side_runtime_refuses_the_resident_executor() {
     let args = OrchArgs::new().tensor(y.tensor()).scalar(r.mark.0 as u64).scalar(r.fault.0 as u64).scalar(2).scalar(99);
     let trb = RunConfig::default().with_runtime(RuntimeKind::TensormapRing);
     match r.dev.run_program(&r.chain, &args, &trb.clone().with_executor(Executor::Resident)) {
-        Err(Error::Config(m)) => assert!(m.contains("resident"), "{m}"),
+        Err(Error::Config(ConfigError::ResidentRefused { reason })) => {
+            assert_eq!(reason, pto::LegacyReason::DeviceSideRuntime)
+        }
         other => panic!("expected the resident executor to be refused, got {other:?}"),
     }
     let rep = r.dev.run_program(&r.chain, &args, &trb).unwrap();

@@ -3,7 +3,7 @@
 
 use pto_hal::{CoreType, HostPlatform, KernelFn};
 use pto_runtime::graph::FuncId;
-use pto_runtime::host::{Error, Program};
+use pto_runtime::host::{ConfigError, Error, Program};
 
 use crate::Device;
 use crate::kernels::{
@@ -90,7 +90,7 @@ impl Kernels {
         let ids = [k.add, k.mul, k.add_scalar, k.inc0, k.fill1, k.accumulate, k.add1, k.matmul, k.vec_half];
         let fixed = [f::ADD, f::MUL, f::ADD_SCALAR, f::INC0, f::FILL1, f::ACCUMULATE, f::ADD1, f::MATMUL, f::VEC_HALF];
         if ids != fixed {
-            return Err(Error::Config(format!("kernels registered as {ids:?}, the orchestrations expect {fixed:?}")));
+            return Err(ConfigError::FuncIds { registered: ids.to_vec(), expected: fixed.to_vec() }.into());
         }
         if choice == KernelChoice::Native {
             for name in ["attn_tile_matmul", "attn_tile_accumulate"] {

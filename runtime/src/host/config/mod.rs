@@ -1,14 +1,20 @@
 //! Run configuration: the device's budgets, per-run options and the device-side runtime's
-//! ring sizes, each checked with named errors before anything reaches the device.
+//! ring sizes, each checked before anything reaches the device, in one place (`check`): a run
+//! is launched from the checked form only, and what is refused is a [`ConfigError`] naming the
+//! field, the value and the limit.
 
-use std::format;
 use std::path::PathBuf;
-use std::string::ToString;
 
 use super::Error;
 use crate::dump::DumpLevel;
 use crate::layout::RINGS;
 use crate::orch::RuntimeKind;
+
+mod check;
+mod error;
+
+pub(crate) use check::{CheckedConfig, CheckedRings, check_device_bound};
+pub use error::ConfigError;
 
 /// Budgets of a device, in microseconds. The chain is: scheduler watchdog < exit budget +
 /// watchdog < core wait budget < host stream budget.
@@ -56,25 +62,16 @@ impl Timeouts {
     }
 
     /// Check the chain (every budget non-zero, `2 × watchdog + exit < stream`, no sum
-    /// overflows).
+    /// overflows): [`ConfigError::BudgetChain`], or [`ConfigError::Zero`] naming the turn wait
+    /// or the lease.
     pub fn validate(&self) -> Result<(), Error> {
-        core_wait_us(self.watchdog_us, self.exit_us, self.stream_us).map(|_| ())?;
-        if self.turn_us == 0 || self.lease_us == 0 {
-            return Err(Error::Config("timeouts.turn_us and timeouts.lease_us must be non-zero".to_string()));
+        check::core_wait_us(self.watchdog_us, self.exit_us, self.stream_us)?;
+        for (field, us) in [("timeouts.turn_us", self.turn_us), ("timeouts.lease_us", self.lease_us)] {
+            if us == 0 {
+                return Err(ConfigError::Zero { field }.into());
+            }
         }
         Ok(())
-    }
-}
-
-/// The AICore's wait budget for a run with `watchdog_us`: `2 × watchdog + exit`, which must
-/// stay below the host's stream budget (a core gives up before the host does).
-pub(crate) fn core_wait_us(watchdog_us: u64, exit_us: u64, stream_us: u64) -> Result<u64, Error> {
-    let core_wait = watchdog_us.checked_mul(2).and_then(|w| w.checked_add(exit_us));
-    match core_wait {
-        Some(c) if watchdog_us != 0 && exit_us != 0 && c < stream_us => Ok(c),
-        _ => Err(Error::Config(format!(
-            "watchdog_us = {watchdog_us} breaks the budget chain: it must be non-zero and 2 x watchdog + exit ({exit_us} us) must stay below the host stream budget ({stream_us} us)"
-        ))),
     }
 }
 
@@ -293,127 +290,10 @@ impl RingConfig {
         self
     }
 
-    /// Check every size; returns the total heap bytes of all rings.
+    /// Check every size ([`ConfigError::RingWindow`], [`ConfigError::RingHeap`],
+    /// [`ConfigError::RingDepPool`], [`ConfigError::Zero`]); returns the total heap bytes of
+    /// all rings.
     pub fn validate(&self) -> Result<u64, Error> {
-        let mut total: u64 = 0;
-        for r in 0..RINGS {
-            let w = self.window[r];
-            if !w.is_power_of_two() || !(2..=1 << crate::trb::ring::HANDLE_SLOT_BITS).contains(&w) {
-                return Err(Error::Config(format!(
-                    "rings.window[{r}] = {w}: a ring's task window must be a power of two in 2..=2^28"
-                )));
-            }
-            let h = self.heap[r];
-            if h < 64 || !h.is_multiple_of(64) || h > MAX_RING_HEAP {
-                return Err(Error::Config(format!(
-                    "rings.heap[{r}] = {h}: a ring's heap must be a non-zero multiple of 64 bytes, at most 2^40"
-                )));
-            }
-            // Cannot overflow: four rings of at most 2^40 bytes.
-            total += h;
-            if self.dep_pool[r] == 0 || self.dep_pool[r] >= 1 << crate::trb::ring::HANDLE_SLOT_BITS {
-                return Err(Error::Config(format!("rings.dep_pool[{r}] = {} must be in 1..2^28", self.dep_pool[r])));
-            }
-        }
-        if self.tensormap_entries == 0 {
-            return Err(Error::Config("rings.tensormap_entries must be at least 1".to_string()));
-        }
-        Ok(total)
-    }
-}
-
-impl<P: pto_hal::HostPlatform> super::Device<P> {
-    /// Clusters and threads of a run, after checking the configuration.
-    pub(super) fn check_config(&self, cfg: &RunConfig) -> Result<(u32, u32), Error> {
-        let inner = &*self.inner;
-        inner.check_usable()?;
-        let clusters = cfg.clusters.unwrap_or(inner.topo.clusters);
-        if clusters == 0 || clusters > inner.topo.clusters {
-            return Err(Error::Config(format!("clusters must be 1..={}, got {clusters}", inner.topo.clusters)));
-        }
-        let threads = cfg.aicpu_threads.unwrap_or(inner.topo.aicpu_threads);
-        if threads == 0 || threads > inner.topo.aicpu_threads {
-            return Err(Error::Config(format!(
-                "aicpu_threads must be 1..={}, got {threads}",
-                inner.topo.aicpu_threads
-            )));
-        }
-        if let Some(w) = cfg.watchdog_us {
-            core_wait_us(w, inner.timeouts.exit_us, inner.timeouts.stream_us)?;
-        }
-        if cfg.aicore == AicoreProgram::Native && cfg.executor == super::Executor::Resident {
-            return Err(Error::Config(std::string::String::from(
-                "executor = resident is not supported by the native (C) AICore program, which runs the legacy executor only: use aicore = rust, or executor = legacy or auto",
-            )));
-        }
-        if let Some(c) = cfg.check.filter(|&c| c != P::checks(&inner.dev))
-            && !P::set_checks(&inner.dev, c)
-        {
-            return Err(Error::Config(format!(
-                "checks {}: this platform cannot run them, or another run is in flight on the device",
-                c.name()
-            )));
-        }
-        Ok((clusters, threads))
-    }
-
-    /// The AICore program a run launches ([`RunConfig::aicore`]): the runtime's own, or the C
-    /// one by name — an error naming it when this device does not have it.
-    pub(super) fn aicore_program(&self, cfg: &RunConfig) -> Result<pto_hal::Handle, Error> {
-        match cfg.aicore {
-            AicoreProgram::Rust => Ok(self.inner.programs.aicore),
-            AicoreProgram::Native => {
-                let name = crate::programs::NATIVE_AICORE;
-                pto_hal::Loader::load_program(&self.inner.dev, pto_hal::ProgramKind::Aicore, name).map_err(|e| {
-                    Error::Config(format!(
-                        "aicore = native: this device has no AICore program {name} ({e}); an in-process device gets it from pto_aicore_c::install"
-                    ))
-                })
-            }
-        }
-    }
-
-    /// Clusters, threads and the orchestrator's wait budget of a device-side run, after
-    /// checking the configuration for that runtime.
-    pub(super) fn check_trb_config(&self, cfg: &RunConfig) -> Result<(u32, u32, u64), Error> {
-        let (clusters, threads) = self.check_config(cfg)?;
-        if threads < 2 {
-            return Err(Error::Config(format!(
-                "the device-side runtime needs at least 2 AICPU threads (one orchestrates, the others schedule), got {threads}"
-            )));
-        }
-        cfg.rings.validate()?;
-        let watchdog = cfg.watchdog_us.unwrap_or(self.inner.timeouts.watchdog_us);
-        let wait_us = cfg.rings.wait_us.unwrap_or(watchdog);
-        if wait_us == 0 || wait_us > watchdog.saturating_mul(2) {
-            return Err(Error::Config(format!(
-                "rings.wait_us = {wait_us} must be in 1..=2 x watchdog ({} us): idle cores give up after that",
-                watchdog.saturating_mul(2)
-            )));
-        }
-        Ok((clusters, threads, wait_us))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn budget_chain_refuses_overflowing_watchdogs() {
-        assert!(core_wait_us(1 << 63, 1_000_000, 50_000_000).is_err());
-        assert!(core_wait_us(u64::MAX, u64::MAX, u64::MAX).is_err());
-        assert!(core_wait_us(0, 1, 50).is_err());
-        assert_eq!(core_wait_us(10, 5, 50).ok(), Some(25));
-    }
-
-    #[test]
-    fn ring_heaps_are_bounded_so_their_sum_cannot_wrap() {
-        let mut r = RingConfig { heap: [1 << 63, 1 << 63, 64, 64], ..RingConfig::default() };
-        assert!(matches!(r.validate(), Err(Error::Config(m)) if m.contains("rings.heap[0]")));
-        r.heap = [u64::MAX - 63; RINGS];
-        assert!(r.validate().is_err());
-        r.heap = [MAX_RING_HEAP; RINGS];
-        assert_eq!(r.validate().ok(), Some(4 * MAX_RING_HEAP));
+        Ok(check::check_rings(self)?)
     }
 }
