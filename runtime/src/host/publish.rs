@@ -173,6 +173,48 @@ impl<P: HostPlatform> Device<P> {
         self.publish(slot, what, cfg, checked)
     }
 
+    /// When the run dumps: the slot's args-dump lanes (kept from an earlier dumping run or
+    /// allocated), their header for run `epoch`, and the collector that drains them into the
+    /// dump directory. The region's device address, or 0 with the dump off.
+    fn dump_region(
+        &self,
+        mem: &mut SlotMem,
+        checked: &CheckedConfig,
+        cfg: &RunConfig,
+        runtime: u32,
+        epoch: u64,
+    ) -> Result<u64, Error> {
+        let inner = &*self.inner;
+        let dev = &inner.dev;
+        let (threads, watchdog_ticks) = (checked.threads(), checked.watchdog_ticks());
+        Ok(match checked.dump() {
+            None => 0,
+            Some(checked_dump) => {
+                let (level, arena, need) = (checked_dump.level, checked_dump.arena, checked_dump.region_bytes);
+                let h = super::dump::header(level, threads, arena, watchdog_ticks / 2, epoch);
+                let a = reuse_or_alloc(dev, &mut mem.dump_mem, need, need, "args-dump lanes")?;
+                let l = DumpLayout { base: a.0, header: h };
+                super::dump::initialize(dev, &l).map_err(platform("args-dump region initialization"))?;
+                let dir = cfg.dump_dir.clone().unwrap_or_else(|| {
+                    std::env::temp_dir().join("pto-dump").join(format!(
+                        "run-{}-{}-{epoch}",
+                        std::process::id(),
+                        inner.allocs.device()
+                    ))
+                });
+                // The manifest's records reach its file while the run is in flight, after the
+                // head a successful run writes.
+                let runtime = crate::orch::RuntimeKind::of_launch(runtime);
+                let expected = super::dump::RunInfo { epoch, runtime, complete: true };
+                match super::dump::Collector::create(l, level, expected, &dir, core::mem::take(&mut mem.dump_buffers)) {
+                    Ok(collector) => mem.dump = Some(DumpRegion { collector }),
+                    Err(source) => return Err(Error::DumpFiles { path: dir, why: source.to_string() }),
+                }
+                a.0
+            }
+        })
+    }
+
     /// Write the run's image and descriptor into `slot`; returns the run's epoch. Every value
     /// derived from the configuration comes checked (`checked`); `cfg` gives the rest.
     pub(crate) fn publish(
@@ -203,32 +245,7 @@ impl<P: HostPlatform> Device<P> {
         let epoch = inner.epoch.fetch_add(1, crate::sync::Ordering::Relaxed) + 1;
         // A prepared run that was never launched may have left its collector behind.
         mem.dump = None;
-        let dump = match checked.dump() {
-            None => 0,
-            Some(checked_dump) => {
-                let (level, arena, need) = (checked_dump.level, checked_dump.arena, checked_dump.region_bytes);
-                let h = super::dump::header(level, threads, arena, watchdog_ticks / 2, epoch);
-                let a = reuse_or_alloc(dev, &mut mem.dump_mem, need, need, "args-dump lanes")?;
-                let l = DumpLayout { base: a.0, header: h };
-                super::dump::initialize(dev, &l).map_err(platform("args-dump region initialization"))?;
-                let dir = cfg.dump_dir.clone().unwrap_or_else(|| {
-                    std::env::temp_dir().join("pto-dump").join(format!(
-                        "run-{}-{}-{epoch}",
-                        std::process::id(),
-                        inner.allocs.device()
-                    ))
-                });
-                // The manifest's records reach its file while the run is in flight, after the
-                // head a successful run writes.
-                let runtime = crate::orch::RuntimeKind::of_launch(what.runtime);
-                let expected = super::dump::RunInfo { epoch, runtime, complete: true };
-                match super::dump::Collector::create(l, level, expected, &dir, core::mem::take(&mut mem.dump_buffers)) {
-                    Ok(collector) => mem.dump = Some(DumpRegion { collector }),
-                    Err(source) => return Err(Error::DumpFiles { path: dir, why: source.to_string() }),
-                }
-                a.0
-            }
-        };
+        let dump = self.dump_region(&mut mem, checked, cfg, what.runtime, epoch)?;
         // The executor: the device-side runtime dispatches from the AICPU; a host-built graph
         // runs where the checker decided (resident unless asked otherwise or it has a shape the
         // resident executor does not run).
@@ -243,25 +260,7 @@ impl<P: HostPlatform> Device<P> {
             }
             None => Choice::legacy(LegacyReason::DeviceSideRuntime, crate::layout::executor_mode::LEGACY_GRAPH),
         };
-        // The resident state, then (when the dump is on) the capture region right after it.
-        let (resident, resident_entries, capture) = match &choice.state {
-            None => (0, 0, 0),
-            Some(state) => {
-                let state_len = state.bytes.len() as u64;
-                let need = state_len + choice.capture.as_ref().map_or(0, |c| c.len() as u64);
-                let at = reuse_or_alloc(dev, &mut mem.resident, need, need, "resident scheduler state")?;
-                dev.copy_h2d(at, &state.bytes).map_err(platform("resident scheduler state upload"))?;
-                let capture = match &choice.capture {
-                    None => 0,
-                    Some(c) => {
-                        let c_at = at.offset(state_len);
-                        dev.copy_h2d(c_at, c).map_err(platform("capture region upload"))?;
-                        c_at.0
-                    }
-                };
-                (at.0, state.entries, capture)
-            }
-        };
+        let (resident, resident_entries, capture) = upload_resident(dev, &mut mem, &choice)?;
         let (executor_reason, executor_detail) = choice.reason.map_or((0, u32::MAX), |r| r.code());
         let config = LaunchConfig {
             magic: DESC_MAGIC,
@@ -305,6 +304,34 @@ impl<P: HostPlatform> Device<P> {
         );
         Ok(epoch)
     }
+}
+
+/// On the resident executor: the scheduler state `choice` built, uploaded into the slot's
+/// resident allocation, then (when the dump is on) the capture region right after it. The
+/// state's address, its inbox entries and the capture region's address; zeros on the legacy
+/// executor.
+fn upload_resident<D: DeviceMemory>(dev: &D, mem: &mut SlotMem, choice: &Choice) -> Result<(u64, u32, u64), Error>
+where
+    D::Error: std::error::Error + Send + Sync + 'static,
+{
+    Ok(match &choice.state {
+        None => (0, 0, 0),
+        Some(state) => {
+            let state_len = state.bytes.len() as u64;
+            let need = state_len + choice.capture.as_ref().map_or(0, |c| c.len() as u64);
+            let at = reuse_or_alloc(dev, &mut mem.resident, need, need, "resident scheduler state")?;
+            dev.copy_h2d(at, &state.bytes).map_err(platform("resident scheduler state upload"))?;
+            let capture = match &choice.capture {
+                None => 0,
+                Some(c) => {
+                    let c_at = at.offset(state_len);
+                    dev.copy_h2d(c_at, c).map_err(platform("capture region upload"))?;
+                    c_at.0
+                }
+            };
+            (at.0, state.entries, capture)
+        }
+    })
 }
 
 /// The bytes of one run's launch: descriptor head and graph image. Published exactly once
