@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use pto::hal::MAX_TENSOR_DIMS;
 use pto::prelude::*;
-use pto::runtime::exec::legacy::queue::ReadyQueue;
+use pto::runtime::exec::aicpu::queue::ReadyQueue;
 use pto::runtime::tensormap::{Region, TensorMap};
 use pto_testkit::ShapeKind;
 
@@ -136,7 +136,7 @@ fn graph_build(c: &mut Criterion) {
     g.finish();
 }
 
-/// The ready queue (`pto_runtime::exec::legacy::queue::ReadyQueue`, the lock-free MPMC queue of task ids):
+/// The ready queue (`pto_runtime::exec::aicpu::queue::ReadyQueue`, the lock-free MPMC queue of task ids):
 ///
 /// * `push_pop`: one push then one pop on an empty queue, one thread (no contention); the time
 ///   per value.

@@ -270,7 +270,7 @@ fn aliased_arguments_are_refused_unless_the_task_opts_in() {
     assert!(v[..32].iter().all(|&e| e == 2.0) && v[32..].iter().all(|&e| e == 1.0));
 }
 
-// Finding 6: the launch state's departure (the unit tests in runtime/src/launch_state.rs run
+// Finding 6: the launch state's departure (the unit tests in runtime/src/exec/aicpu/shared_state.rs run
 // under Miri in CI); here, many short runs with every thread count on both runtimes.
 
 #[test]

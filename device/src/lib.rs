@@ -17,7 +17,7 @@
 //!
 //! | symbol | program | runs |
 //! |---|---|---|
-//! | `pto_hbg_aicpu` ([`HBG_AICPU`](pto_runtime::programs::HBG_AICPU)) | host-built graph scheduler | [`pto_runtime::aicpu::aicpu_entry`] |
+//! | `pto_hbg_aicpu` ([`HBG_AICPU`](pto_runtime::programs::HBG_AICPU)) | host-built graph scheduler | [`pto_runtime::hbg::aicpu::aicpu_entry`] |
 //! | `pto_trb_aicpu` ([`TRB_AICPU`](pto_runtime::programs::TRB_AICPU)) | device-side runtime (orchestrator + schedulers) | [`pto_runtime::trb::aicpu_entry`] |
 //!
 //! so a host finds a program under the same name on every chip, and one library never carries
@@ -249,11 +249,11 @@ mod entries {
     }
 
     entry_point!(
-        /// The host-built graph's AICPU program ([`pto_runtime::aicpu::aicpu_entry`]).
+        /// The host-built graph's AICPU program ([`pto_runtime::hbg::aicpu::aicpu_entry`]).
         "pto_hbg_aicpu" = pto_runtime::programs::HBG_AICPU,
         pto_hbg_aicpu,
         HBG_SCRATCH,
-        pto_runtime::aicpu::aicpu_entry
+        pto_runtime::hbg::aicpu::aicpu_entry
     );
     entry_point!(
         /// The device-side runtime's AICPU program ([`pto_runtime::trb::aicpu_entry`]).

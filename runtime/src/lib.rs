@@ -24,7 +24,6 @@ mod test_words;
 /// [`Element`](graph::Element) for.
 pub use half;
 
-pub mod aicpu;
 pub mod args;
 pub mod backoff;
 pub mod breakage;
@@ -35,7 +34,6 @@ pub mod fixed;
 pub mod graph;
 pub mod hbg;
 pub mod kernel;
-pub mod launch_state;
 pub mod layout;
 pub mod lifecycle;
 pub mod orch;
@@ -45,6 +43,12 @@ pub mod sync;
 pub mod tensormap;
 pub mod trace;
 pub mod trb;
+
+/// The host-built graph's AICPU program, where it was before it moved beside its builder.
+#[deprecated(since = "0.1.0", note = "moved to `pto_runtime::hbg::aicpu`")]
+pub mod aicpu {
+    pub use crate::hbg::aicpu::*;
+}
 
 #[cfg(feature = "std")]
 pub mod host;

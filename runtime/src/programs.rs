@@ -3,7 +3,7 @@
 //!
 //! | name | kind | entry |
 //! |---|---|---|
-//! | [`HBG_AICPU`] | AICPU | [`crate::aicpu::aicpu_entry`]: the host-built graph's scheduler |
+//! | [`HBG_AICPU`] | AICPU | [`crate::hbg::aicpu::aicpu_entry`]: the host-built graph's scheduler |
 //! | [`TRB_AICPU`] | AICPU | [`crate::trb::aicpu_entry`]: the device-side runtime (orchestrator + schedulers) |
 //! | [`LEGACY_AICORE`] | AICore | [`crate::exec::entry::aicore_entry`]: the legacy executor |
 //! | [`NATIVE_AICORE`] | AICore | the legacy executor's AICore program in C (the `pto-aicore-c` crate), chosen per run (`host::RunConfig::aicore`) |
@@ -31,7 +31,7 @@ pub const NATIVE_AICORE: &str = "pto_native_aicore";
 
 /// Every AICPU program of the runtime for agent type `A`, by name.
 pub fn aicpu_programs<A: AicpuAgent>() -> [(&'static str, AicpuEntry<A>); 2] {
-    [(HBG_AICPU, crate::aicpu::aicpu_entry::<A>), (TRB_AICPU, crate::trb::aicpu_entry::<A>)]
+    [(HBG_AICPU, crate::hbg::aicpu::aicpu_entry::<A>), (TRB_AICPU, crate::trb::aicpu_entry::<A>)]
 }
 
 /// Every AICore program of the runtime for agent type `A`, by name.

@@ -54,9 +54,9 @@ use pto_hal::{
     AicoreAgent, AicoreCache, AicoreLaunch, Barriers, Clock, CoreRegisters, CoreType, Events, GmAddr, GmMemory,
     GmMemoryExt, Reg, Registers,
 };
+use pto_runtime::exec::aicpu::queue::{Full, ReadyQueue};
 use pto_runtime::exec::entry::aicore_entry;
-use pto_runtime::exec::legacy::queue::{Full, ReadyQueue};
-use pto_runtime::exec::legacy::sched::decide;
+use pto_runtime::exec::legacy::cond::decide;
 use pto_runtime::host::slots::{Refused, SlotTable};
 use pto_runtime::layout::{ARGS_HEAD, ArgsHeader, DispatchPayload, Handshake, offsets, regs};
 use pto_runtime::lifecycle::{self, Release, Retired, RunMap, retire_group, wait_release};

@@ -1,6 +1,6 @@
 //! Loom models of the AICPU schedulers' shared counters: `completed` (with [`all_done`]), the
 //! `stop` flag (with the fault latch behind it) and the launch state's departure count
-//! (`launch_state`: the last thread out records the run's count and frees the state).
+//! (`exec::aicpu::shared_state`: the last thread out records the run's count and frees the state).
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
@@ -16,7 +16,7 @@
 //!   `core` atomic pointer, which loom does not track: the threads other than the booting one
 //!   call `share` after a loom-visible flag says the state is published, standing for the
 //!   cell's release/acquire hand-over. The race between publication and attachment is
-//!   therefore not explored here (`launch_state`'s unit tests run it on real threads);
+//!   therefore not explored here (`shared_state`'s unit tests run it on real threads);
 //!   everything after the hand-over is.
 //! * **The task source is a toy** ([`Toy`]): tasks 0 and 1 run on AICPU threads 0 and 1 (each
 //!   "runs" its task by writing its output cell, then completes it through the real
@@ -47,8 +47,8 @@ use loom_harness::check;
 use loom_harness::expect_found;
 use pto_hal::{AicpuLaunch, GmAddr, GmAtomic};
 use pto_runtime::codes::{ErrorCode, SchedError, Site};
-use pto_runtime::exec::legacy::sched::{Base, Completions, TaskInfo, TaskSource, all_done};
-use pto_runtime::launch_state::share;
+use pto_runtime::exec::aicpu::shared_state::share;
+use pto_runtime::exec::aicpu::source::{Base, Completions, TaskInfo, TaskSource, all_done};
 use pto_runtime::layout::{Shape, offsets};
 use pto_runtime::lifecycle::{Fault, RunMap};
 

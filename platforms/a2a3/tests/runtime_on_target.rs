@@ -2,7 +2,7 @@
 //!
 //! Under `cargo test -p pto-a2a3 --target aarch64-unknown-linux-gnu` (qemu user mode, see
 //! `.cargo/config.toml`), the runtime's real AICPU programs —
-//! `pto_runtime::aicpu::aicpu_entry::<A2a3Aicpu>` (host-built graph) and
+//! `pto_runtime::hbg::aicpu::aicpu_entry::<A2a3Aicpu>` (host-built graph) and
 //! `pto_runtime::trb::aicpu_entry::<A2a3Aicpu>` (device-side runtime) — run on AICPU threads
 //! built as `A2a3Aicpu` over GM in process memory and register windows as plain memory, with
 //! the real `dc civac` / `dc cvac` maintenance, barriers and counter. AICores are threads
@@ -48,7 +48,7 @@ fn one_at_a_time() -> parking_lot::MutexGuard<'static, ()> {
 #[test]
 fn the_installed_programs_are_the_runtimes_entries_for_the_real_agent() {
     let programs = pto_runtime::programs::aicpu_programs::<A2a3Aicpu<'static>>();
-    let hbg: pto_hal::AicpuEntry<A2a3Aicpu<'static>> = pto_runtime::aicpu::aicpu_entry::<A2a3Aicpu<'static>>;
+    let hbg: pto_hal::AicpuEntry<A2a3Aicpu<'static>> = pto_runtime::hbg::aicpu::aicpu_entry::<A2a3Aicpu<'static>>;
     let trb: pto_hal::AicpuEntry<A2a3Aicpu<'static>> = pto_runtime::trb::aicpu_entry::<A2a3Aicpu<'static>>;
     assert_eq!(programs[0].0, pto_runtime::programs::HBG_AICPU);
     assert_eq!(programs[1].0, pto_runtime::programs::TRB_AICPU);

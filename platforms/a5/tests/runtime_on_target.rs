@@ -2,7 +2,7 @@
 //!
 //! Under `cargo test -p pto-a5 --target aarch64-unknown-linux-gnu` (qemu user mode, see
 //! `.cargo/config.toml`), the runtime's real AICPU programs —
-//! `pto_runtime::aicpu::aicpu_entry::<A5Aicpu>` (host-built graph) and
+//! `pto_runtime::hbg::aicpu::aicpu_entry::<A5Aicpu>` (host-built graph) and
 //! `pto_runtime::trb::aicpu_entry::<A5Aicpu>` (device-side runtime) — run on AICPU threads
 //! built as `A5Aicpu` over GM in process memory and register windows as plain memory, with
 //! the real barriers and counter (a5 AICPU cache maintenance is empty: host-coherent). AICores are threads
@@ -48,7 +48,7 @@ fn one_at_a_time() -> parking_lot::MutexGuard<'static, ()> {
 #[test]
 fn the_installed_programs_are_the_runtimes_entries_for_the_real_agent() {
     let programs = pto_runtime::programs::aicpu_programs::<A5Aicpu<'static>>();
-    let hbg: pto_hal::AicpuEntry<A5Aicpu<'static>> = pto_runtime::aicpu::aicpu_entry::<A5Aicpu<'static>>;
+    let hbg: pto_hal::AicpuEntry<A5Aicpu<'static>> = pto_runtime::hbg::aicpu::aicpu_entry::<A5Aicpu<'static>>;
     let trb: pto_hal::AicpuEntry<A5Aicpu<'static>> = pto_runtime::trb::aicpu_entry::<A5Aicpu<'static>>;
     assert_eq!(programs[0].0, pto_runtime::programs::HBG_AICPU);
     assert_eq!(programs[1].0, pto_runtime::programs::TRB_AICPU);

@@ -1,8 +1,10 @@
-//! AICore executors, each a room with both of its halves.
+//! AICore executors, each a room with both of its halves, and the AICPU half they share.
 //!
+//! * [`aicpu`]: what every executor's AICPU thread shares — the launch's shared state, the
+//!   task source and its ready queues, the thread's cores from handshake to retirement.
 //! * [`legacy`]: the AICPU dispatches every subtask and the core executes it — the AICPU
-//!   scheduler and the ready queues it drives ([`legacy::sched`], [`legacy::queue`]) and the
-//!   core's dispatch loop ([`legacy::core`]).
+//!   scheduler ([`legacy::sched`], over the ready queues of [`aicpu::queue`]) and the core's
+//!   dispatch loop ([`legacy::core`]).
 //! * [`resident`]: the cores schedule the host-built graph themselves — the scheduler state in
 //!   GM that the loom models check ([`resident::state`]), the core loop ([`resident::core`]),
 //!   the AICPU supervisor ([`resident::supervisor`]) and the args-dump capture at task
@@ -14,6 +16,7 @@
 //! protocol of [`crate::lifecycle`] (handshake, window, retire, gates), the trace rings of
 //! [`crate::trace`] and the dump lanes of [`crate::dump`].
 
+pub mod aicpu;
 pub mod entry;
 pub mod kernel_call;
 pub mod legacy;

@@ -13,9 +13,11 @@
 //! The image holds ids and self-relative offsets only, so it runs from wherever it is copied.
 //!
 //! The rooms: `funcs` (the func table), `cycles` (the acyclicity check), `emit` (the image)
-//! and `orchestration` (the [`Orchestrator`](crate::orch::Orchestrator) calls); this file
-//! holds the builder itself and its dependency discovery.
+//! and `orchestration` (the [`Orchestrator`](crate::orch::Orchestrator) calls) on the host;
+//! [`aicpu`], the runtime's AICPU program on the device, which boots from the image and runs
+//! it on either executor. This file holds the builder itself and its dependency discovery.
 
+pub mod aicpu;
 mod cycles;
 mod emit;
 mod funcs;

@@ -1,7 +1,7 @@
 //! The tensormap-and-ringbuffer runtime: orchestration on the device.
 //!
 //! The highest AICPU thread boots the run and then runs the user's orchestration
-//! ([`orchestrator`]); every other thread schedules ([`crate::exec::legacy::sched`]) from the first
+//! ([`orchestrator`]); every other thread schedules ([`crate::exec::legacy::run`]) from the first
 //! submitted task on, so orchestration and execution overlap. Dependencies are discovered by
 //! the tensor map; tasks, edges and heap bytes live in [`ring`]s that are reclaimed as tasks
 //! are consumed, so a run of any length needs bounded memory.
@@ -16,15 +16,16 @@ use pto_hal::{AicpuAgent, AicpuLaunch, GmAddr};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::codes::{DeviceFault, ErrorCode, Site};
-use crate::exec::legacy::sched::{Base, Scheduler, TaskInfo, TaskSource};
-use crate::launch_state;
+use crate::exec::aicpu::cores::ThreadCores;
+use crate::exec::aicpu::shared_state;
+use crate::exec::aicpu::source::{Base, TaskInfo, TaskSource};
 use crate::layout::{
     DESC_MAGIC, FuncEntry, LAYOUT_VERSION, ORCH_MAGIC, OrchImage, OrchTensor, RINGS, TaskDesc, offsets,
 };
 use crate::lifecycle::{self, Fault, RunMap};
 use ring::{Ring, unhandle};
 
-pub use crate::launch_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
+pub use crate::exec::aicpu::shared_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
 
 /// State shared by the AICPU threads of one run: the rings and the scheduler base.
 pub struct Shared {
@@ -93,7 +94,7 @@ impl TaskSource for Shared {
 /// orchestrates, the others schedule.
 pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
     let orch_thread = launch.thread_count.saturating_sub(1);
-    let shared = match launch_state::share(a, &launch, orch_thread, || boot(a, launch.args, launch.thread_count)) {
+    let shared = match shared_state::share(a, &launch, orch_thread, || boot(a, launch.args, launch.thread_count)) {
         Ok(s) => s,
         Err(status) => return status,
     };
@@ -119,11 +120,11 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         }
         a.fetch_add(shared.base().map.desc.offset(offsets::RUN_THREADS_DONE), 1);
     } else {
-        let mut sched = Scheduler::new(a, &*shared, launch.thread_idx, orch_thread.max(1));
-        sched.handshake();
-        sched.run();
-        let released = sched.retire();
-        sched.publish_counters(released);
+        let mut cores = ThreadCores::new(a, shared.base(), launch.thread_idx, orch_thread.max(1));
+        cores.handshake();
+        let dispatched = crate::exec::legacy::run(a, &*shared, &mut cores);
+        let released = cores.retire();
+        cores.publish_counters(released, dispatched);
     }
     shared.depart(a);
     0

@@ -55,3 +55,42 @@ pub mod capture;
 pub mod core;
 pub mod state;
 pub mod supervisor;
+
+use pto_hal::AicpuAgent;
+
+use crate::exec::aicpu::cores::ThreadCores;
+use crate::exec::aicpu::source::Base;
+
+/// The resident executor's AICPU half for one thread whose cores are handshaken: serve the
+/// args dump's boundary captures of its clusters (with the dump on) and supervise the run to
+/// its end ([`supervisor::supervise`]), recording the completed count in `base`. `args` is
+/// each task's argument record address; thread `thread` of `threads`.
+pub fn run<'s, A: AicpuAgent>(
+    a: &'s A,
+    base: &'s Base,
+    args: &'s [u64],
+    cores: &mut ThreadCores<'s, A>,
+    thread: u32,
+    threads: u32,
+) {
+    let started = a.now_ticks();
+    let map = &base.map;
+    // With the dump on, this thread's lane serves its clusters' boundary captures.
+    let mut service = crate::layout::CaptureLayout::of(&map.cfg).and_then(|l| {
+        let (lane, level) = cores.take_dump()?.into_parts();
+        Some(capture::service::Service::new(a, l, lane, level, map.cfg.epoch, args, thread, threads))
+    });
+    let done = supervisor::supervise(a, map, &base.stop, service.as_mut());
+    if let Some(s) = service {
+        // The producer stops here, before any core is retired: nothing a capture still
+        // references is released before.
+        s.finish(done >= map.cfg.task_count as u64);
+    }
+    if let Some(t) = &mut cores.trace {
+        t.phase(a, crate::layout::trace_kind::SUPERVISE, started, a.now_ticks());
+    }
+    base.record_completed(done);
+    if thread == 0 {
+        supervisor::count_executed(a, map);
+    }
+}

@@ -10,7 +10,7 @@ use pto_hal::{AicpuAgent, CoreType};
 
 use super::DeviceOrch;
 use crate::codes::OrchError;
-use crate::exec::legacy::sched::TaskSource;
+use crate::exec::aicpu::source::TaskSource;
 use crate::graph::{Direction, GraphError, Placement, Task};
 use crate::layout::{RINGS, Shape};
 use crate::orch::{OrchFail, ScopeMode};

@@ -11,7 +11,7 @@ use pto_hal::{AicpuAgent, GmAddr};
 
 use super::{DeviceOrch, MAX_SCOPE_DEPTH, RING_BUFFER_BIT, ScopeRec};
 use crate::codes::{OrchError, Site};
-use crate::exec::legacy::sched::TaskSource;
+use crate::exec::aicpu::source::TaskSource;
 use crate::graph::{BufferRef, DType, GraphError, Placement, Task, TaskId, Tensor};
 use crate::layout::{Shape, TaskDesc};
 use crate::orch::{OrchFail, Orchestrator, RuntimeKind, ScopeMode, element_offset};

@@ -31,7 +31,7 @@ use pto_hal::{AicpuAgent, GmAddr, Ticks};
 use super::Shared;
 use super::ring::{self, Cursor};
 use crate::codes::{ErrorCode, OrchError, Site};
-use crate::exec::legacy::sched::{Completions, TaskSource};
+use crate::exec::aicpu::source::{Completions, TaskSource};
 use crate::graph::{BufferRef, DType, GraphError, Placement, Tensor};
 use crate::layout::RINGS;
 use crate::lifecycle::{self, Fault};

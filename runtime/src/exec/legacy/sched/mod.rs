@@ -17,16 +17,15 @@ use alloc::boxed::Box;
 use pto_hal::{AicpuAgent, CoreType, Reg};
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
-use crate::dump::Dumper;
+use crate::exec::aicpu::cores::{Seat, ThreadCores};
+use crate::exec::aicpu::source::{Base, Completions, TaskInfo, TaskSource, all_done};
 use crate::fixed::PerCore;
-use crate::layout::{Shape, TraceRecord, offsets, trace_kind};
+use crate::layout::{Shape, TraceRecord, trace_kind};
 use crate::lifecycle::{self, Fault};
-use crate::trace::TraceRing;
 
 mod placement;
 
 pub use super::cond::{Decision, Sub, decide};
-pub use super::source::{Base, Completions, TaskInfo, TaskSource, all_done};
 
 #[derive(Copy, Clone)]
 struct CoreSlot {
@@ -43,14 +42,14 @@ struct CoreSlot {
     listed: bool,
 }
 
-/// An empty table entry: a core not handshaken, running nothing.
-impl Default for CoreSlot {
-    fn default() -> Self {
+/// The entry of owned core `seat` (as its handshake left it), running nothing.
+impl From<&Seat> for CoreSlot {
+    fn from(seat: &Seat) -> Self {
         CoreSlot {
-            w: 0,
-            phys: 0,
-            ty: CoreType::Aic,
-            up: false,
+            w: seat.w,
+            phys: seat.phys,
+            ty: seat.ty,
+            up: seat.up,
             running: None,
             acked: false,
             pending: None,
@@ -58,6 +57,13 @@ impl Default for CoreSlot {
             last_cond: 0,
             listed: false,
         }
+    }
+}
+
+/// An empty table entry: a core not handshaken, running nothing.
+impl Default for CoreSlot {
+    fn default() -> Self {
+        CoreSlot::from(&Seat::default())
     }
 }
 
@@ -74,7 +80,8 @@ impl CoreSlot {
 /// owns at most every cluster of the launch, and boot refused a launch naming more clusters
 /// than the bound.
 struct Tables<A: AicpuAgent> {
-    /// The owned cores, cluster by cluster (AIC, AIV0, AIV1).
+    /// The owned cores, in the order of the thread's seats (AIC, AIV0, AIV1 per cluster), as
+    /// their handshake left them.
     cores: PerCore<CoreSlot, A::MaxClusters>,
     /// Idle cores by type, most recently idle last (reused first: it is likely still awake).
     idle: [PerCore<usize, A::MaxClusters>; 2],
@@ -83,12 +90,14 @@ struct Tables<A: AicpuAgent> {
     batch: PerCore<(u32, u32, u32), A::MaxClusters>,
 }
 
-/// One AICPU thread's scheduler.
-pub struct Scheduler<'s, A: AicpuAgent, S: TaskSource> {
+/// One AICPU thread's scheduler over the cores the thread handshook ([`ThreadCores`]).
+pub(crate) struct Scheduler<'s, 'c, A: AicpuAgent, S: TaskSource> {
     a: &'s A,
     s: &'s S,
     b: &'s Base,
-    /// Allocated once, when the scheduler is made (before the handshake), and never grown. On
+    /// The thread's cores, its trace ring and its dump lane.
+    cores: &'c mut ThreadCores<'s, A>,
+    /// Allocated once, when the scheduler is made (after the handshake), and never grown. On
     /// the heap rather than in the thread's frame: some 11 KiB at the simulator's bound, and an
     /// AICPU thread's stack is its platform's (256 KiB simulator threads; on the chip, the
     /// vendor runtime's), which the user's orchestration and the dump's copies share.
@@ -98,139 +107,52 @@ pub struct Scheduler<'s, A: AicpuAgent, S: TaskSource> {
     /// A sync-start task waiting for enough idle cores of its shape.
     cohort: Option<(u32, Shape)>,
     completions: Completions,
-    /// This thread's trace ring, when the run traces.
-    trace: Option<TraceRing>,
-    /// This thread's args-dump lane, when the run dumps.
-    dump: Option<Dumper<'s, A>>,
 }
 
 const MIX_LANES: [(usize, u8, u32); 3] = [(0, 0, 0), (1, 1, 0), (2, 2, 1)];
 
-impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
-    /// The scheduler of thread `t` of `threads`.
-    pub fn new(a: &'s A, s: &'s S, t: u32, threads: u32) -> Self {
+impl<'s, 'c, A: AicpuAgent, S: TaskSource> Scheduler<'s, 'c, A, S> {
+    /// The scheduler of the handshaken `cores`: each open core idle, listed in the order its
+    /// window opened, the first to open reused first.
+    pub(crate) fn new(a: &'s A, s: &'s S, cores: &'c mut ThreadCores<'s, A>) -> Self {
         let b = s.base();
-        let clusters = b.map.cfg.clusters;
         let mut tables = Box::new(Tables::<A> {
             cores: PerCore::new(),
             idle: [PerCore::new(), PerCore::new()],
             batch: PerCore::new(),
         });
-        // Boot refused a launch of more clusters than the bound, so every owned cluster fits;
-        // were one not to, its cores would be left out, never indexed past the table.
-        let mut c = t;
-        'clusters: while c < clusters {
-            for (w, ty) in
-                [(c, CoreType::Aic), (clusters + 2 * c, CoreType::Aiv), (clusters + 2 * c + 1, CoreType::Aiv)]
-            {
-                if tables.cores.push(CoreSlot { w, ty, ..CoreSlot::default() }).is_err() {
-                    break 'clusters;
-                }
-            }
-            c += threads.max(1);
+        for seat in cores.seats() {
+            // As many places as the thread has seats.
+            let _ = tables.cores.push(CoreSlot::from(seat));
+        }
+        for &i in cores.opened() {
+            let c = &mut tables.cores[i];
+            // Listed at most once: the list has room for every core.
+            c.listed = tables.idle[c.ty as usize].push(i).is_ok();
+        }
+        for v in &mut tables.idle {
+            v.reverse();
         }
         Scheduler {
             a,
             s,
             b,
+            cores,
             t: tables,
             dispatched: 0,
             pushed: false,
             cohort: None,
             completions: Completions::new(),
-            trace: TraceRing::open(&b.map.cfg, false, t),
-            dump: Dumper::open(a, &b.map.cfg, t),
         }
     }
 
-    /// Handshake every owned core: sweep the reports as they arrive, validate each, open its
-    /// window. Bounded by the watchdog; a core that never reports is a scheduler timeout.
-    pub fn handshake(&mut self) {
-        let a = self.a;
-        let s = self.b;
-        let map = &s.map;
-        let started = a.now_ticks();
-        let deadline = started.saturating_add(map.cfg.watchdog_ticks);
-        let mut waiting = PerCore::<usize, A::MaxClusters>::new();
-        for i in 0..self.t.cores.len() {
-            // As many places as the table has cores.
-            let _ = waiting.push(i);
-        }
-        let mut backoff = crate::backoff::Backoff::new();
-        loop {
-            let before = waiting.len();
-            waiting.retain(|&i| {
-                let w = self.t.cores[i].w;
-                let Some(hs) = lifecycle::poll_report(a, map, w) else {
-                    return true;
-                };
-                match lifecycle::check_report(&hs, w, &map.cfg) {
-                    Ok(()) => {
-                        let c = &mut self.t.cores[i];
-                        c.phys = hs.physical_core_id;
-                        c.up = true;
-                        lifecycle::open_window(a, c.phys);
-                        // Listed at most once: the list has room for every core.
-                        c.listed = self.t.idle[c.ty as usize].push(i).is_ok();
-                    }
-                    Err(detail) => {
-                        s.fail(
-                            a,
-                            Fault {
-                                code: ErrorCode::Device(DeviceFault::BadReport),
-                                site: Site::Handshake,
-                                task: None,
-                                core: Some(w),
-                                detail,
-                            },
-                        );
-                        // Never opened: it must not wait out its budget for a window.
-                        lifecycle::cancel_window(a, map, w);
-                    }
-                }
-                false
-            });
-            if waiting.is_empty() {
-                break;
-            }
-            if waiting.len() == before {
-                if s.stop.load(Ordering::Acquire) {
-                    break;
-                }
-                if a.now_ticks() >= deadline {
-                    let w = self.t.cores[waiting[0]].w;
-                    s.fail(
-                        a,
-                        Fault {
-                            code: ErrorCode::Sched(SchedError::SchedulerTimeout),
-                            site: Site::Handshake,
-                            task: None,
-                            core: Some(w),
-                            detail: waiting.len() as u64,
-                        },
-                    );
-                    break;
-                }
-                backoff.idle(a, deadline);
-            } else {
-                backoff.reset();
-            }
-        }
-        // Cores never opened (the run stopped first, or they never reported): cancel them so
-        // none waits out its budget for a window that will not open.
-        for &i in &waiting {
-            lifecycle::cancel_window(a, map, self.t.cores[i].w);
-        }
-        for v in &mut self.t.idle {
-            v.reverse();
-        }
-        if let Some(t) = &mut self.trace {
-            t.phase(a, trace_kind::HANDSHAKE, started, a.now_ticks());
-        }
+    /// Subtasks this scheduler handed to cores.
+    pub(crate) fn dispatched(&self) -> u64 {
+        self.dispatched
     }
 
     /// Run the dispatch loop until every task completed or a fault stopped the run.
-    pub fn run(&mut self) {
+    pub(crate) fn run(&mut self) {
         let a = self.a;
         let s = self.b;
         let watchdog = s.map.cfg.watchdog_ticks;
@@ -306,73 +228,16 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             }
             let slice = a.ticks_from_micros(10_000);
             a.wait_for_event((last_progress.saturating_add(watchdog + 1)).min(now.saturating_add(slice)));
-            if let Some(t) = &mut self.trace {
+            if let Some(t) = &mut self.cores.trace {
                 t.phase(a, trace_kind::IDLE, now, a.now_ticks());
             }
         }
     }
 
-    /// This thread's trace ring, when the run traces.
-    pub fn trace_ring(&mut self) -> Option<&mut TraceRing> {
-        self.trace.as_mut()
-    }
-
-    /// Retire every core that handshook; returns how many were released.
-    pub fn retire(&mut self) -> u32 {
-        let started = if self.trace.is_some() { self.a.now_ticks() } else { 0 };
-        let mut ups = PerCore::<(u32, u32), A::MaxClusters>::new();
-        let mut exited = PerCore::<bool, A::MaxClusters>::new();
-        for c in self.t.cores.iter().filter(|c| c.up) {
-            // As many places as the table has cores.
-            let _ = ups.push((c.w, c.phys));
-            let _ = exited.push(false);
-        }
-        let r = lifecycle::retire_group(self.a, &self.b.map, &ups, &mut exited);
-        if let Some(w) = r.silent {
-            self.b.fail(
-                self.a,
-                Fault {
-                    code: ErrorCode::Device(DeviceFault::ExitTimeout),
-                    site: Site::Exit,
-                    task: None,
-                    core: Some(w),
-                    detail: 0,
-                },
-            );
-        }
-        if let Some(t) = &mut self.trace {
-            t.phase(self.a, trace_kind::RETIRE, started, self.a.now_ticks());
-        }
-        r.released
-    }
-
-    /// Take this thread's dump lane, for a caller that serves it itself (the resident route's
-    /// capture service); the thread then no longer closes it.
-    pub fn take_dump(&mut self) -> Option<Dumper<'s, A>> {
-        self.dump.take()
-    }
-
-    /// Publish this thread's counters to the run line (and close its trace ring and its dump
-    /// lane).
-    pub fn publish_counters(&mut self, released: u32) {
-        let a = self.a;
-        if let Some(t) = &self.trace {
-            t.close(a);
-        }
-        if let Some(d) = &mut self.dump {
-            d.close();
-        }
-        let d = self.b.map.desc;
-        a.fetch_add(d.offset(offsets::RUN_DISPATCHED), self.dispatched);
-        a.fetch_add(d.offset(offsets::RUN_CORES_READY), self.t.cores.iter().filter(|c| c.up).count() as u64);
-        a.fetch_add(d.offset(offsets::RUN_CORES_RELEASED), released as u64);
-        a.fetch_add(d.offset(offsets::RUN_THREADS_DONE), 1);
-    }
-
     fn poll_completions(&mut self) -> bool {
         let a = self.a;
         let mut progress = false;
-        let started = if self.trace.is_some() { a.now_ticks() } else { 0 };
+        let started = if self.cores.trace.is_some() { a.now_ticks() } else { 0 };
         for i in 0..self.t.cores.len() {
             let c = &self.t.cores[i];
             if c.running.is_none() {
@@ -416,7 +281,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             let w = c.w;
             for sub in finished.into_iter().flatten() {
                 progress = true;
-                if self.trace.is_some() {
+                if self.cores.trace.is_some() {
                     let now = a.now_ticks();
                     self.trace_sub(trace_kind::COMPLETE, w, sub, now);
                 }
@@ -424,7 +289,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
             }
             progress |= d.running_acked;
         }
-        if progress && let Some(t) = &mut self.trace {
+        if progress && let Some(t) = &mut self.cores.trace {
             t.phase(a, trace_kind::COMPLETING, started, a.now_ticks());
         }
         progress
@@ -434,7 +299,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
     #[cold]
     fn trace_sub(&mut self, kind: u8, w: u32, sub: Sub, now: u64) {
         let info = self.s.info(sub.task);
-        if let Some(t) = &mut self.trace {
+        if let Some(t) = &mut self.cores.trace {
             let r = TraceRecord {
                 kind,
                 lane: sub.lane,
@@ -454,7 +319,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
     #[cold]
     fn dump_task(&mut self, info: &TaskInfo, stage: u8) {
         let (a, b) = (self.a, self.b);
-        if let Some(d) = &mut self.dump {
+        if let Some(d) = &mut self.cores.dump {
             let stop = || b.stop.load(Ordering::Acquire) || lifecycle::latched(a, b.map.desc);
             d.task(info.report_id, info.args, stage, &stop);
         }
@@ -465,7 +330,7 @@ impl<'s, A: AicpuAgent, S: TaskSource> Scheduler<'s, A, S> {
         let info = s.info(sub.task);
         let need = info.block_num * info.lanes.count_ones();
         if s.subtasks_done(sub.task).fetch_add(1, Ordering::AcqRel) + 1 == need {
-            if self.dump.is_some() {
+            if self.cores.dump.is_some() {
                 self.dump_task(&info, crate::layout::dump_stage::AFTER_COMPLETION);
             }
             self.completions.complete(self.a, s, sub.task);

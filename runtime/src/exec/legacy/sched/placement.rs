@@ -5,15 +5,16 @@
 use pto_hal::{AicpuAgent, CoreType, Reg};
 use zerocopy::IntoBytes;
 
-use super::{MIX_LANES, Scheduler, Sub, TaskInfo, TaskSource};
+use super::{MIX_LANES, Scheduler, Sub};
 use crate::codes::Site;
+use crate::exec::aicpu::source::{TaskInfo, TaskSource};
 use crate::layout::{DispatchPayload, Shape, regs, trace_kind};
 use crate::lifecycle;
 use crate::sync::Ordering;
 
-impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, A, S> {
+impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
     pub(super) fn dispatch(&mut self) -> bool {
-        let started = if self.trace.is_some() { self.a.now_ticks() } else { 0 };
+        let started = if self.cores.trace.is_some() { self.a.now_ticks() } else { 0 };
         let mut any = false;
         if let Some((t, shape)) = self.cohort {
             any |= self.place(t, shape);
@@ -43,7 +44,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, A, S> {
             let a = self.a;
             a.wmb();
             // The dispatch tick is read before the first DMB write: no core starts before it.
-            let at = if self.trace.is_some() { a.now_ticks() } else { 0 };
+            let at = if self.cores.trace.is_some() { a.now_ticks() } else { 0 };
             // Nothing is dispatched once a fault is latched. Looked at after the tick is read,
             // so every dispatch a trace records was decided before the latch.
             if self.b.latch_seen(a) {
@@ -54,7 +55,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, A, S> {
             for &(phys, reg, _) in &self.t.batch {
                 a.write_reg(phys, Reg::Dmb, reg);
             }
-            if self.trace.is_some() {
+            if self.cores.trace.is_some() {
                 self.trace_dispatched(started, at);
             }
             self.t.batch.clear();
@@ -75,7 +76,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, A, S> {
         }
         self.t.batch = batch;
         let now = self.a.now_ticks();
-        if let Some(t) = &mut self.trace {
+        if let Some(t) = &mut self.cores.trace {
             t.phase(self.a, trace_kind::DISPATCHING, started, now);
         }
     }
@@ -131,7 +132,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, A, S> {
             if b >= info.block_num {
                 break;
             }
-            if b == 0 && self.dump.is_some() && self.has_capacity(shape) {
+            if b == 0 && self.cores.dump.is_some() && self.has_capacity(shape) {
                 // Before the first block reaches a core: the inputs as the task will read them.
                 self.dump_task(&info, crate::layout::dump_stage::BEFORE_DISPATCH);
             }

@@ -1,14 +1,14 @@
-//! What the legacy scheduler schedules from: a task source (the host-built graph's image, or
-//! the device-side runtime's rings) and the state every source shares — ready queues,
-//! counters, the stop flag — and the routing of tasks that became ready.
+//! A run's tasks as the AICPU sees them: a task source (the host-built graph's image, or the
+//! device-side runtime's rings), the state every source shares — ready queues, counters, the
+//! stop flag — and the routing of tasks that became ready.
 
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use alloc::vec::Vec;
 
 use pto_hal::{AicpuAgent, GmAddr, Ticks};
 
+use super::queue::ReadyQueue;
 use crate::codes::{ErrorCode, SchedError, Site};
-use crate::exec::legacy::queue::ReadyQueue;
 use crate::layout::Shape;
 use crate::lifecycle::{self, Fault, RunMap};
 
@@ -57,11 +57,11 @@ pub trait TaskSource: Sync {
 pub struct Base {
     /// Where the run's device structures are.
     pub map: RunMap,
-    pub(super) queues: [ReadyQueue; Shape::QUEUED],
+    pub(crate) queues: [ReadyQueue; Shape::QUEUED],
     completed: AtomicU64,
     /// Set when a fault is latched: every thread stops dispatching and retires its cores.
     pub stop: AtomicBool,
-    pub(super) progress_tick: AtomicU64,
+    pub(crate) progress_tick: AtomicU64,
     /// The launch names more clusters than the platform's bound
     /// ([`lifecycle::over_bound`]): no scheduler is made; each thread cancels its share of the
     /// cores ([`lifecycle::refuse`]) and leaves.
@@ -103,7 +103,7 @@ impl Base {
         a.send_event();
     }
 
-    pub(super) fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32, info: &TaskInfo, site: Site) {
+    pub(crate) fn push_ready<A: AicpuAgent>(&self, a: &A, t: u32, info: &TaskInfo, site: Site) {
         let shape = info.shape;
         if self.queues[shape as usize].push(t).is_err() {
             self.fail(
@@ -121,7 +121,7 @@ impl Base {
 
     /// Whether a fault is latched; if so, raise `stop` (so every thread leaves its loop). With
     /// `breakage::RELEASE_ON_FAULT` the latch is not looked at (always `false`).
-    pub(super) fn latch_seen<A: AicpuAgent>(&self, a: &A) -> bool {
+    pub(crate) fn latch_seen<A: AicpuAgent>(&self, a: &A) -> bool {
         if crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) || !lifecycle::latched(a, self.map.desc) {
             return false;
         }

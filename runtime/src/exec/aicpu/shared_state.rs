@@ -45,7 +45,7 @@ use core::ptr::{self, NonNull};
 
 use pto_hal::{AicpuAgent, AicpuLaunch};
 
-use crate::exec::legacy::sched::TaskSource;
+use super::source::TaskSource;
 use crate::layout::offsets;
 use crate::lifecycle;
 

@@ -18,15 +18,16 @@ use crate::layout::{
     args_flags, executor_mode, offsets,
 };
 
-use crate::exec::legacy::sched::{Base, Completions, Scheduler, TaskInfo, TaskSource};
-use crate::launch_state;
+use crate::exec::aicpu::cores::ThreadCores;
+use crate::exec::aicpu::shared_state;
+use crate::exec::aicpu::source::{Base, Completions, TaskInfo, TaskSource};
 use crate::lifecycle::{self, Fault, RunMap};
 
-pub use crate::launch_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
+pub use crate::exec::aicpu::shared_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
 
 /// The AICPU program entry point of the host-built-graph runtime.
 pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
-    let shared = match launch_state::share(a, &launch, 0, || boot(a, launch.args)) {
+    let shared = match shared_state::share(a, &launch, 0, || boot(a, launch.args)) {
         Ok(s) => s,
         Err(status) => return status,
     };
@@ -37,45 +38,25 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
         return STATUS_BAD_DESC;
     }
 
-    let mut sched = Scheduler::new(a, &*shared, launch.thread_idx, launch.thread_count);
-    sched.handshake();
-    if shared.resident {
+    let mut cores = ThreadCores::new(a, shared.base(), launch.thread_idx, launch.thread_count);
+    cores.handshake();
+    let dispatched = if shared.resident {
         // The cores schedule themselves: this thread only watches the run to its end.
-        let started = a.now_ticks();
-        let map = &shared.base().map;
-        // With the dump on, this thread's lane serves its clusters' boundary captures.
-        let mut service = crate::layout::CaptureLayout::of(&map.cfg).and_then(|l| {
-            let (lane, level) = sched.take_dump()?.into_parts();
-            Some(crate::exec::resident::capture::service::Service::new(
-                a,
-                l,
-                lane,
-                level,
-                map.cfg.epoch,
-                &shared.g.args,
-                launch.thread_idx,
-                launch.thread_count,
-            ))
-        });
-        let done = crate::exec::resident::supervisor::supervise(a, map, &shared.base().stop, service.as_mut());
-        if let Some(s) = service {
-            // The producer stops here, before any core is retired: nothing a capture still
-            // references is released before.
-            s.finish(done >= map.cfg.task_count as u64);
-        }
-        if let Some(t) = sched.trace_ring() {
-            t.phase(a, crate::layout::trace_kind::SUPERVISE, started, a.now_ticks());
-        }
-        shared.base().record_completed(done);
-        if launch.thread_idx == 0 {
-            crate::exec::resident::supervisor::count_executed(a, &shared.base().map);
-        }
+        crate::exec::resident::run(
+            a,
+            shared.base(),
+            &shared.g.args,
+            &mut cores,
+            launch.thread_idx,
+            launch.thread_count,
+        );
+        0
     } else {
-        sched.run();
-    }
-    let released = sched.retire();
-    sched.publish_counters(released);
-    drop(sched);
+        crate::exec::legacy::run(a, &*shared, &mut cores)
+    };
+    let released = cores.retire();
+    cores.publish_counters(released, dispatched);
+    drop(cores);
 
     if crate::breakage::broken(crate::breakage::INVALIDATE_AT_END) {
         // The reference's placement: invalidate for the next run, at the end of this one.
