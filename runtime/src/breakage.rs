@@ -3,6 +3,11 @@
 //! With the `breakage` feature, a test can make the runtime drop exactly one maintenance or
 //! ordering operation (process-wide, so such tests run one at a time). Without the feature
 //! every check is a constant `false` and compiles away.
+//!
+//! A broken variant is a **seam**: the protocol step it breaks hands itself over, in its first
+//! line, to its broken twin ([`seam!`](crate::seam)), a whole function of the step with the one
+//! bug, kept in the room's `broken.rs` (compiled with the feature only). The correct step then
+//! reads without any broken arm. Steps not yet split that way still test their switch inline.
 
 /// The AICPU reads the host-published descriptor and image without invalidating first.
 pub const SKIP_HOST_INVALIDATE: u64 = 1 << 0;
@@ -214,4 +219,34 @@ impl Drop for Active {
     fn drop(&mut self) {
         ACTIVE.store(0, core::sync::atomic::Ordering::SeqCst);
     }
+}
+
+/// The seam of a protocol step: when breakage `switch` is active, the step returns what its
+/// broken twin `twin` returns instead of running itself (`seam!(SWITCH)`: returns at once, for a
+/// step whose broken twin does nothing). Put first in the step's body; with
+/// the `breakage` feature off it expands to nothing, so ordinary builds compile neither the
+/// test of the switch nor the twin.
+///
+/// ```ignore
+/// pub fn claim<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) -> Claim {
+///     crate::seam!(CAPTURE_CLAIM_FROM_CLAIMING => super::broken::claim_from_claiming(a, slot, n));
+///     // … the correct step …
+/// }
+/// ```
+#[macro_export]
+#[doc(hidden)]
+macro_rules! seam {
+    // A step whose broken twin does nothing at all.
+    ($switch:ident) => {
+        #[cfg(feature = "breakage")]
+        if $crate::breakage::broken($crate::breakage::$switch) {
+            return;
+        }
+    };
+    ($switch:ident => $twin:expr) => {
+        #[cfg(feature = "breakage")]
+        if $crate::breakage::broken($crate::breakage::$switch) {
+            return $twin;
+        }
+    };
 }

@@ -160,7 +160,9 @@ impl<'a, A: AicpuAgent> GmLane<'a, A> {
     }
 
     fn publish_range(&self, from: u64, to: u64) {
-        if to <= from || crate::breakage::broken(crate::breakage::SKIP_DUMP_CLEAN) {
+        // Broken: the payload bytes are never written back.
+        crate::seam!(SKIP_DUMP_CLEAN);
+        if to <= from {
             return;
         }
         let size = self.l.header.arena;
@@ -192,9 +194,43 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
         Self: 'r;
 
     fn try_begin(&mut self, c: &Capture) -> Begin<Reservation<'_, 'a, A>> {
-        if self.suspended && !crate::breakage::broken(crate::breakage::CAPTURE_TWO_RESERVATIONS) {
+        // Broken: a second reservation is opened while one is suspended.
+        crate::seam!(CAPTURE_TWO_RESERVATIONS => self.begin(c));
+        if self.suspended {
             return Begin::WouldBlock(Blocked::ReservationOpen);
         }
+        self.begin(c)
+    }
+
+    fn publish(&mut self) -> bool {
+        // Broken: a buffer is published while a reservation is open, its bytes incomplete.
+        crate::seam!(CAPTURE_TWO_RESERVATIONS => self.publish_current());
+        if self.suspended {
+            // A reservation is open: its bytes are not complete, nothing may be published.
+            return false;
+        }
+        self.publish_current()
+    }
+
+    fn drop_records(&mut self, n: u64) {
+        self.dropped = self.dropped.saturating_add(n);
+    }
+
+    fn close(&mut self) {
+        if self.t >= self.l.header.lanes {
+            return;
+        }
+        self.publish();
+        self.store_counters();
+        self.a.store_barrier();
+        self.a.store_direct(self.state(word::CLOSED), self.l.header.epoch);
+        self.closed = true;
+    }
+}
+
+impl<'a, A: AicpuAgent> GmLane<'a, A> {
+    /// [`DumpLane::try_begin`] once no reservation is open: refuse, block or reserve.
+    fn begin(&mut self, c: &Capture) -> Begin<Reservation<'_, 'a, A>> {
         if self.closed {
             self.dropped += 1;
             return Begin::Refused(Refusal::Closed);
@@ -251,27 +287,67 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
         Begin::Accepted(Reservation { lane: self, rec, before, copied: 0 })
     }
 
-    fn publish(&mut self) -> bool {
+    /// Publish the current buffer, when it holds a record: write back its payload bytes and
+    /// record lines, store its ready entry and the lane's counters, a store barrier, then the
+    /// ready tail that hands the entry to the host.
+    fn publish_current(&mut self) -> bool {
         let Some(b) = self.current else { return false };
-        if self.suspended && !crate::breakage::broken(crate::breakage::CAPTURE_TWO_RESERVATIONS) {
-            // A reservation is open: its bytes are not complete, nothing may be published.
-            return false;
-        }
         if self.count == 0 {
             return false;
         }
+        crate::seam!(SKIP_DUMP_CLEAN => super::broken::publish_unclean(self, b));
+        crate::seam!(DUMP_TAIL_FIRST => super::broken::publish_tail_first(self, b));
+        self.clean(b);
+        self.write_entry(b);
+        self.retire_buffer();
+        self.store_ready_tail(self.ready_tail);
+        true
+    }
+
+    /// The ready tail: entries handed to the host so far.
+    #[cfg(feature = "breakage")]
+    pub(super) fn ready_tail(&self) -> u64 {
+        self.ready_tail
+    }
+
+    /// Store the lane's ready tail word: the host takes every entry below `tail`.
+    pub(super) fn store_ready_tail(&self, tail: u64) {
+        self.a.store_direct(self.state(word::READY_TAIL), tail);
+    }
+
+    /// The current buffer's entry is written: count it in the ready tail and take a new
+    /// buffer for the next record.
+    pub(super) fn retire_buffer(&mut self) {
+        self.ready_tail += 1;
+        self.current = None;
+        self.count = 0;
+    }
+
+    /// Wait until the host gives a buffer back, or `us` microseconds pass.
+    #[cfg(feature = "breakage")]
+    pub(super) fn wait_for_a_freed_buffer(&self, us: u64) {
         let a = self.a;
-        self.publish_range(self.published, self.cursor);
-        if !crate::breakage::broken(crate::breakage::SKIP_DUMP_CLEAN) {
-            lifecycle::publish_aicpu(a, GmAddr(self.l.buffer(self.t, b)), self.count as u64 * 128);
+        let freed = a.query(self.ack(word::ACK_FREE_TAIL));
+        let until = a.now_ticks().saturating_add(a.ticks_from_micros(us));
+        while a.query(self.ack(word::ACK_FREE_TAIL)) == freed && a.now_ticks() < until {
+            let slice = a.now_ticks().saturating_add(a.ticks_from_micros(1_000));
+            a.wait_for_word(self.ack(word::ACK_FREE_TAIL), freed, slice.min(until));
         }
+    }
+
+    /// Write back buffer `b`'s payload bytes (those not published yet) and its record lines.
+    pub(super) fn clean(&self, b: u32) {
+        self.publish_range(self.published, self.cursor);
+        lifecycle::publish_aicpu(self.a, GmAddr(self.l.buffer(self.t, b)), self.count as u64 * 128);
+    }
+
+    /// Store buffer `b`'s ready entry at the ready tail, then the lane's counters, and a store
+    /// barrier: everything the ready tail's store will publish.
+    pub(super) fn write_entry(&mut self, b: u32) {
+        let a = self.a;
         let entry = DumpReady { buffer: b, count: self.count, end: self.cursor };
         let at = GmAddr(self.l.ready(self.t, self.ready_tail));
         let bytes = entry.as_bytes();
-        let tail_first = crate::breakage::broken(crate::breakage::DUMP_TAIL_FIRST);
-        if tail_first {
-            a.store_direct(self.state(word::READY_TAIL), self.ready_tail + 1);
-        }
         a.store_direct(at, u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8])));
         a.store_direct(at.offset(8), entry.end);
         self.committed += self.count as u64;
@@ -279,38 +355,6 @@ impl<'a, A: AicpuAgent> DumpLane for GmLane<'a, A> {
         a.store_direct(self.state(word::PUBLISHED), self.published);
         self.store_counters();
         a.store_barrier();
-        self.ready_tail += 1;
-        if !tail_first {
-            a.store_direct(self.state(word::READY_TAIL), self.ready_tail);
-        }
-        self.current = None;
-        self.count = 0;
-        if crate::breakage::broken(crate::breakage::SKIP_DUMP_CLEAN) && crate::breakage::forcing() {
-            // The interleaving forced: the host reads the buffer while its lines are still
-            // dirty here (it gives the buffer back once read), or a second passes.
-            let freed = a.query(self.ack(word::ACK_FREE_TAIL));
-            let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
-            while a.query(self.ack(word::ACK_FREE_TAIL)) == freed && a.now_ticks() < until {
-                let slice = a.now_ticks().saturating_add(a.ticks_from_micros(1_000));
-                a.wait_for_word(self.ack(word::ACK_FREE_TAIL), freed, slice.min(until));
-            }
-        }
-        true
-    }
-
-    fn drop_records(&mut self, n: u64) {
-        self.dropped = self.dropped.saturating_add(n);
-    }
-
-    fn close(&mut self) {
-        if self.t >= self.l.header.lanes {
-            return;
-        }
-        self.publish();
-        self.store_counters();
-        self.a.store_barrier();
-        self.a.store_direct(self.state(word::CLOSED), self.l.header.epoch);
-        self.closed = true;
     }
 }
 

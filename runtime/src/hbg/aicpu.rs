@@ -27,16 +27,11 @@ pub use crate::exec::aicpu::shared_state::{STATUS_BAD_DESC, STATUS_NO_BOOT};
 
 /// The AICPU program entry point of the host-built-graph runtime.
 pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
-    let shared = match shared_state::share(a, &launch, 0, || boot(a, launch.args)) {
+    // A launch over the platform's bound is refused here: no scheduler, the cores cancelled.
+    let shared = match shared_state::join(a, &launch, 0, || boot(a, launch.args)) {
         Ok(s) => s,
         Err(status) => return status,
     };
-    if shared.base().refused {
-        // More clusters than this platform's tables hold: no scheduler, the cores cancelled.
-        lifecycle::refuse(a, &shared.base().map, launch.thread_idx, launch.thread_count);
-        shared.depart(a);
-        return STATUS_BAD_DESC;
-    }
 
     let mut cores = ThreadCores::new(a, shared.base(), launch.thread_idx, launch.thread_count);
     cores.handshake();

@@ -94,17 +94,12 @@ impl TaskSource for Shared {
 /// orchestrates, the others schedule.
 pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
     let orch_thread = launch.thread_count.saturating_sub(1);
-    let shared = match shared_state::share(a, &launch, orch_thread, || boot(a, launch.args, launch.thread_count)) {
+    // A launch over the platform's bound is refused here: no orchestration, no scheduler, the
+    // cores cancelled.
+    let shared = match shared_state::join(a, &launch, orch_thread, || boot(a, launch.args, launch.thread_count)) {
         Ok(s) => s,
         Err(status) => return status,
     };
-    if shared.base().refused {
-        // More clusters than this platform's tables hold: no orchestration, no scheduler, the
-        // cores cancelled.
-        lifecycle::refuse(a, &shared.base().map, launch.thread_idx, launch.thread_count);
-        shared.depart(a);
-        return STATUS_BAD_DESC;
-    }
     if launch.thread_idx == orch_thread {
         let mut trace = crate::trace::TraceRing::open(&shared.base().map.cfg, false, orch_thread);
         let started = if trace.is_some() { a.now_ticks() } else { 0 };

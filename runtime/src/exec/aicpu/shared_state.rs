@@ -121,6 +121,25 @@ pub fn share<'l, A: AicpuAgent, S: TaskSource>(
     }
 }
 
+/// [`share`], then the refusal every runtime makes alike: on a launch naming more clusters than
+/// the platform's tables hold ([`Base::refused`](super::source::Base::refused)) this thread
+/// cancels its share of the cores ([`lifecycle::refuse`]) and departs at once, and the status is
+/// [`STATUS_BAD_DESC`].
+pub fn join<'l, A: AicpuAgent, S: TaskSource>(
+    a: &A,
+    launch: &'l AicpuLaunch<'l>,
+    boot_thread: u32,
+    boot: impl FnOnce() -> Option<S>,
+) -> Result<Shared<'l, S>, i32> {
+    let shared = share(a, launch, boot_thread, boot)?;
+    if shared.base().refused {
+        lifecycle::refuse(a, &shared.base().map, launch.thread_idx, launch.thread_count);
+        shared.depart(a);
+        return Err(STATUS_BAD_DESC);
+    }
+    Ok(shared)
+}
+
 impl<S: TaskSource> Shared<'_, S> {
     /// This thread is done with the state. The last one records the run's completed tasks and
     /// frees it.

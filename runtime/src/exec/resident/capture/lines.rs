@@ -86,11 +86,16 @@ fn read_ack_from<G: GmAtomic + Barriers>(a: &G, line: GmAddr, tick: u64) -> Opti
 /// stored again. It was stored before an earlier tick, so a reader that takes the new tick
 /// reads it as this answer has it.
 pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: Option<&Ack>) {
+    crate::seam!(CAPTURE_ACK_TICK_KEPT => super::broken::write_ack_begin_last(a, line, ack, prev));
+    a.store_direct(line.offset(capture_ack::BEGIN), ack.tick);
+    a.store_store();
+    write_ack_body(a, line, ack, prev);
+}
+
+/// Every word of acknowledgement `ack` but `BEGIN` (those `prev` holds already skipped), a
+/// store barrier, then its tick in `TICK`.
+pub(super) fn write_ack_body<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: Option<&Ack>) {
     use capture_ack as k;
-    if !crate::breakage::broken(crate::breakage::CAPTURE_ACK_TICK_KEPT) {
-        a.store_direct(line.offset(k::BEGIN), ack.tick);
-        a.store_store();
-    }
     let words = |x: &Ack| {
         [
             (k::STATE, k::state(x.status, x.arg_index)),
@@ -102,17 +107,12 @@ pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: O
     store_changed(a, line, &words(ack), prev.map(words).as_ref());
     a.store_barrier();
     a.store_direct(line.offset(k::TICK), ack.tick);
-    if crate::breakage::broken(crate::breakage::CAPTURE_ACK_TICK_KEPT) {
-        // Broken on purpose: the line is marked only once it is whole, so during the rewrite
-        // `BEGIN` still holds the previous answer's tick.
-        a.store_direct(line.offset(k::BEGIN), ack.tick);
-    }
 }
 
 /// Store each `(offset, value)` of `words` into the line at `line`, device-direct and in order,
 /// except those `prev` (the same offsets, as the line holds them) shows holding their value
 /// already.
-fn store_changed<G: GmAtomic, const N: usize>(
+pub(super) fn store_changed<G: GmAtomic, const N: usize>(
     a: &G,
     line: GmAddr,
     words: &[(u64, u64); N],
@@ -196,6 +196,7 @@ pub enum Asked {
 /// a read barrier: the request lines are read after the counter (each core wrote its line
 /// before its compare-and-swap on the counter).
 pub fn look_asked<G: GmAtomic + Barriers>(a: &G, asked: GmAddr, last: &mut u64) -> Asked {
+    crate::seam!(CAPTURE_ASKED_JUMP_AS_ONE => super::broken::look_asked_any_jump(a, asked, last));
     let now = a.query(asked);
     if now == *last {
         return Asked::Nothing;
@@ -204,8 +205,7 @@ pub fn look_asked<G: GmAtomic + Barriers>(a: &G, asked: GmAddr, last: &mut u64) 
     a.rmb();
     let (was, _) = capture_header::asked_fields(prev);
     let (count, who) = capture_header::asked_fields(now);
-    let by_one = count == was.wrapping_add(1) & capture_header::ASKED_COUNT_MASK
-        || crate::breakage::broken(crate::breakage::CAPTURE_ASKED_JUMP_AS_ONE);
+    let by_one = count == was.wrapping_add(1) & capture_header::ASKED_COUNT_MASK;
     match who {
         Some(w) if prev != u64::MAX && by_one => Asked::One(w),
         _ => Asked::Several,

@@ -34,40 +34,60 @@ pub enum Claim {
 /// expected value; its winner alone zeroes the slot's other words (inside CLAIMING), then
 /// publishes `READY | n`.
 pub fn claim<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) -> Claim {
-    use capture_slot::{CLAIMING, FREE, READY, SETTLED, claim as word, fields};
+    crate::seam!(CAPTURE_CLAIM_FROM_CLAIMING => super::broken::claim_from_claiming(a, slot, n));
+    crate::seam!(CAPTURE_STALL_CLAIMING => super::broken::claim_and_stall(a, slot, n));
     let seen = a.query(slot.offset(capture_slot::CLAIM));
-    let (state, occ) = fields(seen);
-    let source = state == FREE || (state == SETTLED && occ < n);
-    let broken = crate::breakage::broken(crate::breakage::CAPTURE_CLAIM_FROM_CLAIMING);
-    match (state, occ.cmp(&n)) {
-        (READY, core::cmp::Ordering::Equal) => Claim::Ready(false),
-        (CLAIMING, core::cmp::Ordering::Equal) if broken => {
-            // Broken on purpose: CLAIMING is taken as a source state; the late claimer
-            // re-clears a slot its peers may already have joined.
+    match claim_step(seen, n) {
+        ClaimStep::Join => Claim::Ready(false),
+        ClaimStep::Wait => Claim::Initialising,
+        ClaimStep::Take if take(a, slot, seen, n) => {
             initialise(a, slot, n);
             Claim::Ready(true)
         }
-        (CLAIMING, core::cmp::Ordering::Equal) => Claim::Initialising,
-        _ if source => {
-            if a.compare_exchange(slot.offset(capture_slot::CLAIM), seen, word(CLAIMING, n)) == seen {
-                if crate::breakage::broken(crate::breakage::CAPTURE_STALL_CLAIMING) {
-                    // Injected: the claimer never initialises; the slot stays CLAIMING.
-                    return Claim::Moved;
-                }
-                initialise(a, slot, n);
-                Claim::Ready(true)
-            } else {
-                Claim::Busy
-            }
-        }
-        (_, core::cmp::Ordering::Greater) | (SETTLED, core::cmp::Ordering::Equal) => Claim::Moved,
-        _ => Claim::Busy,
+        ClaimStep::Take | ClaimStep::Busy => Claim::Busy,
+        ClaimStep::Moved => Claim::Moved,
     }
+}
+
+/// What a claimer does on seeing the claim word `seen` for occupancy `n`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum ClaimStep {
+    /// READY at `n`: join.
+    Join,
+    /// CLAIMING at `n`: another participant initialises; wait.
+    Wait,
+    /// FREE, or SETTLED of an earlier occupancy: try to take it.
+    Take,
+    /// Past `n`, or settled at `n` already.
+    Moved,
+    /// An earlier occupancy has not settled yet: try again.
+    Busy,
+}
+
+/// The claim step for the claim word `seen` and occupancy `n` (the decision alone).
+pub(super) fn claim_step(seen: u64, n: u64) -> ClaimStep {
+    use capture_slot::{CLAIMING, FREE, READY, SETTLED, fields};
+    use core::cmp::Ordering::{Equal, Greater};
+    let (state, occ) = fields(seen);
+    match (state, occ.cmp(&n)) {
+        (READY, Equal) => ClaimStep::Join,
+        (CLAIMING, Equal) => ClaimStep::Wait,
+        _ if state == FREE || (state == SETTLED && occ < n) => ClaimStep::Take,
+        (_, Greater) | (SETTLED, Equal) => ClaimStep::Moved,
+        _ => ClaimStep::Busy,
+    }
+}
+
+/// Take the slot: compare-and-swap its claim word from `seen` to `CLAIMING | n`. Whether this
+/// core won (another claimer may have taken it just now).
+pub(super) fn take<G: GmAtomic>(a: &G, slot: GmAddr, seen: u64, n: u64) -> bool {
+    let claiming = capture_slot::claim(capture_slot::CLAIMING, n);
+    a.compare_exchange(slot.offset(capture_slot::CLAIM), seen, claiming) == seen
 }
 
 /// The claimer's initialisation, inside CLAIMING: zero every other word, a store barrier, then
 /// `READY | n`.
-fn initialise<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) {
+pub(super) fn initialise<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) {
     for w in 1..8 {
         a.store_direct(slot.offset(w * 8), 0);
     }
@@ -100,9 +120,14 @@ pub const fn publisher_word(w: u32, seq: u64) -> u64 {
 /// completes the mask stores `SETTLED | n` (only when the phase was sealed: an aborted
 /// occupancy is never settled). Returns whether this call settled the slot.
 pub fn leave<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, bit: u64, mask: u64, n: u64, sealed: bool) -> bool {
+    crate::seam!(CAPTURE_SETTLE_FIRST => super::broken::leave_first_settles(a, slot, phase, bit, mask, n, sealed));
     let before = a.fetch_or(slot.offset(capture_slot::RELEASED + 8 * phase), bit);
-    let last =
-        before | bit == mask || (crate::breakage::broken(crate::breakage::CAPTURE_SETTLE_FIRST) && before & mask == 0);
+    settle_if_last(a, slot, phase, before | bit == mask, n, sealed)
+}
+
+/// The end of a departure from phase `phase` (`last`: this participant's bit completed the
+/// released mask): the last out of a sealed AFTER stores `SETTLED | n`. Whether it did.
+pub(super) fn settle_if_last<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, last: bool, n: u64, sealed: bool) -> bool {
     if phase == capture_phase::AFTER && sealed && last {
         a.store_direct(slot.offset(capture_slot::CLAIM), capture_slot::claim(capture_slot::SETTLED, n));
         return true;
