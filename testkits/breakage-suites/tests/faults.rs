@@ -374,3 +374,50 @@ fn the_device_side_runtime_refuses_the_resident_executor() {
     assert_eq!(rep.executor, Executor::Legacy);
     assert_eq!(rep.tasks, 2);
 }
+
+/// Released by [`reproducer_waiting_for_a_hung_core_is_caught`] once its run has ended.
+static RELEASE_SLOW: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Returns only when the test releases it: a kernel far slower than the watchdog.
+fn k_slow(_k: &mut dyn KernelContext) {
+    while !RELEASE_SLOW.load(Ordering::Acquire) {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// `breakage::WAIT_FOR_HUNG_CORE` (the old bounds of a hung kernel: the AICPU waits the exit
+/// budget for the core the latch names, and the host waits the cores' whole budget for the
+/// AICore program) is caught by the check that a hung kernel is reported within the watchdog
+/// plus its grace (`tests/memory_safety.rs`, which allows 3.5 s with these budgets): with it,
+/// the `KERNEL_HUNG` arrives only after the watchdog, the exit budget and the core budget —
+/// at least 5 s here, however fast the machine, since every one of them is a wait.
+#[test]
+fn reproducer_waiting_for_a_hung_core_is_caught() {
+    use pto::board::{Board, Selected};
+    use pto::runtime::host::Timeouts;
+    let _s = serial();
+    RELEASE_SLOW.store(false, Ordering::Release);
+    // Watchdog 1 s, exit 1 s: the core budget is 2 x 1 + 1 = 3 s.
+    let raw = Selected::open().expect("open the selected board");
+    let dev: Device = pto::runtime::host::Device::new_in_process(raw, Timeouts::new(1_000_000, 1_000_000, 30_000_000))
+        .expect("device");
+    let slow = dev.register_kernel("slow", CoreType::Aiv, k_slow).unwrap();
+    let x = dev.alloc::<f32>(&[16]).unwrap();
+    let graph = dev.build(|g| g.submit(Task::aiv(slow).output(&x.tensor())).map(|_| ())).unwrap();
+    let took = {
+        let _b = breakage::activate(breakage::WAIT_FOR_HUNG_CORE);
+        let started = std::time::Instant::now();
+        let e = dev.run(&graph).unwrap_err();
+        let took = started.elapsed();
+        RELEASE_SLOW.store(true, Ordering::Release);
+        match e {
+            Error::Device(d) => assert_eq!(d.code, ErrorCode::Device(DeviceFault::KernelHung), "{d}"),
+            other => panic!("expected KERNEL_HUNG, got {other:?}"),
+        }
+        took
+    };
+    assert!(
+        took >= std::time::Duration::from_millis(5_000),
+        "the variant reported the hung kernel after {took:?}: within the bound the check allows, so the check would not catch it"
+    );
+}
