@@ -18,6 +18,9 @@
 //!    `RELEASE_TIMEOUT` and keeps waiting (the run ends through its fatal path, never through
 //!    a core leaving early).
 
+#[cfg(feature = "breakage")]
+mod broken;
+
 use pto_hal::{AicoreAgent, AicoreLaunch, AicpuAgent, AicpuCache, Contract, GmAddr, GmAtomic, GmMemory, Reg, Ticks};
 use zerocopy::IntoBytes;
 
@@ -168,9 +171,14 @@ pub fn publish_aicpu<A: AicpuCache + ?Sized>(a: &A, addr: GmAddr, len: u64) {
 /// Read the launch configuration from a descriptor the host copied in, making host DMA
 /// visible first on non-coherent builds.
 pub fn read_config<A: GmMemory + pto_hal::AicpuCache>(a: &A, desc: GmAddr) -> LaunchConfig {
-    if !crate::breakage::broken(crate::breakage::SKIP_HOST_INVALIDATE | crate::breakage::INVALIDATE_AT_END) {
-        crate::observe_host::<A>(a, desc, core::mem::size_of::<LaunchConfig>() as u64);
-    }
+    crate::seam!(SKIP_HOST_INVALIDATE => broken::read_config_unobserved(a, desc));
+    crate::seam!(INVALIDATE_AT_END => broken::read_config_unobserved(a, desc));
+    crate::observe_host::<A>(a, desc, core::mem::size_of::<LaunchConfig>() as u64);
+    read_config_as_is(a, desc)
+}
+
+/// The launch configuration at `desc`, read as the AICPU's cache has it.
+fn read_config_as_is<A: GmMemory>(a: &A, desc: GmAddr) -> LaunchConfig {
     let mut cfg = LaunchConfig::default();
     a.read(desc, cfg.as_mut_bytes());
     cfg
@@ -190,27 +198,27 @@ pub fn read_config_core<A: AicoreAgent>(a: &A, desc: GmAddr) -> LaunchConfig {
 /// the marker (`report_epoch`) alone, published. An AICPU that sees this run's epoch therefore
 /// sees this run's fields.
 pub fn report<A: AicoreAgent>(a: &A, map: &RunMap, launch: &AicoreLaunch) {
-    let hs = Handshake {
+    crate::seam!(SKIP_REPORT_PUBLISH => broken::report_unpublished(a, map, launch));
+    let at = map.handshake(launch.block_idx);
+    a.write(at, report_of(launch).as_bytes());
+    a.publish_line(at);
+    // Maintenance completion is not store ordering: the marker is ordered after the fields.
+    a.store_store();
+    a.write(at.offset(REPORT_EPOCH), &map.cfg.epoch.to_le_bytes());
+    a.publish_line(at);
+    a.send_event();
+}
+
+/// The handshake report of the core `launch` starts, its marker (`report_epoch`) cleared.
+fn report_of(launch: &AicoreLaunch) -> Handshake {
+    Handshake {
         aicore_done: launch.block_idx + 1,
         core_type: launch.core_type as u32,
         physical_core_id: launch.physical_core_id,
         reserved0: 0,
         report_epoch: 0,
         reserved: [0; 5],
-    };
-    let at = map.handshake(launch.block_idx);
-    let publish = !crate::breakage::broken(crate::breakage::SKIP_REPORT_PUBLISH);
-    a.write(at, hs.as_bytes());
-    if publish {
-        a.publish_line(at);
     }
-    // Maintenance completion is not store ordering: the marker is ordered after the fields.
-    a.store_store();
-    a.write(at.offset(REPORT_EPOCH), &map.cfg.epoch.to_le_bytes());
-    if publish {
-        a.publish_line(at);
-    }
-    a.send_event();
 }
 
 /// Offset of the report marker in a handshake line.
@@ -314,7 +322,7 @@ pub fn wait_release<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, budget: Ticks) 
     let mut backoff = crate::backoff::Backoff::new();
     loop {
         let v = a.query(gate);
-        if v == epoch || (v != 0 && v & (1 << 63) == 0 && crate::breakage::broken(crate::breakage::GATE_ANY_EPOCH)) {
+        if is_release(v, epoch) {
             a.store_barrier();
             return Release::Released;
         }
@@ -343,8 +351,25 @@ pub fn wait_release<A: AicoreAgent>(a: &A, map: &RunMap, w: u32, budget: Ticks) 
     }
 }
 
+/// Whether gate word `v` releases a core of the run of `epoch`: it holds that epoch.
+fn is_release(v: u64, epoch: u64) -> bool {
+    crate::seam!(GATE_ANY_EPOCH => broken::is_any_release(v, epoch));
+    v == epoch
+}
+
 /// AICPU: worker `w`'s report of this run, if it has arrived (non-blocking).
 pub fn poll_report<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) -> Option<Handshake> {
+    crate::seam!(SHARED_HANDSHAKE_LINE => broken::poll_report_sharing_the_line(a, map, w));
+    let hs = read_report(a, map, w)?;
+    debug!(
+        "handshake: worker {} reported type {} phys {} epoch {}",
+        w, hs.core_type, hs.physical_core_id, hs.report_epoch
+    );
+    Some(hs)
+}
+
+/// Worker `w`'s handshake line, when it holds this run's complete report.
+fn read_report<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) -> Option<Handshake> {
     // AICore → AICPU shares a coherence domain: the core's write-back is visible to plain
     // AICPU loads without an invalidate (it is the producer that must write back).
     // The marker first; only after it names this run (and an `rmb`) the fields it guards.
@@ -356,21 +381,7 @@ pub fn poll_report<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) -> Option<Handsha
     a.rmb();
     let mut hs = Handshake::default();
     a.read(map.handshake(w), hs.as_mut_bytes());
-    if hs.report_epoch == map.cfg.epoch && hs.aicore_done == w + 1 {
-        if crate::breakage::broken(crate::breakage::SHARED_HANDSHAKE_LINE) {
-            // The reference layout: the AICPU publishes `task` into the core's handshake line.
-            let task = map.handshake(w).offset(core::mem::offset_of!(Handshake, reserved) as u64);
-            a.write(task, &map.payload(w, 0).0.to_le_bytes());
-            a.flush_range(task, 8);
-        }
-        debug!(
-            "handshake: worker {} reported type {} phys {} epoch {}",
-            w, hs.core_type, hs.physical_core_id, hs.report_epoch
-        );
-        Some(hs)
-    } else {
-        None
-    }
+    (hs.report_epoch == map.cfg.epoch && hs.aicore_done == w + 1).then_some(hs)
 }
 
 /// Validate an accepted report against the launch: the reported type must match the
@@ -397,10 +408,9 @@ pub fn open_window<A: AicpuAgent>(a: &A, phys: u32) {
 pub fn hung_core<A: GmAtomic>(a: &A, map: &RunMap) -> Option<u32> {
     let at = |o| a.query(map.desc.offset(o));
     let hung = crate::codes::ErrorCode::Device(crate::codes::DeviceFault::KernelHung).value() as u32 as u64;
-    if crate::breakage::broken(crate::breakage::WAIT_FOR_HUNG_CORE)
-        || at(offsets::FATAL_COMPLETE) == 0
-        || at(offsets::FATAL_CODE) != hung
-    {
+    // Broken: the hung core is waited for like any other.
+    crate::seam!(WAIT_FOR_HUNG_CORE => None);
+    if at(offsets::FATAL_COMPLETE) == 0 || at(offsets::FATAL_CODE) != hung {
         return None;
     }
     u32::try_from(at(offsets::FATAL_CORE)).ok()
@@ -451,9 +461,10 @@ pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], ex
         }
         backoff.idle(a, deadline);
     }
-    if crate::breakage::broken(crate::breakage::STALL_RETIRE | crate::breakage::STALL_RETIRE_LONG) {
-        stall(a, map);
-    }
+    // Fault injection (STALL_RETIRE, STALL_RETIRE_LONG): the thread stalls here, owning cores
+    // that acknowledged EXIT.
+    #[cfg(feature = "breakage")]
+    broken::stall_if_injected(a, map);
     let mut out = Retired::default();
     for (i, &(w, phys)) in cores.iter().enumerate() {
         if exited[i] {
@@ -466,9 +477,7 @@ pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], ex
     a.rmb();
     for (i, &(w, _)) in cores.iter().enumerate() {
         if exited[i] {
-            if !crate::breakage::broken(crate::breakage::SKIP_RELEASE) {
-                a.store_direct(map.gate(w), map.cfg.epoch);
-            }
+            release(a, map, w);
             out.released += 1;
         } else {
             a.store_direct(map.gate(w), cancel_value(map.cfg.epoch));
@@ -484,20 +493,8 @@ pub fn retire_group<A: AicpuAgent>(a: &A, map: &RunMap, cores: &[(u32, u32)], ex
     out
 }
 
-/// Fault injection (`breakage::STALL_RETIRE*`): the AICPU thread stalls while it owns cores
-/// that acknowledged EXIT — until a fault is latched (`STALL_RETIRE`), or for four core wait
-/// budgets (`STALL_RETIRE_LONG`; also the bound of the former).
-fn stall<A: AicpuAgent>(a: &A, map: &RunMap) {
-    let until = a.now_ticks().saturating_add(map.cfg.core_wait_ticks.saturating_mul(4));
-    let claimed = map.desc.offset(offsets::FATAL_CLAIMED);
-    let long = crate::breakage::broken(crate::breakage::STALL_RETIRE_LONG);
-    let mut backoff = crate::backoff::Backoff::new();
-    loop {
-        let now = a.now_ticks();
-        let seen = a.query(claimed);
-        if now >= until || (seen != 0 && !long) {
-            return;
-        }
-        backoff.wait_word(a, claimed, seen, until);
-    }
+/// Release worker `w` through its teardown gate: the gate word := this run's epoch.
+fn release<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) {
+    crate::seam!(SKIP_RELEASE);
+    a.store_direct(map.gate(w), map.cfg.epoch);
 }
