@@ -23,10 +23,12 @@
 //! ```
 //!
 //! The module is split by concern: [`config`] (budgets, run options, ring sizes), `memory`
-//! (device tensors and the allocation table), `build` (graphs), `publish` (launch images),
-//! `run` (pipeline slots, turns, launch and the completion fence), [`error`] and [`slots`];
-//! [`trace`] and [`dump`] collect a run's trace and args dump, and [`documents`] holds the
-//! files they write, as the types that write them and read them back.
+//! (device tensors and the allocation table), `build` (graphs), `resident` (the executor
+//! choice and the resident executor's initial state), `publish` (launch images), [`slots`]
+//! (pipeline slots and reservation), `turns` (which run may use which slot, and leases),
+//! `prepare` (prepare and launch), `fence` (the completion fence), `report` (what a run
+//! reports) and [`error`]; [`trace`] and [`dump`] collect a run's trace and args dump, and
+//! [`documents`] holds the files they write, as the types that write them and read them back.
 
 mod build;
 pub mod config;
