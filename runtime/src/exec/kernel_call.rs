@@ -41,9 +41,7 @@ impl<'a> CoreCtx<'a> {
     pub(crate) fn load<A: AicoreAgent>(&mut self, a: &A, p: &DispatchPayload) {
         let args = GmAddr(p.args);
         let mut h = ArgsHeader::default();
-        if !crate::breakage::broken(crate::breakage::SKIP_ARGS_OBSERVE) {
-            a.observe_lines(args, crate::layout::ARGS_HEAD);
-        }
+        observe_record(a, args, crate::layout::ARGS_HEAD);
         a.read(args, h.as_mut_bytes());
         self.load_body(a, args, &h);
         self.set_payload(p);
@@ -61,19 +59,16 @@ impl<'a> CoreCtx<'a> {
     pub(crate) fn load_body<A: AicoreAgent>(&mut self, a: &A, args: GmAddr, h: &ArgsHeader) {
         self.nt = 0;
         self.ns = 0;
-        let observe_args = !crate::breakage::broken(crate::breakage::SKIP_ARGS_OBSERVE);
         let nt = (h.tensors as usize).min(MAX_TENSOR_ARGS);
         let ns = (h.scalars as usize).min(MAX_SCALAR_ARGS);
         let tb = (nt * 64) as u64;
         let body = args.offset(crate::layout::ARGS_HEAD);
-        if observe_args {
-            // The head's lines were observed and read just now, and the whole record was
-            // published before the dispatch: only the lines past them are observed again.
-            let head_end = (body.0 + pto_hal::LINE_BYTES - 1) & !(pto_hal::LINE_BYTES - 1);
-            let end = body.0 + tb + ns as u64 * 8;
-            if end > head_end {
-                a.observe_lines(GmAddr(head_end), end - head_end);
-            }
+        // The head's lines were observed and read just now, and the whole record was
+        // published before the dispatch: only the lines past them are observed again.
+        let head_end = (body.0 + pto_hal::LINE_BYTES - 1) & !(pto_hal::LINE_BYTES - 1);
+        let end = body.0 + tb + ns as u64 * 8;
+        if end > head_end {
+            observe_record(a, GmAddr(head_end), end - head_end);
         }
         a.read(body, self.tensors[..nt].as_mut_bytes());
         if ns > 0 {
@@ -170,4 +165,13 @@ impl KernelContext for CoreCtx<'_> {
     fn gm(&self) -> &dyn GmMemory {
         self.gm
     }
+}
+
+/// Drop this core's cached copies of `len` bytes of an argument record at `at` before reading
+/// them: the record was published before the dispatch, and a copy cached from an earlier
+/// record at the same bytes (the device-side runtime reuses its ring heap) would be stale.
+fn observe_record<A: AicoreAgent>(a: &A, at: GmAddr, len: u64) {
+    // Broken: the record is read as the cache has it.
+    crate::seam!(SKIP_ARGS_OBSERVE);
+    a.observe_lines(at, len);
 }

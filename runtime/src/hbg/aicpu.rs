@@ -53,10 +53,9 @@ pub fn aicpu_entry<A: AicpuAgent>(a: &A, launch: AicpuLaunch<'_>) -> i32 {
     cores.publish_counters(released, dispatched);
     drop(cores);
 
-    if crate::breakage::broken(crate::breakage::INVALIDATE_AT_END) {
-        // The reference's placement: invalidate for the next run, at the end of this one.
-        crate::observe_host::<A>(a, launch.args, core::mem::size_of::<crate::layout::LaunchConfig>() as u64);
-    }
+    // Broken (INVALIDATE_AT_END): the reference's placement of the invalidate.
+    #[cfg(feature = "breakage")]
+    invalidate_at_end(a, launch.args);
     shared.depart(a);
     0
 }
@@ -249,6 +248,25 @@ fn check_resident(cfg: &LaunchConfig, g: Graph) -> Result<Graph, u64> {
     Ok(g)
 }
 
+/// Make the host's write of the graph image (`len` bytes at `img`) visible before its first
+/// read of the run.
+fn observe_image<A: AicpuAgent>(a: &A, img: GmAddr, len: u64) {
+    // Broken: the image is read as the AICPU's cache has it (SKIP_HOST_INVALIDATE), or
+    // invalidated only at the end of the run, for the next (INVALIDATE_AT_END).
+    crate::seam!(SKIP_HOST_INVALIDATE);
+    crate::seam!(INVALIDATE_AT_END);
+    crate::observe_host::<A>(a, img, len);
+}
+
+/// `INVALIDATE_AT_END`'s other half: the reference invalidates the descriptor at the end of a
+/// run, for the next one, instead of before its first read — a slot's first run is uncovered.
+#[cfg(feature = "breakage")]
+fn invalidate_at_end<A: AicpuAgent>(a: &A, desc: GmAddr) {
+    if crate::breakage::broken(crate::breakage::INVALIDATE_AT_END) {
+        crate::observe_host::<A>(a, desc, core::mem::size_of::<crate::layout::LaunchConfig>() as u64);
+    }
+}
+
 /// The graph image in GM, as the AICPU reads it: plain reads, after the booting thread made
 /// the host's write visible (`observe_host`).
 struct GmImage<'a, A> {
@@ -266,9 +284,7 @@ impl<A: GmMemory> ImageSource for GmImage<'_, A> {
 /// error is the detail word naming the check that failed ([`ImageError::detail`]).
 fn load_graph<A: AicpuAgent>(a: &A, cfg: &LaunchConfig) -> Result<Graph, u64> {
     let img = GmAddr(cfg.image);
-    if !crate::breakage::broken(crate::breakage::SKIP_HOST_INVALIDATE | crate::breakage::INVALIDATE_AT_END) {
-        crate::observe_host::<A>(a, img, cfg.image_len);
-    }
+    observe_image(a, img, cfg.image_len);
     let src = GmImage { a, base: img };
     let view = ImageView::open(&src, cfg.image_len).map_err(|e| e.detail())?;
     if view.task_count() != cfg.task_count {

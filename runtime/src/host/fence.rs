@@ -170,8 +170,10 @@ impl<P: HostPlatform> super::Inner<P> {
     /// programs left on the streams are cleared, and when no such run is left and nothing else
     /// made the device unusable, it is usable again. Called before every usability check.
     pub(super) fn recover(&self) {
+        // Broken: a run stuck in a kernel is never recovered from.
+        crate::seam!(WAIT_FOR_HUNG_CORE);
         let mut stuck = self.stuck.lock();
-        if stuck.is_empty() || crate::breakage::broken(crate::breakage::WAIT_FOR_HUNG_CORE) {
+        if stuck.is_empty() {
             return;
         }
         let mut recovered = Vec::new();
@@ -464,10 +466,18 @@ impl<P: HostPlatform> InFlight<P> {
 /// reports the run (the device stays unusable until the stuck core comes back: see
 /// `Inner::recover`).
 fn core_grace_us(clock: &impl pto_hal::Clock, d: &LaunchDesc) -> u64 {
+    // Broken: the fence waits the cores' whole budget after a KERNEL_HUNG too.
+    crate::seam!(WAIT_FOR_HUNG_CORE => core_budget_us(clock, d));
     let hung = crate::codes::ErrorCode::Device(DeviceFault::KernelHung).value() as u32 as u64;
-    if d.fatal.complete != 0 && d.fatal.code == hung && !crate::breakage::broken(crate::breakage::WAIT_FOR_HUNG_CORE) {
+    if d.fatal.complete != 0 && d.fatal.code == hung {
         return HUNG_GRACE_US;
     }
+    core_budget_us(clock, d)
+}
+
+/// The cores' wait budget of the run of `d`, plus 0.2 s: how long the fence waits for the
+/// AICore program once the AICPU program ended.
+fn core_budget_us(clock: &impl pto_hal::Clock, d: &LaunchDesc) -> u64 {
     clock.micros_from_ticks(d.config.core_wait_ticks).saturating_add(200_000)
 }
 

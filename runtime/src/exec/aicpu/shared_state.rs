@@ -313,13 +313,13 @@ impl<S> Handle<'_, S> {
         // in `Arc::drop`: the counter is interior-mutable, so the borrow asserts nothing about
         // the memory beyond the atomic operation.
         let remaining = unsafe { &(*inner).remaining };
-        let broken = crate::breakage::broken(crate::breakage::DEPART_RELAXED);
-        if remaining.fetch_sub(1, if broken { Ordering::Relaxed } else { Ordering::Release }) != 1 {
+        let (decrement, acquire) = departure_orderings();
+        if remaining.fetch_sub(1, decrement) != 1 {
             // Another thread may free the allocation from now on: touch nothing of it.
             return;
         }
         // Every other thread's use of the state happens before what follows.
-        if !broken {
+        if acquire {
             fence(Ordering::Acquire);
         }
         // SAFETY: every thread of the launch has departed (the count reached zero, and each
@@ -510,4 +510,14 @@ mod tests {
             assert!(cell.load(Ordering::Relaxed).is_null());
         }
     }
+}
+
+/// How a departing thread orders its departure: the decrement's ordering, and whether the last
+/// one out fences with `Acquire` before it frees the state (release-decrement, acquire-fence,
+/// as `Arc::drop`).
+fn departure_orderings() -> (Ordering, bool) {
+    // Broken: a relaxed decrement and no fence (another thread's last use of the state is not
+    // ordered before the free).
+    crate::seam!(DEPART_RELAXED => (Ordering::Relaxed, false));
+    (Ordering::Release, true)
 }

@@ -94,9 +94,7 @@ impl Base {
 
     /// Latch `f` (first wins) and stop every thread.
     pub fn fail<A: AicpuAgent>(&self, a: &A, f: Fault) {
-        if crate::breakage::broken(crate::breakage::STOP_BEFORE_LATCH) {
-            self.stop.store(true, Ordering::Release);
-        }
+        crate::seam!(STOP_BEFORE_LATCH => self.fail_stopping_first(a, f));
         lifecycle::latch(a, self.map.desc, f, "");
         // A thread that sees `stop` sees the fault latched (its record complete).
         self.stop.store(true, Ordering::Release);
@@ -122,12 +120,24 @@ impl Base {
     /// Whether a fault is latched; if so, raise `stop` (so every thread leaves its loop). With
     /// `breakage::RELEASE_ON_FAULT` the latch is not looked at (always `false`).
     pub(crate) fn latch_seen<A: AicpuAgent>(&self, a: &A) -> bool {
-        if crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) || !lifecycle::latched(a, self.map.desc) {
+        // Broken: the latch is never looked at.
+        crate::seam!(RELEASE_ON_FAULT => false);
+        if !lifecycle::latched(a, self.map.desc) {
             return false;
         }
         self.stop.store(true, Ordering::Release);
         a.send_event();
         true
+    }
+
+    /// `STOP_BEFORE_LATCH`: [`Base::fail`] that raises `stop` before it latches the fault (a
+    /// thread that stops may find no fault recorded).
+    #[cfg(feature = "breakage")]
+    fn fail_stopping_first<A: AicpuAgent>(&self, a: &A, f: Fault) {
+        self.stop.store(true, Ordering::Release);
+        lifecycle::latch(a, self.map.desc, f, "");
+        self.stop.store(true, Ordering::Release);
+        a.send_event();
     }
 
     /// Record progress (the stall watchdog measures from the last one).

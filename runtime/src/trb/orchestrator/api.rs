@@ -28,9 +28,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
         rec.resize(crate::args::record_len(task) as usize, 0);
         crate::args::encode(task, GmAddr::NULL, &mut rec);
         self.a.write(GmAddr(args_addr), &rec);
-        if !crate::breakage::broken(crate::breakage::SKIP_RECORD_CLEAN) {
-            crate::lifecycle::publish_aicpu(self.a, GmAddr(args_addr), rec.len() as u64);
-        }
+        publish_record(self.a, GmAddr(args_addr), rec.len() as u64);
         self.record = rec;
     }
 
@@ -257,9 +255,7 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         self.a.write(GmAddr(addr), bytes);
         self.a.note_orchestration_access(GmAddr(addr), bytes.len() as u64, true);
         // Consumers (AICores) and the host read it: publish by the contract.
-        if !crate::breakage::broken(crate::breakage::SKIP_ELEMENT_CLEAN) {
-            crate::lifecycle::publish_aicpu(self.a, GmAddr(addr), bytes.len() as u64);
-        }
+        publish_element(self.a, GmAddr(addr), bytes.len() as u64);
         Ok(())
     }
 
@@ -267,4 +263,20 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
         let text: String = message.chars().take(120).collect();
         self.stop_with(OrchError::ExplicitOrchFatal, 0, &text)
     }
+}
+
+/// Publish a task's argument record (`len` bytes at `at`) by the contract before the task can
+/// become ready (a clean under a2a3).
+fn publish_record<A: AicpuAgent>(a: &A, at: GmAddr, len: u64) {
+    // Broken: the record stays in the orchestrator's cache.
+    crate::seam!(SKIP_RECORD_CLEAN);
+    crate::lifecycle::publish_aicpu(a, at, len);
+}
+
+/// Publish `len` bytes of a tensor element the orchestrator wrote at `at`: its consumers
+/// (AICores) and the host read it.
+fn publish_element<A: AicpuAgent>(a: &A, at: GmAddr, len: u64) {
+    // Broken: the element stays in the orchestrator's cache.
+    crate::seam!(SKIP_ELEMENT_CLEAN);
+    crate::lifecycle::publish_aicpu(a, at, len);
 }

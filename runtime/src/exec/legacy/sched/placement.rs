@@ -196,9 +196,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
         self.a.write(at, p.as_bytes());
         // The core reads the payload after the DMB write: publish it by the contract (a clean
         // under a2a3's possibly write-back AICPU cache; nothing on a5).
-        if !crate::breakage::broken(crate::breakage::SKIP_PAYLOAD_CLEAN) {
-            lifecycle::publish_aicpu(self.a, at, core::mem::size_of::<DispatchPayload>() as u64);
-        }
+        publish_payload(self.a, at);
         let sub = Sub { task: t, block, lane, reg };
         if c.running.is_none() {
             c.running = Some(sub);
@@ -214,4 +212,12 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
         }
         self.dispatched += 1;
     }
+}
+
+/// Publish the dispatch payload written at `at` by the contract, before its DMB write.
+fn publish_payload<A: AicpuAgent>(a: &A, at: pto_hal::GmAddr) {
+    // Broken: the payload stays in the AICPU's cache (harmless write-through, unpublished
+    // under write-back).
+    crate::seam!(SKIP_PAYLOAD_CLEAN);
+    lifecycle::publish_aicpu(a, at, core::mem::size_of::<DispatchPayload>() as u64);
 }
