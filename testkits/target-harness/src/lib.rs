@@ -17,6 +17,9 @@
 //!   the examples nor the `pto` facade), run on both runtimes.
 //! * `devlog` (aarch64, feature `defmt`): the GM log ring the device half's defmt frames go
 //!   to, drained and decoded on the host side with `defmt-decoder`.
+//! * [`suite`]: the runtime's on-target suite, one for both chips
+//!   ([`runtime_on_target!`]), which each chip crate's `tests/runtime_on_target.rs` expands
+//!   for its chip.
 //!
 //! On-target means the target instruction set under qemu user mode: the AICPU program, the
 //! AICore executor and the kernels all run as aarch64 code, with the real barriers, atomics
@@ -25,6 +28,16 @@
 //! executor, which is what the layouts in `pto_runtime::layout` are the ABI of.
 
 pub mod mem;
+pub mod suite;
+
+/// The crates [`runtime_on_target!`]'s expansion names, so that it resolves them through this
+/// crate whatever the chip crate's own dependencies are.
+#[doc(hidden)]
+pub mod deps {
+    pub use parking_lot;
+    pub use pto_hal;
+    pub use pto_runtime;
+}
 
 #[cfg(all(target_arch = "aarch64", feature = "defmt"))]
 pub mod devlog;
