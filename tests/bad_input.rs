@@ -180,6 +180,9 @@ fn closed_device_refuses_work() {
     assert_eq!(dev.run(&graph).unwrap_err(), Error::Closed);
     assert_eq!(dev.alloc::<f32>(&[4]).err(), Some(Error::Closed));
     assert!(matches!(dev.register_kernel("late", CoreType::Aiv, pto_testkit::k_add1), Err(Error::Closed)));
+    // Its tensors too: reads and writes after close fail like every other call.
+    assert_eq!(x.read::<f32>().err(), Some(Error::Closed));
+    assert_eq!(x.write(&[0.0f32; 16]).err(), Some(Error::Closed));
 }
 
 #[test]

@@ -354,10 +354,5 @@ pub(crate) fn cache_name(m: CacheModel) -> String {
 /// Parse a cache model spelt as `PTO_SIM_CACHE` does: `coherent`, `faithful` or
 /// `faithful:SEED`, optionally followed by `:through` or `:back` (the AICPU write policy).
 pub(crate) fn parse_cache(s: &str) -> Result<(CacheModel, Option<AicpuWritePolicy>), String> {
-    let model = CacheModel::parse(s).ok_or_else(|| format!("cache model {s:?}: expected {}", CacheModel::SYNTAX))?;
-    let policy = match s.rsplit_once(':') {
-        Some((_, last)) if last == "through" || last == "back" => AicpuWritePolicy::parse(last),
-        _ => None,
-    };
-    Ok((model, policy))
+    CacheModel::parse_spec(s).ok_or_else(|| format!("cache model {s:?}: expected {}", CacheModel::SYNTAX))
 }

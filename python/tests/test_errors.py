@@ -159,3 +159,17 @@ def test_bad_graphs(devices):
     assert info.value.code_name == "INVALID_ARGS" and info.value.site == "orchestrator"
     dev.run(g)
     np.testing.assert_array_equal(x.read(), np.ones(8, np.float32))
+
+
+def test_tensor_read_and_write_after_close_are_refused(devices):
+    # A closed device's tensors fail like its other calls: PtoError, "the device is closed".
+    dev = pto.open("sim-mini")
+    t = dev.alloc([4])
+    t.write(np.arange(4, dtype=np.float32))
+    dev.close()
+    with pytest.raises(pto.PtoError, match="the device is closed"):
+        dev.alloc([4])
+    with pytest.raises(pto.PtoError, match="the device is closed"):
+        t.read()
+    with pytest.raises(pto.PtoError, match="the device is closed"):
+        t.write(np.zeros(4, dtype=np.float32))

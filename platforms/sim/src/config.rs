@@ -105,6 +105,14 @@ impl CacheModel {
         Self::spec(v).ok().map(|(m, _)| m)
     }
 
+    /// Parse a whole `PTO_SIM_CACHE` value, as the environment reads it: the model and the
+    /// AICPU write policy its `:through` / `:back` part names (`faithful:42:back`); `None`
+    /// unless it is exactly that syntax ([`CacheModel::SYNTAX`]). Every front end that takes
+    /// the variable's spelling (`pto run --cache`, Python's `cache=`) parses it here.
+    pub fn parse_spec(v: &str) -> Option<(CacheModel, Option<AicpuWritePolicy>)> {
+        Self::spec(v).ok()
+    }
+
     /// The model and the write policy a `PTO_SIM_CACHE` value names.
     fn spec(v: &str) -> Result<(CacheModel, Option<AicpuWritePolicy>), ()> {
         let mut parts = v.split(':');

@@ -256,7 +256,8 @@ impl<P: HostPlatform> DeviceTensor<P> {
         self.addr
     }
 
-    /// Copy `data` (all elements) to the device.
+    /// Copy `data` (all elements) to the device. After [`Device::close`](super::Device::close)
+    /// it is [`Error::Closed`], as every later call of the device is.
     pub fn write<T: Element>(&self, data: &[T]) -> Result<(), Error> {
         self.check::<T>(Some(data.len()))?;
         self.dev.dev.copy_h2d(self.addr, bytemuck::cast_slice(data)).map_err(platform("tensor upload"))
@@ -264,7 +265,8 @@ impl<P: HostPlatform> DeviceTensor<P> {
 
     /// Copy all elements back from the device. With initcheck on
     /// ([`RunConfig::check`](super::RunConfig::check)), reading bytes that nothing wrote since
-    /// the tensor was allocated is [`Error::Uninitialised`].
+    /// the tensor was allocated is [`Error::Uninitialised`]. After
+    /// [`Device::close`](super::Device::close) it is [`Error::Closed`].
     pub fn read<T: Element>(&self) -> Result<Vec<T>, Error> {
         self.check::<T>(None)?;
         let elements = self.tensor.elem_count();
@@ -279,8 +281,12 @@ impl<P: HostPlatform> DeviceTensor<P> {
         Ok(out)
     }
 
-    /// Element type first (a dtype error), then the element count of host data, if any.
+    /// The device is open, then the element type (a dtype error), then the element count of
+    /// host data, if any.
     fn check<T: Element>(&self, len: Option<usize>) -> Result<(), Error> {
+        if self.dev.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
         let have = self.tensor.dtype();
         if T::DTYPE != have {
             return Err(Error::Dtype { tensor: have.name(), host: T::DTYPE.name() });

@@ -487,12 +487,19 @@ fn a_manifest_of_another_version_or_missing_a_field_is_refused_by_name() {
         std::fs::write(dir.join("args_dump.json"), text.replacen(from, to, 1)).unwrap();
         (Dump::open(&dir).unwrap_err(), dir.join("args_dump.json"))
     };
-    let (e, p) = edited("v2", r#""format_version":1"#, r#""format_version":2"#);
-    assert!(matches!(&e, DumpError::Version { found: Some(v), expected: 1, .. } if v == "2"), "{e:?}");
+    let v = pto::runtime::host::dump::FORMAT_VERSION;
+    let (e, p) = edited("vnext", &format!(r#""format_version":{v}"#), &format!(r#""format_version":{}"#, v + 1));
+    assert!(
+        matches!(&e, DumpError::Version { found: Some(f), expected, .. } if *f == (v + 1).to_string() && *expected == v),
+        "{e:?}"
+    );
     let m = e.to_string();
-    assert!(m.contains(&p.display().to_string()) && m.contains("format_version is 2, this reader reads version 1"));
-    let (e, _) = edited("v0", r#""format_version":1,"#, "");
-    assert!(e.to_string().ends_with("no format_version (this reader reads version 1)"), "{e}");
+    assert!(
+        m.contains(&p.display().to_string())
+            && m.contains(&format!("format_version is {}, this reader reads version {v}", v + 1))
+    );
+    let (e, _) = edited("v0", &format!(r#""format_version":{v},"#), "");
+    assert!(e.to_string().ends_with(&format!("no format_version (this reader reads version {v})")), "{e}");
     let (e, p) = edited("noseq", r#""seq":0,"#, "");
     let m = e.to_string();
     assert!(matches!(e, DumpError::Format { .. }), "{m}");
@@ -501,4 +508,98 @@ fn a_manifest_of_another_version_or_missing_a_field_is_refused_by_name() {
     assert!(e.to_string().contains("unknown variant `f8`"), "{e}");
     let (e, _) = edited("extra", r#""complete":true"#, r#""complete":true,"host":"x""#);
     assert!(e.to_string().contains("unknown field `host`"), "{e}");
+}
+
+/// A good full dump of three `rows` tasks (12 records, 3 × 2 f32 tensors of 64 bytes at
+/// dispatch, 3 at completion, 3 scalars), and a copy of it edited by `edit` (its manifest as a
+/// JSON value, and `args.bin`'s bytes): what `Dump::open` says of the copy.
+fn open_edited(name: &str, edit: impl FnOnce(&mut serde_json::Value, &mut Vec<u8>)) -> Result<Dump, String> {
+    let dev = pto::open().unwrap();
+    let (_x, _y, g) = rows(&dev, 3, |_| 0);
+    let good = tmp(&format!("{name}-good"));
+    let _ = dev.run_with(&g, &RunConfig::default().with_dump(Some(DumpLevel::Full)).with_dump_dir(&good)).unwrap();
+    Dump::open(&good).expect("the dump as written reads back");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(good.join("args_dump.json")).unwrap()).unwrap();
+    let mut bin = std::fs::read(good.join("args.bin")).unwrap();
+    edit(&mut m, &mut bin);
+    let dir = tmp(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("args.bin"), bin).unwrap();
+    std::fs::write(dir.join("args_dump.json"), m.to_string()).unwrap();
+    Dump::open(&dir).map_err(|e| e.to_string())
+}
+
+/// The first tensor record of a manifest value.
+fn first_tensor(m: &mut serde_json::Value) -> &mut serde_json::Value {
+    m["records"].as_array_mut().unwrap().iter_mut().find(|r| r["kind"] == "tensor").unwrap()
+}
+
+/// A manifest whose record list is longer or shorter than its `accounting.collected` is
+/// refused, naming `records`, the count found and the count `accounting.collected` gives.
+/// (Before: read as it was, 24 records or 6 with `collected: 12`.)
+#[test]
+fn a_record_count_other_than_collected_is_refused_by_name() {
+    let _s = serial();
+    let doubled = open_edited("count-doubled", |m, _| {
+        let recs = m["records"].as_array().unwrap().clone();
+        assert_eq!(recs.len(), 12);
+        m["records"].as_array_mut().unwrap().extend(recs);
+    })
+    .map(|d| d.records.len())
+    .unwrap_err();
+    assert!(doubled.contains("records is 24 records, expected 12 records (accounting.collected)"), "{doubled}");
+    let halved = open_edited("count-halved", |m, _| {
+        m["records"].as_array_mut().unwrap().truncate(6);
+    })
+    .map(|d| d.records.len())
+    .unwrap_err();
+    assert!(halved.contains("records is 6 records, expected 12 records (accounting.collected)"), "{halved}");
+}
+
+/// An f32 record whose `payload_len` is not its view's (3 bytes of a [1, 16] f32 view), whose
+/// `view_bytes` is not its dtype times its shape, or that says it is truncated with the whole
+/// view or a part of an element, is refused naming the field, the value found and the value
+/// expected. (Before: all four read, the 3-byte payload as 3 bytes of f32.)
+#[test]
+fn a_payload_length_that_disagrees_with_dtype_and_shape_is_refused_by_name() {
+    let _s = serial();
+    let e = open_edited("len3", |m, _| first_tensor(m)["payload_len"] = 3.into()).map(|_| ()).unwrap_err();
+    assert!(e.contains("records[0].payload_len (task 0 arg 0 before_dispatch) is 3, expected view_bytes 64"), "{e}");
+    let e = open_edited("view3", |m, _| {
+        let t = first_tensor(m);
+        t["view_bytes"] = 3.into();
+        t["payload_len"] = 3.into();
+    })
+    .map(|_| ())
+    .unwrap_err();
+    assert!(
+        e.contains("records[0].view_bytes (task 0 arg 0 before_dispatch) is 3, expected 64 (f32 × [1, 16])"),
+        "{e}"
+    );
+    let e = open_edited("trunc-whole", |m, _| first_tensor(m)["truncated"] = true.into()).map(|_| ()).unwrap_err();
+    assert!(e.contains("records[0].payload_len") && e.contains("is 64, expected a truncated prefix"), "{e}");
+    let e = open_edited("trunc3", |m, _| {
+        let t = first_tensor(m);
+        t["truncated"] = true.into();
+        t["payload_len"] = 3.into();
+    })
+    .map(|_| ())
+    .unwrap_err();
+    assert!(e.contains("is 3, expected a truncated prefix") && e.contains("a multiple of 4"), "{e}");
+}
+
+/// One bit flipped in `args.bin` is refused: the record whose payload holds it is named, with
+/// the checksum the manifest gives and the one the bytes have. (Before: read, the flipped
+/// value returned as data; there was no checksum.)
+#[test]
+fn a_bit_flipped_payload_is_refused_by_its_checksum() {
+    let _s = serial();
+    let e = open_edited("flip", |_, bin| {
+        assert!(bin.len() > 100);
+        bin[100] ^= 0x10;
+    })
+    .map(|_| ())
+    .unwrap_err();
+    assert!(e.contains("].payload_crc32 (task ") && e.contains("the payload was changed after it was written"), "{e}");
 }

@@ -13,7 +13,8 @@ use crate::run::{aicored, dumped, executed, traced};
 use crate::workloads::Workload;
 
 /// Install the `tracing` subscriber of the examples and of `pto`: events (and, with `spans`,
-/// every span as it closes, with its time) on standard error (coloured when it is a terminal), filtered by `RUST_LOG` when it
+/// every span as it closes, with its time) on standard error (coloured when it is a terminal and
+/// `NO_COLOR` is not set: [`log_color`]), filtered by `RUST_LOG` when it
 /// is set (`RUST_LOG=pto::host=debug` for the host's phases), else by `default` (`"warn"`,
 /// `"pto=debug"`). `log` records come in through the subscriber's `log` bridge: the device
 /// half's lines, when the facade's `device-log` feature is on. A second call does nothing.
@@ -25,7 +26,7 @@ pub fn init_logging(default: &str, spans: bool) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_span_events(spans)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(log_color(std::io::IsTerminal::is_terminal(&std::io::stderr())))
         .with_writer(std::io::stderr)
         .try_init();
 }
@@ -109,4 +110,10 @@ pub fn example_main<P: HostPlatform>(
         }
     }
     if ok { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::FAILURE }
+}
+
+/// Whether the log on standard error is coloured: only on a terminal, and never when
+/// `NO_COLOR` is set to a non-empty value (<https://no-color.org>).
+pub fn log_color(terminal: bool) -> bool {
+    terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

@@ -35,7 +35,7 @@ pub use cli::{
     runtimes_from_args,
 };
 pub use every_dtype::{EveryDtype, every_dtype, k_nothing};
-pub use example::{example_main, init_logging};
+pub use example::{example_main, init_logging, log_color};
 pub use kernels::{
     add1_chain, f, k_accumulate, k_add, k_add_scalar, k_add1, k_fill1, k_inc0, k_mix_matmul, k_mix_vec_half, k_mul,
     k_panic,

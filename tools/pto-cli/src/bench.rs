@@ -30,9 +30,14 @@ pub(crate) struct BenchArgs {
     /// Trace every timed run too (to measure what tracing costs).
     #[arg(long)]
     traced: bool,
-    /// Write the results as JSON here.
+    /// Print the results as one JSON document on standard output (see [`BenchDoc`]) instead
+    /// of the text table: a flag, as `--json` is on every command.
+    #[arg(long)]
+    json: bool,
+    /// Write the results' JSON document to this file too (its missing parent directories are
+    /// created before anything runs; a path that cannot be written is refused first).
     #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    json_file: Option<PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -68,7 +73,7 @@ pub(crate) fn bench(a: &BenchArgs) -> Result<(), Fail> {
 /// changes meaning; adding a field keeps it.
 const BENCH_FORMAT_VERSION: u32 = 1;
 
-/// The document `pto bench --json FILE` writes.
+/// The document `pto bench --json` prints and `--json-file FILE` writes.
 #[derive(serde::Serialize)]
 struct BenchDoc {
     /// [`BENCH_FORMAT_VERSION`].
@@ -105,6 +110,10 @@ where
     B::Platform: Platform,
     <B::Platform as HostPlatform>::Device: SimControl,
 {
+    a.target.check()?;
+    if let Some(p) = &a.json_file {
+        crate::paths::output_file("--json-file", p)?;
+    }
     let (dev, k) = open::<B>(None, None)?;
     let rts = a.target.runtime.list();
     let bars = MultiProgress::new();
@@ -161,8 +170,21 @@ where
     }
     total.finish();
     drop(bars);
+    let doc = BenchDoc { format_version: BENCH_FORMAT_VERSION, board: B::NAME, results };
+    if let Some(path) = &a.json_file {
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
+            .map_err(|e| Fail(format!("cannot write {}: {e}", path.display()), 1))?;
+        if a.json {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    if a.json {
+        outln!("{}", serde_json::to_string(&doc)?);
+        return Ok(());
+    }
+    let results = &doc.results;
     outln!("board={} N={} rounds={} traced={} (median of rounds)", B::NAME, a.n, a.rounds, a.traced);
-    for r in &results {
+    for r in results {
         outln!(
             "{:<14} runtime={} executor={:<8} run={:>9.3} ms submit={:>9.3} ms",
             r.shape,
@@ -172,10 +194,7 @@ where
             r.submit_ms
         );
     }
-    if let Some(path) = &a.json {
-        let doc = BenchDoc { format_version: BENCH_FORMAT_VERSION, board: B::NAME, results };
-        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
-            .map_err(|e| Fail(format!("cannot write {}: {e}", path.display()), 1))?;
+    if let Some(path) = &a.json_file {
         outln!("wrote {}", path.display());
     }
     Ok(())

@@ -22,6 +22,7 @@ macro_rules! outln {
 mod bench;
 mod dump;
 mod explore;
+mod paths;
 mod run;
 mod target;
 mod trace;
@@ -43,7 +44,7 @@ struct Cli {
     /// Print the host's phases on standard error: each span (build, reserve, publish, launch,
     /// fence, collect, dump) as it closes, with its time, and the phase lines (slot, epoch).
     /// `RUST_LOG` chooses other filters (`RUST_LOG=pto::host=trace` adds the args-dump
-    /// drains).
+    /// drains). Coloured only when standard error is a terminal and `NO_COLOR` is not set.
     #[arg(short, long, global = true)]
     verbose: bool,
     #[command(subcommand)]

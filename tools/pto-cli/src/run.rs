@@ -7,10 +7,9 @@ use clap::Parser;
 use pto::board::{Board, SimA2a3, SimA5, SimMini};
 use pto::hal::{HostPlatform, Platform};
 use pto::runtime::dump::DumpLevel;
-use pto_sim::CacheModel;
 
 use crate::Fail;
-use crate::target::{BoardName, SimControl, Target, cache_name, describe_schedule, open_with, parse_cache};
+use crate::target::{BoardName, CacheSpec, SimControl, Target, cache_name, describe_schedule, open_with, parse_cache};
 use crate::workload::{Example, workload};
 
 #[derive(Parser, Debug)]
@@ -28,15 +27,20 @@ pub(crate) struct RunArgs {
     /// a chip runs; the legacy executor only: `--executor auto` means legacy with it).
     #[arg(long, value_name = "PROGRAM", value_parser = pto_testkit::parse_aicore, default_value = "rust")]
     aicore: pto::AicoreProgram,
-    /// The simulator's cache model: coherent, faithful or faithful:SEED (as PTO_SIM_CACHE).
-    #[arg(long, value_parser = parse_cache)]
-    cache: Option<CacheModel>,
+    /// The simulator's cache model, as PTO_SIM_CACHE spells it (the same parser): coherent,
+    /// faithful or faithful:SEED, each optionally followed by :through or :back (the AICPU
+    /// write policy).
+    #[arg(long, value_name = "MODEL", value_parser = parse_cache)]
+    cache: Option<CacheSpec>,
     /// The simulator's schedule-independent checks: race, init, race,init or off (as
     /// PTO_SIM_CHECK; docs/sanitizers.md). A run they find something in fails, naming it.
     #[arg(long, value_name = "LIST", value_parser = crate::target::parse_checks)]
     check: Option<pto::hal::check::Checks>,
     /// Write the Chrome trace-event JSON (Perfetto) here; with both runtimes this is the
     /// host-built graph's, and the device-side runtime's gets `.trb` before the extension.
+    /// Output paths (--trace, --svg, --dump-dir) are made ready before the run: missing parent
+    /// directories are created, and a path that still cannot be written is refused, naming
+    /// it, with exit status 2 and nothing run.
     #[arg(long, value_name = "FILE.json")]
     trace: Option<PathBuf>,
     /// Write the SVG swimlane here (same naming rule).
@@ -123,6 +127,16 @@ where
     <B::Platform as HostPlatform>::Device: SimControl,
 {
     let (name, w) = workload::<B::Platform>(a.example);
+    a.target.check()?;
+    if let Some(p) = &a.trace {
+        crate::paths::output_file("--trace", p)?;
+    }
+    if let Some(p) = &a.svg {
+        crate::paths::output_file("--svg", p)?;
+    }
+    if let Some(d) = &a.dump_dir {
+        crate::paths::output_dir("--dump-dir", d)?;
+    }
     if a.kernels == pto_testkit::KernelChoice::Native && !pto_testkit::native::NATIVE_EXAMPLES.contains(&name) {
         let have = pto_testkit::native::NATIVE_EXAMPLES.join(", ");
         return Err(Fail(format!("{name} has no native kernels (--kernels native runs {have})"), 2));

@@ -8,7 +8,7 @@ use pto::board::Board;
 use pto::hal::check::Checks;
 use pto::hal::{HostPlatform, Platform};
 use pto::runtime::orch::RuntimeKind;
-use pto_sim::{CacheModel, ScheduleReport};
+use pto_sim::{AicpuWritePolicy, CacheModel, ScheduleReport};
 use pto_testkit::{Device, Kernels};
 
 use crate::Fail;
@@ -68,6 +68,28 @@ pub(crate) enum Executor {
     Resident,
 }
 
+impl Target {
+    /// Refuse, before anything runs, what the runtime would not run as asked: the resident
+    /// executor on the device-side runtime (`--runtime trb` or `both` with `--executor
+    /// resident`), which the runtime refuses with `ConfigError::ResidentRefused` (and Python
+    /// with `ConfigError`) rather than run it on the legacy executor. Exit status 2.
+    pub(crate) fn check(&self) -> Result<(), Fail> {
+        if self.executor == Executor::Resident && self.runtime != Runtimes::Hbg {
+            let why = pto::runtime::host::ConfigError::ResidentRefused {
+                reason: pto::runtime::host::LegacyReason::DeviceSideRuntime,
+            };
+            let rt = if self.runtime == Runtimes::Both { "both" } else { "trb" };
+            return Err(Fail(
+                format!(
+                    "--runtime {rt} with --executor resident: {why}; use --runtime hbg, or --executor legacy or auto"
+                ),
+                2,
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Executor {
     pub(crate) fn pto(self) -> pto::Executor {
         match self {
@@ -91,6 +113,7 @@ impl Executor {
 /// the model in effect (as a run line and `--json` name it).
 pub(crate) trait SimControl {
     fn set_cache(&self, m: CacheModel) -> Result<(), String>;
+    fn set_writes(&self, p: AicpuWritePolicy) -> Result<(), String>;
     fn cache(&self) -> CacheModel;
     fn set_checks(&self, c: Checks) -> Result<(), String>;
     fn checks(&self) -> Checks;
@@ -102,6 +125,9 @@ pub(crate) trait SimControl {
 impl<C: pto::hal::Contract> SimControl for pto_sim::SimDevice<C> {
     fn set_cache(&self, m: CacheModel) -> Result<(), String> {
         self.set_cache_model(m).map_err(|e| e.to_string())
+    }
+    fn set_writes(&self, p: AicpuWritePolicy) -> Result<(), String> {
+        self.set_aicpu_writes(p).map(|_| ()).map_err(|e| e.to_string())
     }
     fn cache(&self) -> CacheModel {
         self.cache_model()
@@ -160,23 +186,38 @@ pub(crate) fn cache_name(m: CacheModel) -> String {
     }
 }
 
-/// Parse `--cache` (as `PTO_SIM_CACHE`: `coherent`, `faithful` or `faithful:SEED`).
-pub(crate) fn parse_cache(s: &str) -> Result<CacheModel, String> {
-    let ok = match s.split_once(':') {
-        None => s == "coherent" || s == "faithful",
-        Some(("faithful", seed)) => seed.parse::<u64>().is_ok(),
-        _ => false,
-    };
-    match CacheModel::parse(s) {
-        Some(m) if ok => Ok(m),
-        _ => Err(format!("{s:?}: expected coherent, faithful or faithful:SEED (SEED an integer)")),
+/// What `--cache` names: the cache model and, when given (`faithful:42:back`), the AICPU
+/// write policy.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CacheSpec {
+    pub(crate) model: CacheModel,
+    pub(crate) writes: Option<AicpuWritePolicy>,
+}
+
+impl CacheSpec {
+    /// Its spelling, as `--cache` takes it back (the replay line of `pto explore`).
+    pub(crate) fn name(self) -> String {
+        match self.writes {
+            Some(w) => format!("{}:{}", cache_name(self.model), w.name()),
+            None => cache_name(self.model),
+        }
     }
+}
+
+/// Parse `--cache` with the simulator's own parser of `PTO_SIM_CACHE`
+/// ([`CacheModel::parse_spec`]), so the flag takes every spelling the variable (and Python's
+/// `cache=`) takes: `coherent`, `faithful`, `faithful:SEED`, each optionally followed by
+/// `:through` or `:back`.
+pub(crate) fn parse_cache(s: &str) -> Result<CacheSpec, String> {
+    CacheModel::parse_spec(s)
+        .map(|(model, writes)| CacheSpec { model, writes })
+        .ok_or_else(|| format!("{s:?}: expected {}", CacheModel::SYNTAX))
 }
 
 /// Open board `B` (every sim board's device half runs in this process), set its cache model
 /// and checks, register the workloads' kernels.
 pub(crate) fn open<B: Board>(
-    cache: Option<CacheModel>,
+    cache: Option<CacheSpec>,
     checks: Option<Checks>,
 ) -> Result<(Device<B::Platform>, Kernels), Fail>
 where
@@ -188,7 +229,7 @@ where
 
 /// [`open`] with the kernels of `kernels` (the Rust ones, or the native ones where they exist).
 pub(crate) fn open_with<B: Board>(
-    cache: Option<CacheModel>,
+    cache: Option<CacheSpec>,
     checks: Option<Checks>,
     kernels: pto_testkit::KernelChoice,
     engine: Option<pto_sim::SimEngine>,
@@ -200,8 +241,11 @@ where
 {
     let dev = pto_sim::with_engine(engine, schedule, pto::open_board::<B>)
         .map_err(|e| Fail(format!("cannot open board {}: {e}", B::NAME), 1))?;
-    if let Some(m) = cache {
-        dev.platform().set_cache(m).map_err(|e| Fail(format!("cannot set the cache model: {e}"), 1))?;
+    if let Some(c) = cache {
+        dev.platform().set_cache(c.model).map_err(|e| Fail(format!("cannot set the cache model: {e}"), 1))?;
+        if let Some(w) = c.writes {
+            dev.platform().set_writes(w).map_err(|e| Fail(format!("cannot set the AICPU write policy: {e}"), 1))?;
+        }
     }
     if let Some(c) = checks {
         dev.platform().set_checks(c).map_err(|e| Fail(format!("cannot set the checks: {e}"), 1))?;

@@ -17,6 +17,44 @@ pub(crate) struct TraceArgs {
     /// Print per-core utilisation and the critical path.
     #[arg(long)]
     summary: bool,
+    /// Print the trace's overview and per-core utilisation as one JSON object on standard
+    /// output (see [`TraceDoc`]) instead of the text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Version of the `pto trace --json` object; bumped on any change of its fields.
+const TRACE_FORMAT_VERSION: u32 = 1;
+
+/// What `pto trace --json` prints.
+#[derive(serde::Serialize)]
+struct TraceDoc {
+    /// [`TRACE_FORMAT_VERSION`].
+    format_version: u32,
+    /// The file read.
+    file: String,
+    /// `hbg` or `trb`.
+    runtime: String,
+    subtasks: usize,
+    /// Cores that ran at least one subtask.
+    cores_used: usize,
+    /// Cores the trace names.
+    cores: usize,
+    /// First subtask start to last subtask end, microseconds.
+    span_us: f64,
+    counter_hz: u64,
+    dropped_records: u64,
+    /// Per core that ran something: its name, subtasks, busy microseconds and busy share of
+    /// the span (per cent).
+    per_core: Vec<CoreRow>,
+}
+
+#[derive(serde::Serialize)]
+struct CoreRow {
+    core: String,
+    subtasks: usize,
+    busy_us: f64,
+    utilisation_pct: f64,
 }
 
 /// Where a flow starts and ends: (track, timestamp) of its `s` and `f` events.
@@ -24,7 +62,45 @@ type FlowEnds = (Option<(u32, f64)>, Option<(u32, f64)>);
 
 pub(crate) fn trace(a: &TraceArgs) -> Result<(), Fail> {
     let doc = ChromeTrace::read(&a.file).map_err(|e| Fail(format!("cannot read the trace: {e}"), 1))?;
+    if a.json {
+        outln!("{}", serde_json::to_string(&json_doc(&a.file, &doc))?);
+        return Ok(());
+    }
     summarize(&a.file, &doc, a.summary)
+}
+
+/// The trace's [`TraceDoc`].
+fn json_doc(path: &Path, doc: &ChromeTrace) -> TraceDoc {
+    let names: BTreeMap<(u32, u32), &str> = doc.track_names().map(|(pid, tid, name)| ((pid, tid), name)).collect();
+    let tasks: Vec<&chrome::TaskSlice> = doc.tasks().collect();
+    let span = doc.span().map_or(0.0, |(start, end)| end - start);
+    let mut busy: BTreeMap<u32, (f64, usize)> = BTreeMap::new();
+    for s in &tasks {
+        let b = busy.entry(s.tid).or_default();
+        b.0 += s.dur;
+        b.1 += 1;
+    }
+    let other = &doc.other_data;
+    TraceDoc {
+        format_version: TRACE_FORMAT_VERSION,
+        file: path.display().to_string(),
+        runtime: other.runtime.to_string(),
+        subtasks: tasks.len(),
+        cores_used: busy.len(),
+        cores: names.keys().filter(|(p, _)| *p == chrome::AICORE_PID).count(),
+        span_us: span,
+        counter_hz: other.counter_hz,
+        dropped_records: other.dropped_records,
+        per_core: busy
+            .iter()
+            .map(|(tid, (t, n))| CoreRow {
+                core: names.get(&(chrome::AICORE_PID, *tid)).map_or_else(|| format!("core {tid}"), |n| n.to_string()),
+                subtasks: *n,
+                busy_us: *t,
+                utilisation_pct: 100.0 * t / span.max(1e-9),
+            })
+            .collect(),
+    }
 }
 
 fn summarize(path: &Path, doc: &ChromeTrace, full: bool) -> Result<(), Fail> {

@@ -145,12 +145,12 @@ fn a_document_of_another_version_is_refused_with_its_name() {
     every_dtype_dump(&dir);
     let m = dir.join("args_dump.json");
     let text = std::fs::read_to_string(&m).unwrap();
-    assert!(text.contains(r#""format_version":1"#), "the host writes compact JSON");
-    std::fs::write(&m, text.replacen(r#""format_version":1"#, r#""format_version":7"#, 1)).unwrap();
+    assert!(text.contains(r#""format_version":2"#), "the host writes compact JSON");
+    std::fs::write(&m, text.replacen(r#""format_version":2"#, r#""format_version":7"#, 1)).unwrap();
     let o = pto(&["dump", dir.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains(&m.display().to_string()) && err.contains("format_version is 7, this reader reads version 1"));
+    assert!(err.contains(&m.display().to_string()) && err.contains("format_version is 7, this reader reads version 2"));
     // A trace, written by `pto run --trace`.
     let t_dir = tmp("trace");
     std::fs::create_dir_all(&t_dir).unwrap();

@@ -20,9 +20,11 @@ use crate::orch::RuntimeKind;
 /// The manifest's format version, in `format_version`: raised whenever a field is renamed,
 /// removed, added or changes meaning (this reader refuses any field it does not know, so an
 /// added field needs a new version too).
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// A whole `args_dump.json`.
+///
+/// Version 2 added `payload_crc32` to the tensor records (version 1 had no checksum).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
@@ -96,6 +98,7 @@ pub(crate) enum BodyOut<'a> {
         addr: u64,
         payload_offset: u64,
         payload_len: u64,
+        payload_crc32: u32,
         view_bytes: u64,
         truncated: bool,
     },
@@ -160,7 +163,18 @@ pub(crate) fn render(r: &RecordOut<'_>, b: &mut Vec<u8>) {
     int(b, b",\"lane\":", r.lane as u64);
     int(b, b",\"seq\":", r.seq);
     match r.body {
-        BodyOut::Tensor { dtype, shape, strides, offset, addr, payload_offset, payload_len, view_bytes, truncated } => {
+        BodyOut::Tensor {
+            dtype,
+            shape,
+            strides,
+            offset,
+            addr,
+            payload_offset,
+            payload_len,
+            payload_crc32,
+            view_bytes,
+            truncated,
+        } => {
             match dtype {
                 Some(d) => name(b, b",\"dtype\":", d.name()),
                 None => b.extend_from_slice(b",\"dtype\":null"),
@@ -178,6 +192,7 @@ pub(crate) fn render(r: &RecordOut<'_>, b: &mut Vec<u8>) {
             b.push(b'"');
             int(b, b",\"payload_offset\":", payload_offset);
             int(b, b",\"payload_len\":", payload_len);
+            int(b, b",\"payload_crc32\":", payload_crc32.into());
             int(b, b",\"view_bytes\":", view_bytes);
             b.extend_from_slice(if truncated { b",\"truncated\":true}" } else { b",\"truncated\":false}" });
         }
@@ -395,6 +410,9 @@ pub struct TensorRecord {
     pub payload_offset: u64,
     /// Payload bytes (0 for a record without data).
     pub payload_len: u64,
+    /// The CRC-32 (IEEE, as `crc32fast` computes it) of the payload's bytes in `args.bin` (0
+    /// for a record without data); the reader recomputes it.
+    pub payload_crc32: u32,
     /// Bytes of the whole view (more than `payload_len` when truncated).
     pub view_bytes: u64,
     /// Whether the payload is a truncated prefix of the view.

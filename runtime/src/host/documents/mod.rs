@@ -59,6 +59,20 @@ pub enum DocumentError {
         /// What is wrong (serde's message names the field or the value).
         why: String,
     },
+    /// A field's value disagrees with what the rest of the document (or the data it
+    /// describes) says it must be: a record count that is not `accounting.collected`, a
+    /// payload length that is not its view's, a checksum that is not its payload's.
+    Mismatch {
+        /// The file.
+        path: PathBuf,
+        /// The field, as a path into the document (`records`, `records[4].payload_len`), with
+        /// the record's task and argument where it is a record's.
+        field: String,
+        /// The value it must have, and why.
+        expected: String,
+        /// The value found.
+        found: String,
+    },
 }
 
 impl core::fmt::Display for DocumentError {
@@ -72,6 +86,9 @@ impl core::fmt::Display for DocumentError {
                 write!(f, "{}: no {field} (this reader reads version {expected})", path.display())
             }
             DocumentError::Format { path, why } => write!(f, "{}: {why}", path.display()),
+            DocumentError::Mismatch { path, field, expected, found } => {
+                write!(f, "{}: {field} is {found}, expected {expected}", path.display())
+            }
         }
     }
 }
@@ -236,6 +253,7 @@ mod tests {
                     addr: 0x1234_5678_9abc,
                     payload_offset: 32,
                     payload_len: 32,
+                    payload_crc32: 0xdead_beef,
                     view_bytes: 32,
                     truncated: false,
                 }),
@@ -291,16 +309,23 @@ mod tests {
         text.replacen(from, to, 1)
     }
 
+    /// A version-2 tensor record without its checksum is refused by the field's name.
+    fn refused_missing_crc(text: &str) {
+        let e = parse_manifest(&edit(text, r#""payload_crc32":3735928559,"#, "")).unwrap_err();
+        assert!(e.to_string().contains("missing field `payload_crc32`"), "{e}");
+    }
+
     #[test]
     fn a_manifest_of_another_version_or_with_a_bad_field_is_refused_by_name() {
         let text = serde_json::to_string(&manifest()).unwrap();
-        let e = parse_manifest(&edit(&text, r#""format_version":1"#, r#""format_version":2"#)).unwrap_err();
-        assert!(matches!(&e, DocumentError::Version { found: Some(f), expected: 1, .. } if f == "2"), "{e:?}");
-        assert_eq!(e.to_string(), "d/args_dump.json: format_version is 2, this reader reads version 1");
-        let e = parse_manifest(&edit(&text, r#""format_version":1,"#, "")).unwrap_err();
-        assert_eq!(e.to_string(), "d/args_dump.json: no format_version (this reader reads version 1)");
-        let e = parse_manifest(&edit(&text, r#""format_version":1"#, r#""format_version":"1""#)).unwrap_err();
-        assert!(e.to_string().contains(r#"format_version is "1""#), "{e}");
+        let e = parse_manifest(&edit(&text, r#""format_version":2"#, r#""format_version":1"#)).unwrap_err();
+        assert!(matches!(&e, DocumentError::Version { found: Some(f), expected: 2, .. } if f == "1"), "{e:?}");
+        assert_eq!(e.to_string(), "d/args_dump.json: format_version is 1, this reader reads version 2");
+        let e = parse_manifest(&edit(&text, r#""format_version":2,"#, "")).unwrap_err();
+        assert_eq!(e.to_string(), "d/args_dump.json: no format_version (this reader reads version 2)");
+        let e = parse_manifest(&edit(&text, r#""format_version":2"#, r#""format_version":"2""#)).unwrap_err();
+        assert!(e.to_string().contains(r#"format_version is "2""#), "{e}");
+        refused_missing_crc(&text);
 
         let refused = |from: &str, to: &str, says: &str| {
             let e = parse_manifest(&edit(&text, from, to)).unwrap_err();

@@ -110,6 +110,8 @@ struct Collected {
     rec: DumpRecord,
     /// Offset in `args.bin`.
     bin: u64,
+    /// The payload's CRC-32 (0 for a record without data).
+    crc: u32,
     /// Its manifest record's text, in [`Collector::text`].
     text: std::ops::Range<usize>,
 }
@@ -355,14 +357,16 @@ impl Collector {
             return Ok(());
         }
         let bin = self.bin_len;
+        let mut crc = 0;
         if len > 0 {
             self.scratch.resize(len as usize, 0);
             let at = GmAddr(self.l.arena(t) + rec.payload_offset % size);
             dev.copy_d2h(&mut self.scratch, at).map_err(CollectError::Device)?;
             self.bin.write_all(&self.scratch).map_err(CollectError::Io)?;
             self.bin_len += len;
+            crc = crc32fast::hash(&self.scratch);
         }
-        self.records.push(Collected { lane: t, rec, bin, text: 0..0 });
+        self.records.push(Collected { lane: t, rec, bin, crc, text: 0..0 });
         Ok(())
     }
 
@@ -516,6 +520,7 @@ fn render_record(c: &Collected, locate: Locate<'_>, out: &mut Vec<u8>) {
             addr: r.addr,
             payload_offset: c.bin,
             payload_len: r.payload_len,
+            payload_crc32: c.crc,
             view_bytes: r.view_bytes,
             truncated: r.flags & dump_flags::TRUNCATED != 0,
         }
@@ -568,6 +573,7 @@ fn manifest_record(c: &Collected, locate: &dyn Fn(u64) -> Option<u64>) -> Manife
         addr: r.addr,
         payload_offset: c.bin,
         payload_len: r.payload_len,
+        payload_crc32: c.crc,
         view_bytes: r.view_bytes,
         truncated: r.flags & dump_flags::TRUNCATED != 0,
     })
@@ -617,7 +623,13 @@ mod tests {
                 r.payload_len = i as u64 * 64;
                 r.view_bytes = i as u64 * 100;
             }
-            out.push(Collected { lane: i % 3, rec: r, bin: i as u64 * 4096, text: 0..0 });
+            out.push(Collected {
+                lane: i % 3,
+                rec: r,
+                bin: i as u64 * 4096,
+                crc: i.wrapping_mul(0x9e37_79b9),
+                text: 0..0,
+            });
         }
         out
     }

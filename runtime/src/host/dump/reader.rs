@@ -6,10 +6,10 @@ use std::format;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
-use std::string::String;
+use std::string::{String, ToString};
 use std::vec::Vec;
 
-use super::{Accounting, ArgDirection, DocumentError, Manifest, ManifestRecord, RunInfo, Stage};
+use super::{Accounting, ArgDirection, DocumentError, Manifest, ManifestRecord, RunInfo, Stage, TensorRecord};
 use crate::dump::DumpLevel;
 use crate::graph::DType;
 
@@ -124,8 +124,16 @@ pub type DumpError = DocumentError;
 
 impl Dump {
     /// Read `dir/args_dump.json` (its `format_version` must be [`FORMAT_VERSION`](super::FORMAT_VERSION), and every
-    /// field one this version has) and `dir/args.bin`, and check that every tensor record's
-    /// shape and strides agree and its payload lies inside `args.bin`.
+    /// field one this version has) and `dir/args.bin`, and check the one against the other:
+    ///
+    /// * the manifest lists `accounting.collected` records;
+    /// * every tensor record's shape and strides agree, its `view_bytes` is its dtype's size
+    ///   times its extents (when the dtype is known), and its `payload_len` is the whole view,
+    ///   0 (a record without data) or, when `truncated`, a shorter prefix of whole elements;
+    /// * its payload lies inside `args.bin` and has the CRC-32 the manifest gives it.
+    ///
+    /// A disagreement is [`DocumentError::Mismatch`], naming the field, the value found and
+    /// the value expected.
     pub fn open(dir: impl AsRef<Path>) -> Result<Dump, DumpError> {
         let dir = dir.as_ref();
         let mpath = dir.join("args_dump.json");
@@ -135,31 +143,18 @@ impl Dump {
         File::open(&bpath)
             .and_then(|mut f| f.read_to_end(&mut bin))
             .map_err(|source| DumpError::Io { path: bpath.clone(), source })?;
-        let bad = |why: String| DumpError::Format { path: mpath.clone(), why };
+        if m.records.len() as u64 != m.accounting.collected {
+            return Err(DumpError::Mismatch {
+                path: mpath,
+                field: "records".into(),
+                expected: format!("{} records (accounting.collected)", m.accounting.collected),
+                found: format!("{} records", m.records.len()),
+            });
+        }
         let mut records = Vec::with_capacity(m.records.len());
-        for r in &m.records {
+        for (i, r) in m.records.iter().enumerate() {
             if let ManifestRecord::Tensor(t) = r {
-                if t.shape.len() != t.strides.len() {
-                    return Err(bad(format!(
-                        "task {} arg {}: {} extents but {} strides",
-                        t.task,
-                        t.arg,
-                        t.shape.len(),
-                        t.strides.len()
-                    )));
-                }
-                let end = t.payload_offset.checked_add(t.payload_len);
-                if end.is_none_or(|e| e > bin.len() as u64) {
-                    return Err(bad(format!(
-                        "task {} arg {}: payload [{}, +{}) is outside {} ({} bytes)",
-                        t.task,
-                        t.arg,
-                        t.payload_offset,
-                        t.payload_len,
-                        m.bin_file.name(),
-                        bin.len()
-                    )));
-                }
+                check_tensor(i, t, &bin, m.bin_file.name()).map_err(|c| c.at(&mpath))?;
             }
             records.push(Record::from(r));
         }
@@ -198,4 +193,94 @@ impl Dump {
         }
         m
     }
+}
+
+/// What [`check_tensor`] found wrong, before the manifest's path is added.
+enum Wrong {
+    /// A [`DocumentError::Format`]'s `why`.
+    Format(String),
+    /// A [`DocumentError::Mismatch`]'s field, expected and found values.
+    Mismatch(String, String, String),
+}
+
+impl Wrong {
+    fn at(self, path: &Path) -> DumpError {
+        match self {
+            Wrong::Format(why) => DumpError::Format { path: path.to_path_buf(), why },
+            Wrong::Mismatch(field, expected, found) => {
+                DumpError::Mismatch { path: path.to_path_buf(), field, expected, found }
+            }
+        }
+    }
+}
+
+/// Check tensor record `i` of a manifest against itself and against `bin` (the payload file,
+/// named `bin_name`): see [`Dump::open`].
+fn check_tensor(i: usize, t: &TensorRecord, bin: &[u8], bin_name: &str) -> Result<(), Wrong> {
+    let field = |name: &str| format!("records[{i}].{name} (task {} arg {} {})", t.task, t.arg, t.stage.name());
+    if t.shape.len() != t.strides.len() {
+        return Err(Wrong::Format(format!(
+            "task {} arg {}: {} extents but {} strides",
+            t.task,
+            t.arg,
+            t.shape.len(),
+            t.strides.len()
+        )));
+    }
+    // The element size, when the dtype is known: the view's bytes follow from it.
+    let elem = t.dtype.map(|d| u64::from(d.size()));
+    if let (Some(d), Some(e)) = (t.dtype, elem) {
+        let view = t.shape.iter().try_fold(e, |acc, &x| acc.checked_mul(u64::from(x)));
+        if view != Some(t.view_bytes) {
+            return Err(Wrong::Mismatch(
+                field("view_bytes"),
+                match view {
+                    Some(v) => format!("{v} ({} × {:?})", d.name(), t.shape),
+                    None => format!("{} × {:?}, which overflows", d.name(), t.shape),
+                },
+                t.view_bytes.to_string(),
+            ));
+        }
+    }
+    let whole_elements = elem.is_none_or(|e| t.payload_len.is_multiple_of(e));
+    let len_ok = if t.truncated {
+        // A prefix cut at the clamp: some whole elements, fewer than the view's.
+        t.payload_len > 0 && t.payload_len < t.view_bytes && whole_elements
+    } else {
+        t.payload_len == t.view_bytes || t.payload_len == 0
+    };
+    if !len_ok {
+        let expected = if t.truncated {
+            format!(
+                "a truncated prefix: more than 0 and fewer than view_bytes {}{}",
+                t.view_bytes,
+                elem.map(|e| format!(", a multiple of {e}")).unwrap_or_default()
+            )
+        } else {
+            format!("view_bytes {} (the whole view) or 0 (no data)", t.view_bytes)
+        };
+        return Err(Wrong::Mismatch(field("payload_len"), expected, t.payload_len.to_string()));
+    }
+    let end = t.payload_offset.checked_add(t.payload_len);
+    if end.is_none_or(|e| e > bin.len() as u64) {
+        return Err(Wrong::Format(format!(
+            "task {} arg {}: payload [{}, +{}) is outside {} ({} bytes)",
+            t.task,
+            t.arg,
+            t.payload_offset,
+            t.payload_len,
+            bin_name,
+            bin.len()
+        )));
+    }
+    let payload = &bin[t.payload_offset as usize..(t.payload_offset + t.payload_len) as usize];
+    let crc = crc32fast::hash(payload);
+    if crc != t.payload_crc32 {
+        return Err(Wrong::Mismatch(
+            field("payload_crc32"),
+            format!("{} (the CRC-32 of its {} bytes in {bin_name}, as written)", t.payload_crc32, t.payload_len),
+            format!("{crc}: the payload was changed after it was written"),
+        ));
+    }
+    Ok(())
 }
