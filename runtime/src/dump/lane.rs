@@ -295,8 +295,8 @@ impl<'a, A: AicpuAgent> GmLane<'a, A> {
         if self.count == 0 {
             return false;
         }
-        crate::seam!(SKIP_DUMP_CLEAN => super::broken::publish_unclean(self, b));
-        crate::seam!(DUMP_TAIL_FIRST => super::broken::publish_tail_first(self, b));
+        crate::seam!(SKIP_DUMP_CLEAN => broken::publish_unclean(self, b));
+        crate::seam!(DUMP_TAIL_FIRST => broken::publish_tail_first(self, b));
         self.clean(b);
         self.write_entry(b);
         self.retire_buffer();
@@ -498,5 +498,41 @@ impl<A: AicpuAgent> DumpReservation for Reservation<'_, '_, A> {
         lane.publish_range(written_from, written_from + self.copied);
         lane.cursor = self.before;
         lane.dropped += 1;
+    }
+}
+
+/// The broken twins of the lane's steps (the breakage suites' variants and the loom models'
+/// reproducers): each is a whole step with one bug, entered from the first line of the correct
+/// step when its switch is active ([`seam!`](crate::seam)). Compiled with the `breakage`
+/// feature only.
+#[cfg(feature = "breakage")]
+mod broken {
+    use pto_hal::AicpuAgent;
+
+    use super::GmLane;
+
+    /// `SKIP_DUMP_CLEAN`: publish buffer `b` without writing back its payload bytes and record
+    /// lines (the host reads memory, so on a2a3 it would read stale bytes). To force the
+    /// interleaving in which the host reads them dirty, the lane then waits, up to a second,
+    /// until the host gave a buffer back.
+    pub(super) fn publish_unclean<A: AicpuAgent>(lane: &mut GmLane<'_, A>, b: u32) -> bool {
+        lane.write_entry(b);
+        lane.retire_buffer();
+        lane.store_ready_tail(lane.ready_tail());
+        if crate::breakage::forcing() {
+            lane.wait_for_a_freed_buffer(1_000_000);
+        }
+        true
+    }
+
+    /// `DUMP_TAIL_FIRST`: publish buffer `b` storing the lane's ready tail before the ready entry
+    /// it hands over (the host may take the entry before it is written: a stale buffer index,
+    /// count and end).
+    pub(super) fn publish_tail_first<A: AicpuAgent>(lane: &mut GmLane<'_, A>, b: u32) -> bool {
+        lane.clean(b);
+        lane.store_ready_tail(lane.ready_tail() + 1);
+        lane.write_entry(b);
+        lane.retire_buffer();
+        true
     }
 }

@@ -10,8 +10,6 @@
 //! With the dump off a launch carries no dump region, [`Dumper::open`] answers `None`, and the
 //! only cost left at the two capture sites is testing that `Option`.
 
-#[cfg(feature = "breakage")]
-mod broken;
 mod lane;
 mod producer;
 

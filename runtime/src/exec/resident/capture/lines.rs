@@ -86,7 +86,7 @@ fn read_ack_from<G: GmAtomic + Barriers>(a: &G, line: GmAddr, tick: u64) -> Opti
 /// stored again. It was stored before an earlier tick, so a reader that takes the new tick
 /// reads it as this answer has it.
 pub fn write_ack<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: Option<&Ack>) {
-    crate::seam!(CAPTURE_ACK_TICK_KEPT => super::broken::write_ack_begin_last(a, line, ack, prev));
+    crate::seam!(CAPTURE_ACK_TICK_KEPT => broken::write_ack_begin_last(a, line, ack, prev));
     a.store_direct(line.offset(capture_ack::BEGIN), ack.tick);
     a.store_store();
     write_ack_body(a, line, ack, prev);
@@ -196,7 +196,7 @@ pub enum Asked {
 /// a read barrier: the request lines are read after the counter (each core wrote its line
 /// before its compare-and-swap on the counter).
 pub fn look_asked<G: GmAtomic + Barriers>(a: &G, asked: GmAddr, last: &mut u64) -> Asked {
-    crate::seam!(CAPTURE_ASKED_JUMP_AS_ONE => super::broken::look_asked_any_jump(a, asked, last));
+    crate::seam!(CAPTURE_ASKED_JUMP_AS_ONE => broken::look_asked_any_jump(a, asked, last));
     let now = a.query(asked);
     if now == *last {
         return Asked::Nothing;
@@ -243,6 +243,42 @@ pub fn read_request<G: GmAtomic + Barriers>(a: &G, line: GmAddr, seen: u64) -> O
         (a.query(line.offset(q::EPOCH)), a.query(line.offset(q::WHICH)), a.query(line.offset(q::PHASE_SEQ)));
     let (task, phase, slot) = q::which_fields(which);
     Some(Asking { tick, epoch, task, phase, slot, phase_seq })
+}
+
+/// The broken twins of the lines' steps (the breakage suites' variants and the loom models'
+/// reproducers): each is a whole step with one bug, entered from the first line of the correct
+/// step when its switch is active ([`seam!`](crate::seam)). Compiled with the `breakage`
+/// feature only.
+#[cfg(feature = "breakage")]
+mod broken {
+    use pto_hal::{Barriers, GmAddr, GmAtomic};
+
+    use super::{Ack, Asked, write_ack_body};
+    use crate::layout::{capture_ack, capture_header};
+
+    /// `CAPTURE_ACK_TICK_KEPT`: [`write_ack`](super::write_ack) that marks the line only
+    /// once it is whole, so during the rewrite `BEGIN` still holds the previous answer's tick and
+    /// a reader may take a mix of two answers.
+    pub(super) fn write_ack_begin_last<G: GmAtomic + Barriers>(a: &G, line: GmAddr, ack: &Ack, prev: Option<&Ack>) {
+        write_ack_body(a, line, ack, prev);
+        a.store_direct(line.offset(capture_ack::BEGIN), ack.tick);
+    }
+
+    /// `CAPTURE_ASKED_JUMP_AS_ONE`: [`look_asked`](super::look_asked) that takes any move
+    /// of the counter for one ask by the core the word names, so a request another core asked with
+    /// between two looks is never read.
+    pub(super) fn look_asked_any_jump<G: GmAtomic + Barriers>(a: &G, asked: GmAddr, last: &mut u64) -> Asked {
+        let now = a.query(asked);
+        if now == *last {
+            return Asked::Nothing;
+        }
+        let prev = core::mem::replace(last, now);
+        a.rmb();
+        match capture_header::asked_fields(now).1 {
+            Some(w) if prev != u64::MAX => Asked::One(w),
+            _ => Asked::Several,
+        }
+    }
 }
 
 #[cfg(all(test, not(loom)))]

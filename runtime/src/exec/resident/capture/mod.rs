@@ -11,15 +11,13 @@
 //!   cores its thread serves and answers each in bounded steps through the thread's dump lane,
 //!   in first-observation order, one open reservation per lane.
 //!
-//! The broken twins of these steps (the breakage suites' variants) live in `broken.rs`, built
-//! with the `breakage` feature only.
+//! The broken twins of the slot's and the lines' steps (the breakage suites' variants) sit
+//! beside them, in each file's `broken` module, built with the `breakage` feature only.
 //!
 //! With the dump off the launch carries no capture region (`LaunchConfig::capture == 0`): no
 //! slot, no request, no rendezvous.
 
 pub mod boundary;
-#[cfg(feature = "breakage")]
-mod broken;
 pub mod lines;
 pub mod service;
 pub mod slot;

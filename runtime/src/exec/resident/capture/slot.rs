@@ -34,8 +34,8 @@ pub enum Claim {
 /// expected value; its winner alone zeroes the slot's other words (inside CLAIMING), then
 /// publishes `READY | n`.
 pub fn claim<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) -> Claim {
-    crate::seam!(CAPTURE_CLAIM_FROM_CLAIMING => super::broken::claim_from_claiming(a, slot, n));
-    crate::seam!(CAPTURE_STALL_CLAIMING => super::broken::claim_and_stall(a, slot, n));
+    crate::seam!(CAPTURE_CLAIM_FROM_CLAIMING => broken::claim_from_claiming(a, slot, n));
+    crate::seam!(CAPTURE_STALL_CLAIMING => broken::claim_and_stall(a, slot, n));
     let seen = a.query(slot.offset(capture_slot::CLAIM));
     match claim_step(seen, n) {
         ClaimStep::Join => Claim::Ready(false),
@@ -120,7 +120,7 @@ pub const fn publisher_word(w: u32, seq: u64) -> u64 {
 /// completes the mask stores `SETTLED | n` (only when the phase was sealed: an aborted
 /// occupancy is never settled). Returns whether this call settled the slot.
 pub fn leave<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, bit: u64, mask: u64, n: u64, sealed: bool) -> bool {
-    crate::seam!(CAPTURE_SETTLE_FIRST => super::broken::leave_first_settles(a, slot, phase, bit, mask, n, sealed));
+    crate::seam!(CAPTURE_SETTLE_FIRST => broken::leave_first_settles(a, slot, phase, bit, mask, n, sealed));
     let before = a.fetch_or(slot.offset(capture_slot::RELEASED + 8 * phase), bit);
     settle_if_last(a, slot, phase, before | bit == mask, n, sealed)
 }
@@ -150,4 +150,65 @@ pub fn departed<G: GmAtomic>(a: &G, slot: GmAddr, phase: u64, mask: u64, n: u64)
 /// caller whose compare-and-swap set it.
 pub fn abort<G: GmAtomic>(a: &G, slot: GmAddr, site: u32) -> bool {
     a.compare_exchange(slot.offset(capture_slot::ABORTED), 0, 1 | ((site as u64) << 8)) == 0
+}
+
+/// The broken twins of the slot's steps (the breakage suites' variants and the loom models'
+/// reproducers): each is a whole step with one bug, entered from the first line of the correct
+/// step when its switch is active ([`seam!`](crate::seam)). Compiled with the `breakage`
+/// feature only.
+#[cfg(feature = "breakage")]
+mod broken {
+    use pto_hal::{Barriers, GmAddr, GmAtomic};
+
+    use super::{Claim, ClaimStep, claim_step, initialise, settle_if_last, take};
+    use crate::layout::capture_slot;
+
+    /// `CAPTURE_CLAIM_FROM_CLAIMING`: [`claim`](super::claim) that takes CLAIMING of its
+    /// own occupancy as a source state, so a late claimer re-clears a slot its peers may already
+    /// have joined.
+    pub(super) fn claim_from_claiming<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) -> Claim {
+        let seen = a.query(slot.offset(capture_slot::CLAIM));
+        match claim_step(seen, n) {
+            ClaimStep::Join => Claim::Ready(false),
+            ClaimStep::Wait => {
+                initialise(a, slot, n);
+                Claim::Ready(true)
+            }
+            ClaimStep::Take if take(a, slot, seen, n) => {
+                initialise(a, slot, n);
+                Claim::Ready(true)
+            }
+            ClaimStep::Take | ClaimStep::Busy => Claim::Busy,
+            ClaimStep::Moved => Claim::Moved,
+        }
+    }
+
+    /// `CAPTURE_STALL_CLAIMING` (fault injection): [`claim`](super::claim) whose winner
+    /// never initialises the slot it took, which stays CLAIMING; the winner leaves as if the slot
+    /// had moved.
+    pub(super) fn claim_and_stall<G: GmAtomic + Barriers>(a: &G, slot: GmAddr, n: u64) -> Claim {
+        let seen = a.query(slot.offset(capture_slot::CLAIM));
+        match claim_step(seen, n) {
+            ClaimStep::Join => Claim::Ready(false),
+            ClaimStep::Wait => Claim::Initialising,
+            ClaimStep::Take if take(a, slot, seen, n) => Claim::Moved,
+            ClaimStep::Take | ClaimStep::Busy => Claim::Busy,
+            ClaimStep::Moved => Claim::Moved,
+        }
+    }
+
+    /// `CAPTURE_SETTLE_FIRST`: [`leave`](super::leave) in which the first participant out
+    /// (as well as the last) settles the slot, while its peers are still in the phase.
+    pub(super) fn leave_first_settles<G: GmAtomic>(
+        a: &G,
+        slot: GmAddr,
+        phase: u64,
+        bit: u64,
+        mask: u64,
+        n: u64,
+        sealed: bool,
+    ) -> bool {
+        let before = a.fetch_or(slot.offset(capture_slot::RELEASED + 8 * phase), bit);
+        settle_if_last(a, slot, phase, before | bit == mask || before & mask == 0, n, sealed)
+    }
 }
