@@ -132,13 +132,10 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
             if b >= info.block_num {
                 break;
             }
-            if b == 0 && self.cores.dump.is_some() && self.has_capacity(shape) {
-                // Before the first block reaches a core: the inputs as the task will read them.
-                self.dump_task(&info, crate::layout::dump_stage::BEFORE_DISPATCH);
-            }
             match shape {
                 Shape::Mix => {
                     let Some(k) = self.free_cluster() else { break };
+                    self.dump_before_first_block(&info, b);
                     next.store(b + 1, Ordering::Relaxed);
                     for (off, lane, sub_block) in MIX_LANES {
                         if info.lanes & (1 << lane) != 0 {
@@ -149,6 +146,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
                 _ => {
                     let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
                     let Some(i) = self.take_core(ty) else { break };
+                    self.dump_before_first_block(&info, b);
                     next.store(b + 1, Ordering::Relaxed);
                     let lane = if shape == Shape::Aic { 0 } else { 1 };
                     self.assign(i, t, &info, b, lane, 0);
@@ -161,6 +159,16 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
             self.pushed = true;
         }
         placed
+    }
+
+    /// With the dump on, when block `b` about to be placed is the task's first: record its
+    /// inputs as the task will read them, before any of its blocks reaches a core (the pass
+    /// writes DMB after it placed everything). Only once a core was found for the block: a task
+    /// that finds none goes back to its queue, and recording it then would record it twice.
+    fn dump_before_first_block(&mut self, info: &TaskInfo, b: u32) {
+        if b == 0 && self.cores.dump.is_some() {
+            self.dump_task(info, crate::layout::dump_stage::BEFORE_DISPATCH);
+        }
     }
 
     /// Blocks of `shape` this thread could start right now on idle cores.
