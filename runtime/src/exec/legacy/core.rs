@@ -2,7 +2,7 @@
 //! the kernel, publish its outputs, store barrier, FIN (or [`regs::COND_FAULTED`] after a
 //! fault); leave on EXIT.
 
-use pto_hal::{AicoreAgent, AicoreLaunch, CoreType};
+use pto_hal::{AicoreAgent, AicoreLaunch, CoreType, GmAddr};
 use zerocopy::IntoBytes;
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
@@ -75,9 +75,7 @@ fn run_one<A: AicoreAgent>(
     ctx: &mut CoreCtx<'_>,
 ) -> bool {
     let at = map.payload(launch.block_idx, id & 1);
-    if !crate::breakage::broken(crate::breakage::SKIP_PAYLOAD_OBSERVE) {
-        a.observe_line(at);
-    }
+    observe_payload(a, at);
     let mut p = DispatchPayload::default();
     a.read(at, p.as_mut_bytes());
     a.write_cond(regs::ack(id));
@@ -122,12 +120,7 @@ fn run_one<A: AicoreAgent>(
                 if let Err(e) = a.run_kernel(kernel, ctx) {
                     fault(ErrorCode::Device(DeviceFault::KernelFault), p.bin, e.as_str());
                 }
-                if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) && !faulted.get() {
-                    a.write_cond(regs::fin(id));
-                }
-                if !(faulted.get() && crate::breakage::broken(crate::breakage::FAULT_EXIT_SKIPS_PUBLISH)) {
-                    ctx.publish_outputs(a);
-                }
+                write_back(a, ctx, id, faulted.get());
             }
         }
     }
@@ -151,9 +144,64 @@ fn run_one<A: AicoreAgent>(
 /// Report the end of dispatch `id` (its outputs written back): `fin(id)`, or
 /// [`regs::COND_FAULTED`] when it faulted. Returns whether it reported a fault.
 fn finished<A: AicoreAgent>(a: &A, id: u32, faulted: bool) -> bool {
-    // Broken on purpose: a faulted dispatch reports a plain FIN (its consumers released).
-    let faulted = faulted && !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT);
+    // Broken (RELEASE_ON_FAULT): a faulted dispatch reports a plain FIN (its consumers released).
+    crate::seam!(RELEASE_ON_FAULT => broken::finished_as_fin(a, id));
     a.store_barrier();
     a.write_cond(if faulted { regs::COND_FAULTED } else { regs::fin(id) });
     faulted
+}
+
+/// Drop this core's cached copy of the dispatch payload line at `at` before reading it: the
+/// AICPU wrote it after the core's previous dispatch through that buffer.
+fn observe_payload<A: AicoreAgent>(a: &A, at: GmAddr) {
+    // Broken (SKIP_PAYLOAD_OBSERVE): the payload is read as the cache has it.
+    crate::seam!(SKIP_PAYLOAD_OBSERVE);
+    a.observe_line(at);
+}
+
+/// After dispatch `id`'s kernel: write back what it wrote (also when it `faulted`: the host
+/// may read the tensor after the run), before FIN or the fault is reported. `id` and
+/// `faulted` are the broken twins' inputs.
+#[cfg_attr(not(feature = "breakage"), allow(unused_variables))]
+fn write_back<A: AicoreAgent>(a: &A, ctx: &mut CoreCtx<'_>, id: u32, faulted: bool) {
+    crate::seam!(FIN_BEFORE_PUBLISH => broken::fin_then_write_back(a, ctx, id, faulted));
+    crate::seam!(FAULT_EXIT_SKIPS_PUBLISH => broken::write_back_unless_faulted(a, ctx, faulted));
+    ctx.publish_outputs(a);
+}
+
+/// The broken twins of the legacy core's steps (the breakage suites' variants): each is a whole
+/// step with one bug, entered from the first line of the correct step when its switch is
+/// active ([`seam!`](crate::seam)). Compiled with the `breakage` feature only.
+#[cfg(feature = "breakage")]
+mod broken {
+    use pto_hal::AicoreAgent;
+
+    use crate::exec::kernel_call::CoreCtx;
+    use crate::layout::regs;
+
+    /// `FIN_BEFORE_PUBLISH`: [`write_back`](super::write_back) that writes FIN before the
+    /// kernel's outputs are written back (a consumer may read them stale).
+    pub(super) fn fin_then_write_back<A: AicoreAgent>(a: &A, ctx: &mut CoreCtx<'_>, id: u32, faulted: bool) {
+        if !faulted {
+            a.write_cond(regs::fin(id));
+        }
+        ctx.publish_outputs(a);
+    }
+
+    /// `RELEASE_ON_FAULT`: [`finished`](super::finished) that reports a plain FIN whatever
+    /// happened (a faulted dispatch's consumers are released); never a fault.
+    pub(super) fn finished_as_fin<A: AicoreAgent>(a: &A, id: u32) -> bool {
+        a.store_barrier();
+        a.write_cond(regs::fin(id));
+        false
+    }
+
+    /// `FAULT_EXIT_SKIPS_PUBLISH`: [`write_back`](super::write_back) that leaves what a
+    /// faulted kernel wrote in the core's cache (the host's read-back of the tensor is then a
+    /// coherence violation under the faithful model).
+    pub(super) fn write_back_unless_faulted<A: AicoreAgent>(a: &A, ctx: &mut CoreCtx<'_>, faulted: bool) {
+        if !faulted {
+            ctx.publish_outputs(a);
+        }
+    }
 }

@@ -91,7 +91,7 @@ pub fn take<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) -> Take {
         let first = a.query(GmAddr(l.inbox_first(c, k))) as u32;
         let at = GmAddr(l.entry(first + head as u32));
         let e = a.query(at);
-        if e == 0 && !crate::breakage::broken(crate::breakage::RESIDENT_TAKE_UNPUBLISHED) {
+        if e == 0 && !takes_unpublished() {
             return Take::Unpublished(at);
         }
         if a.compare_exchange(GmAddr(l.inbox_head(c, k)), head, head + 1) == head {
@@ -128,12 +128,9 @@ pub fn stock<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) {
 /// (a read-modify-write that reads it) sees the reservation the pusher made before its mark:
 /// a non-empty inbox is never left unmarked.
 pub fn unstock<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) {
+    crate::seam!(UNSTOCK_NO_SECOND_LOOK => broken::unstock_without_a_second_look(a, l, c, k));
     let (at, bit) = (GmAddr(l.stocked(k, c / 64)), 1u64 << (c % 64));
     a.fetch_and(at, !bit);
-    if crate::breakage::broken(crate::breakage::UNSTOCK_NO_SECOND_LOOK) {
-        // Broken on purpose: the bit cleared with no second look at the inbox.
-        return;
-    }
     if a.query(GmAddr(l.inbox_head(c, k))) < a.query(GmAddr(l.inbox_tail(c, k))) {
         a.fetch_or(at, bit);
     }
@@ -335,15 +332,12 @@ pub fn make_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<(), 
 /// One producer of task `c` is done: decrement `c`'s fan-in count. `Ok(true)` for the caller
 /// whose decrement took it to zero: that caller publishes `c`.
 pub fn take_fanin<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Result<bool, &'static str> {
-    let at = GmAddr(l.fanin(c));
-    let before = if crate::breakage::broken(crate::breakage::RESIDENT_RELEASE_SPLIT) {
-        // Broken on purpose: a load and a store instead of one read-modify-write.
-        let v = a.query(at);
-        a.store_direct(at, v.wrapping_sub(1));
-        v
-    } else {
-        a.fetch_add(at, u64::MAX)
-    };
+    crate::seam!(RESIDENT_RELEASE_SPLIT => broken::take_fanin_split(a, l, c));
+    fanin_taken(a.fetch_add(GmAddr(l.fanin(c)), u64::MAX))
+}
+
+/// What a consumer's fan-in count held before one producer's decrement says.
+fn fanin_taken(before: u64) -> Result<bool, &'static str> {
     match before {
         0 => Err("a consumer was released more often than it has producers"),
         1 => Ok(true),
@@ -382,14 +376,9 @@ pub fn lane_free<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32) -> b
 /// Publish entry `e` in lane `lane`'s slot of cluster `c` (token holder only, lane free):
 /// the entry first, then the next publication generation.
 pub fn publish_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, e: u64) {
+    crate::seam!(SLOT_GEN_BEFORE_ENTRY => broken::publish_slot_generation_first(a, l, c, lane, e));
     let at = GmAddr(l.slot_publication(c, lane));
     let next = a.query(at) + 1;
-    if crate::breakage::broken(crate::breakage::SLOT_GEN_BEFORE_ENTRY) {
-        // Broken on purpose: the generation before the entry it announces.
-        a.store_direct(at, next);
-        a.store_direct(GmAddr(l.slot_entry(c, lane)), e);
-        return;
-    }
     a.store_direct(GmAddr(l.slot_entry(c, lane)), e);
     a.store_direct(at, next);
 }
@@ -533,10 +522,58 @@ pub fn dispatch_with<G: GmAtomic>(
     }
 }
 
-/// Whether a fault is latched (never, with `breakage::RELEASE_ON_FAULT`: the broken variant
-/// forces the interleaving in which nobody looks until the graph drained).
+/// Whether a fault is latched.
 pub fn latch_seen<G: GmAtomic>(a: &G, map: &RunMap) -> bool {
-    !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) && lifecycle::latched(a, map.desc)
+    // Broken (RELEASE_ON_FAULT): never, which forces the interleaving in which nobody looks
+    // until the graph drained.
+    crate::seam!(RELEASE_ON_FAULT => false);
+    lifecycle::latched(a, map.desc)
+}
+
+/// Whether a taker takes an inbox entry that was reserved but not written yet (never).
+fn takes_unpublished() -> bool {
+    // Broken (RESIDENT_TAKE_UNPUBLISHED): it does, without waiting for the entry.
+    crate::seam!(RESIDENT_TAKE_UNPUBLISHED => true);
+    false
+}
+
+/// The broken twins of the resident state's steps (the breakage suites' variants and the loom
+/// models' reproducers): each is a whole step with one bug, entered from the first line of the
+/// correct step when its switch is active ([`seam!`](crate::seam)). Compiled with the
+/// `breakage` feature only.
+#[cfg(feature = "breakage")]
+mod broken {
+    use pto_hal::{GmAddr, GmAtomic};
+
+    use super::fanin_taken;
+    use crate::layout::ResidentLayout;
+
+    /// `UNSTOCK_NO_SECOND_LOOK`: [`unstock`](super::unstock) that clears the stocked bit with
+    /// no second look at the inbox (a place reserved meanwhile is left unmarked: no core
+    /// steals it).
+    pub(super) fn unstock_without_a_second_look<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, k: u32) {
+        a.fetch_and(GmAddr(l.stocked(k, c / 64)), !(1u64 << (c % 64)));
+    }
+
+    /// `RESIDENT_RELEASE_SPLIT`: [`take_fanin`](super::take_fanin) as a load and a store
+    /// instead of one read-modify-write (two producers finishing together lose a decrement or
+    /// publish the consumer twice).
+    pub(super) fn take_fanin_split<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Result<bool, &'static str> {
+        let at = GmAddr(l.fanin(c));
+        let v = a.query(at);
+        a.store_direct(at, v.wrapping_sub(1));
+        fanin_taken(v)
+    }
+
+    /// `SLOT_GEN_BEFORE_ENTRY`: [`publish_slot`](super::publish_slot) that stores the new
+    /// publication generation before the entry it announces (the lane may run the slot's
+    /// previous entry again).
+    pub(super) fn publish_slot_generation_first<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, e: u64) {
+        let at = GmAddr(l.slot_publication(c, lane));
+        let next = a.query(at) + 1;
+        a.store_direct(at, next);
+        a.store_direct(GmAddr(l.slot_entry(c, lane)), e);
+    }
 }
 
 #[cfg(test)]
