@@ -10,7 +10,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 extern crate alloc;
-#[cfg(feature = "std")]
+#[cfg(any(feature = "std", test))]
 extern crate std;
 
 // The logging shim's macros (`trace!` … `error!`): declared first, so every module sees them.
@@ -18,6 +18,9 @@ extern crate std;
 mod fmt;
 #[cfg(test)]
 mod test_words;
+// What the loom models share; the models sit beside their code (`loom_tests` modules).
+#[cfg(all(test, loom))]
+mod loom_support;
 
 /// The half-precision element types ([`half::f16`] for `DType::F16`, [`half::bf16`] for
 /// `DType::BF16`), re-exported so users name the same crate version the runtime implements

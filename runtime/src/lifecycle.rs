@@ -501,3 +501,6 @@ fn stall<A: AicpuAgent>(a: &A, map: &RunMap) {
         backoff.wait_word(a, claimed, seen, until);
     }
 }
+/// Loom models of the teardown gate (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;

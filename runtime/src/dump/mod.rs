@@ -13,6 +13,10 @@
 mod lane;
 mod producer;
 
+/// Loom models of the args-dump lane (`GmLane`, `Dumper`) (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 pub use lane::{Capture, GmLane, Reservation, Suspended};
 pub use producer::{Begin, Blocked, DumpLane, DumpReservation, Refusal};
 

@@ -138,3 +138,6 @@ mod tests {
         assert_eq!(t.live(), 0);
     }
 }
+/// Loom models of the slot reservation (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;

@@ -9,6 +9,10 @@
 pub mod orchestrator;
 pub mod ring;
 
+/// Loom models of the rings (`ring`) (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use alloc::vec::Vec;
 

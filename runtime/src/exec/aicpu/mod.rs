@@ -21,3 +21,7 @@ pub mod cores;
 pub mod queue;
 pub mod shared_state;
 pub mod source;
+
+/// Loom models of the schedulers' shared counters (`shared_state`, `source`) (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;

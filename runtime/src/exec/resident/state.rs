@@ -1,7 +1,7 @@
 //! The resident executor's scheduler state in GM, as its step functions touch it: inboxes
 //! (take, push, steal), the idle mask and doorbells, fan-in release, dispatch slots and their
 //! generations, the token-serialised dispatch pass. Every word through `GmAtomic`; these are
-//! the functions the loom models (`runtime/tests/loom_resident.rs`) drive.
+//! the functions the loom models (`exec::resident`'s `loom_tests`) drive.
 
 use pto_hal::{Barriers, GmAddr, GmAtomic};
 
