@@ -2,10 +2,10 @@
 //!
 //! Every module but `host` is device-side, `no_std + alloc`, and reaches shared memory,
 //! ordering, time and events only through [`pto_hal`]: the device ABI ([`layout`], one file
-//! per protocol), the task model ([`graph`], [`region`]) and orchestration API ([`orch`]), the
+//! per protocol), the task model (`graph`, `region`) and orchestration API (`orch`), the
 //! two runtimes' AICPU programs ([`aicpu`], [`trb`]), the executors with both of their halves
-//! ([`exec`]), core ownership ([`lifecycle`]), the args dump ([`dump`]) and the trace rings
-//! ([`trace`]). The `std` feature adds `host`: the runner a user drives.
+//! (`exec`), core ownership (`lifecycle`), the args dump (`dump`) and the trace rings
+//! (`trace`). The `std` feature adds `host`: the runner a user drives.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -27,24 +27,24 @@ mod loom_support;
 /// [`Element`](graph::Element) for.
 pub use half;
 
-pub mod args;
-pub mod backoff;
+pub(crate) mod args;
+pub(crate) mod backoff;
 pub mod breakage;
 pub mod codes;
 pub mod dump;
 pub mod exec;
-pub mod fixed;
+pub(crate) mod fixed;
 pub mod graph;
 pub mod hbg;
 pub mod kernel;
 pub mod layout;
-pub mod lifecycle;
+pub(crate) mod lifecycle;
 pub mod orch;
 pub mod programs;
-pub mod region;
-pub mod sync;
+pub(crate) mod region;
+pub(crate) mod sync;
 pub mod tensormap;
-pub mod trace;
+pub(crate) mod trace;
 pub mod trb;
 
 /// The host-built graph's AICPU program, where it was before it moved beside its builder.

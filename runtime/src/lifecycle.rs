@@ -115,6 +115,7 @@ pub fn latch<A: GmAtomic + pto_hal::Barriers>(a: &A, desc: GmAddr, fault: Fault,
 }
 
 /// A fault as the host reads it back from a descriptor ([`decode_latch`]).
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // the host reads it
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Latched {
     /// The fault, or the raw `(code, site)` words when this build does not know them (a newer
@@ -126,6 +127,7 @@ pub struct Latched {
 
 /// The fault [`latch`] recorded in a descriptor read back by the host; `None` when nothing
 /// was latched.
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // the host reads it
 pub fn decode_latch(d: &LaunchDesc) -> Option<Latched> {
     if d.fatal.claimed == 0 {
         return None;

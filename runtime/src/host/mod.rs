@@ -24,7 +24,7 @@
 //!
 //! The module is split by concern: [`config`] (budgets, run options, ring sizes), `memory`
 //! (device tensors and the allocation table), `build` (graphs), `publish` (launch images),
-//! `run` (pipeline slots, turns, launch and the completion fence), [`error`] and [`slots`];
+//! `run` (pipeline slots, turns, launch and the completion fence), `error` and `slots`;
 //! [`trace`] and [`dump`] collect a run's trace and args dump, and [`documents`] holds the
 //! files they write, as the types that write them and read them back.
 
@@ -39,7 +39,7 @@ mod prepare;
 mod publish;
 mod report;
 mod resident;
-pub mod slots;
+pub(crate) mod slots;
 pub mod trace;
 mod turns;
 

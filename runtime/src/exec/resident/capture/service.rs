@@ -17,7 +17,7 @@
 //! large or strided, holds the thread.
 //!
 //! The lane holds at most one open reservation: between steps it is suspended
-//! ([`Reservation::suspend`](crate::dump::Reservation::suspend)), which keeps every other
+//! ([`Reservation::suspend`](crate::dump::lane::Reservation::suspend)), which keeps every other
 //! reservation out ([`Blocked::ReservationOpen`](crate::dump::Blocked::ReservationOpen)) and the lane unpublished until it is resumed
 //! and committed or abandoned.
 
@@ -160,11 +160,13 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     }
 
     /// The workers this service answers.
+    #[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
     pub fn workers(&self) -> impl Iterator<Item = u32> + '_ {
         self.cores.iter().map(|s| s.w)
     }
 
     /// The lane (for its counters).
+    #[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
     pub fn lane(&self) -> &GmLane<'a, A> {
         &self.lane
     }
@@ -177,6 +179,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     }
 
     /// Whether a reservation is open (suspended between steps).
+    #[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
     pub fn reservation_open(&self) -> bool {
         self.open.is_some()
     }
