@@ -130,12 +130,6 @@ impl Base {
         true
     }
 
-    /// Record progress (the stall watchdog measures from the last one).
-    #[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
-    pub fn touch<A: AicpuAgent>(&self, a: &A) {
-        self.touch_at(a.now_ticks());
-    }
-
     /// Record progress at `now` (a clock value the caller already read).
     pub fn touch_at(&self, now: Ticks) {
         self.progress_tick.store(now, Ordering::Relaxed);

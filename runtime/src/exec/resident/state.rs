@@ -28,12 +28,6 @@ pub const fn seat(w: u32, clusters: u32) -> (u32, u32) {
     if w < clusters { (w, 0) } else { ((w - clusters) / 2, 1 + (w - clusters) % 2) }
 }
 
-/// The worker sitting in lane `lane` of cluster `c` ([`seat`]'s inverse).
-#[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
-pub const fn worker(c: u32, lane: u32, clusters: u32) -> u32 {
-    if lane == 0 { c } else { clusters + 2 * c + lane - 1 }
-}
-
 /// Whether lane `lane` of a cluster may be given work in a graph whose inbox classes are
 /// `classes` (bit `k` for [`inbox_class`] `k`, as [`ResidentLayout::classes`] holds them): the
 /// graph has tasks of the lane's class (AIC for lane 0, AIV for the others; dummies are AIV

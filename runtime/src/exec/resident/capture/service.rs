@@ -159,29 +159,11 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         }
     }
 
-    /// The workers this service answers.
-    #[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
-    pub fn workers(&self) -> impl Iterator<Item = u32> + '_ {
-        self.cores.iter().map(|s| s.w)
-    }
-
-    /// The lane (for its counters).
-    #[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
-    pub fn lane(&self) -> &GmLane<'a, A> {
-        &self.lane
-    }
-
     /// The word this thread sleeps on between steps and the value it was based on: its
     /// [`capture_header::ASKED`] counter as the last step read it (a request written since
     /// ends the wait at once).
     pub fn asked(&self) -> (GmAddr, u64) {
         self.asked
-    }
-
-    /// Whether a reservation is open (suspended between steps).
-    #[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
-    pub fn reservation_open(&self) -> bool {
-        self.open.is_some()
     }
 
     /// One bounded service step (see the module documentation). Returns whether it answered
