@@ -1,10 +1,8 @@
 //! # pto-rt
 //!
-//! Task-graph runtimes for Ascend-style NPUs, written once against a small HAL and run on a
-//! simulator (the hardware platforms' AICPU primitives exist and are tested under qemu, with the
-//! runtime's AICPU programs run over them; their host half over the vendor runtime has run only
-//! against a recording stand-in for the vendor library, never on a chip). This facade
-//! re-exports the layers and picks the board chosen by cargo feature as [`board::Selected`].
+//! Task-graph runtimes for Ascend-style NPUs, written once against a small HAL. Open the
+//! board this build selected, register kernels, move tensors, build a graph of tasks and run
+//! it:
 //!
 //! ```no_run
 //! use pto::prelude::*;
@@ -25,18 +23,52 @@
 //!     g.submit(Task::aiv(f).input(&a.tensor()).input(&b.tensor()).output(&c.tensor()))?;
 //!     Ok(())
 //! })?;
-//! dev.run(&graph)?;
+//! let report = dev.run(&graph)?;
 //! assert_eq!(c.read::<f32>()?, vec![11.0, 12.0, 13.0, 14.0]);
+//! # let _ = report;
 //! # Ok(()) }
 //! ```
+//!
+//! ## The types a user touches
+//!
+//! | to | use |
+//! |---|---|
+//! | open the device | [`open`] → [`Device`] (the selected board's, [`board::Selected`]) |
+//! | register a kernel | [`Device::register_kernel`], a `fn(&mut dyn` [`KernelContext`]`)` on a [`CoreType`]; [`KernelIo`] for tensor I/O by view |
+//! | hold data on the device | [`DeviceTensor`] ([`Device::tensor_from`], [`Device::alloc`]), of a [`DType`] (including [`half::f16`], [`half::bf16`]) |
+//! | describe work | [`Task`]s over [`Tensor`] views ([`DeviceTensor::tensor`]), each naming a registered kernel ([`FuncId`]) |
+//! | build a graph | [`Device::build`], a closure that submits tasks to a [`GraphBuilder`] → [`Graph`]; or an orchestration function ([`OrchFn`] over an [`Orch`], with [`OrchArgs`]) registered as a [`Program`], which either runtime ([`RuntimeKind`]) runs |
+//! | run it | [`Device::run`], or [`Device::run_with`] and a [`RunConfig`] ([`Executor`], [`RingConfig`], the args dump's [`dump::DumpLevel`]) → [`RunReport`] |
+//! | handle errors | [`Error`] (with [`ConfigError`] for a configuration the run refused, [`DeviceError`] for a fault the device reported, its [`ErrorCode`]), [`GraphError`], [`OrchError`] |
+//!
+//! [`prelude`] brings the usual ones in with one `use`. The args dump's reader is [`dump`];
+//! the boards are [`board`].
+//!
+//! ## The rest
+//!
+//! [`runtime`] is the runtime crate (`pto-runtime`) whole: the device layouts, the program
+//! table, the AICPU and AICore entry points and the host runner's every part — the full API
+//! for board porters and tools. [`hal`] is the HAL a board implements. The simulator runs the
+//! device half in this process (the hardware platforms' AICPU primitives exist and are tested
+//! under qemu, with the runtime's AICPU programs run over them; their host half over the vendor
+//! runtime has run only against a recording stand-in for the vendor library, never on a chip).
 
 pub use pto_hal as hal;
 pub use pto_runtime as runtime;
 /// Half-precision element types: `pto::half::f16` and `pto::half::bf16` are tensor elements.
 pub use pto_runtime::half;
 pub use pto_runtime::host::{
-    AicoreProgram, ConfigError, Error, Executor, LegacyReason, Program, RingConfig, RunConfig, RunReport,
+    AicoreProgram, ConfigError, DeviceError, Error, Executor, LegacyReason, Program, RingConfig, RunConfig, RunReport,
+    Timeouts, Trace,
 };
+
+// The user's API at the top level: the task model, orchestration, kernels and error codes.
+pub use pto_hal::{CoreType, KernelContext, KernelContextExt};
+pub use pto_runtime::codes::{ErrorCode, OrchError};
+pub use pto_runtime::graph::{DType, Direction, Element, FuncId, GraphError, Kind, Task, TaskId, Tensor};
+pub use pto_runtime::hbg::GraphBuilder;
+pub use pto_runtime::kernel::KernelIo;
+pub use pto_runtime::orch::{Local, Orch, OrchArgs, OrchFail, OrchFn, RuntimeKind, ScopeMode};
 
 /// The args dump: the level a run records at, its report, and the reader of a dump directory.
 ///

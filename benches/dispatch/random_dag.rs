@@ -245,7 +245,7 @@ pub struct ScaleReport {
 }
 
 /// Argument record bytes of a task with `tensors` tensor arguments and no scalar: the record
-/// header and a 64-byte descriptor per tensor ([`pto::runtime::args::record_len`]).
+/// header and a 64-byte descriptor per tensor (the runtime's `args::record_len`).
 fn args_record(tensors: u64) -> u64 {
     pto::runtime::layout::ARGS_HEAD + 64 * tensors
 }

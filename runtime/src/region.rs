@@ -87,7 +87,7 @@ fn sat(x: u128) -> u64 {
     u64::try_from(x).unwrap_or(u64::MAX)
 }
 
-/// How a new region relates to an old one (see the [module documentation](self)).
+/// How a new region relates to an old one (see the module documentation).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Overlap {
     /// No element byte in common.

@@ -1,7 +1,7 @@
 //! The args dump, device side: which arguments a run records ([`DumpLevel`] and the marks of
 //! `Task::dump`), the producer surface of a lane ([`DumpLane`], [`DumpReservation`] and what
 //! [`DumpLane::try_begin`] answers: [`Begin`], [`Blocked`], [`Refusal`]), the lane each AICPU
-//! thread records into ([`GmLane`], its implementation over any AICPU agent), and the capture
+//! thread records into (`GmLane`, its implementation over any AICPU agent), and the capture
 //! at task boundaries ([`Dumper`]): before a task's first dispatch (inputs and in-outs as it
 //! will read them) and after its completion (outputs and in-outs as written), by the AICPU
 //! thread that dispatches or reaps it. The host side (collector, files, reader) is
@@ -10,10 +10,14 @@
 //! With the dump off a launch carries no dump region, [`Dumper::open`] answers `None`, and the
 //! only cost left at the two capture sites is testing that `Option`.
 
-mod lane;
+pub(crate) mod lane;
 mod producer;
 
-pub use lane::{Capture, GmLane, Reservation, Suspended};
+/// Loom models of the args-dump lane (`GmLane`, `Dumper`) (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub(crate) use lane::{Capture, GmLane, Suspended};
 pub use producer::{Begin, Blocked, DumpLane, DumpReservation, Refusal};
 
 use num_enum::{IntoPrimitive, TryFromPrimitive};

@@ -24,7 +24,7 @@
 //!
 //! The module is split by concern: [`config`] (budgets, run options, ring sizes), `memory`
 //! (device tensors and the allocation table), `build` (graphs), `resident` (the executor
-//! choice and the resident executor's initial state), `publish` (launch images), [`slots`]
+//! choice and the resident executor's initial state), `publish` (launch images), `slots`
 //! (pipeline slots and reservation), `turns` (which run may use which slot, and leases),
 //! `prepare` (prepare and launch), `fence` (the completion fence), `report` (what a run
 //! reports) and [`error`]; [`trace`] and [`dump`] collect a run's trace and args dump, and
@@ -41,7 +41,7 @@ mod prepare;
 mod publish;
 mod report;
 mod resident;
-pub mod slots;
+pub(crate) mod slots;
 pub mod trace;
 mod turns;
 

@@ -109,6 +109,7 @@ impl SlotTable {
     }
 
     /// Number of live slots (for diagnostics).
+    #[cfg_attr(not(test), allow(dead_code))] // its unit tests and the loom models use it
     pub fn live(&self) -> usize {
         let w = self.word.load(Ordering::Acquire);
         (0..PIPELINE_DEPTH).filter(|&s| Self::state(w, s) != FREE).count()
@@ -138,3 +139,6 @@ mod tests {
         assert_eq!(t.live(), 0);
     }
 }
+/// Loom models of the slot reservation (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;

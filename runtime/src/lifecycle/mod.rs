@@ -118,6 +118,7 @@ pub fn latch<A: GmAtomic + pto_hal::Barriers>(a: &A, desc: GmAddr, fault: Fault,
 }
 
 /// A fault as the host reads it back from a descriptor ([`decode_latch`]).
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // the host reads it
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Latched {
     /// The fault, or the raw `(code, site)` words when this build does not know them (a newer
@@ -129,6 +130,7 @@ pub struct Latched {
 
 /// The fault [`latch`] recorded in a descriptor read back by the host; `None` when nothing
 /// was latched.
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // the host reads it
 pub fn decode_latch(d: &LaunchDesc) -> Option<Latched> {
     if d.fatal.claimed == 0 {
         return None;
@@ -498,3 +500,6 @@ fn release<A: AicpuAgent>(a: &A, map: &RunMap, w: u32) {
     crate::seam!(SKIP_RELEASE);
     a.store_direct(map.gate(w), map.cfg.epoch);
 }
+/// Loom models of the teardown gate (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;

@@ -1,13 +1,17 @@
 //! The tensormap-and-ringbuffer runtime: orchestration on the device.
 //!
 //! The highest AICPU thread boots the run and then runs the user's orchestration
-//! ([`orchestrator`]); every other thread schedules ([`crate::exec::legacy::run`]) from the first
+//! (`orchestrator`); every other thread schedules (`crate::exec::legacy::run`) from the first
 //! submitted task on, so orchestration and execution overlap. Dependencies are discovered by
-//! the tensor map; tasks, edges and heap bytes live in [`ring`]s that are reclaimed as tasks
+//! the tensor map; tasks, edges and heap bytes live in `ring`s that are reclaimed as tasks
 //! are consumed, so a run of any length needs bounded memory.
 
-pub mod orchestrator;
-pub mod ring;
+pub(crate) mod orchestrator;
+pub(crate) mod ring;
+
+/// Loom models of the rings (`ring`) (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use alloc::vec::Vec;

@@ -3,7 +3,7 @@
 //! board with the coherent and with the faithful cache model, and the chain513 equality of the
 //! two routes' records, every example dumped on both routes, and hostile runs (a gang lane that
 //! faults, one that never returns, two host threads dumping at once). Items 3–6 are loom models
-//! (`runtime/tests/loom_capture.rs`).
+//! (`runtime/src/exec/resident/capture/loom_tests.rs`).
 
 use parking_lot::Mutex;
 

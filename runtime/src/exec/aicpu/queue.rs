@@ -155,3 +155,6 @@ mod tests {
         assert!(q.pop().is_none());
     }
 }
+/// Loom models of the ready queue (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;

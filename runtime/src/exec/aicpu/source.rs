@@ -140,11 +140,6 @@ impl Base {
         a.send_event();
     }
 
-    /// Record progress (the stall watchdog measures from the last one).
-    pub fn touch<A: AicpuAgent>(&self, a: &A) {
-        self.touch_at(a.now_ticks());
-    }
-
     /// Record progress at `now` (a clock value the caller already read).
     pub fn touch_at(&self, now: Ticks) {
         self.progress_tick.store(now, Ordering::Relaxed);

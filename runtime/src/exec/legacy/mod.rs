@@ -9,6 +9,10 @@ pub mod cond;
 pub mod core;
 pub mod sched;
 
+/// Loom models of the scheduler ↔ core register hand-off (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 use pto_hal::AicpuAgent;
 
 use crate::exec::aicpu::cores::ThreadCores;

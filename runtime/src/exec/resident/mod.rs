@@ -56,6 +56,10 @@ pub mod core;
 pub mod state;
 pub mod supervisor;
 
+/// Loom models of the resident scheduler state (`state`) (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 use pto_hal::AicpuAgent;
 
 use crate::exec::aicpu::cores::ThreadCores;

@@ -1,7 +1,7 @@
 //! The resident executor's scheduler state in GM, as its step functions touch it: inboxes
 //! (take, push, steal), the idle mask and doorbells, fan-in release, dispatch slots and their
 //! generations, the token-serialised dispatch pass. Every word through `GmAtomic`; these are
-//! the functions the loom models (`runtime/tests/loom_resident.rs`) drive.
+//! the functions the loom models (`exec::resident`'s `loom_tests`) drive.
 
 use pto_hal::{Barriers, GmAddr, GmAtomic};
 
@@ -26,11 +26,6 @@ pub const LANES: u32 = 3;
 /// the AICs; AIV `clusters + 2c + i` is lane `1 + i` of cluster `c`).
 pub const fn seat(w: u32, clusters: u32) -> (u32, u32) {
     if w < clusters { (w, 0) } else { ((w - clusters) / 2, 1 + (w - clusters) % 2) }
-}
-
-/// The worker sitting in lane `lane` of cluster `c` ([`seat`]'s inverse).
-pub const fn worker(c: u32, lane: u32, clusters: u32) -> u32 {
-    if lane == 0 { c } else { clusters + 2 * c + lane - 1 }
 }
 
 /// Whether lane `lane` of a cluster may be given work in a graph whose inbox classes are
@@ -323,6 +318,7 @@ pub fn ring_pushed<G: GmAtomic>(a: &G, l: &ResidentLayout, p: Pushed, all: bool,
 
 /// Publish task `t` (its fan-in reached zero): push each block to its inbox, then ring the
 /// clusters it went to and one idle cluster. `Err` when the state is corrupt.
+#[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
 pub fn make_ready<G: GmAtomic>(a: &G, l: &ResidentLayout, t: u32) -> Result<(), &'static str> {
     let p = push_ready(a, l, t)?;
     ring_pushed(a, l, p, true, ALL_CLASSES);
@@ -350,6 +346,7 @@ fn fanin_taken(before: u64) -> Result<bool, &'static str> {
 /// published `c`.
 /// The caller's outputs must be in memory before (a store barrier), so whoever takes `c`
 /// sees them.
+#[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
 pub fn release_consumer<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32) -> Result<bool, &'static str> {
     if take_fanin(a, l, c)? {
         make_ready(a, l, c)?;
@@ -409,6 +406,7 @@ pub fn post_completion<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32
 /// [`post_completion`], then ring the doorbell so a dispatcher sees the lane free. (A core that
 /// takes its cluster's token right after posting needs no ring: its own pass sees the lane;
 /// `serve` rings only when the token was taken.)
+#[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
 pub fn complete_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, g: u64) {
     post_completion(a, l, c, lane, g);
     ring(a, l, c);
@@ -418,6 +416,7 @@ pub fn complete_slot<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, lane: u32, 
 /// nothing more can be placed (see the module documentation); `dummy` completes a dummy
 /// entry taken on the way. Returns the lanes published, and leaves the cluster marked idle
 /// when a lane it could fill found nothing.
+#[cfg_attr(not(all(test, loom)), allow(dead_code))] // the loom models drive it
 pub fn dispatch<G: GmAtomic>(a: &G, l: &ResidentLayout, c: u32, dummy: impl FnMut(u64)) -> u8 {
     dispatch_with(a, l, (None, ALL_CLASSES), c, dummy)
 }

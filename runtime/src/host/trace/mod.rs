@@ -1,4 +1,4 @@
-//! Swimlane traces of a run: what the device recorded ([`crate::trace`]), collected after the
+//! Swimlane traces of a run: what the device recorded (`crate::trace`), collected after the
 //! run's fence into a [`Trace`], and exported as Chrome trace-event JSON (which Perfetto and
 //! `chrome://tracing` open; the document's types, which also read it back, are
 //! [`super::documents::chrome`]) or as an SVG swimlane (which a browser opens).

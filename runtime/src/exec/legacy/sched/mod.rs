@@ -25,7 +25,7 @@ use crate::lifecycle::{self, Fault};
 
 mod placement;
 
-pub use super::cond::{Decision, Sub, decide};
+pub use super::cond::{Sub, decide};
 
 #[derive(Copy, Clone)]
 struct CoreSlot {

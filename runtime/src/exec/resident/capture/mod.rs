@@ -21,3 +21,7 @@ pub mod boundary;
 pub mod lines;
 pub mod service;
 pub mod slot;
+
+/// Loom models of the capture rendezvous (`slot`, `lines`) (`--cfg loom`; see `crate::loom_support`).
+#[cfg(all(test, loom))]
+mod loom_tests;

@@ -17,7 +17,7 @@
 //! large or strided, holds the thread.
 //!
 //! The lane holds at most one open reservation: between steps it is suspended
-//! ([`Reservation::suspend`](crate::dump::Reservation::suspend)), which keeps every other
+//! ([`Reservation::suspend`](crate::dump::lane::Reservation::suspend)), which keeps every other
 //! reservation out ([`Blocked::ReservationOpen`](crate::dump::Blocked::ReservationOpen)) and the lane unpublished until it is resumed
 //! and committed or abandoned.
 
@@ -159,26 +159,11 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         }
     }
 
-    /// The workers this service answers.
-    pub fn workers(&self) -> impl Iterator<Item = u32> + '_ {
-        self.cores.iter().map(|s| s.w)
-    }
-
-    /// The lane (for its counters).
-    pub fn lane(&self) -> &GmLane<'a, A> {
-        &self.lane
-    }
-
     /// The word this thread sleeps on between steps and the value it was based on: its
     /// [`capture_header::ASKED`] counter as the last step read it (a request written since
     /// ends the wait at once).
     pub fn asked(&self) -> (GmAddr, u64) {
         self.asked
-    }
-
-    /// Whether a reservation is open (suspended between steps).
-    pub fn reservation_open(&self) -> bool {
-        self.open.is_some()
     }
 
     /// One bounded service step (see the module documentation). Returns whether it answered

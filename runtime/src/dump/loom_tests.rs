@@ -1,14 +1,14 @@
 //! Loom models of the args-dump lane (issue 14 item 8): the AICPU producer — the real
 //! [`GmLane`], driven through [`Dumper::capture`] or its resumable `try_begin` / `copy_chunk` /
 //! `commit` / `abandon` — against the host's collector over the lane's queues and counters, on
-//! the loom device of [`loom_hal`].
+//! the loom device of [`hal`](crate::loom_support::hal).
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p pto-runtime --release --features std,breakage --test loom_dump
+//!     cargo test -p pto-runtime --release --features std,breakage --lib dump::loom_tests
 //! ```
 //!
-//! Without `--cfg loom` this file compiles to nothing. Every model is one `#[test]` whose doc
+//! Without `--cfg loom` this module is not compiled. Every model is one `#[test]` whose doc
 //! comment states the invariant it checks; each prints its execution count and wall time.
 //!
 //! * **The host side is a transcription.** `host::dump::Collector` is crate-private and writes
@@ -38,25 +38,20 @@
 //! under `breakage::DUMP_TAIL_FIRST`; needs the `breakage` feature). The breakage switch is
 //! process-wide, so every test of this file runs under one lock ([`serial`]).
 //!
-//! What loom does not cover: see `tests/loom.rs` (no load buffering; partial-order reduction
+//! What loom does not cover: see `crate::loom_support` (no load buffering; partial-order reduction
 //! can miss interleavings, so every model runs under both spawn orders and tallies that each
 //! interesting outcome was reached; preemption-bounded models cover every interleaving with at
 //! most that many preemptions, and `LOOM_MAX_PREEMPTIONS` overrides every model's bound).
-#![cfg(loom)]
 
-#[allow(dead_code)]
-mod loom_hal;
-
-mod loom_harness;
-
+use crate::loom_support::prelude::*;
 use parking_lot::{Mutex, MutexGuard};
 
+use crate::dump::{Begin, Blocked, Capture, DumpLane, DumpLevel, DumpReservation, Dumper, GmLane};
+use crate::layout::{DUMP_MAGIC, DumpHeader, DumpLaneState, DumpLayout, DumpReady, DumpRecord, LaunchConfig};
+use crate::loom_support::hal::{Device, GM_BASE, LoomAicpu, RegOrder};
+use crate::loom_support::harness::{Tally, check};
 use loom::thread;
-use loom_hal::{Device, GM_BASE, LoomAicpu, RegOrder};
-use loom_harness::{Tally, check};
 use pto_hal::{GmAddr, GmAtomic, GmMemory};
-use pto_runtime::dump::{Begin, Blocked, Capture, DumpLane, DumpLevel, DumpReservation, Dumper, GmLane};
-use pto_runtime::layout::{DUMP_MAGIC, DumpHeader, DumpLaneState, DumpLayout, DumpReady, DumpRecord, LaunchConfig};
 use zerocopy::{FromZeros, IntoBytes};
 
 /// The run's epoch.
@@ -683,7 +678,7 @@ fn reproducer_host_frees_before_read() {
 fn reproducer_producer_stores_tail_first() {
     let _s = serial();
     let shape = Shape { buffers: 2, records: 1, arena: 64, captures: 3, elems: 1 };
-    let _broken = pto_runtime::breakage::activate(pto_runtime::breakage::DUMP_TAIL_FIRST);
+    let _broken = crate::breakage::activate(crate::breakage::DUMP_TAIL_FIRST);
     expect_found(
         "reproducer_producer_stores_tail_first",
         Some(4),

@@ -3,10 +3,10 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p pto-runtime --release --features std --test loom_trb
+//!     cargo test -p pto-runtime --release --features std --lib trb::loom_tests
 //! ```
 //!
-//! Without `--cfg loom` this file compiles to nothing. Under `--cfg loom` the ring's atomics are
+//! Without `--cfg loom` this module is not compiled. Under `--cfg loom` the ring's atomics are
 //! loom's (`crate::sync`), so the real [`wire`], [`release_guard`], [`complete`],
 //! [`Slot::release`] / [`Slot::try_retain`] and [`Cursor::advance`] / [`Cursor::allocate`] are
 //! what is checked. The orchestrator's side of a submission (`submit_task`: slot
@@ -33,26 +33,24 @@
 //! [`Transcribed`] runs the unbroken transcriptions through the models (it must pass), so a
 //! reproducer's failure comes from its one change, not from a transcription slip.
 //!
-//! What loom does not cover (see also `tests/loom.rs`): load buffering is not modelled; loom
+//! What loom does not cover (see also `crate::loom_support`): load buffering is not modelled; loom
 //! 0.7's partial-order reduction can miss some interleavings (tokio-rs/loom#392), so models are
 //! run under several spawn orders and tally that each interesting outcome is actually reached;
 //! a thread spinning with `yield_now` may be served a stale value for a while, so every wait
 //! here is bounded and what did not happen concurrently is finished after the join.
 //! Preemption-bounded models (marked) cover every interleaving with at most that many
 //! preemptions; `LOOM_MAX_PREEMPTIONS` overrides every model's bound.
-#![cfg(loom)]
 
-mod loom_harness;
-
+use crate::loom_support::harness::{Tally, check};
+use crate::loom_support::prelude::*;
+use crate::trb::ring::{
+    self, COMPLETED, CONSUMED, Cursor, Lack, PENDING, Ring, Slot, Wired, complete, edge_ref, edge_unref, handle,
+    release_guard, unhandle, wire,
+};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use loom::thread;
-use loom_harness::{Tally, check};
-use pto_runtime::trb::ring::{
-    self, COMPLETED, CONSUMED, Cursor, Lack, PENDING, Ring, Slot, Wired, complete, edge_ref, edge_unref, handle,
-    release_guard, unhandle, wire,
-};
 
 // ---------------------------------------------------------------------------------------------
 // Harness

@@ -22,6 +22,9 @@
 //! windows were closed (and how often), and which cores have left their teardown-gate wait.
 //! Every AICPU register access asserts that the core has not left yet.
 
+use super::prelude::*;
+use crate::layout::{DESC_MAGIC, LAYOUT_VERSION, LaunchConfig, LaunchDesc};
+use crate::lifecycle::RunMap;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 use pto_hal::{
@@ -29,8 +32,6 @@ use pto_hal::{
     GmAtomic, GmMemory, GmMemoryExt, HostCoherent, Kernel, KernelContext, KernelContextExt, KernelFault, KernelFn,
     Pause, Reg, Registers, Ticks,
 };
-use pto_runtime::layout::{DESC_MAGIC, LAYOUT_VERSION, LaunchConfig, LaunchDesc};
-use pto_runtime::lifecycle::RunMap;
 
 /// Address of the first GM word. Non-zero, so [`GmAddr::NULL`] is never inside GM.
 pub const GM_BASE: u64 = 0x1_0000;
@@ -86,7 +87,7 @@ impl GmPlan {
             watchdog_ticks: budgets.watchdog,
             exit_ticks: budgets.exit,
             core_wait_ticks: budgets.core_wait,
-            executor: pto_runtime::layout::executor_mode::LEGACY_GRAPH,
+            executor: crate::layout::executor_mode::LEGACY_GRAPH,
             ..LaunchConfig::default()
         };
         RunMap { desc: GmAddr(self.desc), cfg }

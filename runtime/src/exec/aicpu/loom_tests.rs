@@ -4,15 +4,15 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p pto-runtime --release --features std,breakage --test loom_counters
+//!     cargo test -p pto-runtime --release --features std,breakage --lib exec::aicpu::loom_tests
 //! ```
 //!
-//! Without `--cfg loom` this file compiles to nothing. Every model is one `#[test]` whose doc
+//! Without `--cfg loom` this module is not compiled. Every model is one `#[test]` whose doc
 //! comment states the invariant it checks.
 //!
 //! * **The code under test is the runtime's own**: [`share`] and [`Shared::depart`] (the launch
 //!   state), [`Base`] with [`Base::fail`], [`Completions::complete`] and [`all_done`]. Its atomics
-//!   are loom's under `--cfg loom` (`pto_runtime::sync`). The launch's scratch cell is the HAL's
+//!   are loom's under `--cfg loom` (`crate::sync`). The launch's scratch cell is the HAL's
 //!   `core` atomic pointer, which loom does not track: the threads other than the booting one
 //!   call `share` after a loom-visible flag says the state is published, standing for the
 //!   cell's release/acquire hand-over. The race between publication and attachment is
@@ -28,29 +28,24 @@
 //! switch (process-wide, so the tests of this file run under one lock): `Base::fail` raising
 //! `stop` before it latches the fault (`STOP_BEFORE_LATCH`), and the departure count
 //! decremented `Relaxed` with no `Acquire` fence before the free (`DEPART_RELAXED`).
-#![cfg(loom)]
 
-#[allow(dead_code)]
-mod loom_hal;
-
-mod loom_harness;
-
+use crate::loom_support::prelude::*;
 use parking_lot::{Mutex, MutexGuard};
 
+use crate::codes::{ErrorCode, SchedError, Site};
+use crate::exec::aicpu::shared_state::share;
+use crate::exec::aicpu::source::{Base, Completions, TaskInfo, TaskSource, all_done};
+use crate::layout::{Shape, offsets};
+use crate::lifecycle::{Fault, RunMap};
+use crate::loom_support::hal::{Budgets, Device, GmPlan, LoomAicpu, RegOrder, initial_gm, spin_until};
+use crate::loom_support::harness::check;
+#[cfg(feature = "breakage")]
+use crate::loom_support::harness::expect_found;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use loom::thread;
-use loom_hal::{Budgets, Device, GmPlan, LoomAicpu, RegOrder, initial_gm, spin_until};
-use loom_harness::check;
-#[cfg(feature = "breakage")]
-use loom_harness::expect_found;
 use pto_hal::{AicpuLaunch, GmAddr, GmAtomic};
-use pto_runtime::codes::{ErrorCode, SchedError, Site};
-use pto_runtime::exec::aicpu::shared_state::share;
-use pto_runtime::exec::aicpu::source::{Base, Completions, TaskInfo, TaskSource, all_done};
-use pto_runtime::layout::{Shape, offsets};
-use pto_runtime::lifecycle::{Fault, RunMap};
 
 /// The run's epoch.
 const EPOCH: u64 = 3;
@@ -87,7 +82,7 @@ struct Toy {
     /// Producers of task 2 not finished yet.
     fanin: AtomicU32,
     cells: Arc<Cells>,
-    blocks: [pto_runtime::sync::AtomicU32; 2],
+    blocks: [crate::sync::AtomicU32; 2],
 }
 
 // SAFETY: the `UnsafeCell`s in `cells` are loom's: every access goes through `with` /
@@ -125,10 +120,10 @@ impl TaskSource for Toy {
             sync_start: false,
         }
     }
-    fn next_block(&self, t: u32) -> &pto_runtime::sync::AtomicU32 {
+    fn next_block(&self, t: u32) -> &crate::sync::AtomicU32 {
         &self.blocks[t.min(1) as usize]
     }
-    fn subtasks_done(&self, t: u32) -> &pto_runtime::sync::AtomicU32 {
+    fn subtasks_done(&self, t: u32) -> &crate::sync::AtomicU32 {
         &self.blocks[t.min(1) as usize]
     }
     fn finish<A: pto_hal::AicpuAgent>(&self, _a: &A, t: u32, ready: &mut Vec<u32>) {
@@ -168,7 +163,7 @@ fn launch_model(fail_thread: Option<u32>) -> (Arc<Device>, RunMap, Arc<Cells>) {
                         base: Base::new(&a, map, [4; Shape::QUEUED]),
                         fanin: AtomicU32::new(2),
                         cells: cells.clone(),
-                        blocks: [pto_runtime::sync::AtomicU32::new(0), pto_runtime::sync::AtomicU32::new(0)],
+                        blocks: [crate::sync::AtomicU32::new(0), crate::sync::AtomicU32::new(0)],
                     })
                 };
                 // The hand-over itself goes through the HAL's scratch cell, a `core` atomic
@@ -264,7 +259,7 @@ fn reproducer_stop_before_latch() {
     expect_found(
         "reproducer_stop_before_latch",
         None,
-        pto_runtime::breakage::STOP_BEFORE_LATCH,
+        crate::breakage::STOP_BEFORE_LATCH,
         &["stopped with no fault latched", "stopped before the fault's record was complete", "assertion"],
         || {
             launch_model(Some(1));
@@ -282,7 +277,7 @@ fn reproducer_depart_relaxed() {
     expect_found(
         "reproducer_depart_relaxed",
         None,
-        pto_runtime::breakage::DEPART_RELAXED,
+        crate::breakage::DEPART_RELAXED,
         &["Causality violation", "causality", "freed before"],
         || {
             launch_model(None);

@@ -1,17 +1,17 @@
 //! Loom models of the resident route's argument-capture rendezvous (`docs/args-dump.md`, "The
 //! resident route": the guarantees numbered 3–6 there): the slot's step functions from
-//! `pto_runtime::exec::resident::capture::{slot, lines}` (`claim`, `arrive`, `publisher`, `publisher_word`,
+//! `crate::exec::resident::capture::{slot, lines}` (`claim`, `arrive`, `publisher`, `publisher_word`,
 //! `leave`, `departed`, `read_ack`, `write_request`, `ask`; on the AICPU's side `read_request`,
-//! `look_asked`, `write_ack`) driven by loom threads as the cores and the service drive them, over the loom device of [`loom_hal`] (every slot, request and acknowledgement word a
+//! `look_asked`, `write_ack`) driven by loom threads as the cores and the service drive them, over the loom device of [`hal`](crate::loom_support::hal) (every slot, request and acknowledgement word a
 //! loom atomic, as `GmAtomic` defines it), and the real [`GmLane`] for the lane's one open
 //! reservation.
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p pto-runtime --release --features std,breakage --test loom_capture -- --test-threads=1
+//!     cargo test -p pto-runtime --release --features std,breakage --lib exec::resident::capture::loom_tests -- --test-threads=1
 //! ```
 //!
-//! Without `--cfg loom` this file compiles to nothing. Every model is one `#[test]` whose doc
+//! Without `--cfg loom` this module is not compiled. Every model is one `#[test]` whose doc
 //! comment states the invariant it checks; each prints its execution count and wall time.
 //!
 //! Models:
@@ -49,7 +49,7 @@
 //!   the counter) is re-stated. Every phase is answered SEALED at once (the task records
 //!   nothing).
 //! * **The host side of the lane** is [`collector`], a cut-down transcription of
-//!   `host::dump::Collector` (as in `tests/loom_dump.rs`): drain the ready queue, read the
+//!   `host::dump::Collector` (as in `dump::loom_tests`): drain the ready queue, read the
 //!   records and payloads, give the buffer back, acknowledge the payload bytes.
 //!
 //! **Reproducers** run a model with one breakage switch on (process-wide, so the tests of this
@@ -59,39 +59,34 @@
 //! `GmLane::try_begin` and `publish`), `CAPTURE_ACK_TICK_KEPT` (in `write_ack`) and
 //! `CAPTURE_ASKED_JUMP_AS_ONE` (in `look_asked`).
 //!
-//! What loom does not cover: see `tests/loom.rs` (no load buffering; preemption-bounded models
+//! What loom does not cover: see `crate::loom_support` (no load buffering; preemption-bounded models
 //! cover every interleaving with at most that many preemptions, and `LOOM_MAX_PREEMPTIONS`
 //! overrides every model's bound). The tallies assert that each interesting outcome was
 //! reached, so a model that silently lost coverage fails.
-#![cfg(loom)]
-
-#[allow(dead_code)]
-mod loom_hal;
 
 // The shared harness counts executions and outcomes with std atomics, invisible to loom on
 // purpose (`runtime/clippy.toml` forbids them elsewhere).
 #[allow(clippy::disallowed_types, reason = "the harness's tallies must not be loom objects")]
-mod loom_harness;
-
+use crate::loom_support::prelude::*;
 use parking_lot::{Mutex, MutexGuard};
 
-use loom::sync::Arc;
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use loom::thread;
-use loom_hal::{Device, GM_BASE, LoomAicpu, LoomCore, RegOrder};
-#[cfg(feature = "breakage")]
-use loom_harness::expect_found;
-use loom_harness::{Tally, check};
-use pto_hal::{GmAddr, GmAtomic, GmMemory};
-use pto_runtime::dump::{Begin, Blocked, Capture, DumpLane, DumpLevel, DumpReservation, GmLane};
-use pto_runtime::exec::resident::capture::lines::{
+use crate::dump::{Begin, Blocked, Capture, DumpLane, DumpLevel, DumpReservation, GmLane};
+use crate::exec::resident::capture::lines::{
     Ack, Asked, Request, ask, look_asked, read_ack, read_request, write_ack, write_request,
 };
-use pto_runtime::exec::resident::capture::slot::{Claim, arrive, claim, departed, leave, publisher, publisher_word};
-use pto_runtime::layout::{
+use crate::exec::resident::capture::slot::{Claim, arrive, claim, departed, leave, publisher, publisher_word};
+use crate::layout::{
     CaptureLayout, DUMP_MAGIC, DumpHeader, DumpLayout, DumpReady, DumpRecord, capture_ack, capture_header,
     capture_phase, capture_request, capture_slot, capture_status,
 };
+use crate::loom_support::hal::{Device, GM_BASE, LoomAicpu, LoomCore, RegOrder};
+#[cfg(feature = "breakage")]
+use crate::loom_support::harness::expect_found;
+use crate::loom_support::harness::{Tally, check};
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::thread;
+use pto_hal::{GmAddr, GmAtomic, GmMemory};
 use zerocopy::{FromZeros, IntoBytes};
 
 /// The run's epoch.
@@ -327,7 +322,7 @@ fn reproducer_03_late_claimer_from_claiming() {
     expect_found(
         "reproducer_03_late_claimer_from_claiming",
         Some(2),
-        pto_runtime::breakage::CAPTURE_CLAIM_FROM_CLAIMING,
+        crate::breakage::CAPTURE_CLAIM_FROM_CLAIMING,
         &["a second initialiser", "an arrival bit was lost"],
         || {
             claim_model(2, false);
@@ -424,7 +419,7 @@ impl Seat {
                     named = publisher(a, slot(), phase);
                 }
                 if let Some((p, seq)) = named {
-                    let want = if pto_runtime::breakage::broken(pto_runtime::breakage::CAPTURE_PEER_OWN_SEQ) {
+                    let want = if crate::breakage::broken(crate::breakage::CAPTURE_PEER_OWN_SEQ) {
                         // BROKEN (`Boundary::follow` under CAPTURE_PEER_OWN_SEQ): the peer's own
                         // counter proves nothing about this phase.
                         self.seq % 0xFFFF_FFFF + 1
@@ -633,7 +628,7 @@ fn reproducer_04_peer_matches_its_own_counter() {
     expect_found(
         "reproducer_04_peer_matches_its_own_counter",
         Some(1),
-        pto_runtime::breakage::CAPTURE_PEER_OWN_SEQ,
+        crate::breakage::CAPTURE_PEER_OWN_SEQ,
         &["the other phase's sequence", "never accepted the seal"],
         || {
             split_model(Some(1));
@@ -698,7 +693,7 @@ fn reproducer_acknowledgement_read_torn() {
     expect_found(
         "reproducer_acknowledgement_read_torn",
         Some(3),
-        pto_runtime::breakage::CAPTURE_ACK_TICK_KEPT,
+        crate::breakage::CAPTURE_ACK_TICK_KEPT,
         &["a torn acknowledgement"],
         || {
             ack_model();
@@ -797,7 +792,7 @@ fn reproducer_asked_jump_taken_for_one_ask() {
     expect_found(
         "reproducer_asked_jump_taken_for_one_ask",
         Some(3),
-        pto_runtime::breakage::CAPTURE_ASKED_JUMP_AS_ONE,
+        crate::breakage::CAPTURE_ASKED_JUMP_AS_ONE,
         &["was never read"],
         || {
             asked_model();
@@ -918,7 +913,7 @@ fn reproducer_05_settled_before_last_release() {
     expect_found(
         "reproducer_05_settled_before_last_release",
         None,
-        pto_runtime::breakage::CAPTURE_SETTLE_FIRST,
+        crate::breakage::CAPTURE_SETTLE_FIRST,
         &["settled before every participant left", "still inside", "exactly one last departure", "ack line reused"],
         || {
             departure_model(2);
@@ -1154,7 +1149,7 @@ fn reproducer_06_two_open_reservations() {
     expect_found(
         "reproducer_06_two_open_reservations",
         None,
-        pto_runtime::breakage::CAPTURE_TWO_RESERVATIONS,
+        crate::breakage::CAPTURE_TWO_RESERVATIONS,
         &["published while a reservation was open", "a second reservation began"],
         reservation_model,
     );

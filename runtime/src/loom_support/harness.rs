@@ -1,6 +1,7 @@
 //! What every loom model file shares: running a model with an optional preemption bound, and
 //! tallying which outcomes a model reached (so a model that silently lost coverage fails).
 
+use super::prelude::*;
 use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::sync::atomic::Ordering as StdOrdering;
 use std::time::Instant;
@@ -59,7 +60,7 @@ impl Tally {
 #[cfg(feature = "breakage")]
 #[allow(dead_code)]
 pub fn expect_found(name: &str, bound: Option<usize>, bits: u64, what: &[&str], f: impl Fn() + Sync + Send + 'static) {
-    let _broken = pto_runtime::breakage::activate(bits);
+    let _broken = crate::breakage::activate(bits);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(name, bound, f)));
     let Err(e) = r else { panic!("{name}: loom did not find the bug") };
     let msg =

@@ -1,18 +1,18 @@
 //! Loom models of the resident executor's scheduler state, driving the runtime's own functions
-//! from `pto_runtime::exec::resident::state` (`take`, `take_any`, `push`, `make_ready`,
+//! from `crate::exec::resident::state` (`take`, `take_any`, `push`, `make_ready`,
 //! `release_consumer`, `finish`, `publish_slot`, `poll_slot`, `complete_slot`, `lane_free`,
 //! `dispatch`, `wake_idle`; `ring` and `set_idle` through them) over the loom device of
-//! [`loom_hal`] (every state word a loom atomic, as `GmAtomic` defines it). The state is written by [`state`], a
+//! [`hal`](crate::loom_support::hal) (every state word a loom atomic, as `GmAtomic` defines it). The state is written by [`state`], a
 //! small builder that lays out the inbox directory (capacity and first entry of every
 //! cluster's inbox of every class), each task's fan-in, subtask count and home word, and the
 //! entries of the tasks that start in an inbox, as the host's `initial_state` does.
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test -p pto-runtime --release --features std,breakage --test loom_resident
+//!     cargo test -p pto-runtime --release --features std,breakage --lib exec::resident::loom_tests
 //! ```
 //!
-//! Without `--cfg loom` this file compiles to nothing. Every model is one `#[test]` whose doc
+//! Without `--cfg loom` this module is not compiled. Every model is one `#[test]` whose doc
 //! comment states the invariant it checks; each prints its execution count and wall time.
 //!
 //! Models:
@@ -47,34 +47,29 @@
 //! image and the kernels (plain data, covered by the simulator's faithful cache model in
 //! `testkits/breakage-suites/tests/coherence.rs` and `tests/resident.rs`), dummies and multi-block tasks, the
 //! `completed` count and `supervise`'s watchdog, the DMB EXIT and the fault latch, and the
-//! teardown, which is the legacy executor's own (`tests/loom.rs`, with the resident-relevant
+//! teardown, which is the legacy executor's own (`lifecycle::loom_tests`, with the resident-relevant
 //! `retire_ignores_the_release_a_previous_run_left` and its reproducer `GATE_ANY_EPOCH`). The lane's wait and the
 //! idle core's sleep are yielding loops (loom's `wait_for_word` is a yield).
-#![cfg(loom)]
 
-#[allow(dead_code)]
-mod loom_hal;
-
-mod loom_harness;
-
+use crate::loom_support::prelude::*;
 use parking_lot::{Mutex, MutexGuard};
 
-use loom::sync::Arc;
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use loom::thread;
-use loom_hal::{Device, GM_BASE, GmPlan, LoomCore, RegOrder, spin_until};
-#[cfg(feature = "breakage")]
-use loom_harness::expect_found;
-use loom_harness::{Tally, check};
-use pto_hal::{Barriers, GmAddr, GmAtomic, GmMemoryExt};
-use pto_runtime::exec::resident::state::{
+use crate::exec::resident::state::{
     Take, complete_slot, dispatch, finish, lane_free, make_ready, poll_slot, publish_slot, push, release_consumer,
     take, take_any,
 };
-use pto_runtime::layout::{
+use crate::layout::{
     ENTRY_DUMMY, ENTRY_GANG, HOME_DUMMY, ResidentLayout, entry_task_block, entry_word, home_fields, home_word,
     inbox_class,
 };
+use crate::loom_support::hal::{Device, GM_BASE, GmPlan, LoomCore, RegOrder, spin_until};
+#[cfg(feature = "breakage")]
+use crate::loom_support::harness::expect_found;
+use crate::loom_support::harness::{Tally, check};
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::thread;
+use pto_hal::{Barriers, GmAddr, GmAtomic, GmMemoryExt};
 
 /// Every test of this file holds this lock: the breakage switch is process-wide.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -343,7 +338,7 @@ fn reproducer_take_unpublished_entry() {
     expect_found(
         "reproducer_take_unpublished_entry",
         Some(3),
-        pto_runtime::breakage::RESIDENT_TAKE_UNPUBLISHED,
+        crate::breakage::RESIDENT_TAKE_UNPUBLISHED,
         &["names no released task", "task 2 ran before"],
         || fan_in_model(Tally::new(2)),
     );
@@ -359,7 +354,7 @@ fn reproducer_release_split_decrement() {
     expect_found(
         "reproducer_release_split_decrement",
         Some(3),
-        pto_runtime::breakage::RESIDENT_RELEASE_SPLIT,
+        crate::breakage::RESIDENT_RELEASE_SPLIT,
         &["never published", "more than once", "fan-in count ends at zero"],
         || fan_in_model(Tally::new(2)),
     );
@@ -408,7 +403,7 @@ fn reproducer_unstock_without_a_second_look() {
     expect_found(
         "reproducer_unstock_without_a_second_look",
         Some(3),
-        pto_runtime::breakage::UNSTOCK_NO_SECOND_LOOK,
+        crate::breakage::UNSTOCK_NO_SECOND_LOOK,
         &["lost mark"],
         stocked_model,
     );
@@ -496,7 +491,7 @@ fn reproducer_slot_generation_before_entry() {
     expect_found(
         "reproducer_slot_generation_before_entry",
         Some(3),
-        pto_runtime::breakage::SLOT_GEN_BEFORE_ENTRY,
+        crate::breakage::SLOT_GEN_BEFORE_ENTRY,
         &["a stale or wrong entry"],
         slot_model,
     );
@@ -519,7 +514,7 @@ enum Look {
 /// found, wait on the value read. With `breakage::WAKE_SEEN_LATE`, as `serve`'s broken variant
 /// does it: the doorbell is read after the look.
 fn look_for_work(a: &LoomCore, l: &ResidentLayout, c: u32) -> Look {
-    let late = pto_runtime::breakage::broken(pto_runtime::breakage::WAKE_SEEN_LATE);
+    let late = crate::breakage::broken(crate::breakage::WAKE_SEEN_LATE);
     // Read before looking for work: a ring after this read ends the wait at once.
     let mut bell = if late { 0 } else { a.query(GmAddr(l.doorbell(c))) };
     if let Some(e) = take_any(a, l, c, inbox_class::AIV) {
@@ -630,7 +625,7 @@ fn resident_idle_cluster_is_woken_to_steal() {
 #[test]
 fn reproducer_wake_seen_late() {
     let _s = serial();
-    expect_found("reproducer_wake_seen_late", Some(3), pto_runtime::breakage::WAKE_SEEN_LATE, &["lost wakeup"], || {
+    expect_found("reproducer_wake_seen_late", Some(3), crate::breakage::WAKE_SEEN_LATE, &["lost wakeup"], || {
         wake_model(1, 0, 0, Tally::new(2))
     });
 }
