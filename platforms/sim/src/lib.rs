@@ -48,7 +48,7 @@ mod violation;
 pub use agent::{MAX_CLUSTERS, SimAicpu, SimCore, SimDelay};
 pub use config::{AicpuWritePolicy, CacheModel, SimConfig, with_engine};
 pub use device::{DROP_JOIN_BUDGET, SimDevice, detached_threads};
-pub use engine::{Schedule, ScheduleReport, SimEngine, Strategy, SwitchPoint};
+pub use engine::{EXPLORE_SEEDS, Schedule, ScheduleReport, SimEngine, Strategy, SwitchPoint};
 pub use error::SimError;
 pub use faithful::CLOCK_LIMIT;
 pub use gm::GM_BASE;

@@ -4,7 +4,8 @@
 //! schedule has to find them. The correct runtime passes the same seeds.
 //!
 //! Each variant states how many seeds of a PCT exploration it needs at most (`FOUND_WITHIN`)
-//! and prints on how many of its seeds it was caught.
+//! and prints on how many of its seeds it was caught; `pto explore`'s default strategy must find
+//! every variant within its default seed count.
 //!
 //! Breakage is process-wide: every test takes `SERIAL` first.
 
@@ -164,6 +165,31 @@ fn two_blocks_on_one_line_on_the_resident_executor_are_found() {
     let first = bad.first().unwrap_or_else(|| panic!("not caught on any of {SEEDS} seeds"));
     assert!(first.0 < 8, "first caught on seed {}", first.0);
     assert!(first.1.contains("coherence"), "{}", first.1);
+}
+
+/// Writes 8 floats of its output (a view of 8), each 1.
+fn k_eight(k: &mut dyn KernelContext) {
+    for j in 0..8 {
+        k.set(0, &[j], 1.0f32);
+    }
+}
+
+/// Two independent one-block tasks on the resident executor, each writing 8 floats at
+/// `stride * task` of one tensor: with stride 8 they write the two halves of one line (a user
+/// bug the faithful model reports when they run on two cores at once); with 16 a line apart.
+fn two_tasks(seed: u64, s: Strategy, stride: u32) -> Outcome {
+    let dev = open::<SimA2a3, _>(seed, s, true);
+    let f = dev.register_kernel("eight", CoreType::Aiv, k_eight).unwrap();
+    let out = dev.alloc::<f32>(&[32]).unwrap();
+    let g = dev
+        .build(|g| {
+            for t in 0..2 {
+                g.submit(Task::aiv(f).output(&out.tensor().view(&[t * stride], &[8])?))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    outcome(dev.run_with(&g, &RunConfig::default().with_executor(pto::Executor::Resident)))
 }
 
 /// The args capture's peers do not wait for the input capture's seal
@@ -373,5 +399,105 @@ fn catch_rates() {
             let hit: Vec<u64> = (0..n).filter(|&seed| fanin(&open::<SimA2a3, _>(seed, s, false)).is_err()).collect();
             println!("{name}: host threads {os}/{n}; {} {}/{n} {hit:?}", s.name(), hit.len());
         }
+    }
+}
+
+/// One variant of the exploration suite: its name, its switch (0 for a user bug), its scene,
+/// and the scene's correct form (the same scene for a switch, run without it).
+struct Variant {
+    name: &'static str,
+    bits: u64,
+    scene: fn(u64, Strategy) -> Outcome,
+    fixed: fn(u64, Strategy) -> Outcome,
+}
+
+/// Every variant this file explores.
+fn variants() -> Vec<Variant> {
+    fn split(seed: u64, s: Strategy) -> Outcome {
+        fanin(&open::<SimA2a3, _>(seed, s, false))
+    }
+    fn legacy_rows(seed: u64, s: Strategy) -> Outcome {
+        let dev = open::<SimA2a3, _>(seed, s, true);
+        let (_y, g) = rows(&dev, 8);
+        outcome(dev.run_with(&g, &RunConfig::default().with_executor(pto::Executor::Legacy)))
+    }
+    fn two_rows(seed: u64, s: Strategy) -> Outcome {
+        let dev = open::<SimA2a3, _>(seed, s, true);
+        let (_y, g) = rows(&dev, 2);
+        outcome(dev.run(&g))
+    }
+    fn capture(seed: u64, s: Strategy) -> Outcome {
+        capture_scene(&open::<SimA5, _>(seed, s, false), seed)
+    }
+    let switch = |name, bits, scene| Variant { name, bits, scene, fixed: scene };
+    vec![
+        switch("RESIDENT_RELEASE_SPLIT", breakage::RESIDENT_RELEASE_SPLIT, split),
+        switch("FIN_BEFORE_PUBLISH, resident", breakage::FIN_BEFORE_PUBLISH, resident_chain),
+        switch("FIN_BEFORE_PUBLISH, legacy", breakage::FIN_BEFORE_PUBLISH, legacy_rows),
+        switch("SHARED_HANDSHAKE_LINE", breakage::SHARED_HANDSHAKE_LINE, two_rows),
+        Variant {
+            name: "two blocks on one line",
+            bits: 0,
+            scene: |seed, s| halves(seed, s, 8),
+            fixed: |seed, s| halves(seed, s, 16),
+        },
+        Variant {
+            name: "two tasks on one line",
+            bits: 0,
+            scene: |seed, s| two_tasks(seed, s, 8),
+            fixed: |seed, s| two_tasks(seed, s, 16),
+        },
+        switch("CAPTURE_PEERS_SKIP_SEAL", breakage::CAPTURE_PEERS_SKIP_SEAL, capture),
+    ]
+}
+
+/// `pto explore`'s default strategy ([`Strategy::EXPLORE_DEFAULT`]) finds every variant of this
+/// file within its default seed count ([`pto_sim::EXPLORE_SEEDS`]), and the correct form of each
+/// passes every seed up to the one that caught it. The two independent tasks writing one line
+/// and the split fan-in release are the ones PCT (the default until 2026-12-07) did not find:
+/// PCT of depth 3 first caught the two tasks at seed 157.
+#[test]
+fn the_default_exploration_finds_every_variant() {
+    let _s = serial();
+    let s = Strategy::EXPLORE_DEFAULT;
+    for v in variants() {
+        let caught = {
+            let _b = breakage::activate(v.bits | breakage::UNFORCED);
+            (0..pto_sim::EXPLORE_SEEDS).find_map(|seed| (v.scene)(seed, s).err().map(|e| (seed, e)))
+        };
+        let Some((first, e)) = caught else {
+            panic!("{}: not found by {s:?} in {} seeds", v.name, pto_sim::EXPLORE_SEEDS)
+        };
+        println!("{}: first caught by {s:?} on seed {first}: {e}", v.name);
+        for seed in 0..=first {
+            assert_eq!((v.fixed)(seed, s), Ok(()), "{}: the correct form failed on seed {seed}", v.name);
+        }
+    }
+}
+
+/// Measurement, not a check (ignored; `cargo test -p pto-breakage-suites --test explore
+/// strategy_rates -- --ignored --nocapture`): on which of 24 seeds each variant of
+/// [`variants`] is caught by random and by PCT of depth 1 to 4 (`PTO_RATES_ONLY=TEXT` keeps the
+/// variants whose name contains `TEXT`).
+#[test]
+#[ignore]
+fn strategy_rates() {
+    let _s = serial();
+    let n = 24u64;
+    let only = std::env::var("PTO_RATES_ONLY").ok();
+    for v in variants() {
+        if only.as_deref().is_some_and(|o| !v.name.contains(o)) {
+            continue;
+        }
+        let _a = breakage::activate(v.bits | breakage::UNFORCED);
+        let mut line = format!("{}:", v.name);
+        for s in
+            [Strategy::Random, Strategy::Pct { depth: 1 }, Strategy::Pct { depth: 2 }, PCT, Strategy::Pct { depth: 4 }]
+        {
+            let t = std::time::Instant::now();
+            let hit: Vec<u64> = (0..n).filter(|&seed| (v.scene)(seed, s).is_err()).collect();
+            line += &format!(" {s:?} {}/{n} {hit:?} ({:.0} s);", hit.len(), t.elapsed().as_secs_f64());
+        }
+        println!("{line}");
     }
 }

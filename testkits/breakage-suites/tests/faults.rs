@@ -10,6 +10,10 @@
 //! consumers, with the interleaving forced in which nobody looks at the latch until the graph
 //! drained), is caught in every repetition: the `reproducer_*` tests assert that it is.
 //!
+//! The cores' own error exits leave through the teardown gate too: cores that give up waiting
+//! for work are released, and the device stays usable (`breakage::ERROR_EXIT_SKIPS_GATE`, the
+//! old exits, is caught every time).
+//!
 //! Every test takes [`SERIAL`] first: the counters and the breakage switch are process-wide.
 
 use std::collections::BTreeSet;
@@ -420,4 +424,71 @@ fn reproducer_waiting_for_a_hung_core_is_caught() {
         took >= std::time::Duration::from_millis(5_000),
         "the variant reported the hung kernel after {took:?}: within the bound the check allows, so the check would not catch it"
     );
+}
+
+/// Sleeps scalar 0 milliseconds of host time before it submits anything (its scene runs on the
+/// host's threads, where that is device time too), then submits one [`k_mark`] task (func in
+/// scalar 1).
+fn orch_late(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    std::thread::sleep(std::time::Duration::from_millis(a.s(0)?));
+    o.submit(Task::aiv(FuncId(a.s(1)? as u16)).scalar(0))?;
+    Ok(())
+}
+
+/// A core's error exit passes its teardown gate: an orchestration that submits nothing for
+/// longer than the cores' wait budget (the device-side runtime's schedulers keep no stall
+/// watchdog while the graph's size is unknown) makes the idle legacy cores give up
+/// (`SCHEDULER_TIMEOUT` at the core-idle site). Each still writes EXITED and waits at its gate,
+/// so the AICPU releases it and the device stays usable: the next run passes. Under
+/// `breakage::ERROR_EXIT_SKIPS_GATE` (the old error exits, which returned before EXITED) the
+/// AICPU abandons every core that gave up, the host finds cores unreleased and marks the device
+/// unusable, and the next run fails: `reproducer_an_error_exit_that_skips_the_gate_is_caught`
+/// asserts it does every time.
+#[test]
+fn a_core_that_gives_up_still_passes_its_teardown_gate() {
+    let _s = serial();
+    for rep in 0..3 {
+        let next = late_orchestration_then_a_run();
+        assert!(next.is_ok(), "repetition {rep}: the run after the cores gave up failed: {next:?}");
+    }
+}
+
+/// `breakage::ERROR_EXIT_SKIPS_GATE` is caught by [`a_core_that_gives_up_still_passes_its_teardown_gate`]
+/// every time: the device is unusable after the cores gave up.
+#[test]
+fn reproducer_an_error_exit_that_skips_the_gate_is_caught() {
+    let _s = serial();
+    let _b = breakage::activate(breakage::ERROR_EXIT_SKIPS_GATE);
+    for rep in 0..3 {
+        match late_orchestration_then_a_run() {
+            Err(Error::Unusable(why)) => assert!(why.contains("unreleased"), "repetition {rep}: {why}"),
+            other => panic!("repetition {rep}: expected the device unusable, got {other:?}"),
+        }
+    }
+}
+
+/// On a fresh device (the host's threads, whatever `PTO_SIM_SCHEDULE` says: the orchestration's
+/// sleep must pass in device time), with a core budget of 2 × 20 + 20 = 60 ms: the device-side
+/// runtime runs [`orch_late`] sleeping 300 ms, which must fail with the idle cores' timeout;
+/// then what building and running a host-built one-task graph on the same device returns.
+fn late_orchestration_then_a_run() -> Result<RunReport, Error> {
+    use pto::board::{Board, Selected};
+    use pto::runtime::codes::SchedError;
+    use pto::runtime::host::Timeouts;
+    let raw = pto_sim::with_engine(None, Some(pto_sim::Schedule::Os), Selected::open).expect("open the selected board");
+    let dev: Device =
+        pto::runtime::host::Device::new_in_process(raw, Timeouts::new(20_000, 20_000, 30_000_000)).expect("device");
+    let mark = dev.register_kernel("mark", CoreType::Aiv, k_mark).unwrap();
+    let late = dev.register_orchestration("late", orch_late).unwrap();
+    let args = OrchArgs::new().scalar(300).scalar(mark.0 as u64);
+    let trb = RunConfig::default().with_runtime(RuntimeKind::TensormapRing);
+    match dev.run_program(&late, &args, &trb) {
+        Err(Error::Device(d)) => {
+            assert_eq!(d.code, ErrorCode::Sched(SchedError::SchedulerTimeout), "{d}");
+            assert_eq!(d.site, Site::CoreIdle, "{d}");
+        }
+        other => panic!("expected the idle cores' timeout, got {other:?}"),
+    }
+    let g = dev.build(|g| g.submit(Task::aiv(mark).scalar(0)).map(|_| ()))?;
+    dev.run(&g)
 }

@@ -23,7 +23,7 @@ mod timers;
 
 use std::time::Duration;
 
-pub use strategy::Strategy;
+pub use strategy::{EXPLORE_SEEDS, Strategy};
 
 use crate::error::SimError;
 
