@@ -329,6 +329,22 @@ pub struct Mark {
     pub dep_end: u64,
     /// Scope instance the task belongs to.
     pub scope: u32,
+    /// What the task allocated, when it is a scope allocation's record.
+    pub alloc: Option<RingAlloc>,
+}
+
+/// A scope allocation as its record holds it: what every tensor naming the record as its
+/// owner must agree with (so no view reaches memory the allocation does not own).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RingAlloc {
+    /// The buffer id handed out with it.
+    pub id: u64,
+    /// Its address in the ring's heap.
+    pub addr: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its element type.
+    pub dtype: crate::graph::DType,
 }
 
 /// Which resource a ring lacks.
@@ -434,8 +450,18 @@ impl Cursor {
         let local = self.current;
         self.current = self.current.wrapping_add(1);
         let idx = (local & (self.window - 1)) as usize;
-        self.marks[idx] = Mark { heap_end: self.heap_top, dep_end: self.dep_top, scope };
+        self.marks[idx] = Mark { heap_end: self.heap_top, dep_end: self.dep_top, scope, alloc: None };
         (local, off, first_edge)
+    }
+
+    /// Record that live task `local` is the record of allocation `alloc`.
+    pub fn note_allocation(&mut self, local: u32, alloc: RingAlloc) {
+        self.marks[(local & (self.window - 1)) as usize].alloc = Some(alloc);
+    }
+
+    /// The allocation live task `local` records, if it is an allocation record.
+    pub fn allocation(&self, local: u32) -> Option<RingAlloc> {
+        self.marks[(local & (self.window - 1)) as usize].alloc
     }
 
     /// The scope instance of the oldest live task.
