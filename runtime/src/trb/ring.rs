@@ -52,6 +52,27 @@ pub const fn untask_id(id: u32) -> (usize, u32) {
     ((id >> ID_LOCAL_BITS) as usize, id & ((1 << ID_LOCAL_BITS) - 1))
 }
 
+/// AICPU memory one ring's task window and dependency pool may take together (256 MiB): what
+/// the simulated AICPU (host heap) and a board's AICPU memory hold for four rings with room to
+/// spare. A configuration over it is refused by the host before launch and by the device when
+/// it loads the image (a window of 2^28 slots would ask for tens of GiB).
+pub const AICPU_RING_BUDGET: u64 = 256 << 20;
+
+/// AICPU bytes one task-window slot costs: its [`Slot`], the orchestrator's [`Mark`], and its
+/// entries in every ready queue (sized from the windows, rounded up to a power of two, so up to
+/// twice one entry per queue).
+pub const SLOT_BYTES: u64 = (core::mem::size_of::<Slot>() + core::mem::size_of::<Mark>()) as u64
+    + 2 * crate::layout::Shape::QUEUED as u64 * crate::exec::aicpu::queue::ENTRY_BYTES;
+
+/// AICPU bytes one dependency-pool entry costs (one [`Edge`]).
+pub const EDGE_BYTES: u64 = core::mem::size_of::<Edge>() as u64;
+
+/// AICPU bytes a ring of `window` slots and `dep_pool` edges takes (at most
+/// [`AICPU_RING_BUDGET`] for a ring that is accepted).
+pub const fn aicpu_bytes(window: u32, dep_pool: u32) -> u64 {
+    window as u64 * SLOT_BYTES + dep_pool as u64 * EDGE_BYTES
+}
+
 /// One task-window slot.
 pub struct Slot {
     /// Local id of the task occupying the slot.
