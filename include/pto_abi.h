@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #define PTO_LAYOUT_VERSION 2
+#define PTO_NATIVE_ABI_VERSION 1
 #define PTO_DESC_MAGIC 0x314f5450u
 #define PTO_RUNTIME_HBG 0
 #define PTO_RUNTIME_TRB 1

@@ -27,6 +27,18 @@
 #define PTO_KERNEL __attribute__((visibility("default")))
 #endif
 
+/* The ABI marker: every object built with this header defines `pto_abi_version` (weak, so
+ * several translation units of one object may), and the loader refuses an object that does not
+ * define it, or defines another version, before it calls anything in it. */
+#ifdef __cplusplus
+/* `extern` keeps the C++ constant external (a namespace-scope const is internal otherwise). */
+extern "C" {
+__attribute__((weak, used, visibility("default"))) extern const uint32_t pto_abi_version = PTO_NATIVE_ABI_VERSION;
+}
+#else
+__attribute__((weak, used, visibility("default"))) const uint32_t pto_abi_version = PTO_NATIVE_ABI_VERSION;
+#endif
+
 /* Element types, in the reference's numbering (pto_tensor.dtype). */
 enum { PTO_FLOAT32 = 0, PTO_FLOAT16 = 1, PTO_INT32 = 2, PTO_INT16 = 3, PTO_INT8 = 4, PTO_UINT8 = 5,
        PTO_BFLOAT16 = 6, PTO_INT64 = 7, PTO_UINT64 = 8, PTO_DTYPE_OTHER = 255 };

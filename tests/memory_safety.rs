@@ -626,3 +626,105 @@ fn a_kernel_slower_than_the_watchdog_is_reported_in_time_and_the_device_recovers
     drop(graph);
     assert_eq!(dev.deferred_frees(), 0);
 }
+
+// Trust, round four: a runtime-allocated tensor is checked by its extent and address, not only
+// by its identity.
+
+/// Widens a heap tensor of 16 elements to 4 MiB (1 << 20 elements).
+fn widen(t: &mut Tensor) {
+    t.buffer.bytes = 4 << 20;
+    t.shape[0] = 1 << 20;
+}
+
+/// Moves a heap tensor to an offset that wraps below the heap's base.
+fn wrap(t: &mut Tensor) {
+    t.buffer.placement = pto::runtime::graph::Placement::Heap(u64::MAX - 63);
+}
+
+/// A heap tensor whose fields were altered (widened, or placed at an offset that wraps) is
+/// refused by name when it is submitted, on both executors, and nothing is written: the tensor
+/// allocated after `prepare` (which the widened write used to overwrite whole) keeps its values.
+#[test]
+fn a_widened_or_moved_heap_tensor_is_refused_by_name_on_both_executors() {
+    let (dev, _k) = device();
+    let fill = dev.register_kernel("fill7", CoreType::Aiv, k_fill7).unwrap();
+    for executor in [Executor::Legacy, Executor::Resident] {
+        for (what, forge) in [("size", widen as fn(&mut Tensor)), ("address", wrap)] {
+            let built = dev.build(|g| {
+                let mut t = g.alloc_tensor(DType::F32, &[16])?;
+                forge(&mut t);
+                g.submit(Task::aiv(fill).output(&t))?;
+                Ok(())
+            });
+            match built {
+                Err(Error::Graph(
+                    ref e @ GraphError::UnusableTensor {
+                        task: 0,
+                        arg: 0,
+                        why: TensorProblem::NotItsAllocation { what: w, .. },
+                    },
+                )) => {
+                    assert_eq!(w, what, "{executor:?}: {e}");
+                    assert!(e.to_string().contains(&format!("whose {what}")), "{e}");
+                }
+                Err(other) => panic!("{executor:?} {what}: expected a named refusal, got {other:?}"),
+                Ok(graph) => {
+                    let prepared = dev.prepare(&graph, &RunConfig::default().with_executor(executor));
+                    let victim = dev.tensor_from(&[4096], &[-1.0f32; 4096]).unwrap();
+                    let outcome = prepared.and_then(|p| p.launch()).and_then(|r| r.wait());
+                    let seen = victim.read::<f32>().unwrap();
+                    let clobbered = seen.iter().filter(|&&v| v != -1.0).count();
+                    panic!(
+                        "{executor:?} {what}: accepted ({outcome:?}); {clobbered} of 4096 later elements overwritten"
+                    );
+                }
+            }
+        }
+    }
+    still_works(&dev, &_k);
+}
+
+/// Allocates a scope tensor, then submits a write of a hand-made ring view whose owner is
+/// that allocation's record (ring 1, local 0: `TaskId(1 << 30)`) but whose address is the
+/// tensor of scalar 1, which the run never names (scalar 0 names the func).
+fn forge_ring_view(o: &mut Orch<'_>, a: &OrchArgs) -> Result<(), OrchFail> {
+    let f = FuncId(a.s(0)? as u16);
+    let victim = a.s(1)?;
+    o.scope(|s| {
+        let _mine = s.alloc::<f32>(&[64])?;
+        let owner = pto::runtime::graph::TaskId(1 << 30);
+        let b = BufferRef {
+            device: 0,
+            id: (1 << 62) | 1,
+            placement: pto::runtime::graph::Placement::Ring { addr: GmAddr(victim), owner },
+            bytes: 64 * 4,
+            dtype: DType::F32,
+        };
+        s.submit(Task::aiv(f).output(&Tensor::whole(b, &[64])?))?;
+        Ok(())
+    })
+}
+
+/// A hand-made ring view naming a live allocation record but not that record's address is
+/// refused by name on the device-side runtime (and as a foreign tensor on the host-built
+/// graph); the tensor it pointed at is not written.
+#[test]
+fn a_hand_made_ring_view_with_a_live_owner_is_refused_by_name() {
+    let (dev, k) = device();
+    let fill = dev.register_kernel("fill7", CoreType::Aiv, k_fill7).unwrap();
+    let p = dev.register_orchestration("forge_ring_view", forge_ring_view).unwrap();
+    for rt in pto_testkit::RUNTIMES {
+        let victim = dev.tensor_from(&[64], &[-1.0f32; 64]).unwrap();
+        let args = OrchArgs::new().scalar(fill.0 as u64).scalar(victim.addr().0);
+        let e = dev.run_program(&p, &args, &RunConfig::default().with_runtime(rt)).unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::Orch(OrchError::InvalidArgs)), "{rt}: {e}");
+        let named = match rt {
+            RuntimeKind::TensormapRing => "whose address",
+            _ => "runtime-allocated tensor of another graph",
+        };
+        assert!(e.to_string().contains(named), "{rt}: {e}");
+        let clobbered = victim.read::<f32>().unwrap().iter().filter(|&&v| v != -1.0).count();
+        assert_eq!(clobbered, 0, "{rt}: {clobbered} of 64 elements of a tensor the run never named were overwritten");
+    }
+    still_works(&dev, &k);
+}

@@ -23,6 +23,14 @@ pub const GLOBAL_CONTEXT_SLOT: usize = LOCAL_CONTEXT_SLOT + 1;
 /// Slots of the argument block.
 pub const NATIVE_ARG_SLOTS: usize = GLOBAL_CONTEXT_SLOT + 1;
 
+/// Version of the native kernel ABI: the value of the marker symbol [`ABI_MARKER`] that
+/// `include/pto_kernel.h` defines in every object built with it.
+pub const NATIVE_ABI_VERSION: u32 = 1;
+
+/// The ABI marker symbol (a `const uint32_t` holding [`NATIVE_ABI_VERSION`]): a loader refuses
+/// an object that does not define it, or defines another version, before calling anything.
+pub const ABI_MARKER: &str = "pto_abi_version";
+
 /// A native kernel's entry point.
 pub type NativeEntry = unsafe extern "C" fn(args: *mut i64);
 

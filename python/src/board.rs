@@ -250,7 +250,11 @@ where
 
     fn register_library(&self, name: &str, core: CoreType, path: &str) -> Result<FuncId, Error> {
         let source = pto::hal::KernelSource { name, core, function: None, binary: Some(path) };
-        self.dev.register_kernel_source(&source)
+        // SAFETY: reached only from `register_kernel(..., library=path, trust_native_code=True)`:
+        // the Python caller opted in, promising `path` is a kernel object built with
+        // include/pto_kernel.h that touches only its views (the documented contract of
+        // `Device::register_kernel_source`); the loader still refuses one without the ABI marker.
+        unsafe { self.dev.register_kernel_source(&source) }
     }
 
     fn run_workload(&self, name: &str, s: &WorkloadSettings) -> Result<Outcome, Failure> {

@@ -393,7 +393,7 @@ impl PyDevice {
         if let Some(k) = self.kernel_object(name) {
             return Ok(k);
         }
-        self.register_kernel(py, name, None, None, None)
+        self.register_kernel(py, name, None, None, None, false)
     }
 
     /// Register a kernel the package ships under `name`: `kernel` is its catalog name (default:
@@ -401,8 +401,10 @@ impl PyDevice {
     /// Registering a name again for the other core type gives the same func id. With
     /// `library=` (the path of a C/C++ shared object in the native kernel ABI, see
     /// `docs/kernels-in-c.md`) the kernel is the object's symbol `name`, else its
-    /// `kernel_entry`, on `core` (default `"aiv"`).
-    #[pyo3(signature = (name, kernel = None, *, core = None, library = None))]
+    /// `kernel_entry`, on `core` (default `"aiv"`). Loading native code runs it in this
+    /// process, so `library=` needs `trust_native_code=True` (else a `ConfigError` naming the
+    /// opt-in, and nothing is loaded).
+    #[pyo3(signature = (name, kernel = None, *, core = None, library = None, trust_native_code = false))]
     fn register_kernel(
         &self,
         py: Python<'_>,
@@ -410,8 +412,16 @@ impl PyDevice {
         kernel: Option<&str>,
         core: Option<&str>,
         library: Option<PathBuf>,
+        trust_native_code: bool,
     ) -> PyResult<PyKernel> {
         if let Some(lib) = library {
+            if !trust_native_code {
+                return Err(config_error(format!(
+                    "register_kernel({name:?}, library={}): loading a shared object runs its code in this \
+                     process; pass trust_native_code=True to opt in (see docs/kernels-in-c.md)",
+                    lib.display()
+                )));
+            }
             // A native kernel (C/C++ in the native kernel ABI): the shared object's symbol
             // `name`, else `kernel_entry`.
             let core = core_of(core.unwrap_or("aiv"))?;

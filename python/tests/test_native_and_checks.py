@@ -33,7 +33,7 @@ def add1_library(tmp_path_factory) -> str:
 def test_a_native_kernel_runs_on_both_runtimes(devices, add1_library, runtime):
     dev = devices("sim-a2a3")
     name = f"add1_native_{runtime}"
-    k = dev.register_kernel(name, library=add1_library)
+    k = dev.register_kernel(name, library=add1_library, trust_native_code=True)
     assert (k.aic, k.aiv) == (False, True)
     start = f32(np.linspace(-1, 1, 64)).reshape(4, 16)
     y = dev.tensor(start)
@@ -47,7 +47,17 @@ def test_a_native_kernel_runs_on_both_runtimes(devices, add1_library, runtime):
 def test_a_library_that_does_not_load_is_an_error_naming_it(devices):
     dev = devices("sim-a2a3")
     with pytest.raises(pto.PtoError, match="libnowhere.so"):
-        dev.register_kernel("nowhere", library="/nonexistent/libnowhere.so")
+        dev.register_kernel("nowhere", library="/nonexistent/libnowhere.so", trust_native_code=True)
+
+
+def test_native_code_needs_an_explicit_opt_in_and_the_abi_marker(devices):
+    dev = devices("sim-a2a3")
+    # Without the opt-in nothing is loaded.
+    with pytest.raises(pto.ConfigError, match="trust_native_code=True"):
+        dev.register_kernel("free", library="libc.so.6")
+    # With it, an object not built with pto_kernel.h is refused before anything is called.
+    with pytest.raises(pto.PtoError, match="does not define the ABI marker `pto_abi_version`"):
+        dev.register_kernel("free", library="libc.so.6", trust_native_code=True)
 
 
 @pytest.mark.parametrize("runtime", pto.RUNTIMES)

@@ -43,6 +43,18 @@ pub enum TensorProblem {
     /// Its address, size or element type is not the allocation's (a hand-made or altered
     /// `BufferRef`).
     Forged,
+    /// A runtime-allocated tensor (graph heap or scope ring) whose `what` (`"address"`,
+    /// `"size"`, `"element type"`, `"allocation"`) is not that of the allocation it names: a
+    /// widened or moved view that would reach memory the allocation does not own.
+    NotItsAllocation {
+        /// The field that disagrees.
+        what: &'static str,
+        /// Its value in the tensor (an element type as its code; 0 when the tensor names no
+        /// allocation at all).
+        given: u64,
+        /// The allocation's value.
+        allocated: u64,
+    },
 }
 
 impl core::fmt::Display for TensorProblem {
@@ -55,6 +67,10 @@ impl core::fmt::Display for TensorProblem {
             TensorProblem::Forged => {
                 f.write_str("its address, size or element type does not match the allocation it names")
             }
+            TensorProblem::NotItsAllocation { what, given, allocated } => write!(
+                f,
+                "it is a runtime-allocated tensor whose {what} ({given:#x}) is not its allocation's ({allocated:#x})"
+            ),
         }
     }
 }

@@ -83,10 +83,40 @@ pub struct GraphBuilder<'f> {
     /// Serial of each open scope (parallel to `scopes`), and the next serial to hand out.
     scope_serials: Vec<u64>,
     next_scope: u64,
-    /// The scope serial that owns heap buffer `n + 1` (0: the graph).
-    heap_owner: Vec<u64>,
+    /// Heap buffer `n + 1`: the scope serial that owns it (0: the graph) and its extent.
+    heap_allocs: Vec<HeapAlloc>,
     /// Checks an external tensor against the device's live allocations.
     tensor_check: Option<&'f TensorCheck<'f>>,
+}
+
+/// One runtime-allocated tensor of a graph's heap: what a tensor naming it must agree with.
+#[derive(Copy, Clone, Debug)]
+struct HeapAlloc {
+    /// The scope serial that owns it (0: the graph).
+    owner: u64,
+    /// Its offset in the heap.
+    offset: u64,
+    /// Its size in bytes.
+    bytes: u64,
+    /// Its element type.
+    dtype: DType,
+}
+
+impl HeapAlloc {
+    /// Whether `b` is this allocation: its offset, size and element type, else the first that
+    /// disagrees.
+    fn judge(&self, b: &BufferRef, offset: u64) -> Result<(), TensorProblem> {
+        let disagree = |what, given, allocated| Err(TensorProblem::NotItsAllocation { what, given, allocated });
+        if offset != self.offset {
+            disagree("address", offset, self.offset)
+        } else if b.bytes != self.bytes {
+            disagree("size", b.bytes, self.bytes)
+        } else if b.dtype != self.dtype {
+            disagree("element type", b.dtype as u64, self.dtype as u64)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// A check of an external buffer against a device's live allocations (see
@@ -116,7 +146,7 @@ impl<'f> GraphBuilder<'f> {
             clusters: 0,
             scope_serials: Vec::new(),
             next_scope: 1,
-            heap_owner: Vec::new(),
+            heap_allocs: Vec::new(),
             tensor_check: None,
         }
     }
@@ -139,17 +169,21 @@ impl<'f> GraphBuilder<'f> {
                         check(&t.buffer, id, arg).map_err(|why| GraphError::UnusableTensor { task: id, arg, why })?;
                     }
                 }
-                Placement::Heap(_) => {
-                    if t.buffer.id & HEAP_ID_BIT != 0 && (t.buffer.id >> 32) & 0x7FFF_FFFF != self.graph_id {
+                Placement::Heap(offset) => {
+                    if t.buffer.id & HEAP_ID_BIT == 0 || (t.buffer.id >> 32) & 0x7FFF_FFFF != self.graph_id {
                         return Err(GraphError::ForeignHeapTensor { task: id, arg });
                     }
                     let n = (t.buffer.id & 0xFFFF_FFFF) as usize;
-                    let owner = n.checked_sub(1).and_then(|i| self.heap_owner.get(i)).copied();
-                    match owner {
-                        None => return Err(GraphError::ForeignHeapTensor { task: id, arg }),
-                        Some(0) => {}
-                        Some(s) if self.scope_serials.contains(&s) => {}
-                        Some(_) => return Err(GraphError::EndedScopeTensor { task: id, arg }),
+                    let Some(heap) = n.checked_sub(1).and_then(|i| self.heap_allocs.get(i)) else {
+                        return Err(GraphError::ForeignHeapTensor { task: id, arg });
+                    };
+                    // A heap tensor's extent is the allocation's: a widened, moved or retyped
+                    // copy would reach other tensors of the heap (or past it).
+                    heap.judge(&t.buffer, offset).map_err(|why| GraphError::UnusableTensor { task: id, arg, why })?;
+                    match heap.owner {
+                        0 => {}
+                        s if self.scope_serials.contains(&s) => {}
+                        _ => return Err(GraphError::EndedScopeTensor { task: id, arg }),
                     }
                 }
                 Placement::Ring { .. } => return Err(GraphError::ForeignHeapTensor { task: id, arg }),
@@ -188,7 +222,8 @@ impl<'f> GraphBuilder<'f> {
         self.heap_bytes = end;
         self.heap_buffers += 1;
         // The innermost open scope owns the tensor (0: the graph itself).
-        self.heap_owner.push(self.scope_serials.last().copied().unwrap_or(0));
+        let owner = self.scope_serials.last().copied().unwrap_or(0);
+        self.heap_allocs.push(HeapAlloc { owner, offset: off, bytes, dtype });
         let buf = BufferRef {
             device: 0,
             id: HEAP_ID_BIT | (self.graph_id << 32) | self.heap_buffers,

@@ -263,9 +263,31 @@ impl<P: HostPlatform> Device<P> {
     }
 
     /// Register a kernel from its source: a Rust body for platforms that run kernels as
-    /// functions, a binary path for hardware (see [`KernelSource`]). Same id rules as
-    /// [`Device::register_kernel`].
-    pub fn register_kernel_source(&self, source: &KernelSource<'_>) -> Result<FuncId, Error> {
+    /// functions, a binary (a shared object on the simulator, a kernel binary on hardware; see
+    /// [`KernelSource`]). Same id rules as [`Device::register_kernel`].
+    ///
+    /// Before the first call the loader checks what it can: that the object loads, exports
+    /// the entry (the symbol named like the kernel, else `kernel_entry`) and defines the ABI
+    /// marker `pto_abi_version` that `include/pto_kernel.h` emits, with this runtime's
+    /// version; an object without the marker (a system library, say) is refused by name. It
+    /// cannot check what the code does.
+    ///
+    /// # Safety
+    ///
+    /// With a `binary`, this loads native code into the process (its initialisers run when
+    /// it loads) and the runtime later calls its entry with the native kernel ABI. The caller
+    /// promises that `binary` is a kernel object built for this ABI with
+    /// `include/pto_kernel.h`, that its initialisers are sound, and that its entry touches
+    /// only the views and argument block it is given (the simulator cannot contain a native
+    /// kernel's stray writes to host memory). Without a `binary` nothing is loaded and the
+    /// call is as safe as [`Device::register_kernel`].
+    pub unsafe fn register_kernel_source(&self, source: &KernelSource<'_>) -> Result<FuncId, Error> {
+        self.register_source(source)
+    }
+
+    /// [`Device::register_kernel_source`], for callers that have upheld its contract (or name
+    /// no binary).
+    fn register_source(&self, source: &KernelSource<'_>) -> Result<FuncId, Error> {
         self.register_loaded(source.name, source.core, || {
             self.inner.dev.load_kernel(source).map_err(platform("kernel load"))
         })
@@ -307,7 +329,8 @@ impl<P: HostPlatform> Device<P> {
     /// Register `kernel` under `name` for `core` cores; returns its func id. Registering the
     /// same name for the other core type gives the same id (one func id, two binaries).
     pub fn register_kernel(&self, name: &str, core: CoreType, kernel: KernelFn) -> Result<FuncId, Error> {
-        self.register_kernel_source(&KernelSource { name, core, function: Some(kernel), binary: None })
+        // No binary: nothing is loaded, only the Rust function is registered.
+        self.register_source(&KernelSource { name, core, function: Some(kernel), binary: None })
     }
 
     fn register_loaded(

@@ -303,6 +303,7 @@ pub fn constants() -> Vec<(&'static str, u64)> {
     use pto_hal::native as n;
     alloc::vec![
         ("PTO_LAYOUT_VERSION", LAYOUT_VERSION as u64),
+        ("PTO_NATIVE_ABI_VERSION", n::NATIVE_ABI_VERSION as u64),
         ("PTO_DESC_MAGIC", DESC_MAGIC as u64),
         ("PTO_RUNTIME_HBG", RUNTIME_HBG as u64),
         ("PTO_RUNTIME_TRB", RUNTIME_TRB as u64),

@@ -212,7 +212,8 @@ fn load_image<A: AicpuAgent>(a: &A, cfg: &crate::layout::LaunchConfig) -> Result
     for r in &h.rings {
         let window_ok = r.window.is_power_of_two() && r.window <= 1 << ring::HANDLE_SLOT_BITS;
         let pool_ok = r.dep_pool != 0 && r.dep_pool < 1 << ring::HANDLE_SLOT_BITS;
-        if !window_ok || !pool_ok || r.heap % 64 != 0 || r.heap_base % 64 != 0 {
+        let budget_ok = ring::aicpu_bytes(r.window, r.dep_pool) <= ring::AICPU_RING_BUDGET;
+        if !window_ok || !pool_ok || !budget_ok || r.heap % 64 != 0 || r.heap_base % 64 != 0 {
             return Err(4);
         }
     }

@@ -52,6 +52,27 @@ pub const fn untask_id(id: u32) -> (usize, u32) {
     ((id >> ID_LOCAL_BITS) as usize, id & ((1 << ID_LOCAL_BITS) - 1))
 }
 
+/// AICPU memory one ring's task window and dependency pool may take together (256 MiB): what
+/// the simulated AICPU (host heap) and a board's AICPU memory hold for four rings with room to
+/// spare. A configuration over it is refused by the host before launch and by the device when
+/// it loads the image (a window of 2^28 slots would ask for tens of GiB).
+pub const AICPU_RING_BUDGET: u64 = 256 << 20;
+
+/// AICPU bytes one task-window slot costs: its [`Slot`], the orchestrator's [`Mark`], and its
+/// entries in every ready queue (sized from the windows, rounded up to a power of two, so up to
+/// twice one entry per queue).
+pub const SLOT_BYTES: u64 = (core::mem::size_of::<Slot>() + core::mem::size_of::<Mark>()) as u64
+    + 2 * crate::layout::Shape::QUEUED as u64 * crate::exec::aicpu::queue::ENTRY_BYTES;
+
+/// AICPU bytes one dependency-pool entry costs (one [`Edge`]).
+pub const EDGE_BYTES: u64 = core::mem::size_of::<Edge>() as u64;
+
+/// AICPU bytes a ring of `window` slots and `dep_pool` edges takes (at most
+/// [`AICPU_RING_BUDGET`] for a ring that is accepted).
+pub const fn aicpu_bytes(window: u32, dep_pool: u32) -> u64 {
+    window as u64 * SLOT_BYTES + dep_pool as u64 * EDGE_BYTES
+}
+
 /// One task-window slot.
 pub struct Slot {
     /// Local id of the task occupying the slot.
@@ -329,6 +350,22 @@ pub struct Mark {
     pub dep_end: u64,
     /// Scope instance the task belongs to.
     pub scope: u32,
+    /// What the task allocated, when it is a scope allocation's record.
+    pub alloc: Option<RingAlloc>,
+}
+
+/// A scope allocation as its record holds it: what every tensor naming the record as its
+/// owner must agree with (so no view reaches memory the allocation does not own).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RingAlloc {
+    /// The buffer id handed out with it.
+    pub id: u64,
+    /// Its address in the ring's heap.
+    pub addr: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its element type.
+    pub dtype: crate::graph::DType,
 }
 
 /// Which resource a ring lacks.
@@ -434,8 +471,18 @@ impl Cursor {
         let local = self.current;
         self.current = self.current.wrapping_add(1);
         let idx = (local & (self.window - 1)) as usize;
-        self.marks[idx] = Mark { heap_end: self.heap_top, dep_end: self.dep_top, scope };
+        self.marks[idx] = Mark { heap_end: self.heap_top, dep_end: self.dep_top, scope, alloc: None };
         (local, off, first_edge)
+    }
+
+    /// Record that live task `local` is the record of allocation `alloc`.
+    pub fn note_allocation(&mut self, local: u32, alloc: RingAlloc) {
+        self.marks[(local & (self.window - 1)) as usize].alloc = Some(alloc);
+    }
+
+    /// The allocation live task `local` records, if it is an allocation record.
+    pub fn allocation(&self, local: u32) -> Option<RingAlloc> {
+        self.marks[(local & (self.window - 1)) as usize].alloc
     }
 
     /// The scope instance of the oldest live task.

@@ -149,11 +149,21 @@ fn a_native_kernel_that_cannot_load_is_an_error_naming_it() {
     let dev = pto::open().unwrap();
     let e = register_native(&dev, "nowhere", CoreType::Aiv, "does_not_exist").unwrap_err().to_string();
     assert!(e.contains("native kernel nowhere") && e.contains("libdoes_not_exist.so"), "{e}");
-    // An object without the kernel's symbol nor `kernel_entry`: the runtime's own test objects
-    // all export `kernel_entry`, so ask for a library that has neither (the C library).
-    let src = pto::hal::KernelSource { name: "k", core: CoreType::Aiv, function: None, binary: Some("libc.so.6") };
-    let e = dev.register_kernel_source(&src).unwrap_err().to_string();
-    assert!(e.contains("exports neither `k` nor `kernel_entry`"), "{e}");
+    // An object not built with pto_kernel.h (the C library): refused by name for its missing
+    // ABI marker before anything in it is called, even when it exports a function named like
+    // the kernel (`free`, which called as a kernel aborted the process).
+    for name in ["k", "free"] {
+        let src = pto::hal::KernelSource { name, core: CoreType::Aiv, function: None, binary: Some("libc.so.6") };
+        // SAFETY: the object is refused before anything in it is called (what this checks);
+        // loading the C library runs no initialiser that is not already run.
+        let e = unsafe { dev.register_kernel_source(&src) }.unwrap_err().to_string();
+        assert!(e.contains("does not define the ABI marker `pto_abi_version`"), "{e}");
+        assert!(e.contains("refused before any call"), "{e}");
+        assert!(dev.func(name).is_none(), "{name} was registered");
+    }
+    // A kit kernel's file name naming another directory is refused before anything loads.
+    let e = register_native(&dev, "free", CoreType::Aiv, "../../libc").unwrap_err().to_string();
+    assert!(e.contains("names no directory"), "{e}");
 }
 
 /// A device of the a2a3 board under the faithful cache model without random eviction.

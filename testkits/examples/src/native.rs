@@ -53,8 +53,15 @@ pub fn register_native<P: HostPlatform>(
     core: CoreType,
     file: &str,
 ) -> Result<FuncId, Error> {
+    if file.contains(['/', '\\']) || file.starts_with('.') {
+        return Err(Error::Kernel { name: name.to_string(), why: "a kit kernel's file name names no directory" });
+    }
     let path = native_path(file);
-    dev.register_kernel_source(&KernelSource { name, core, function: None, binary: Some(&path) })
+    // SAFETY: `path` is in the kit's own build directory (`file` names no other directory):
+    // the objects there are the kit's kernels, built by its build script from
+    // `kernels/*.cpp` with `include/pto_kernel.h`, each touching only the views it is given; a
+    // name that is not one of them does not load (an error, nothing is called).
+    unsafe { dev.register_kernel_source(&KernelSource { name, core, function: None, binary: Some(&path) }) }
 }
 
 /// The native version of the kit's kernel `name`, registered under that name, if it has one.

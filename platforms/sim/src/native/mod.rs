@@ -23,6 +23,35 @@ use crate::SimError;
 /// runtime's convention): looked up when the kernel's own name is not exported.
 pub const DEFAULT_ENTRY: &str = "kernel_entry";
 
+/// Refuse an object that was not built with `include/pto_kernel.h` for this ABI: it must
+/// define the marker [`ABI_MARKER`](pto_hal::native::ABI_MARKER) holding
+/// [`NATIVE_ABI_VERSION`](pto_hal::native::NATIVE_ABI_VERSION). Nothing in the object is
+/// called; the marker is only read.
+fn check_marker(lib: &libloading::Library) -> Result<(), String> {
+    use pto_hal::native::{ABI_MARKER, NATIVE_ABI_VERSION};
+    let mut z = ABI_MARKER.as_bytes().to_vec();
+    z.push(0);
+    // SAFETY: the symbol is looked up as an address only (`*const u32`: nothing is called);
+    // `lib` stays loaded while it is read below.
+    let marker = unsafe { lib.get::<*const u32>(&z) }.map(|s| *s).map_err(|_| {
+        format!("does not define the ABI marker `{ABI_MARKER}` (it was not built with include/pto_kernel.h): refused before any call")
+    })?;
+    if marker.is_null() || !marker.is_aligned() {
+        return Err(format!("its ABI marker `{ABI_MARKER}` is not a 4-byte constant: refused before any call"));
+    }
+    // SAFETY: `marker` is the non-null, aligned address of the exported symbol of that name,
+    // which pto_kernel.h defines as a `const uint32_t`; the object is loaded, so the address is
+    // mapped. (An object that exports the name as something smaller is outside the ABI it
+    // claims by exporting it.)
+    let version = unsafe { marker.read_volatile() };
+    if version != NATIVE_ABI_VERSION {
+        return Err(format!(
+            "its ABI marker `{ABI_MARKER}` is version {version}, this runtime's is {NATIVE_ABI_VERSION}: refused before any call"
+        ));
+    }
+    Ok(())
+}
+
 /// One loaded native kernel.
 struct Loaded {
     /// The object's path, as the loader was given it.
@@ -53,6 +82,7 @@ impl Natives {
         // a kernel library built for this host (see docs/kernels-in-c.md); what its
         // initialisers do is beyond the simulator's reach, like the kernel's own code.
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| err(e.to_string()))?;
+        check_marker(&lib).map_err(err)?;
         let mut found = None;
         for symbol in [name, DEFAULT_ENTRY] {
             let mut z = symbol.as_bytes().to_vec();

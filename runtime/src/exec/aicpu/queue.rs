@@ -16,6 +16,9 @@ struct Slot {
     value: AtomicU32,
 }
 
+/// AICPU bytes of one queue entry (what a queue of capacity `n` costs per value).
+pub const ENTRY_BYTES: u64 = core::mem::size_of::<Slot>() as u64;
+
 /// A bounded MPMC queue of `u32` values.
 pub struct ReadyQueue {
     slots: Box<[Slot]>,

@@ -10,6 +10,7 @@ use crate::dump::DumpLevel;
 use crate::host::resident::{self, Decision, LegacyReason};
 use crate::host::{Device, Error, Executor, PlatformError, dump, trace};
 use crate::layout::{DumpLayout, RINGS, executor_mode};
+use crate::trb::ring;
 
 /// Most records of one trace ring ([`RunConfig::trace_records`]).
 const MAX_TRACE_RECORDS: u32 = 1 << 24;
@@ -108,14 +109,31 @@ fn ticks(clock: &impl Clock, field: &'static str, us: u64) -> Result<u64, Config
     u64::try_from(t).map_err(|_| ConfigError::Ticks { field, us, freq_hz })
 }
 
+/// The largest task window: a power of two a task handle can name whose slots, with one
+/// edge, fit a ring's AICPU budget ([`ring::AICPU_RING_BUDGET`]).
+pub(super) const fn max_window() -> u32 {
+    let fits = (ring::AICPU_RING_BUDGET - ring::EDGE_BYTES) / ring::SLOT_BYTES;
+    let pow = 1u64 << (63 - fits.leading_zeros());
+    let slots = 1u64 << ring::HANDLE_SLOT_BITS;
+    (if pow < slots { pow } else { slots }) as u32
+}
+
+/// The first dependency-pool size refused beside a window of `window` slots: what a task
+/// handle can name, or what the ring's AICPU budget has left after its slots.
+pub(super) const fn dep_pool_limit(window: u32) -> u32 {
+    let left = ring::AICPU_RING_BUDGET.saturating_sub(window as u64 * ring::SLOT_BYTES) / ring::EDGE_BYTES + 1;
+    let slots = 1u64 << ring::HANDLE_SLOT_BITS;
+    (if left < slots { left } else { slots }) as u32
+}
+
 /// Check every ring size; returns the total heap bytes of all rings.
 pub(super) fn check_rings(r: &RingConfig) -> Result<u64, ConfigError> {
-    let slots = 1u32 << crate::trb::ring::HANDLE_SLOT_BITS;
+    let max = max_window();
     let mut total: u64 = 0;
     for ring in 0..RINGS {
         let window = r.window[ring];
-        if !window.is_power_of_two() || !(2..=slots).contains(&window) {
-            return Err(ConfigError::RingWindow { ring, window, max: slots });
+        if !window.is_power_of_two() || !(2..=max).contains(&window) {
+            return Err(ConfigError::RingWindow { ring, window, max });
         }
         let heap = r.heap[ring];
         if heap < 64 || !heap.is_multiple_of(64) || heap > super::MAX_RING_HEAP {
@@ -124,8 +142,9 @@ pub(super) fn check_rings(r: &RingConfig) -> Result<u64, ConfigError> {
         // Cannot overflow: four rings of at most 2^40 bytes.
         total += heap;
         let dep_pool = r.dep_pool[ring];
-        if dep_pool == 0 || dep_pool >= slots {
-            return Err(ConfigError::RingDepPool { ring, dep_pool, limit: slots });
+        let limit = dep_pool_limit(window);
+        if dep_pool == 0 || dep_pool >= limit {
+            return Err(ConfigError::RingDepPool { ring, dep_pool, limit });
         }
     }
     if r.tensormap_entries == 0 {
@@ -341,7 +360,7 @@ mod tests {
 
     #[test]
     fn ring_sizes_are_refused_by_variant() {
-        let slots = 1u32 << crate::trb::ring::HANDLE_SLOT_BITS;
+        let slots = max_window();
         let window = |w| check_rings(&RingConfig::uniform(w, 1024, 8));
         assert_eq!(window(3), Err(ConfigError::RingWindow { ring: 0, window: 3, max: slots }));
         assert_eq!(window(1), Err(ConfigError::RingWindow { ring: 0, window: 1, max: slots }));
@@ -364,18 +383,45 @@ mod tests {
         assert_eq!(check_rings(&r), Ok(4 * max));
 
         let pool = |p| check_rings(&RingConfig::uniform(8, 1024, p));
-        assert_eq!(pool(0), Err(ConfigError::RingDepPool { ring: 0, dep_pool: 0, limit: slots }));
-        assert_eq!(pool(slots), Err(ConfigError::RingDepPool { ring: 0, dep_pool: slots, limit: slots }));
-        assert_eq!(pool(slots - 1), Ok(4 * 1024));
+        let limit = dep_pool_limit(8);
+        assert_eq!(pool(0), Err(ConfigError::RingDepPool { ring: 0, dep_pool: 0, limit }));
+        assert_eq!(pool(limit), Err(ConfigError::RingDepPool { ring: 0, dep_pool: limit, limit }));
+        assert_eq!(pool(limit - 1), Ok(4 * 1024));
 
         let r = RingConfig::default().with_tensormap_entries(0);
         assert_eq!(check_rings(&r), Err(ConfigError::Zero { field: "rings.tensormap_entries" }));
         assert_eq!(
-            ConfigError::RingWindow { ring: 1, window: 3, max: slots }.to_string(),
-            "rings.window[1] = 3: a ring's task window must be a power of two in 2..=2^28"
+            ConfigError::RingWindow { ring: 1, window: 3, max: 1 << 20 }.to_string(),
+            "rings.window[1] = 3: a ring's task window must be a power of two in 2..=2^20 \
+             (its slots must fit the ring's AICPU budget of 256 MiB)"
         );
         assert!(ConfigError::RingHeap { ring: 0, heap: 100, max }.to_string().contains("multiple of 64"));
-        assert!(ConfigError::RingDepPool { ring: 3, dep_pool: 0, limit: slots }.to_string().contains("dep_pool[3]"));
+        assert!(ConfigError::RingDepPool { ring: 3, dep_pool: 0, limit }.to_string().contains("dep_pool[3]"));
+    }
+
+    /// Sizes the handle bits allow but the AICPU cannot hold (a window of 2^28 asked the
+    /// simulated AICPU for 32 GiB and aborted the process; 2^24 wedged the device until the
+    /// scheduler timeout; a pool of 2^28 - 1 edges asked for 3.2 GB per ring) are refused by
+    /// name, naming the budget, without allocating anything; an accepted ring fits the budget.
+    #[test]
+    fn rings_the_aicpu_cannot_hold_are_refused_by_name() {
+        for w in [1 << 24, 1 << 28] {
+            let e = check_rings(&RingConfig::uniform(w, 1024, 8)).unwrap_err();
+            assert!(matches!(e, ConfigError::RingWindow { ring: 0, window, max } if window == w && max < w), "{e:?}");
+            assert!(e.to_string().contains("AICPU budget of 256 MiB"), "{e}");
+        }
+        let big = (1 << 28) - 1;
+        let e = check_rings(&RingConfig::uniform(8, 1024, big)).unwrap_err();
+        assert!(matches!(e, ConfigError::RingDepPool { ring: 0, dep_pool, limit } if dep_pool == big && limit < big));
+        assert!(e.to_string().contains("AICPU budget of 256 MiB"), "{e}");
+        // The largest accepted sizes fit the budget, together too.
+        let w = max_window();
+        assert!(ring::aicpu_bytes(w, 1) <= ring::AICPU_RING_BUDGET);
+        assert!(ring::aicpu_bytes(w * 2, 1) > ring::AICPU_RING_BUDGET || w == 1 << ring::HANDLE_SLOT_BITS);
+        assert!(ring::aicpu_bytes(w, dep_pool_limit(w) - 1) <= ring::AICPU_RING_BUDGET);
+        assert!(ring::aicpu_bytes(w, dep_pool_limit(w)) > ring::AICPU_RING_BUDGET);
+        assert_eq!(check_rings(&RingConfig::uniform(w, 1024, dep_pool_limit(w) - 1)), Ok(4 * 1024));
+        assert_eq!(w, 1 << 20, "slot bytes {}", ring::SLOT_BYTES);
     }
 
     #[test]

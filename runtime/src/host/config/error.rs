@@ -23,8 +23,12 @@ use crate::layout::ImageError;
 ///     Err(Error::Config(ConfigError::RingWindow { ring: 0, window: 3, .. })) => {}
 ///     other => panic!("a window of 3 slots is not a power of two, got {other:?}"),
 /// }
-/// let e = ConfigError::RingWindow { ring: 0, window: 3, max: 1 << 28 };
-/// assert_eq!(e.to_string(), "rings.window[0] = 3: a ring's task window must be a power of two in 2..=2^28");
+/// let e = ConfigError::RingWindow { ring: 0, window: 3, max: 1 << 20 };
+/// assert_eq!(
+///     e.to_string(),
+///     "rings.window[0] = 3: a ring's task window must be a power of two in 2..=2^20 \
+///      (its slots must fit the ring's AICPU budget of 256 MiB)"
+/// );
 /// ```
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -62,14 +66,21 @@ pub enum ConfigError {
         /// The most (the board's).
         max: u64,
     },
-    /// A ring's task window that is not a power of two in `2..=max`.
-    #[error("rings.window[{ring}] = {window}: a ring's task window must be a power of two in 2..=2^{}", .max.trailing_zeros())]
+    /// A ring's task window that is not a power of two in `2..=max`: `max` is the most slots
+    /// a task handle names whose AICPU memory fits a ring's budget
+    /// ([`AICPU_RING_BUDGET`](crate::trb::ring::AICPU_RING_BUDGET)).
+    #[error(
+        "rings.window[{ring}] = {window}: a ring's task window must be a power of two in 2..=2^{} \
+         (its slots must fit the ring's AICPU budget of {} MiB)",
+        .max.trailing_zeros(), crate::trb::ring::AICPU_RING_BUDGET >> 20
+    )]
     RingWindow {
         /// The ring (`0..RINGS`).
         ring: usize,
         /// The window given.
         window: u32,
-        /// The largest window (a power of two: the slots a task handle can name).
+        /// The largest window (a power of two: the slots a task handle can name and the
+        /// ring's AICPU budget holds).
         max: u32,
     },
     /// A ring's heap that is not a non-zero multiple of 64 bytes of at most `max`.
@@ -82,14 +93,21 @@ pub enum ConfigError {
         /// The most heap bytes of one ring ([`MAX_RING_HEAP`](super::MAX_RING_HEAP)).
         max: u64,
     },
-    /// A ring's dependency pool outside `1..limit`.
-    #[error("rings.dep_pool[{ring}] = {dep_pool} must be in 1..2^{}", .limit.trailing_zeros())]
+    /// A ring's dependency pool outside `1..limit`: `limit` is what a task handle names, or
+    /// what the ring's AICPU budget
+    /// ([`AICPU_RING_BUDGET`](crate::trb::ring::AICPU_RING_BUDGET)) has left after the
+    /// ring's window.
+    #[error(
+        "rings.dep_pool[{ring}] = {dep_pool} must be in 1..{limit} \
+         (beside its window, the pool must fit the ring's AICPU budget of {} MiB)",
+        crate::trb::ring::AICPU_RING_BUDGET >> 20
+    )]
     RingDepPool {
         /// The ring.
         ring: usize,
         /// The entries given.
         dep_pool: u32,
-        /// The first count refused (a power of two).
+        /// The first count refused.
         limit: u32,
     },
     /// An orchestrator wait budget outside `1..=2 × watchdog`.

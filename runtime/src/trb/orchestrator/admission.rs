@@ -11,10 +11,10 @@ use pto_hal::{AicpuAgent, CoreType};
 use super::DeviceOrch;
 use crate::codes::OrchError;
 use crate::exec::aicpu::source::TaskSource;
-use crate::graph::{Direction, GraphError, Placement, Task};
+use crate::graph::{BufferRef, Direction, GraphError, Placement, Task, TensorProblem};
 use crate::layout::{RINGS, Shape};
 use crate::orch::{OrchFail, ScopeMode};
-use crate::trb::ring::untask_id;
+use crate::trb::ring::{RingAlloc, untask_id};
 
 impl<A: AicpuAgent> DeviceOrch<'_, A> {
     /// Whether task `task` (id `id`, of `shape`) can be placed on this run at all: not an AIC
@@ -91,7 +91,7 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
         let named = task.args().iter().map(|a| &a.tensor).enumerate().map(|(i, t)| (i as u32, t));
         for (arg, t) in named.chain(task.predicate().map(|p| (u32::MAX, p))) {
             match t.buffer.placement {
-                Placement::Ring { owner, .. } => {
+                Placement::Ring { addr, owner } => {
                     let (r, l) = untask_id(owner.0);
                     let live = r < RINGS
                         && l >= self.cursors[r].last_alive
@@ -100,6 +100,8 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
                         && self.slot(r, l).refs.load(Ordering::Acquire) > 0;
                     if !live {
                         refused.get_or_insert(GraphError::EndedScopeTensor { task: id, arg });
+                    } else if let Err(why) = judge_ring(self.cursors[r].allocation(l), &t.buffer, addr.0) {
+                        refused.get_or_insert(GraphError::UnusableTensor { task: id, arg, why });
                     } else {
                         prods.push(((r as u64) << 32) | l as u64);
                     }
@@ -138,6 +140,25 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
         prods.sort_unstable();
         prods.dedup();
         self.producers = prods;
+        Ok(())
+    }
+}
+
+/// Whether `b` (placed at `addr`) is the scope allocation `alloc` its owner records: its
+/// address, size, element type and buffer id, else the first that disagrees (a live owner that is no
+/// allocation record is refused as naming no allocation).
+fn judge_ring(alloc: Option<RingAlloc>, b: &BufferRef, addr: u64) -> Result<(), TensorProblem> {
+    let disagree = |what, given, allocated| Err(TensorProblem::NotItsAllocation { what, given, allocated });
+    let Some(a) = alloc else { return disagree("allocation", b.id, 0) };
+    if addr != a.addr {
+        disagree("address", addr, a.addr)
+    } else if b.bytes != a.bytes {
+        disagree("size", b.bytes, a.bytes)
+    } else if b.dtype != a.dtype {
+        disagree("element type", b.dtype as u64, a.dtype as u64)
+    } else if b.id != a.id {
+        disagree("allocation", b.id, a.id)
+    } else {
         Ok(())
     }
 }

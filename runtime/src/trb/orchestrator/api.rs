@@ -206,9 +206,11 @@ impl<A: AicpuAgent> Orchestrator for DeviceOrch<'_, A> {
             sc.tasks.push(me);
         }
         self.next_buffer += 1;
+        let id = RING_BUFFER_BIT | self.next_buffer;
+        self.cursors[ring].note_allocation(local, ring::RingAlloc { id, addr: addr.0, bytes, dtype });
         let buffer = BufferRef {
             device: 0,
-            id: RING_BUFFER_BIT | self.next_buffer,
+            id,
             placement: Placement::Ring { addr, owner: TaskId(task_id(ring, local)) },
             bytes,
             dtype,
