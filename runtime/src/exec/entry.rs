@@ -59,14 +59,9 @@ pub fn aicore_entry<A: AicoreAgent>(a: &A, launch: AicoreLaunch) -> i32 {
             }
         }
     };
-    if cfg.executor == executor_mode::RESIDENT_PENDING && crate::breakage::broken(crate::breakage::RESIDENT_EXIT_DIRTY)
-    {
-        // Broken on purpose: the reference's resident exit, which writes its handshake
-        // line and ends with no final write-back.
-        a.write(map.handshake(launch.block_idx).offset(12), &1u32.to_le_bytes());
-    }
-    if let (Err(status), true) = (served, crate::breakage::broken(crate::breakage::ERROR_EXIT_SKIPS_GATE)) {
-        // Broken on purpose: the old error exits, which returned before the gate.
+    // Broken variants of the exit (RESIDENT_EXIT_DIRTY, ERROR_EXIT_SKIPS_GATE).
+    #[cfg(feature = "breakage")]
+    if let Some(status) = broken::exit(a, &map, &launch, &cfg, served) {
         return status;
     }
     // The one exit path: the trace closed, every store of this core ordered before EXITED,
@@ -125,5 +120,36 @@ fn resident_ready<A: AicoreAgent>(a: &A, map: &RunMap, w: u32) -> Go {
             return Go::Timeout;
         }
         backoff.wait_word(a, at, v, deadline.min(now.saturating_add(a.ticks_from_micros(1_000))));
+    }
+}
+
+/// The broken variants of the AICore program's exit. Compiled with the `breakage` feature only.
+#[cfg(feature = "breakage")]
+mod broken {
+    use pto_hal::{AicoreAgent, AicoreLaunch};
+
+    use crate::layout::{LaunchConfig, executor_mode};
+    use crate::lifecycle::RunMap;
+
+    /// `RESIDENT_EXIT_DIRTY`: the reference's resident exit, which writes a word of the core's
+    /// handshake line through its cache and ends with no final write-back. And
+    /// `ERROR_EXIT_SKIPS_GATE`: the old error exits, which returned before the gate (`Some`:
+    /// the status the core returns at once).
+    pub(super) fn exit<A: AicoreAgent>(
+        a: &A,
+        map: &RunMap,
+        launch: &AicoreLaunch,
+        cfg: &LaunchConfig,
+        served: Result<(), i32>,
+    ) -> Option<i32> {
+        if cfg.executor == executor_mode::RESIDENT_PENDING
+            && crate::breakage::broken(crate::breakage::RESIDENT_EXIT_DIRTY)
+        {
+            a.write(map.handshake(launch.block_idx).offset(12), &1u32.to_le_bytes());
+        }
+        match served {
+            Err(status) if crate::breakage::broken(crate::breakage::ERROR_EXIT_SKIPS_GATE) => Some(status),
+            _ => None,
+        }
     }
 }

@@ -91,7 +91,6 @@ pub fn serve<A: AicoreAgent>(
     let mut done = 0u64;
     let mut deadline = a.now_ticks().saturating_add(budget);
     let mut seen = a.query(GmAddr(l.completed()));
-    let late = crate::breakage::broken(crate::breakage::WAKE_SEEN_LATE);
     // Spaces the doorbell polls of an idle core (on the chip, whose word wait is a spin hint).
     let mut backoff = crate::backoff::Backoff::new();
     // One argument context for every subtask this core runs, reloaded per subtask.
@@ -101,7 +100,7 @@ pub fn serve<A: AicoreAgent>(
             return Served::Exit;
         }
         // Read before looking for work: a ring after this read ends the wait below at once.
-        let mut bell = if late { 0 } else { a.query(watch) };
+        let bell_before = bell_before_looking(a, watch);
         // The tick a trace records as this subtask's dispatch is read before the latch is
         // looked at: a subtask taken after the latch is never run, one traced was taken before.
         let taken = if trace.is_some() { a.now_ticks() } else { 0 };
@@ -127,10 +126,7 @@ pub fn serve<A: AicoreAgent>(
                 continue;
             }
         }
-        if late {
-            // Broken on purpose: a ring between the look for work and this read is lost.
-            bell = a.query(watch);
-        }
+        let bell = bell_before.unwrap_or_else(|| a.query(watch));
         // Idle: the run is progressing elsewhere as long as `completed` (or a capture) moves.
         let n = a.query(GmAddr(l.completed())) + served.map_or(0, |at| a.query(at));
         let now = a.now_ticks();
@@ -496,12 +492,9 @@ impl<A: AicoreAgent> Core<'_, A> {
             // What the kernel wrote before it faulted is written back before the fault is
             // reported: the host may read the tensor after the run (the legacy core does
             // the same before its faulted FIN).
-            if !crate::breakage::broken(crate::breakage::FAULT_EXIT_SKIPS_PUBLISH) {
-                ctx.publish_outputs(a);
-                a.store_barrier();
-            }
+            write_back_faulted(a, ctx);
             self.fault(ErrorCode::Device(DeviceFault::KernelFault), Site::Kernel, t, bin, err.as_str());
-            if !crate::breakage::broken(crate::breakage::RELEASE_ON_FAULT) {
+            if stops_at_a_fault() {
                 // The faulted subtask is traced (it ends after the latch), never completed.
                 if let Some(tr) = trace.as_mut() {
                     tr.push(a, &record(a.now_ticks()));
@@ -509,18 +502,31 @@ impl<A: AicoreAgent> Core<'_, A> {
                 return Executed::Stopped;
             }
         }
-        if crate::breakage::broken(crate::breakage::FIN_BEFORE_PUBLISH) {
-            self.fin_before_publish(s, ctx);
+        if !self.write_back(s, ctx) {
             return Executed::Stopped;
         }
-        ctx.publish_outputs(a);
-        a.store_direct(GmAddr(l.running(self.w)), 0);
-        a.fetch_add(GmAddr(l.executed()), 1);
         Executed::Ran(trace.is_some().then(|| record(a.now_ticks())))
     }
 
-    /// Broken on purpose (`FIN_BEFORE_PUBLISH`): the subtask is counted and the consumers
-    /// released (and rung for) before the outputs are written back.
+    /// After subtask `s`'s kernel returned: write its outputs back, clear this core's running
+    /// word and count the subtask executed. `false` when the subtask ends here (a broken
+    /// variant did its own ending; `s` is its input).
+    #[cfg_attr(not(feature = "breakage"), allow(unused_variables))]
+    fn write_back(&self, s: &Subtask, ctx: &mut CoreCtx<'_>) -> bool {
+        crate::seam!(FIN_BEFORE_PUBLISH => {
+            self.fin_before_publish(s, ctx);
+            false
+        });
+        let (a, l) = (self.a, self.l);
+        ctx.publish_outputs(a);
+        a.store_direct(GmAddr(l.running(self.w)), 0);
+        a.fetch_add(GmAddr(l.executed()), 1);
+        true
+    }
+
+    /// `FIN_BEFORE_PUBLISH`, [`Core::write_back`]'s broken twin: the subtask is counted and
+    /// the consumers released (and rung for) before the outputs are written back.
+    #[cfg(feature = "breakage")]
     fn fin_before_publish(&self, s: &Subtask, ctx: &mut CoreCtx<'_>) {
         let (a, l) = (self.a, self.l);
         a.store_barrier();
@@ -574,4 +580,27 @@ impl<A: AicoreAgent> Core<'_, A> {
 fn predicate_holds<G: GmAtomic>(a: &G, addr: u64) -> bool {
     let word = a.query(GmAddr(addr & !7));
     (word >> ((addr & 4) * 8)) as u32 != 0
+}
+
+/// The doorbell word `watch` as it is before a core looks for work (`None`: read it after).
+fn bell_before_looking<A: AicoreAgent>(a: &A, watch: GmAddr) -> Option<u64> {
+    // Broken (WAKE_SEEN_LATE): read after the look for work, so a ring between the two is lost.
+    crate::seam!(WAKE_SEEN_LATE => None);
+    Some(a.query(watch))
+}
+
+/// What a faulted kernel wrote is written back before the fault is reported: the host may read
+/// the tensor after the run (the legacy core does the same before its faulted FIN).
+fn write_back_faulted<A: AicoreAgent>(a: &A, ctx: &mut CoreCtx<'_>) {
+    // Broken (FAULT_EXIT_SKIPS_PUBLISH): its dirty lines stay in the core's cache.
+    crate::seam!(FAULT_EXIT_SKIPS_PUBLISH);
+    ctx.publish_outputs(a);
+    a.store_barrier();
+}
+
+/// Whether a faulted subtask ends at its fault (always: never completed, never releasing).
+fn stops_at_a_fault() -> bool {
+    // Broken (RELEASE_ON_FAULT): it completes like any other and releases its consumers.
+    crate::seam!(RELEASE_ON_FAULT => false);
+    true
 }

@@ -276,19 +276,9 @@ impl Boundary {
         w: &mut Waiting,
     ) -> Result<bool, Failure> {
         self.await_last_departures(a, w)?;
-        if let Some((_, mask)) = peers
-            && phase == capture_phase::BEFORE
-            && crate::breakage::broken(crate::breakage::CAPTURE_PEERS_SKIP_SEAL)
-            && crate::breakage::forcing()
-        {
-            // The interleaving forced: the peers (which did not wait) run their kernels and
-            // arrive at AFTER before this request is written.
-            let after = slot.offset(capture_slot::ARRIVED + 8 * capture_phase::AFTER);
-            let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
-            while (a.query(after).count_ones() + 1) < mask.count_ones() && a.now_ticks() < until {
-                self.pause(a, after, a.query(after), until, a.now_ticks());
-            }
-        }
+        // Broken (CAPTURE_PEERS_SKIP_SEAL, forced): the peers run ahead first.
+        #[cfg(feature = "breakage")]
+        broken::let_the_peers_run_ahead(self, a, slot, peers, phase);
         let seq = self.seq.get() % 0xFFFF_FFFF + 1;
         self.seq.set(seq);
         // A lone phase's line is read by its publisher alone: nothing to wait for before the
@@ -382,24 +372,15 @@ impl Boundary {
                     }
                 }
             }
-            if crate::breakage::broken(crate::breakage::CAPTURE_STOP_AFTER_LOOK) && crate::breakage::forcing() {
-                // The interleaving forced: the run's stop lands between the look and the read.
-                let until = a.now_ticks().saturating_add(a.ticks_from_micros(10_000_000));
-                while a.read_dmb() != regs::DMB_EXIT && a.now_ticks() < until {
-                    let slice = a.now_ticks().saturating_add(a.ticks_from_micros(1_000));
-                    a.wait_for_event(slice.min(until));
-                }
-            }
+            // Fault injection (CAPTURE_STOP_AFTER_LOOK): the run's stop lands here.
+            #[cfg(feature = "breakage")]
+            broken::wait_for_the_stop(a);
             if a.read_dmb() == regs::DMB_EXIT {
                 // The run's stop may have overtaken the last look: an ABORTED answer written
                 // before the stop (the AICPU answers the aborted phases before it retires its
                 // cores) is visible to a look after it, and is this publisher's to take, as it
                 // is a peer's (`Boundary::follow`).
-                if !crate::breakage::broken(crate::breakage::CAPTURE_PUBLISHER_EXIT_NO_RELOOK)
-                    && look_ack(a, ack_line, r.tick).1.is_some_and(|ack| {
-                        ack.answers(identity, r.tick) && ack.status == crate::layout::capture_status::ABORTED
-                    })
-                {
+                if aborted_before_the_stop(a, ack_line, identity, r.tick) {
                     return Ok(false);
                 }
                 return Err(Failure::Exit);
@@ -436,10 +417,8 @@ impl Boundary {
         site: u32,
         w: &mut Waiting,
     ) -> Result<bool, Failure> {
-        if crate::breakage::broken(crate::breakage::CAPTURE_PEERS_SKIP_SEAL) {
-            // Broken on purpose: the peer goes on without its phase's seal.
-            return Ok(true);
-        }
+        // Broken: the peer goes on without its phase's seal.
+        crate::seam!(CAPTURE_PEERS_SKIP_SEAL => Ok(true));
         let word = slot.offset(capture_slot::PUBLISHER + 8 * phase);
         let mut publisher_seen = None;
         loop {
@@ -486,12 +465,7 @@ impl Boundary {
             *publisher_seen = publisher(a, slot, phase);
         }
         let Some((p, seq)) = *publisher_seen else { return Look::Pending(None) };
-        let seq = if crate::breakage::broken(crate::breakage::CAPTURE_PEER_OWN_SEQ) {
-            // Broken on purpose: the peer's own counter proves nothing about this phase.
-            self.seq.get() % 0xFFFF_FFFF + 1
-        } else {
-            seq
-        };
+        let seq = self.awaited_seq(seq);
         let line = GmAddr(self.l.ack(p));
         let Some(ack) = read_ack(a, line) else {
             // A line being rewritten (or not written yet): look again soon (a wait based on 0
@@ -501,20 +475,90 @@ impl Boundary {
         if ack.identity == (self.epoch, task as u64, seq) {
             match ack.status {
                 crate::layout::capture_status::SEALED => return Look::Sealed,
-                crate::layout::capture_status::ABORTED
-                    if !crate::breakage::broken(crate::breakage::CAPTURE_PEER_IGNORES_ABORTED) =>
-                {
-                    return Look::Aborted;
-                }
+                crate::layout::capture_status::ABORTED if takes_an_abort() => return Look::Aborted,
                 _ => {}
             }
         }
         Look::Pending(Some((line.offset(capture_ack::TICK), ack.tick)))
     }
 
+    /// The `phase_seq` a peer waits for: the one its publisher's word names (`published`).
+    #[cfg_attr(not(feature = "breakage"), allow(clippy::unused_self))]
+    fn awaited_seq(&self, published: u64) -> u64 {
+        // Broken: the peer's own counter, which proves nothing about this phase.
+        crate::seam!(CAPTURE_PEER_OWN_SEQ => self.seq.get() % 0xFFFF_FFFF + 1);
+        published
+    }
+
     fn next_tick(&self) -> u64 {
         let t = self.tick.get() + 1;
         self.tick.set(t);
         t
+    }
+}
+
+/// Whether the acknowledgement line `line` holds an ABORTED answer to the request of `identity`
+/// asked with `tick`: a publisher that saw the run's stop looks once more, since the stop may
+/// have overtaken its last look at an answer written before it.
+fn aborted_before_the_stop<G: GmAtomic + Barriers>(a: &G, line: GmAddr, identity: (u64, u64, u64), tick: u64) -> bool {
+    // Broken: no second look; the ABORTED answer the stop overtook is left untaken.
+    crate::seam!(CAPTURE_PUBLISHER_EXIT_NO_RELOOK => false);
+    look_ack(a, line, tick)
+        .1
+        .is_some_and(|ack| ack.answers(identity, tick) && ack.status == crate::layout::capture_status::ABORTED)
+}
+
+/// Whether a peer takes an ABORTED answer to its phase as the phase's end (always).
+fn takes_an_abort() -> bool {
+    // Broken: the peer ignores it and waits on.
+    crate::seam!(CAPTURE_PEER_IGNORES_ABORTED => false);
+    true
+}
+
+/// The injected waits of the boundary walk's broken variants (forced interleavings), each a
+/// no-op unless its switch is on. Compiled with the `breakage` feature only.
+#[cfg(feature = "breakage")]
+mod broken {
+    use pto_hal::{AicoreAgent, GmAddr};
+
+    use super::Boundary;
+    use crate::layout::{capture_phase, capture_slot, regs};
+
+    /// `CAPTURE_PEERS_SKIP_SEAL`, forced: before a BEFORE request is written, the publisher
+    /// waits (up to a second) until its peers — which did not wait for the seal — ran their
+    /// kernels and arrived at AFTER.
+    pub(super) fn let_the_peers_run_ahead<A: AicoreAgent>(
+        b: &Boundary,
+        a: &A,
+        slot: GmAddr,
+        peers: Option<(u64, u64)>,
+        phase: u64,
+    ) {
+        let Some((_, mask)) = peers else { return };
+        if phase != capture_phase::BEFORE
+            || !crate::breakage::broken(crate::breakage::CAPTURE_PEERS_SKIP_SEAL)
+            || !crate::breakage::forcing()
+        {
+            return;
+        }
+        let after = slot.offset(capture_slot::ARRIVED + 8 * capture_phase::AFTER);
+        let until = a.now_ticks().saturating_add(a.ticks_from_micros(1_000_000));
+        while (a.query(after).count_ones() + 1) < mask.count_ones() && a.now_ticks() < until {
+            b.pause(a, after, a.query(after), until, a.now_ticks());
+        }
+    }
+
+    /// `CAPTURE_STOP_AFTER_LOOK` (fault injection, forced): a publisher whose look found no
+    /// answer waits (up to ten seconds) for the run's stop before it reads DMB, so the stop
+    /// lands between the look and the read.
+    pub(super) fn wait_for_the_stop<A: AicoreAgent>(a: &A) {
+        if !crate::breakage::broken(crate::breakage::CAPTURE_STOP_AFTER_LOOK) || !crate::breakage::forcing() {
+            return;
+        }
+        let until = a.now_ticks().saturating_add(a.ticks_from_micros(10_000_000));
+        while a.read_dmb() != regs::DMB_EXIT && a.now_ticks() < until {
+            let slice = a.now_ticks().saturating_add(a.ticks_from_micros(1_000));
+            a.wait_for_event(slice.min(until));
+        }
     }
 }

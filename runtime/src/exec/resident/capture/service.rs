@@ -183,32 +183,41 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         let mut answered = self.abort_aborted();
         // The open reservation's owner first: it keeps advancing.
         let owner = self.open.as_ref().map(|(i, _)| *i);
-        let stalled = crate::breakage::broken(crate::breakage::CAPTURE_STALL_OPEN);
-        let held = owner.is_some()
-            && self.stats.would_block == 0
-            && crate::breakage::broken(crate::breakage::CAPTURE_HOLD_OPEN);
-        let chosen = match owner {
-            Some(_) if stalled || held => None,
-            Some(i) => Some(i).filter(|&i| self.asking(i)),
-            // The earliest observed request in flight, whether or not it asked again since its
-            // last answer: one told WOULD_BLOCK keeps its place until it asks again.
-            None if crate::breakage::broken(crate::breakage::CAPTURE_SERVE_NEWEST) => {
-                self.inflight.iter().rev().map(|&i| i as usize).find(|&i| self.asking(i))
-            }
-            None => self.inflight.first().map(|&i| i as usize).filter(|&i| self.asking(i)),
-        };
-        if let Some(i) = chosen {
+        if let Some(i) = self.choose(owner) {
             if owner.is_none() {
                 self.count_overtakes(i);
             }
             self.serve(i);
             answered = true;
         }
-        if crate::breakage::broken(crate::breakage::CAPTURE_SILENT_WHILE_OPEN) {
-            return answered;
+        self.answer_would_block() || answered
+    }
+
+    /// Which request a step serves: the open reservation's owner (`owner`), when it asked
+    /// again; else the earliest observed request in flight, whether or not it asked again since
+    /// its last answer (one told WOULD_BLOCK keeps its place until it asks again).
+    fn choose(&self, owner: Option<usize>) -> Option<usize> {
+        crate::seam!(CAPTURE_STALL_OPEN => broken::choose_stalling_the_owner(self, owner));
+        crate::seam!(CAPTURE_HOLD_OPEN => broken::choose_holding_the_owner(self, owner));
+        crate::seam!(CAPTURE_SERVE_NEWEST => broken::choose_the_newest(self, owner));
+        match owner {
+            Some(i) => Some(i).filter(|&i| self.asking(i)),
+            None => self.earliest_asking(),
         }
-        // While a reservation is open, every other request that asked is told WOULD_BLOCK:
-        // nothing reserved, nothing accounted; it asks again later and keeps its place.
+    }
+
+    /// The earliest observed request in flight, when it asked since its last answer.
+    fn earliest_asking(&self) -> Option<usize> {
+        self.inflight.first().map(|&i| i as usize).filter(|&i| self.asking(i))
+    }
+
+    /// While a reservation is open, every other request that asked is told WOULD_BLOCK:
+    /// nothing reserved, nothing accounted; it asks again later and keeps its place. Whether
+    /// any was answered.
+    fn answer_would_block(&mut self) -> bool {
+        // Broken: the others are left unanswered while a reservation is open.
+        crate::seam!(CAPTURE_SILENT_WHILE_OPEN => false);
+        let mut answered = false;
         if let Some(o) = self.open.as_ref().map(|(o, _)| *o) {
             for k in 0..self.inflight.len() {
                 let i = self.inflight[k] as usize;
@@ -225,6 +234,15 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
             }
         }
         answered
+    }
+
+    /// Whether an abort of the open reservation's owner waits for another one's (never).
+    #[cfg_attr(not(feature = "breakage"), allow(clippy::unused_self))]
+    fn defers_the_owners_abort(&self) -> bool {
+        // Injected (CAPTURE_ABORT_OWNER_LAST): until this service answered one abort, the
+        // owner's abort waits for another one's.
+        crate::seam!(CAPTURE_ABORT_OWNER_LAST => self.stats.aborted == 0);
+        false
     }
 
     /// Whether a request this service has read asked since its last answer (it can be served
@@ -294,7 +312,7 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
     /// ABORTED with the full identity.
     fn abort_aborted(&mut self) -> bool {
         let mut any = false;
-        let owner_last = self.stats.aborted == 0 && crate::breakage::broken(crate::breakage::CAPTURE_ABORT_OWNER_LAST);
+        let owner_last = self.defers_the_owners_abort();
         let mut k = 0;
         while k < self.inflight.len() {
             let i = self.inflight[k] as usize;
@@ -494,5 +512,41 @@ impl<'a, A: AicpuAgent> Service<'a, A> {
         }
         self.lane.close();
         true
+    }
+}
+
+/// The broken twins of the service's choice (the breakage suites' variants and fault
+/// injections): each is the whole choice with one bug, entered from the first line of
+/// `Service::choose` when its switch is active ([`seam!`](crate::seam)). Compiled with the
+/// `breakage` feature only.
+#[cfg(feature = "breakage")]
+mod broken {
+    use pto_hal::AicpuAgent;
+
+    use super::Service;
+
+    /// `CAPTURE_STALL_OPEN` (fault injection): the open reservation's owner is never served
+    /// again (it still answers aborts): the owner's budget runs out mid-record.
+    pub(super) fn choose_stalling_the_owner<A: AicpuAgent>(s: &Service<'_, A>, owner: Option<usize>) -> Option<usize> {
+        if owner.is_some() { None } else { s.earliest_asking() }
+    }
+
+    /// `CAPTURE_HOLD_OPEN` (fault injection): the open reservation is held (not advanced)
+    /// until the service has answered another core's request WOULD_BLOCK.
+    pub(super) fn choose_holding_the_owner<A: AicpuAgent>(s: &Service<'_, A>, owner: Option<usize>) -> Option<usize> {
+        match owner {
+            Some(_) if s.stats.would_block == 0 => None,
+            Some(i) => Some(i).filter(|&i| s.asking(i)),
+            None => s.earliest_asking(),
+        }
+    }
+
+    /// `CAPTURE_SERVE_NEWEST`: with no reservation open, the newest request that asked is
+    /// served, not the earliest observed (an early one may wait for ever).
+    pub(super) fn choose_the_newest<A: AicpuAgent>(s: &Service<'_, A>, owner: Option<usize>) -> Option<usize> {
+        match owner {
+            Some(i) => Some(i).filter(|&i| s.asking(i)),
+            None => s.inflight.iter().rev().map(|&i| i as usize).find(|&i| s.asking(i)),
+        }
     }
 }
