@@ -57,6 +57,24 @@ pub enum TensorProblem {
     },
 }
 
+impl TensorProblem {
+    /// A runtime-allocated tensor's placement against the allocation it names: its address,
+    /// size in bytes and element type (`given`) against the allocation's (`allocated`). `Err`
+    /// names the first that disagrees ([`TensorProblem::NotItsAllocation`]).
+    pub(crate) fn same_allocation(given: (u64, u64, DType), allocated: (u64, u64, DType)) -> Result<(), TensorProblem> {
+        let disagree = |what, given, allocated| Err(TensorProblem::NotItsAllocation { what, given, allocated });
+        if given.0 != allocated.0 {
+            disagree("address", given.0, allocated.0)
+        } else if given.1 != allocated.1 {
+            disagree("size", given.1, allocated.1)
+        } else if given.2 != allocated.2 {
+            disagree("element type", given.2 as u64, allocated.2 as u64)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 impl core::fmt::Display for TensorProblem {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {

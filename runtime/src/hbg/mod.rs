@@ -106,16 +106,7 @@ impl HeapAlloc {
     /// Whether `b` is this allocation: its offset, size and element type, else the first that
     /// disagrees.
     fn judge(&self, b: &BufferRef, offset: u64) -> Result<(), TensorProblem> {
-        let disagree = |what, given, allocated| Err(TensorProblem::NotItsAllocation { what, given, allocated });
-        if offset != self.offset {
-            disagree("address", offset, self.offset)
-        } else if b.bytes != self.bytes {
-            disagree("size", b.bytes, self.bytes)
-        } else if b.dtype != self.dtype {
-            disagree("element type", b.dtype as u64, self.dtype as u64)
-        } else {
-            Ok(())
-        }
+        TensorProblem::same_allocation((offset, b.bytes, b.dtype), (self.offset, self.bytes, self.dtype))
     }
 }
 

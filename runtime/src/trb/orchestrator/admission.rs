@@ -150,15 +150,9 @@ impl<A: AicpuAgent> DeviceOrch<'_, A> {
 fn judge_ring(alloc: Option<RingAlloc>, b: &BufferRef, addr: u64) -> Result<(), TensorProblem> {
     let disagree = |what, given, allocated| Err(TensorProblem::NotItsAllocation { what, given, allocated });
     let Some(a) = alloc else { return disagree("allocation", b.id, 0) };
-    if addr != a.addr {
-        disagree("address", addr, a.addr)
-    } else if b.bytes != a.bytes {
-        disagree("size", b.bytes, a.bytes)
-    } else if b.dtype != a.dtype {
-        disagree("element type", b.dtype as u64, a.dtype as u64)
-    } else if b.id != a.id {
-        disagree("allocation", b.id, a.id)
-    } else {
-        Ok(())
+    TensorProblem::same_allocation((addr, b.bytes, b.dtype), (a.addr, a.bytes, a.dtype))?;
+    if b.id != a.id {
+        return disagree("allocation", b.id, a.id);
     }
+    Ok(())
 }
