@@ -54,6 +54,7 @@
 pub mod capture;
 pub mod core;
 pub mod state;
+mod subtask;
 pub mod supervisor;
 
 /// Loom models of the resident scheduler state (`state`) (`--cfg loom`; see `crate::loom_support`).

@@ -68,7 +68,7 @@ pub enum ConfigError {
     },
     /// A ring's task window that is not a power of two in `2..=max`: `max` is the most slots
     /// a task handle names whose AICPU memory fits a ring's budget
-    /// ([`AICPU_RING_BUDGET`](crate::trb::ring::AICPU_RING_BUDGET)).
+    /// (the device-side runtime's per-ring AICPU budget, 256 MiB).
     #[error(
         "rings.window[{ring}] = {window}: a ring's task window must be a power of two in 2..=2^{} \
          (its slots must fit the ring's AICPU budget of {} MiB)",
@@ -95,7 +95,7 @@ pub enum ConfigError {
     },
     /// A ring's dependency pool outside `1..limit`: `limit` is what a task handle names, or
     /// what the ring's AICPU budget
-    /// ([`AICPU_RING_BUDGET`](crate::trb::ring::AICPU_RING_BUDGET)) has left after the
+    /// (the device-side runtime's per-ring AICPU budget, 256 MiB) has left after the
     /// ring's window.
     #[error(
         "rings.dep_pool[{ring}] = {dep_pool} must be in 1..{limit} \
