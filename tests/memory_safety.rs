@@ -728,3 +728,41 @@ fn a_hand_made_ring_view_with_a_live_owner_is_refused_by_name() {
     }
     still_works(&dev, &k);
 }
+
+static RELEASE_SLOW_SEEDED: AtomicBool = AtomicBool::new(false);
+
+/// [`k_slow`] with a release of its own (the tests run in parallel).
+fn k_slow_seeded(_k: &mut dyn KernelContext) {
+    while !RELEASE_SLOW_SEEDED.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// On a seeded schedule too, a kernel slower than the watchdog is reported within the
+/// watchdog plus at most 0.5 s of wall time (`docs/engine.md`, "Agents that never yield"), and
+/// the device recovers once the kernel returns. The kernel holds the one host thread the
+/// schedule runs on; it used to keep it for the 4 s escape budget before the watchdog's 1 s of
+/// device time even began (`KERNEL_HUNG` after 5.8–7.9 s).
+#[test]
+fn a_kernel_slower_than_the_watchdog_is_reported_in_time_on_a_seeded_schedule() {
+    use pto_sim::{Schedule, SimEngine, Strategy};
+    let seeded = Schedule::Seeded { seed: 7, strategy: Strategy::Random };
+    let (dev, k) = pto_sim::with_engine(Some(SimEngine::Coroutines { threads: 1 }), Some(seeded), || {
+        device_with(Timeouts::new(1_000_000, 1_000_000, 30_000_000))
+    });
+    let slow = dev.register_kernel("slow", CoreType::Aiv, k_slow_seeded).unwrap();
+    let x = dev.alloc::<f32>(&[16]).unwrap();
+    let graph = dev.build(|g| g.submit(Task::aiv(slow).output(&x.tensor())).map(|_| ())).unwrap();
+    let started = Instant::now();
+    let d = device_error(dev.run(&graph).unwrap_err());
+    let took = started.elapsed();
+    RELEASE_SLOW_SEEDED.store(true, Ordering::Release);
+    assert_eq!(d.code, ErrorCode::Device(DeviceFault::KernelHung), "{d}");
+    assert!(took < Duration::from_millis(1_500), "KERNEL_HUNG after {took:?}, not within the watchdog plus 0.5 s");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while let Some(why) = dev.unusable_reason() {
+        assert!(Instant::now() < deadline, "the device did not recover after the kernel returned: {why}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    still_works(&dev, &k);
+}

@@ -51,4 +51,11 @@ pub trait Clock {
     fn deadline_after_micros(&self, micros: u64) -> Ticks {
         self.now_ticks().saturating_add(self.ticks_from_micros(micros))
     }
+
+    /// Whether the counter is a virtual clock that wall time does not move (a simulator's
+    /// seeded schedule, whose device runs only while the host waits for it): no host instant
+    /// maps onto it. `false` by default: a chip's counter, or a free-running simulator's.
+    fn is_virtual(&self) -> bool {
+        false
+    }
 }

@@ -223,4 +223,7 @@ impl<C: Contract> Clock for SimDevice<C> {
     fn freq_hz(&self) -> u64 {
         self.shared().config.freq_hz
     }
+    fn is_virtual(&self) -> bool {
+        self.shared().engine.deterministic()
+    }
 }

@@ -6,6 +6,12 @@
 //! programs (the launch anchor) and just after the fence saw both end (the fence anchor).
 //! Every host instant maps linearly through those two points (by the counter frequency when
 //! there is only one), so the device's records lie between the two anchors on the same axis.
+//!
+//! On a seeded schedule the counter is virtual ([`Clock::is_virtual`]): it moves only while
+//! the host drives the device, so no host instant maps onto it, and any mapping would make the
+//! trace depend on wall time. There the host's phases are left out of the trace (the device's
+//! records alone make it, byte for byte the same on every run of the seed); `pto run -v` still
+//! prints them with their wall-clock times (`docs/profiling.md`, "Seeded schedules").
 
 use std::time::Instant;
 use std::vec::Vec;
@@ -25,6 +31,8 @@ pub(in crate::host) struct HostTimeline {
     phases: Vec<(HostPhase, Instant, Instant)>,
     /// `(host instant, device tick)` samples: at launch, and after the fence.
     anchors: Vec<(Instant, u64)>,
+    /// An anchor read a virtual counter (a seeded schedule): the phases map onto no ticks.
+    virtual_clock: bool,
 }
 
 impl HostTimeline {
@@ -49,13 +57,17 @@ impl HostTimeline {
         let before = Instant::now();
         let tick = clock.now_ticks();
         let after = Instant::now();
+        self.virtual_clock |= clock.is_virtual();
         self.anchors.push((before + (after - before) / 2, tick));
     }
 
     /// The recorded phases mapped onto device ticks, by start: linearly through the first and
     /// the last anchor (ticks per second measured between them), or through the only anchor at
-    /// `freq_hz`; nothing without an anchor.
+    /// `freq_hz`; nothing without an anchor, or when an anchor read a virtual counter.
     pub(in crate::host) fn to_ticks(&self, freq_hz: u64) -> Vec<HostPhaseTrace> {
+        if self.virtual_clock {
+            return Vec::new();
+        }
         let (Some(&(i0, t0)), Some(&(i1, t1))) = (self.anchors.first(), self.anchors.last()) else {
             return Vec::new();
         };
@@ -111,6 +123,27 @@ mod tests {
         tl.record(HostPhase::Build, i0 - Duration::from_secs(1), i0 - Duration::from_secs(1));
         assert_eq!(tl.to_ticks(1_000_000)[0], HostPhaseTrace { phase: HostPhase::Build, start: 0, end: 0 });
         assert!(HostTimeline::default().to_ticks(1).is_empty(), "no anchor, no axis");
+    }
+
+    #[test]
+    fn a_virtual_counter_maps_no_host_phase() {
+        struct Virtual;
+        impl Clock for Virtual {
+            fn now_ticks(&self) -> pto_hal::Ticks {
+                7
+            }
+            fn freq_hz(&self) -> u64 {
+                1_000_000
+            }
+            fn is_virtual(&self) -> bool {
+                true
+            }
+        }
+        let mut tl = HostTimeline::default();
+        tl.anchor(&Virtual);
+        let i = tl.anchors[0].0;
+        tl.record(HostPhase::Fence, i, i + Duration::from_millis(1));
+        assert!(tl.to_ticks(1_000_000).is_empty(), "wall time has no place on a virtual axis");
     }
 
     #[test]
