@@ -39,7 +39,8 @@ impl RuntimeChoice {
     about = "A pto-rt example: runs its workload on the selected board and checks it against its golden.",
     after_help = "With both runtimes, the device-side runtime's trace files get `.trb` before their extension; \
                   each run's args dump goes to DIR/hbg or DIR/trb, by its runtime; the executor applies to the \
-                  host-built graph (the device-side runtime always dispatches from the AICPU)."
+                  host-built graph (the device-side runtime always dispatches from the AICPU), so \
+                  `--executor resident` needs `--runtime hbg` and is refused with trb or both."
 )]
 struct ExampleCli {
     /// The runtimes to run on.
@@ -115,6 +116,18 @@ impl ExampleArgs {
             .try_get_matches_from(args)
             .and_then(|m| ExampleCli::from_arg_matches(&m));
         match parsed {
+            Ok(c) if c.executor == Executor::Resident && c.runtime.list().contains(&RuntimeKind::TensormapRing) => {
+                // The one rule of every front end: what the runtime would not run as asked is
+                // refused before anything runs, naming both flags (the `pto` command line's and
+                // Python's `ConfigError` alike).
+                let why = pto_runtime::host::ConfigError::ResidentRefused {
+                    reason: pto_runtime::host::LegacyReason::DeviceSideRuntime,
+                };
+                Err(format!(
+                    "--runtime {} with --executor resident: {why}; use --runtime hbg, or --executor legacy or auto",
+                    if c.runtime.list().len() > 1 { "both" } else { "trb" }
+                ))
+            }
             Ok(c) => Ok(ExampleArgs {
                 runtimes: c.runtime.list(),
                 executor: c.executor,
@@ -220,8 +233,13 @@ mod example_args_tests {
 
     #[test]
     fn runtime_and_executor_parse_and_bad_values_are_named() {
-        let a = parse(&["--runtime", "trb", "--executor", "resident"]).unwrap();
-        assert_eq!((a.runtimes, a.executor), (vec![RuntimeKind::TensormapRing], Executor::Resident));
+        let a = parse(&["--runtime", "hbg", "--executor", "resident"]).unwrap();
+        assert_eq!((a.runtimes, a.executor), (vec![RuntimeKind::HostBuiltGraph], Executor::Resident));
+        // The resident executor on the device-side runtime is refused, naming both flags.
+        for rt in ["trb", "both"] {
+            let e = parse(&["--runtime", rt, "--executor", "resident"]).unwrap_err();
+            assert!(e.contains(&format!("--runtime {rt} with --executor resident")), "{e}");
+        }
         assert_eq!(parse(&[]).unwrap().executor, Executor::Auto);
         assert_eq!(parse(&[]).unwrap().kernels, KernelChoice::Rust);
         assert_eq!(parse(&["--kernels", "native"]).unwrap().kernels, KernelChoice::Native);
