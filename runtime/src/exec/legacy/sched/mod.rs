@@ -14,7 +14,7 @@
 use crate::sync::Ordering;
 use alloc::boxed::Box;
 
-use pto_hal::{AicpuAgent, CoreType, Reg};
+use pto_hal::{AicpuAgent, Reg};
 
 use crate::codes::{DeviceFault, ErrorCode, SchedError, Site};
 use crate::exec::aicpu::cores::{Seat, ThreadCores};
@@ -29,10 +29,8 @@ pub use super::cond::{Sub, decide};
 
 #[derive(Copy, Clone)]
 struct CoreSlot {
-    w: u32,
-    phys: u32,
-    ty: CoreType,
-    up: bool,
+    /// The owned core, as its handshake left it (the thread's `ThreadCores` seat, copied once).
+    seat: Seat,
     running: Option<Sub>,
     acked: bool,
     pending: Option<Sub>,
@@ -45,18 +43,7 @@ struct CoreSlot {
 /// The entry of owned core `seat` (as its handshake left it), running nothing.
 impl From<&Seat> for CoreSlot {
     fn from(seat: &Seat) -> Self {
-        CoreSlot {
-            w: seat.w,
-            phys: seat.phys,
-            ty: seat.ty,
-            up: seat.up,
-            running: None,
-            acked: false,
-            pending: None,
-            seq: 0,
-            last_cond: 0,
-            listed: false,
-        }
+        CoreSlot { seat: *seat, running: None, acked: false, pending: None, seq: 0, last_cond: 0, listed: false }
     }
 }
 
@@ -69,10 +56,10 @@ impl Default for CoreSlot {
 
 impl CoreSlot {
     fn can_pend(&self) -> bool {
-        self.up && self.running.is_some() && self.acked && self.pending.is_none()
+        self.seat.up && self.running.is_some() && self.acked && self.pending.is_none()
     }
     fn is_idle(&self) -> bool {
-        self.up && self.running.is_none()
+        self.seat.up && self.running.is_none()
     }
 }
 
@@ -128,7 +115,7 @@ impl<'s, 'c, A: AicpuAgent, S: TaskSource> Scheduler<'s, 'c, A, S> {
         for &i in cores.opened() {
             let c = &mut tables.cores[i];
             // Listed at most once: the list has room for every core.
-            c.listed = tables.idle[c.ty as usize].push(i).is_ok();
+            c.listed = tables.idle[c.seat.ty as usize].push(i).is_ok();
         }
         for v in &mut tables.idle {
             v.reverse();
@@ -202,7 +189,7 @@ impl<'s, 'c, A: AicpuAgent, S: TaskSource> Scheduler<'s, 'c, A, S> {
                             code,
                             site: Site::Completion,
                             task: Some(self.s.info(sub.task).report_id),
-                            core: Some(c.w),
+                            core: Some(c.seat.w),
                             detail: c.last_cond as u64,
                         },
                     );
@@ -243,7 +230,7 @@ impl<'s, 'c, A: AicpuAgent, S: TaskSource> Scheduler<'s, 'c, A, S> {
             if c.running.is_none() {
                 continue;
             }
-            let v = a.read_reg(c.phys, Reg::Cond);
+            let v = a.read_reg(c.seat.phys, Reg::Cond);
             if v == c.last_cond {
                 continue;
             }
@@ -273,12 +260,12 @@ impl<'s, 'c, A: AicpuAgent, S: TaskSource> Scheduler<'s, 'c, A, S> {
             }
             if c.running.is_none() {
                 c.acked = false;
-                let ty = c.ty as usize;
+                let ty = c.seat.ty as usize;
                 if finished.iter().any(Option::is_some) && !c.listed {
                     c.listed = self.t.idle[ty].push(i).is_ok();
                 }
             }
-            let w = c.w;
+            let w = c.seat.w;
             for sub in finished.into_iter().flatten() {
                 progress = true;
                 if self.cores.trace.is_some() {

@@ -71,7 +71,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
             let c = &self.t.cores[i as usize];
             let sub = [c.running, c.pending].into_iter().flatten().find(|s| s.reg == reg);
             if let Some(sub) = sub {
-                self.trace_sub(trace_kind::DISPATCH, c.w, sub, at);
+                self.trace_sub(trace_kind::DISPATCH, c.seat.w, sub, at);
             }
         }
         self.t.batch = batch;
@@ -85,7 +85,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
         match shape {
             Shape::Aic | Shape::Aiv => {
                 let ty = if shape == Shape::Aic { CoreType::Aic } else { CoreType::Aiv };
-                !self.t.idle[ty as usize].is_empty() || self.t.cores.iter().any(|c| c.ty == ty && c.can_pend())
+                !self.t.idle[ty as usize].is_empty() || self.t.cores.iter().any(|c| c.seat.ty == ty && c.can_pend())
             }
             Shape::Mix => self.free_cluster().is_some(),
             Shape::Dummy => false,
@@ -108,7 +108,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
                 return Some(i);
             }
         }
-        self.t.cores.iter().position(|c| c.ty == ty && c.can_pend())
+        self.t.cores.iter().position(|c| c.seat.ty == ty && c.can_pend())
     }
 
     /// Place as many blocks of task `t` as this thread has room for; requeue the rest.
@@ -173,7 +173,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
 
     /// Blocks of `shape` this thread could start right now on idle cores.
     fn idle_capacity(&self, shape: Shape) -> u32 {
-        let idle = |ty: CoreType| self.t.cores.iter().filter(|c| c.ty == ty && c.is_idle()).count() as u32;
+        let idle = |ty: CoreType| self.t.cores.iter().filter(|c| c.seat.ty == ty && c.is_idle()).count() as u32;
         match shape {
             Shape::Aic => idle(CoreType::Aic),
             Shape::Aiv => idle(CoreType::Aiv),
@@ -200,7 +200,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
             reserved0: 0,
             reserved: [0; 3],
         };
-        let at = self.b.map.payload(c.w, reg & 1);
+        let at = self.b.map.payload(c.seat.w, reg & 1);
         self.a.write(at, p.as_bytes());
         // The core reads the payload after the DMB write: publish it by the contract (a clean
         // under a2a3's possibly write-back AICPU cache; nothing on a5).
@@ -212,7 +212,7 @@ impl<A: AicpuAgent, S: TaskSource> Scheduler<'_, '_, A, S> {
         } else {
             c.pending = Some(sub);
         }
-        if let Err((phys, reg, _)) = self.t.batch.push((c.phys, reg, i as u32)) {
+        if let Err((phys, reg, _)) = self.t.batch.push((c.seat.phys, reg, i as u32)) {
             // Never: a pass gives a core at most one subtask and the batch has a place per
             // core. Were it full, the dispatch is written now rather than lost.
             self.a.wmb();
